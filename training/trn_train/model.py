@@ -1,0 +1,83 @@
+"""Build Hugging Face models from recipe configs (no weight downloads) and make batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from trn_train.errors import ConfigError
+from trn_train.recipes import Recipe
+
+
+def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str, int]) -> Any:
+    """The ``LlamaConfig`` / ``BertConfig`` of ``recipe`` for data with ``data_vocab_size`` ids.
+
+    Recipes without ``vocab_size`` (test shapes) take the data's; fixed-vocabulary recipes
+    must cover it.
+
+    Raises:
+        ConfigError: the data's vocabulary is larger than the model's.
+    """
+    from transformers import BertConfig, LlamaConfig
+
+    kw = dict(recipe.model_config)
+    vocab = kw.get("vocab_size")
+    if vocab is None:
+        kw["vocab_size"] = data_vocab_size
+    elif data_vocab_size > vocab:
+        raise ConfigError("tokenizer vocabulary", data_vocab_size,
+                          f"at most the {recipe.name} model's vocab_size {vocab}",
+                          hint="prepare the data with the model's tokenizer")
+    if recipe.model_type == "llama":
+        for k in ("bos", "eos", "pad"):
+            if k in special_tokens:
+                kw.setdefault(f"{k}_token_id", special_tokens[k])
+        return LlamaConfig(**kw)
+    if recipe.model_type == "bert":
+        if "pad" in special_tokens:
+            kw.setdefault("pad_token_id", special_tokens["pad"])
+        return BertConfig(**kw)
+    raise ConfigError("recipe.model_type", recipe.model_type, "'llama' or 'bert'")
+
+
+def build_model(recipe: Recipe, cfg: Any, seed: int) -> torch.nn.Module:
+    """Instantiate the model on CPU with weights initialised from ``seed`` (same on every rank)."""
+    from transformers import BertForMaskedLM, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cls = LlamaForCausalLM if recipe.model_type == "llama" else BertForMaskedLM
+    # eager attention: identical maths on CPU and XLA, no SDPA kernel choice differences
+    cfg._attn_implementation = "eager"
+    return cls(cfg)
+
+
+def mlm_mask(tokens: np.ndarray, sample_ids: np.ndarray, step: int, seed: int,
+             special: dict[str, int], vocab_size: int, prob: float = 0.15) -> tuple[np.ndarray, np.ndarray]:
+    """BERT masking (Devlin et al. 2019, §3.1): choose ``prob`` of non-special tokens; of those
+    80% become ``[MASK]``, 10% a random token, 10% stay. Labels are ``-100`` elsewhere.
+
+    The random draw of each sequence depends only on (seed, step, position of the sequence
+    in the global batch), so every world size masks the same global batch the same way.
+
+    Args:
+        tokens: ``(B, T)`` int64 ids. sample_ids: ``(B,)`` positions in the global batch.
+
+    Returns:
+        ``(input_ids, labels)``, both ``(B, T)`` int64.
+    """
+    inputs = tokens.copy()
+    labels = np.full_like(tokens, -100)
+    specials = np.array(sorted({special[k] for k in ("cls", "sep", "pad") if k in special}), dtype=np.int64)
+    for b in range(tokens.shape[0]):
+        rng = np.random.default_rng([seed, 7, step, int(sample_ids[b])])
+        u = rng.random(tokens.shape[1])
+        kind = rng.random(tokens.shape[1])
+        rand_tok = rng.integers(0, vocab_size, tokens.shape[1])
+        chosen = (u < prob) & ~np.isin(tokens[b], specials)
+        labels[b, chosen] = tokens[b, chosen]
+        inputs[b, chosen & (kind < 0.8)] = special["mask"]
+        swap = chosen & (kind >= 0.8) & (kind < 0.9)
+        inputs[b, swap] = rand_tok[swap]
+    return inputs, labels
