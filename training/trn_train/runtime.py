@@ -199,6 +199,7 @@ class Runtime:
                 groups, torch.optim.AdamW, lr=lr, betas=betas, weight_decay=weight_decay,
                 optimizer_dtype=torch.float32, grad_clipping=max_grad_norm > 0,
                 max_norm=max_grad_norm if max_grad_norm > 0 else 1.0, pin_layout=False,
+                save_master_weights=True,
             )
         return torch.optim.AdamW(groups, lr=lr, betas=betas, weight_decay=weight_decay)
 

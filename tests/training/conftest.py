@@ -1,0 +1,75 @@
+"""Shared fixtures for the CPU training tests: a tokenizer trained on real text on this
+machine and prepared data, built once per session."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+for p in (REPO, REPO / "training"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+
+def corpus_paths() -> list[str]:
+    """Real text available offline: Debian's license texts, else the stdlib's email package."""
+    licenses = Path("/usr/share/common-licenses")
+    if licenses.is_dir() and sum(f.stat().st_size for f in licenses.iterdir() if f.is_file()) > 100_000:
+        return [str(licenses)]
+    import email
+
+    return [str(Path(email.__file__).parent)]
+
+
+def read_events(text: str) -> list[dict]:
+    """JSON-line events from a captured stdout."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass
+    return out
+
+
+@pytest.fixture(scope="session")
+def corpus() -> list[str]:
+    return corpus_paths()
+
+
+@pytest.fixture(scope="session")
+def bpe_tokenizer(tmp_path_factory, corpus) -> Path:
+    from trn_train.data import train_tokenizer
+
+    return train_tokenizer(corpus, tmp_path_factory.mktemp("tok_bpe"), "bpe", 2000)
+
+
+@pytest.fixture(scope="session")
+def wordpiece_tokenizer(tmp_path_factory, corpus) -> Path:
+    from trn_train.data import train_tokenizer
+
+    return train_tokenizer(corpus, tmp_path_factory.mktemp("tok_wp"), "wordpiece", 2000)
+
+
+@pytest.fixture(scope="session")
+def clm_data(tmp_path_factory, corpus, bpe_tokenizer) -> Path:
+    from trn_train.data import prepare_data
+
+    out = tmp_path_factory.mktemp("data_clm")
+    prepare_data(out, str(bpe_tokenizer), 64, inputs=corpus, shard_sequences=300, progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def mlm_data(tmp_path_factory, corpus, wordpiece_tokenizer) -> Path:
+    from trn_train.data import prepare_data
+
+    out = tmp_path_factory.mktemp("data_mlm")
+    prepare_data(out, str(wordpiece_tokenizer), 64, inputs=corpus, task_format="mlm", progress=False)
+    return out
