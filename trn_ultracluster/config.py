@@ -1,0 +1,804 @@
+"""Cluster configuration: parsed once, validated once, then frozen.
+
+Layers, lowest precedence first:
+
+1. the defaults of :class:`ClusterConfig`;
+2. the ``trn-ultracluster`` object in ``cdk.json`` context;
+3. a profile file given with ``-c config=path.yaml``;
+4. single keys given with ``-c key=value``; nested keys use dots
+   (``-c fsx.storage_capacity_gib=2400``), lists use commas (``-c az_ids=usw2-az4,usw2-az1``).
+
+Parsing has two phases. Pydantic checks shape and types (unknown keys, wrong types, values
+outside a fixed set). Then :data:`RULES` check the AWS rules that span fields (FSx capacity
+steps per deployment type, EFA needs, CIDR sizes, ...). Every problem becomes a
+:class:`ConfigIssue` that names the field, the bad value, what is allowed and where to read
+more; :func:`load_config` raises :class:`ConfigError` with all of them, before any construct
+is created.
+
+Constructs never read context: they receive the frozen :class:`ClusterConfig`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from trn_ultracluster.catalog import CATALOG, InstanceSpec, get_instance
+
+__all__ = [
+    "CONTEXT_KEY",
+    "PROFILE_CONTEXT_KEY",
+    "CapacityConfig",
+    "ClusterConfig",
+    "ConfigError",
+    "ConfigIssue",
+    "DataRepositoryConfig",
+    "FsxConfig",
+    "LoadedConfig",
+    "NodeCounts",
+    "load_config",
+    "parse_config",
+    "region_of_az_id",
+]
+
+CONTEXT_KEY = "trn-ultracluster"
+"""cdk.json context key that holds the default configuration object."""
+
+PROFILE_CONTEXT_KEY = "config"
+"""``-c config=path.yaml`` names a profile file."""
+
+README_CONFIG = "README.md#configuration"
+
+# --- documentation links, one per topic ------------------------------------------------
+DOC_AZ_IDS = "https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html"
+DOC_INSTANCES = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
+DOC_EFA = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html"
+DOC_VPC_CIDR = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html"
+DOC_SUBNET_IPS = "https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html"
+DOC_NAT = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-nat-gateway.html"
+DOC_FSX_DEPLOY = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html"
+DOC_FSX_CAPACITY = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+    "aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity"
+)
+DOC_FSX_THROUGHPUT = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+    "aws-properties-fsx-filesystem-lustreconfiguration.html"
+    "#cfn-fsx-filesystem-lustreconfiguration-perunitstoragethroughput"
+)
+DOC_FSX_VERSION = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-lustre-version.html"
+DOC_FSX_DRA = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html"
+DOC_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html"
+DOC_ODCR = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
+DOC_PLACEMENT = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html"
+DOC_EBS_GP3 = "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"
+DOC_TAGS = "https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html"
+DOC_HYPERPOD = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html"
+DOC_RESOURCE_IDS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html"
+
+# --- AWS facts used by the rules -------------------------------------------------------
+
+AZ_ID_PREFIX_TO_REGION: dict[str, str] = {
+    # AZ ID = <region code><n>-az<m>; the codes below are the ones AWS uses in AZ IDs.
+    # Source: AWS RAM user guide "Availability Zone IDs for your AWS resources" (DOC_AZ_IDS)
+    # and the per-Region AZ ID tables in the EC2 user guide.
+    "use1": "us-east-1",
+    "use2": "us-east-2",
+    "usw1": "us-west-1",
+    "usw2": "us-west-2",
+    "aps1": "ap-south-1",
+    "apse1": "ap-southeast-1",
+    "apse2": "ap-southeast-2",
+    "apse4": "ap-southeast-4",
+    "apne1": "ap-northeast-1",
+    "apne2": "ap-northeast-2",
+    "euc1": "eu-central-1",
+    "euw1": "eu-west-1",
+    "euw2": "eu-west-2",
+    "eun1": "eu-north-1",
+    "sae1": "sa-east-1",
+    "cac1": "ca-central-1",
+}
+_AZ_ID_RE = re.compile(r"^(?P<prefix>[a-z]+[0-9]+)-az(?P<n>[0-9]+)$")
+
+FSX_THROUGHPUT_MB_S_TIB: dict[str, tuple[int, ...]] = {
+    # PerUnitStorageThroughput (MB/s/TiB) allowed per deployment type (SSD storage).
+    # Source: CloudFormation AWS::FSx::FileSystem LustreConfiguration (DOC_FSX_THROUGHPUT).
+    "PERSISTENT_1": (50, 100, 200),
+    "PERSISTENT_2": (125, 250, 500, 1000),
+}
+FSX_DRA_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+FSX_DRA_LUSTRE_VERSIONS = ("2.12", "2.15")
+"""Data repository associations are "supported on all FSx for Lustre 2.12 and 2.15 file
+systems, excluding scratch_1" (FSx API reference, CreateDataRepositoryAssociation,
+https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html)."""
+FSX_LUSTRE_VERSIONS: dict[str, tuple[str, ...]] = {
+    # FileSystemTypeVersion allowed per deployment type. PERSISTENT_2 needs 2.12 or newer.
+    # Source: FSx for Lustre user guide, "Lustre versions" (DOC_FSX_VERSION).
+    "SCRATCH_1": ("2.10", "2.12", "2.15"),
+    "SCRATCH_2": ("2.10", "2.12", "2.15"),
+    "PERSISTENT_1": ("2.10", "2.12", "2.15"),
+    "PERSISTENT_2": ("2.12", "2.15"),
+}
+
+SUBNET_RESERVED_IPS = 5
+"""AWS reserves the first four and the last address of every subnet (DOC_SUBNET_IPS)."""
+PODS_PER_NODE = 110
+"""Pod IPs budgeted per node: the kubelet's default ``maxPods`` (Kubernetes docs,
+"Considerations for large clusters": no more than 110 pods per node). The VPC CNI gives
+every pod a VPC address, so the compute subnet must hold them."""
+PUBLIC_SUBNET_MASK = 24
+"""Public subnets hold only NAT gateways and load balancers: a /24 each."""
+MIN_PRIVATE_SUBNET_MASK = 20
+"""Private subnets get at least a /20 when the VPC has room, for growth."""
+VPC_PREFIX_RANGE = (16, 28)
+"""A VPC CIDR block is between /16 and /28 (DOC_VPC_CIDR)."""
+ROOT_VOLUME_GIB_RANGE = (64, 16384)
+"""Our minimum (Neuron container images are tens of GiB) to the gp3 maximum, 16 TiB
+(DOC_EBS_GP3)."""
+_RESOURCE_ID_RE = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")
+"""Capacity Reservation / Capacity Block IDs: ``cr-`` and 8 or 17 hex digits
+(DOC_RESOURCE_IDS)."""
+
+
+def region_of_az_id(az_id: str) -> str:
+    """Return the AWS Region of an AZ ID, e.g. ``"usw2-az4"`` -> ``"us-west-2"``.
+
+    Raises:
+        ValueError: the AZ ID is malformed or its region code is not in
+            :data:`AZ_ID_PREFIX_TO_REGION`.
+    """
+    match = _AZ_ID_RE.match(az_id)
+    if not match:
+        raise ValueError(f"{az_id!r} is not an AZ ID like 'usw2-az4'")
+    prefix = match.group("prefix")
+    if prefix not in AZ_ID_PREFIX_TO_REGION:
+        known = ", ".join(sorted(AZ_ID_PREFIX_TO_REGION))
+        raise ValueError(f"unknown region code {prefix!r} in AZ ID {az_id!r}; known: {known}")
+    return AZ_ID_PREFIX_TO_REGION[prefix]
+
+
+# --- the model ---------------------------------------------------------------------------
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class NodeCounts(_Frozen):
+    """Trainium node counts of the compute node group / instance group.
+
+    Default: 0 minimum (the cluster can go idle), 1 desired, 1 maximum.
+    """
+
+    min: int = 0
+    desired: int = 1
+    max: int = 1
+
+
+class DataRepositoryConfig(_Frozen):
+    """An FSx data repository association (DRA) that links a file system path to S3.
+
+    Attributes:
+        s3_path: ``s3://bucket/prefix/``; default ``None`` links the stack's data bucket.
+        file_system_path: where the S3 data appears under the mount, e.g. ``/s3``.
+        auto_import: new and changed S3 objects appear in the file system.
+        auto_export: new and changed files (checkpoints) are written back to S3.
+    """
+
+    s3_path: str | None = None
+    file_system_path: str = "/s3"
+    auto_import: bool = True
+    auto_export: bool = True
+
+
+class FsxConfig(_Frozen):
+    """FSx for Lustre shared storage.
+
+    Default: PERSISTENT_2, 1200 GiB, 250 MB/s/TiB, LZ4 compression, Lustre 2.15, linked to
+    the stack's data bucket at ``/s3``.
+    """
+
+    deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = (
+        "PERSISTENT_2"
+    )
+    storage_capacity_gib: int = 1200
+    per_unit_storage_throughput: int | None = 250
+    data_compression: Literal["NONE", "LZ4"] = "LZ4"
+    lustre_version: Literal["2.10", "2.12", "2.15"] = "2.15"
+    data_repository: DataRepositoryConfig | None = DataRepositoryConfig()
+
+    @field_validator("lustre_version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        """YAML reads ``2.10`` as a float; keep the two decimals the API expects."""
+        return f"{value:.2f}" if isinstance(value, float) else value
+
+
+class CapacityConfig(_Frozen):
+    """Where compute capacity comes from.
+
+    ``on-demand`` (default); ``capacity-reservation`` targets an On-Demand Capacity
+    Reservation; ``capacity-block`` targets an EC2 Capacity Block for ML. Both need
+    ``reservation_id``.
+    """
+
+    type: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
+    reservation_id: str | None = None
+
+
+class ClusterConfig(_Frozen):
+    """The whole cluster configuration (frozen). See README "Configuration".
+
+    Attributes:
+        instance_type: Trainium instance type; one of :data:`catalog.CATALOG`.
+        nodes: node counts; 0 allowed for an idle cluster.
+        az_ids: AZ IDs; the first holds the compute nodes and FSx, the others the
+            services that need two AZs (EKS control plane, NAT per AZ).
+        vpc_cidr: VPC IPv4 CIDR block.
+        nat_gateways: 1, or one per AZ.
+        placement_group: put the nodes in a cluster placement group.
+        efa_interface_layout: ``efa`` (every card an EFA interface with an IP, as in the
+            AWS Neuron samples) or ``efa-only`` (ENA primary plus an EFA-only interface,
+            without IP, on every card, as the EC2 user guide recommends today).
+        root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
+        fsx: FSx for Lustre settings.
+        orchestrator: ``eks`` or ``hyperpod-slurm``.
+        capacity: on-demand, capacity reservation or Capacity Block.
+        data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
+        tags: tags on every resource.
+    """
+
+    instance_type: str = "trn1.32xlarge"
+    nodes: NodeCounts = NodeCounts()
+    az_ids: tuple[str, ...] = ("usw2-az4", "usw2-az1")
+    vpc_cidr: str = "10.0.0.0/16"
+    nat_gateways: int = 1
+    placement_group: bool = True
+    efa_interface_layout: Literal["efa", "efa-only"] = "efa"
+    root_volume_gib: int = 512
+    fsx: FsxConfig = FsxConfig()
+    orchestrator: Literal["eks", "hyperpod-slurm"] = "eks"
+    capacity: CapacityConfig = CapacityConfig()
+    data_removal_policy: Literal["retain", "destroy"] = "retain"
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    # --- derived values (never configured) ---
+    @property
+    def instance(self) -> InstanceSpec:
+        """Catalog entry of :attr:`instance_type`."""
+        return get_instance(self.instance_type)
+
+    @property
+    def region(self) -> str:
+        """AWS Region, derived from the first AZ ID."""
+        return region_of_az_id(self.az_ids[0])
+
+    @property
+    def compute_az_id(self) -> str:
+        """AZ ID of the compute nodes and FSx (the first AZ ID)."""
+        return self.az_ids[0]
+
+    @property
+    def ips_per_node(self) -> int:
+        """VPC addresses one node may take: one per EFA interface with an IP, plus pods."""
+        spec = self.instance
+        with_ip = spec.network_cards if self.efa_interface_layout == "efa" else 1
+        return with_ip + PODS_PER_NODE
+
+    @property
+    def private_subnet_mask(self) -> int:
+        """Prefix length of each private subnet: room for ``nodes.max`` nodes, at least /20
+        when the VPC has room (see :data:`MIN_PRIVATE_SUBNET_MASK`)."""
+        needed = self.nodes.max * self.ips_per_node + SUBNET_RESERVED_IPS
+        mask = 32 - math.ceil(math.log2(max(needed, 16)))
+        vpc_prefix = ipaddress.ip_network(self.vpc_cidr, strict=False).prefixlen
+        roomy = MIN_PRIVATE_SUBNET_MASK
+        if _fits(vpc_prefix, len(self.az_ids), min(mask, roomy)):
+            return min(mask, roomy)
+        return mask
+
+    @property
+    def uses_placement_group(self) -> bool:
+        """Whether the stack creates a cluster placement group."""
+        return self.placement_group and self.instance.supports_efa
+
+
+def _fits(vpc_prefix: int, az_count: int, private_mask: int) -> bool:
+    """True when ``az_count`` private and public subnets fit in the VPC block.
+
+    Subnets are allocated largest first (private, then public), so there is no alignment
+    waste and a sum of sizes is exact.
+    """
+    need = az_count * (2 ** (32 - private_mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))
+    return need <= 2 ** (32 - vpc_prefix)
+
+
+# --- issues and errors -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigIssue:
+    """One problem in the configuration.
+
+    Attributes:
+        field: dotted path of the field, e.g. ``fsx.storage_capacity_gib``.
+        value: the value given.
+        allowed: what is allowed, as a sentence fragment ("must be ...").
+        doc: where to read more (URL or README anchor).
+        severity: ``error`` stops synth; ``warning`` is printed and synth goes on.
+    """
+
+    field: str
+    value: Any
+    allowed: str
+    doc: str
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        return f"{self.severity}: {self.field} = {self.value!r}: {self.allowed} (see {self.doc})"
+
+
+class ConfigError(ValueError):
+    """Raised by :func:`load_config` when the configuration has errors.
+
+    Attributes:
+        issues: the errors (and any warnings found with them), one line each in ``str()``.
+    """
+
+    def __init__(self, issues: list[ConfigIssue]):
+        self.issues = issues
+        lines = "\n".join(f"  {issue}" for issue in issues)
+        super().__init__(f"invalid TrnUltraCluster configuration:\n{lines}")
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated configuration and the warnings found while validating it."""
+
+    config: ClusterConfig
+    warnings: tuple[ConfigIssue, ...] = ()
+
+
+# --- rules ----------------------------------------------------------------------------
+
+Rule = Callable[[ClusterConfig], Iterator[ConfigIssue]]
+RULES: list[Rule] = []
+
+
+def _rule(fn: Rule) -> Rule:
+    RULES.append(fn)
+    return fn
+
+
+def _one_of(values: tuple[Any, ...] | list[Any]) -> str:
+    items = [repr(v) for v in values]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+@_rule
+def _instance_type_known(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    if c.instance_type not in CATALOG:
+        yield ConfigIssue(
+            "instance_type", c.instance_type, f"must be one of {_one_of(sorted(CATALOG))}",
+            DOC_INSTANCES,
+        )
+
+
+@_rule
+def _node_counts(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    for name in ("min", "desired", "max"):
+        value = getattr(c.nodes, name)
+        if value < 0:
+            yield ConfigIssue(f"nodes.{name}", value, "must be 0 or more", README_CONFIG)
+    n = c.nodes
+    if min(n.min, n.desired, n.max) < 0:
+        return
+    if n.min > n.max:
+        yield ConfigIssue("nodes.min", n.min, f"must be at most nodes.max ({n.max})", README_CONFIG)
+    elif not n.min <= n.desired <= n.max:
+        yield ConfigIssue(
+            "nodes.desired", n.desired,
+            f"must be between nodes.min ({n.min}) and nodes.max ({n.max})", README_CONFIG,
+        )
+    if n.max == 0:
+        yield ConfigIssue("nodes.max", 0, "must be at least 1 (use nodes.desired = 0 to idle)",
+                          README_CONFIG)
+
+
+@_rule
+def _multi_node_needs_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    spec = CATALOG.get(c.instance_type)
+    if spec is not None and not spec.supports_efa and c.nodes.max > 1:
+        efa_types = sorted(name for name, s in CATALOG.items() if s.supports_efa)
+        yield ConfigIssue(
+            "nodes.max", c.nodes.max,
+            f"must be 1 for {c.instance_type}, which has no EFA (single-node only); "
+            f"for more nodes use {_one_of(efa_types)}",
+            DOC_EFA,
+        )
+
+
+@_rule
+def _az_ids(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    if len(c.az_ids) < 2:
+        yield ConfigIssue(
+            "az_ids", list(c.az_ids),
+            "must list at least 2 AZ IDs of one Region (first = compute AZ; a second for "
+            "the services that need two AZs)", DOC_AZ_IDS,
+        )
+    if len(set(c.az_ids)) != len(c.az_ids):
+        yield ConfigIssue("az_ids", list(c.az_ids), "must not repeat an AZ ID", DOC_AZ_IDS)
+    regions: dict[str, str] = {}
+    for i, az_id in enumerate(c.az_ids):
+        try:
+            regions[az_id] = region_of_az_id(az_id)
+        except ValueError as err:
+            yield ConfigIssue(f"az_ids[{i}]", az_id, f"must be an AZ ID like 'usw2-az4' ({err})",
+                              DOC_AZ_IDS)
+    if len(set(regions.values())) > 1:
+        by_region = ", ".join(f"{az} is in {region}" for az, region in regions.items())
+        yield ConfigIssue("az_ids", list(c.az_ids),
+                          f"must all be in one Region ({by_region})", DOC_AZ_IDS)
+
+
+@_rule
+def _az_offers_instance(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    spec = CATALOG.get(c.instance_type)
+    if spec is None or not c.az_ids or c.az_ids[0] in spec.az_ids_seen:
+        return
+    yield ConfigIssue(
+        "az_ids[0]", c.az_ids[0],
+        f"{c.instance_type} has not been seen offered there (seen in "
+        f"{', '.join(spec.az_ids_seen)}); run `preflight` to check your account",
+        DOC_AZ_IDS, severity="warning",
+    )
+
+
+@_rule
+def _vpc_cidr(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    try:
+        net = ipaddress.ip_network(c.vpc_cidr, strict=True)
+    except ValueError as err:
+        yield ConfigIssue("vpc_cidr", c.vpc_cidr,
+                          f"must be an IPv4 CIDR block like '10.0.0.0/16' ({err})", DOC_VPC_CIDR)
+        return
+    lo, hi = VPC_PREFIX_RANGE
+    if net.version != 4 or not lo <= net.prefixlen <= hi:
+        yield ConfigIssue("vpc_cidr", c.vpc_cidr,
+                          f"must be an IPv4 block between /{lo} and /{hi}", DOC_VPC_CIDR)
+        return
+    if c.nodes.max < 0 or c.instance_type not in CATALOG or not c.az_ids:
+        return
+    mask = c.private_subnet_mask
+    if not _fits(net.prefixlen, len(c.az_ids), mask):
+        azs = len(c.az_ids)
+        need_prefix = 32 - math.ceil(math.log2(azs * (2 ** (32 - mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))))
+        yield ConfigIssue(
+            "vpc_cidr", c.vpc_cidr,
+            f"is too small: {c.nodes.max} nodes x {c.ips_per_node} addresses "
+            f"({c.ips_per_node - PODS_PER_NODE} interfaces + {PODS_PER_NODE} pods) need a "
+            f"/{mask} private subnet in each of {azs} AZs plus a /{PUBLIC_SUBNET_MASK} public "
+            f"one; use a /{need_prefix} or larger",
+            DOC_SUBNET_IPS,
+        )
+
+
+@_rule
+def _nat_gateways(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    allowed = sorted({1, len(c.az_ids)})
+    if c.nat_gateways not in allowed:
+        yield ConfigIssue("nat_gateways", c.nat_gateways,
+                          f"must be {_one_of(allowed)} (one, or one per AZ ID)", DOC_NAT)
+
+
+@_rule
+def _root_volume(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    lo, hi = ROOT_VOLUME_GIB_RANGE
+    if not lo <= c.root_volume_gib <= hi:
+        yield ConfigIssue("root_volume_gib", c.root_volume_gib,
+                          f"must be between {lo} and {hi} GiB", DOC_EBS_GP3)
+
+
+@_rule
+def _fsx_capacity(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    gib, kind = c.fsx.storage_capacity_gib, c.fsx.deployment_type
+    # Source: CloudFormation AWS::FSx::FileSystem StorageCapacity (DOC_FSX_CAPACITY):
+    # SCRATCH_1: 1200, 2400, 3600 and multiples of 3600 GiB; SCRATCH_2, PERSISTENT_1 and
+    # PERSISTENT_2 (SSD): 1200, 2400 and multiples of 2400 GiB.
+    step = 3600 if kind == "SCRATCH_1" else 2400
+    if gib not in (1200, 2400) and (gib <= 0 or gib % step):
+        yield ConfigIssue(
+            "fsx.storage_capacity_gib", gib,
+            f"must be 1200, 2400 or a multiple of {step} GiB for {kind}", DOC_FSX_CAPACITY,
+        )
+
+
+@_rule
+def _fsx_throughput(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    kind, value = c.fsx.deployment_type, c.fsx.per_unit_storage_throughput
+    allowed = FSX_THROUGHPUT_MB_S_TIB.get(kind)
+    if allowed is None and value is not None:
+        yield ConfigIssue(
+            "fsx.per_unit_storage_throughput", value,
+            f"must be null for {kind} (only PERSISTENT_1 and PERSISTENT_2 take a throughput)",
+            DOC_FSX_THROUGHPUT,
+        )
+    elif allowed is not None and value not in allowed:
+        yield ConfigIssue(
+            "fsx.per_unit_storage_throughput", value,
+            f"must be {_one_of(allowed)} MB/s/TiB for {kind}", DOC_FSX_THROUGHPUT,
+        )
+
+
+@_rule
+def _fsx_version(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    allowed = FSX_LUSTRE_VERSIONS[c.fsx.deployment_type]
+    if c.fsx.lustre_version not in allowed:
+        yield ConfigIssue(
+            "fsx.lustre_version", c.fsx.lustre_version,
+            f"must be {_one_of(allowed)} for {c.fsx.deployment_type}", DOC_FSX_VERSION,
+        )
+
+
+@_rule
+def _fsx_data_repository(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    dra = c.fsx.data_repository
+    if dra is None:
+        return
+    if (c.fsx.deployment_type not in FSX_DRA_DEPLOYMENT_TYPES
+            or c.fsx.lustre_version not in FSX_DRA_LUSTRE_VERSIONS):
+        yield ConfigIssue(
+            "fsx.data_repository", dra.model_dump(),
+            f"needs fsx.deployment_type {_one_of(FSX_DRA_DEPLOYMENT_TYPES)} with "
+            f"fsx.lustre_version {_one_of(FSX_DRA_LUSTRE_VERSIONS)} (got "
+            f"{c.fsx.deployment_type}, {c.fsx.lustre_version}); set it to null otherwise",
+            DOC_FSX_DRA,
+        )
+    if dra.s3_path is not None and not re.match(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
+                                                dra.s3_path):
+        yield ConfigIssue("fsx.data_repository.s3_path", dra.s3_path,
+                          "must be an S3 URI like 's3://my-bucket/prefix/' or null for the "
+                          "stack's data bucket", DOC_FSX_DRA)
+    path = dra.file_system_path
+    if not re.match(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", path):
+        yield ConfigIssue("fsx.data_repository.file_system_path", path,
+                          "must be an absolute path below the root like '/s3' (not '/' itself)",
+                          DOC_FSX_DRA)
+
+
+@_rule
+def _capacity(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    cap = c.capacity
+    if cap.type == "on-demand":
+        if cap.reservation_id is not None:
+            yield ConfigIssue("capacity.reservation_id", cap.reservation_id,
+                              "must be null when capacity.type is 'on-demand'", DOC_ODCR)
+        return
+    doc = DOC_CAPACITY_BLOCKS if cap.type == "capacity-block" else DOC_ODCR
+    if cap.reservation_id is None:
+        yield ConfigIssue("capacity.reservation_id", None,
+                          f"must be set (cr-...) when capacity.type is {cap.type!r}", doc)
+    elif not _RESOURCE_ID_RE.match(cap.reservation_id):
+        yield ConfigIssue("capacity.reservation_id", cap.reservation_id,
+                          "must be 'cr-' followed by 8 or 17 hex digits", DOC_RESOURCE_IDS)
+    if cap.type == "capacity-block" and c.placement_group:
+        yield ConfigIssue(
+            "placement_group", True,
+            "must be false with capacity.type 'capacity-block' (Capacity Blocks are already "
+            "placed close together and cannot be combined with a cluster placement group)",
+            DOC_CAPACITY_BLOCKS,
+        )
+
+
+@_rule
+def _orchestrator(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    spec = CATALOG.get(c.instance_type)
+    if c.orchestrator == "hyperpod-slurm" and spec is not None and spec.hyperpod_instance_type is None:
+        offered = sorted(n for n, s in CATALOG.items() if s.hyperpod_instance_type)
+        yield ConfigIssue(
+            "orchestrator", c.orchestrator,
+            f"cannot run {c.instance_type}: SageMaker HyperPod offers {_one_of(offered)}; "
+            "use orchestrator 'eks' or another instance type",
+            DOC_HYPERPOD,
+        )
+
+
+@_rule
+def _tags(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    # Source: tagging best practices (DOC_TAGS): keys 1-128 and values 0-256 characters;
+    # the "aws:" prefix is reserved for AWS.
+    for key, value in c.tags.items():
+        if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
+            yield ConfigIssue(f"tags.{key}", value,
+                              "tag keys must be 1-128 characters and not start with 'aws:'",
+                              DOC_TAGS)
+        elif len(value) > 256:
+            yield ConfigIssue(f"tags.{key}", value, "tag values must be at most 256 characters",
+                              DOC_TAGS)
+
+
+# --- parsing ---------------------------------------------------------------------------
+
+_FIELD_DOCS = {
+    "instance_type": DOC_INSTANCES,
+    "az_ids": DOC_AZ_IDS,
+    "vpc_cidr": DOC_VPC_CIDR,
+    "fsx": DOC_FSX_DEPLOY,
+    "capacity": DOC_CAPACITY_BLOCKS,
+    "placement_group": DOC_PLACEMENT,
+    "efa_interface_layout": DOC_EFA,
+    "orchestrator": README_CONFIG,
+}
+
+
+def _doc_for(field: str) -> str:
+    head = field.split(".", 1)[0].split("[", 1)[0]
+    return _FIELD_DOCS.get(field, _FIELD_DOCS.get(head, README_CONFIG))
+
+
+def _loc_to_field(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        annotation = model.model_fields[str(part)].annotation
+        nested = [a for a in getattr(annotation, "__args__", (annotation,))
+                  if isinstance(a, type) and issubclass(a, BaseModel)]
+        if not nested:
+            return []
+        model = nested[0]
+    return sorted(model.model_fields)
+
+
+def _issues_from_pydantic(err: ValidationError) -> list[ConfigIssue]:
+    issues = []
+    for e in err.errors(include_url=False):
+        field = _loc_to_field(e["loc"])
+        if e["type"] == "extra_forbidden":
+            allowed = ", ".join(_allowed_keys(ClusterConfig, e["loc"]))
+            message = f"is not a known key; known keys here: {allowed}"
+        elif e["type"] == "literal_error":
+            message = "must be " + e["msg"].removeprefix("Input should be ")
+        else:
+            message = "must be " + e["msg"].removeprefix("Input should be ").removeprefix(
+                "Input should be a valid ")
+        issues.append(ConfigIssue(field or "(top level)", e.get("input"), message, _doc_for(field)))
+    return issues
+
+
+def parse_config(raw: Mapping[str, Any]) -> LoadedConfig:
+    """Validate a raw configuration mapping.
+
+    Args:
+        raw: configuration keys as in a profile file (nested mappings).
+
+    Returns:
+        The frozen config and any warnings.
+
+    Raises:
+        ConfigError: one or more fields are invalid; every issue names its field.
+    """
+    try:
+        config = ClusterConfig.model_validate(dict(raw))
+    except ValidationError as err:
+        raise ConfigError(_issues_from_pydantic(err)) from None
+    issues = [issue for rule in RULES for issue in rule(config)]
+    errors = [i for i in issues if i.severity == "error"]
+    warnings = tuple(i for i in issues if i.severity == "warning")
+    if errors:
+        raise ConfigError(errors + list(warnings))
+    return LoadedConfig(config, warnings)
+
+
+def _parse_scalar(value: Any) -> Any:
+    """Turn a ``-c key=value`` string into YAML's typed value (``"16"`` -> 16)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return value if isinstance(parsed, dict) else parsed
+
+
+_LIST_FIELDS = {"az_ids"}
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = target
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {} if child is None else child
+            node[part] = child
+        node = child
+    if dotted in _LIST_FIELDS and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    node[parts[-1]] = _parse_scalar(value)
+
+
+def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_profile(path_text: str, base_dir: Path) -> dict[str, Any]:
+    path = Path(path_text)
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text,
+                                       "must name an existing YAML profile file, e.g. "
+                                       "profiles/dev.yaml", README_CONFIG)])
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text,
+                                       f"must be valid YAML ({err})".replace("\n", " "),
+                                       README_CONFIG)]) from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text,
+                                       f"must hold a YAML mapping of config keys, got "
+                                       f"{type(data).__name__}", README_CONFIG)])
+    return data
+
+
+def _is_our_key(key: str) -> bool:
+    """Context keys that belong to the configuration (not CDK feature flags or lookups)."""
+    return ":" not in key and "@" not in key and "/" not in key and key not in (
+        CONTEXT_KEY, PROFILE_CONTEXT_KEY)
+
+
+def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> LoadedConfig:
+    """Build the configuration from CDK context (cdk.json, ``-c``) and a profile file.
+
+    Args:
+        context: all context values, e.g. ``{k: app.node.try_get_context(k) ...}`` or the
+            dict a test passes. Keys with ``:``, ``@`` or ``/`` are CDK's and are ignored.
+        base_dir: directory that relative profile paths are read from.
+
+    Returns:
+        The validated, frozen configuration and its warnings.
+
+    Raises:
+        ConfigError: the profile cannot be read, or a field is invalid.
+    """
+    raw: dict[str, Any] = {}
+    defaults = context.get(CONTEXT_KEY) or {}
+    if not isinstance(defaults, Mapping):
+        raise ConfigError([ConfigIssue(CONTEXT_KEY, defaults,
+                                       "must be a mapping of config keys in cdk.json context",
+                                       README_CONFIG)])
+    raw = _deep_merge(raw, defaults)
+    profile = context.get(PROFILE_CONTEXT_KEY)
+    if profile:
+        raw = _deep_merge(raw, _read_profile(str(profile), Path(base_dir)))
+    for key in sorted(k for k in context if _is_our_key(k)):
+        _set_dotted(raw, key, context[key])
+    return parse_config(raw)

@@ -1,0 +1,213 @@
+"""Efa: the EFA security group, the cluster placement group and the EFA launch template."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from aws_cdk import CfnTag, Tags
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from trn_ultracluster.catalog import InstanceSpec
+
+__all__ = ["Efa", "EfaProps", "efa_network_interfaces"]
+
+ROOT_DEVICE_NAME = "/dev/xvda"
+"""Root device of the Amazon Linux 2023 EKS AMIs (EKS AMI build spec: ``/dev/xvda``)."""
+IMDS_HOP_LIMIT_FOR_PODS = 2
+"""IMDSv2 response hop limit 2 lets containers reach the instance metadata service
+(EKS user guide, "Launch templates": set 2 when pods need IMDS)."""
+
+
+EfaLayout = Literal["efa", "efa-only"]
+
+
+def efa_network_interfaces(
+    spec: InstanceSpec,
+    security_group_id: str,
+    layout: EfaLayout = "efa",
+) -> list[ec2.CfnLaunchTemplate.NetworkInterfaceProperty]:
+    """Network interfaces for a launch template: one EFA interface on every network card.
+
+    Two layouts:
+
+    - ``efa`` (default): card 0 holds the primary interface at device index 0, type
+      ``efa``; every other card holds one ``efa`` interface at device index 1. This is the
+      layout of the aws-neuron-eks-samples and eksctl launch templates for Trn1, and every
+      interface takes a VPC address.
+    - ``efa-only``: the layout the EC2 user guide recommends today ("Maximize network
+      bandwidth on accelerated instance types",
+      https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
+      an ENA primary interface at card 0 / device 0, an ``efa-only`` interface at card 0 /
+      device 1, and an ``efa-only`` interface at device 0 of every other card. EFA-only
+      interfaces take no IP address.
+
+    Every interface is in ``security_group_id``, has no subnet (EKS managed node groups
+    reject one in the launch template) and no public IP (instances with several
+    interfaces get no auto-assigned public address). An instance type without EFA
+    (trn1.2xlarge, single-node only) gets one ordinary interface.
+
+    Returns:
+        The interfaces, card order; exactly ``spec.efa_interfaces`` of them are EFA.
+    """
+    NI = ec2.CfnLaunchTemplate.NetworkInterfaceProperty
+
+    def interface(card: int, device: int, kind: str | None) -> NI:
+        primary = card == 0 and device == 0
+        return NI(
+            network_card_index=card,
+            device_index=device,
+            interface_type=kind,
+            groups=[security_group_id],
+            delete_on_termination=True,
+            associate_public_ip_address=False if primary else None,
+        )
+
+    if not spec.supports_efa:
+        return [interface(0, 0, None)]
+    if layout == "efa":
+        return [interface(card, 0 if card == 0 else 1, "efa") for card in range(spec.network_cards)]
+    return [interface(0, 0, None), interface(0, 1, "efa-only")] + [
+        interface(card, 0, "efa-only") for card in range(1, spec.network_cards)
+    ]
+
+
+@dataclass(frozen=True)
+class EfaProps:
+    """Props of :class:`Efa`.
+
+    Attributes:
+        vpc: the VPC of the compute nodes.
+        instance: catalog entry of the Trainium instance type.
+        root_volume_gib: encrypted gp3 root volume per node, GiB.
+        placement_group: create a cluster placement group and name it in the launch
+            template. Must be False with a Capacity Block.
+        capacity_type: ``on-demand``, ``capacity-reservation`` or ``capacity-block``.
+        capacity_reservation_id: the ``cr-`` id for the two reserved types.
+        efa_layout: ``efa`` or ``efa-only``; see :func:`efa_network_interfaces`.
+        tags: tags on instances, volumes and interfaces launched from the template.
+    """
+
+    vpc: ec2.IVpc
+    instance: InstanceSpec
+    root_volume_gib: int = 512
+    placement_group: bool = True
+    capacity_type: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
+    capacity_reservation_id: str | None = None
+    efa_layout: EfaLayout = "efa"
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class Efa(Construct):
+    """EFA networking for Trainium nodes.
+
+    - ``security_group``: all traffic from itself (the EFA requirement: "allows all inbound
+      and outbound traffic to and from the security group itself", EC2 user guide, EFA
+      "Prepare an EFA-enabled security group",
+      https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html) and all outbound;
+      nothing inbound from outside.
+    - ``placement_group``: a ``cluster`` placement group (None when disabled or with a
+      Capacity Block).
+    - ``launch_template``: one EFA interface per network card, IMDSv2 required with hop
+      limit 2, encrypted gp3 root volume, placement group, capacity options, tags. It has
+      no IamInstanceProfile and no subnet, so EKS managed node groups can use it (EKS user
+      guide, "Customize managed nodes with launch templates").
+
+    An instance type without EFA gets one ordinary interface and no placement group
+    (the config allows it for a single node only).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, props: EfaProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=props.vpc,
+            description="EFA: all traffic to and from members of this group",
+            allow_all_outbound=True,
+        )
+        # EFA needs all traffic in both directions within the group; all outbound (which
+        # includes the group itself) is already allowed above.
+        self.security_group.add_ingress_rule(
+            self.security_group, ec2.Port.all_traffic(), "EFA: all traffic between members"
+        )
+
+        self.placement_group: ec2.CfnPlacementGroup | None = None
+        if props.placement_group:
+            self.placement_group = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster")
+
+        LT = ec2.CfnLaunchTemplate
+        capacity_target = None
+        market_options = None
+        if props.capacity_type != "on-demand":
+            # Source: EC2 user guide, "Launch instances into a Capacity Block"
+            # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html):
+            # MarketType capacity-block plus the reservation as target; an On-Demand Capacity
+            # Reservation takes the target alone (.../capacity-reservations-launch.html).
+            capacity_target = LT.CapacityReservationSpecificationProperty(
+                capacity_reservation_target=LT.CapacityReservationTargetProperty(
+                    capacity_reservation_id=props.capacity_reservation_id
+                )
+            )
+            if props.capacity_type == "capacity-block":
+                market_options = LT.InstanceMarketOptionsProperty(market_type="capacity-block")
+        tag_specifications = [
+            LT.TagSpecificationProperty(
+                resource_type=resource_type,
+                tags=[CfnTag(key=k, value=v) for k, v in sorted(props.tags.items())],
+            )
+            for resource_type in ("instance", "volume", "network-interface")
+        ]
+        self.launch_template = LT(
+            self,
+            "LaunchTemplate",
+            launch_template_data=LT.LaunchTemplateDataProperty(
+                instance_type=props.instance.name,
+                network_interfaces=efa_network_interfaces(
+                    props.instance,
+                    self.security_group.security_group_id,
+                    props.efa_layout,
+                ),
+                metadata_options=LT.MetadataOptionsProperty(
+                    http_endpoint="enabled",
+                    http_tokens="required",
+                    http_put_response_hop_limit=IMDS_HOP_LIMIT_FOR_PODS,
+                ),
+                block_device_mappings=[
+                    LT.BlockDeviceMappingProperty(
+                        device_name=ROOT_DEVICE_NAME,
+                        ebs=LT.EbsProperty(
+                            volume_size=props.root_volume_gib,
+                            volume_type="gp3",
+                            encrypted=True,
+                            delete_on_termination=True,
+                        ),
+                    )
+                ],
+                placement=LT.PlacementProperty(group_name=self.placement_group.ref)
+                if self.placement_group is not None
+                else None,
+                capacity_reservation_specification=capacity_target,
+                instance_market_options=market_options,
+                tag_specifications=tag_specifications if props.tags else None,
+            ),
+        )
+        for key, value in props.tags.items():
+            Tags.of(self).add(key, value)
+
+    @property
+    def launch_template_id(self) -> str:
+        """Launch template id (token)."""
+        return self.launch_template.ref
+
+    @property
+    def launch_template_version(self) -> str:
+        """Latest version number of the launch template (token)."""
+        return self.launch_template.attr_latest_version_number
+
+    @property
+    def placement_group_name(self) -> str | None:
+        """Placement group name (token), or None when no placement group is created."""
+        return self.placement_group.ref if self.placement_group is not None else None

@@ -1,0 +1,74 @@
+"""Stack output keys: defined once, used by the stack (writing) and the job CLI (reading).
+
+Each key is the CloudFormation output's logical id, so ``cdk deploy --outputs-file`` JSON
+and ``DescribeStacks`` both show it under this name. The orchestrator issues add keys here;
+the CLI treats keys of the other orchestrator as absent, not missing.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["FOUNDATION_KEYS", "OutputKey", "STACK_NAME"]
+
+STACK_NAME = "TrnUltraCluster"
+"""Name of the CloudFormation stack (and of the CDK stack id)."""
+
+
+class OutputKey(str, Enum):
+    """Output keys of the TrnUltraCluster stack, with what each holds."""
+
+    REGION = "Region"
+    COMPUTE_AZ_ID = "ComputeAzId"
+    COMPUTE_AZ_NAME = "ComputeAzName"
+    VPC_ID = "VpcId"
+    COMPUTE_SUBNET_ID = "ComputeSubnetId"
+    PRIVATE_SUBNET_IDS = "PrivateSubnetIds"
+    EFA_SECURITY_GROUP_ID = "EfaSecurityGroupId"
+    PLACEMENT_GROUP_NAME = "PlacementGroupName"
+    LAUNCH_TEMPLATE_ID = "LaunchTemplateId"
+    LAUNCH_TEMPLATE_VERSION = "LaunchTemplateVersion"
+    FSX_FILE_SYSTEM_ID = "FsxFileSystemId"
+    FSX_DNS_NAME = "FsxDnsName"
+    FSX_MOUNT_NAME = "FsxMountName"
+    FSX_DATA_REPOSITORY_PATH = "FsxDataRepositoryPath"
+    DATA_BUCKET_NAME = "DataBucketName"
+    TRAINING_IMAGE_URI = "TrainingImageUri"
+    TRAINING_IMAGE_REPOSITORY = "TrainingImageRepository"
+    INSTANCE_TYPE = "InstanceType"
+    NODE_COUNT_MIN = "NodeCountMin"
+    NODE_COUNT_DESIRED = "NodeCountDesired"
+    NODE_COUNT_MAX = "NodeCountMax"
+    ORCHESTRATOR = "Orchestrator"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+DESCRIPTIONS: dict[OutputKey, str] = {
+    OutputKey.REGION: "AWS Region of the cluster",
+    OutputKey.COMPUTE_AZ_ID: "AZ ID of the Trainium nodes and FSx",
+    OutputKey.COMPUTE_AZ_NAME: "AZ name of the compute subnet in this account",
+    OutputKey.VPC_ID: "VPC id",
+    OutputKey.COMPUTE_SUBNET_ID: "Private subnet of the Trainium nodes",
+    OutputKey.PRIVATE_SUBNET_IDS: "All private subnets, comma separated, compute subnet first",
+    OutputKey.EFA_SECURITY_GROUP_ID: "Security group of the nodes (EFA: all traffic within)",
+    OutputKey.PLACEMENT_GROUP_NAME: "Cluster placement group, or 'none'",
+    OutputKey.LAUNCH_TEMPLATE_ID: "EFA launch template id",
+    OutputKey.LAUNCH_TEMPLATE_VERSION: "EFA launch template version",
+    OutputKey.FSX_FILE_SYSTEM_ID: "FSx for Lustre file system id",
+    OutputKey.FSX_DNS_NAME: "FSx for Lustre DNS name",
+    OutputKey.FSX_MOUNT_NAME: "FSx for Lustre mount name",
+    OutputKey.FSX_DATA_REPOSITORY_PATH: "File system path linked to S3, or 'none'",
+    OutputKey.DATA_BUCKET_NAME: "S3 bucket for datasets and checkpoints",
+    OutputKey.TRAINING_IMAGE_URI: "Training container image URI in ECR",
+    OutputKey.TRAINING_IMAGE_REPOSITORY: "ECR repository of the training image",
+    OutputKey.INSTANCE_TYPE: "Trainium instance type",
+    OutputKey.NODE_COUNT_MIN: "Minimum Trainium nodes",
+    OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",
+    OutputKey.NODE_COUNT_MAX: "Maximum Trainium nodes",
+    OutputKey.ORCHESTRATOR: "eks or hyperpod-slurm",
+}
+
+FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(OutputKey)
+"""Keys every TrnUltraCluster stack has, whatever the orchestrator."""

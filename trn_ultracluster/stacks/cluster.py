@@ -1,0 +1,112 @@
+"""TrnUltraClusterStack: composes the constructs and declares the outputs. Nothing else."""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Environment, Fn, Stack, Tags
+from constructs import Construct
+
+from trn_ultracluster.config import ClusterConfig
+from trn_ultracluster.constructs.efa import Efa, EfaProps
+from trn_ultracluster.constructs.network import Network, NetworkProps
+from trn_ultracluster.constructs.storage import Storage, StorageProps
+from trn_ultracluster.constructs.training_image import TrainingImage
+from trn_ultracluster.outputs import DESCRIPTIONS, OutputKey
+
+__all__ = ["TrnUltraClusterStack"]
+
+
+class TrnUltraClusterStack(Stack):
+    """The Trainium cluster: network, EFA, storage, training image (and, in later issues,
+    the orchestrator).
+
+    The stack's environment has the Region derived from the first AZ ID and an unresolved
+    account, so ``cdk synth`` makes no AWS calls and needs no credentials.
+
+    Attributes:
+        config: the validated configuration.
+        network, efa, storage, training_image: the constructs.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: ClusterConfig) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            env=Environment(region=config.region),
+            description=(
+                f"TrnUltraCluster: {config.nodes.max}x {config.instance_type} in "
+                f"{config.compute_az_id}, {config.orchestrator}"
+            ),
+        )
+        self.config = config
+        self.network = Network(
+            self,
+            "Network",
+            NetworkProps(
+                az_ids=config.az_ids,
+                vpc_cidr=config.vpc_cidr,
+                private_subnet_mask=config.private_subnet_mask,
+                nat_gateways=config.nat_gateways,
+            ),
+        )
+        self.efa = Efa(
+            self,
+            "Efa",
+            EfaProps(
+                vpc=self.network.vpc,
+                instance=config.instance,
+                root_volume_gib=config.root_volume_gib,
+                placement_group=config.uses_placement_group,
+                capacity_type=config.capacity.type,
+                capacity_reservation_id=config.capacity.reservation_id,
+                efa_layout=config.efa_interface_layout,
+                tags=dict(config.tags),
+            ),
+        )
+        self.storage = Storage(
+            self,
+            "Storage",
+            StorageProps(
+                vpc=self.network.vpc,
+                subnet=self.network.compute_subnet,
+                client_security_group=self.efa.security_group,
+                fsx=config.fsx,
+                retain_data=config.data_removal_policy == "retain",
+            ),
+        )
+        self.training_image = TrainingImage(self, "TrainingImage")
+        for key, value in config.tags.items():
+            Tags.of(self).add(key, value)
+        self._outputs()
+
+    def _output(self, key: OutputKey, value: str) -> None:
+        CfnOutput(self, key.value, value=value, description=DESCRIPTIONS[key])
+
+    def _outputs(self) -> None:
+        c, net, efa, storage = self.config, self.network, self.efa, self.storage
+        dra = c.fsx.data_repository
+        values: dict[OutputKey, str] = {
+            OutputKey.REGION: self.region,
+            OutputKey.COMPUTE_AZ_ID: c.compute_az_id,
+            OutputKey.COMPUTE_AZ_NAME: net.compute_subnet_az_name,
+            OutputKey.VPC_ID: net.vpc.vpc_id,
+            OutputKey.COMPUTE_SUBNET_ID: net.compute_subnet.subnet_id,
+            OutputKey.PRIVATE_SUBNET_IDS: Fn.join(",", [s.subnet_id for s in net.private_subnets]),
+            OutputKey.EFA_SECURITY_GROUP_ID: efa.security_group.security_group_id,
+            OutputKey.PLACEMENT_GROUP_NAME: efa.placement_group_name or "none",
+            OutputKey.LAUNCH_TEMPLATE_ID: efa.launch_template_id,
+            OutputKey.LAUNCH_TEMPLATE_VERSION: efa.launch_template_version,
+            OutputKey.FSX_FILE_SYSTEM_ID: storage.file_system.file_system_id,
+            OutputKey.FSX_DNS_NAME: storage.dns_name,
+            OutputKey.FSX_MOUNT_NAME: storage.mount_name,
+            OutputKey.FSX_DATA_REPOSITORY_PATH: dra.file_system_path if dra else "none",
+            OutputKey.DATA_BUCKET_NAME: storage.bucket.bucket_name,
+            OutputKey.TRAINING_IMAGE_URI: self.training_image.image_uri,
+            OutputKey.TRAINING_IMAGE_REPOSITORY: self.training_image.repository.repository_name,
+            OutputKey.INSTANCE_TYPE: c.instance_type,
+            OutputKey.NODE_COUNT_MIN: str(c.nodes.min),
+            OutputKey.NODE_COUNT_DESIRED: str(c.nodes.desired),
+            OutputKey.NODE_COUNT_MAX: str(c.nodes.max),
+            OutputKey.ORCHESTRATOR: c.orchestrator,
+        }
+        for key, value in values.items():
+            self._output(key, value)
