@@ -1,0 +1,202 @@
+"""The training program on CPU: learns, checkpoints atomically, resumes exactly, scales."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trn_train import checkpoint as ckpt
+from trn_train.errors import ConfigError, DataError
+from trn_train.recipes import get_recipe
+from trn_train.train import TrainConfig, plan_batches, run
+
+from conftest import REPO, read_events
+
+ENV = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'training'}", "OMP_NUM_THREADS": "1"}
+
+
+def cfg(data: Path, out: Path, **kw) -> TrainConfig:
+    base = dict(recipe="llama-tiny", data_dir=data, output_dir=out, steps=20, log_every=1,
+                progress=False, global_batch_size=8, micro_batch_size=4, device="cpu")
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def train_losses(events: list[dict]) -> dict[int, float]:
+    return {e["step"]: e["loss"] for e in events if e["event"] == "train"}
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "trn_train", "train", *args, "--no-progress", "--device", "cpu"]
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Same thread count in-process and in subprocesses: CPU matmuls reduce in the same order."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+# ----------------------------------------------------------------------- learning + metrics
+
+
+def test_tiny_llama_learns_real_text_and_reports_metrics(tmp_path, clm_data, capsys):
+    run(cfg(clm_data, tmp_path / "run", steps=50, lr=3e-3))
+    events = read_events(capsys.readouterr().out)
+    losses = train_losses(events)
+    assert sorted(losses) == list(range(1, 51))
+    assert losses[1] > 7.0  # ~ln(2000): an untrained model over a 2000-token vocabulary
+    assert losses[50] < losses[1] - 1.0, losses
+    last = [e for e in events if e["event"] == "train"][-1]
+    assert last["tokens_per_s"] > 0 and 0 < last["mfu"] < 1e-2 and last["grad_norm"] > 0
+    assert last["lr"] == pytest.approx(3e-4)  # cosine decayed to min_lr_ratio 0.1
+    start = next(e for e in events if e["event"] == "start")
+    assert start["flops_per_token"] > 6 * start["params"] * 0.5
+    assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
+
+
+def test_tiny_bert_mlm_learns(tmp_path, mlm_data, capsys):
+    run(cfg(mlm_data, tmp_path / "run", recipe="bert-tiny", steps=30, lr=2e-3))
+    losses = train_losses(read_events(capsys.readouterr().out))
+    assert losses[30] < losses[1] - 0.5, losses
+
+
+# ----------------------------------------------------------------------- batches / bad input
+
+
+def test_strong_and_weak_scaling_plans():
+    r = get_recipe("llama-tiny")
+    strong = [plan_batches(cfg(Path("."), Path("."), global_batch_size=64, micro_batch_size=2), r, w) for w in (1, 2, 8)]
+    assert [p.global_batch_size for p in strong] == [64, 64, 64]
+    assert [p.grad_accum for p in strong] == [32, 16, 4]
+    weak = [plan_batches(cfg(Path("."), Path("."), scaling="weak", global_batch_size=None, per_core_batch_size=8,
+                             micro_batch_size=4), r, w) for w in (1, 32)]
+    assert [(p.global_batch_size, p.grad_accum) for p in weak] == [(8, 2), (256, 2)]
+
+
+@pytest.mark.parametrize("kw, world, match", [
+    (dict(global_batch_size=10), 4, "--global-batch-size must be divisible by the world size 4, got: 10"),
+    (dict(global_batch_size=8, micro_batch_size=3), 1, "--micro-batch-size must be a divisor of the per-core batch 8"),
+    (dict(scaling="weak"), 1, "--global-batch-size must be unset with --scaling weak"),
+    (dict(scaling="sideways"), 1, "--scaling"),
+    (dict(global_batch_size=0), 1, "--global-batch-size must be a positive integer"),
+])
+def test_bad_batch_geometry(kw, world, match):
+    with pytest.raises(ConfigError, match=match):
+        plan_batches(cfg(Path("."), Path("."), **kw), get_recipe("llama-tiny"), world)
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(data_dir=Path("/no/such/data")), DataError, "--data-dir '/no/such/data' does not exist"),
+    (dict(seq_len=65), ConfigError, "--seq-len must be between 1 and the prepared sequence length 64"),
+    (dict(recipe="llama-8b"), ConfigError, "nxd-config"),
+    (dict(recipe="bert-tiny"), ConfigError, "--format mlm"),
+    (dict(instance_type="p5.48xlarge"), ConfigError, "--instance-type"),
+    (dict(steps=0), ConfigError, "--steps"),
+    (dict(global_batch_size=100_000), ConfigError, "at most the number of prepared sequences"),
+])
+def test_bad_input_fails_before_training(tmp_path, clm_data, kw, exc, match):
+    with pytest.raises(exc, match=match):
+        run(cfg(clm_data, tmp_path / "run", **kw))
+    assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+# ----------------------------------------------------------------------- checkpoints
+
+
+def test_keep_last_and_completion_markers(tmp_path, clm_data, capsys):
+    run(cfg(clm_data, tmp_path / "run", steps=25, ckpt_every=5, keep_last=2, log_every=5))
+    root = tmp_path / "run" / "checkpoints"
+    assert sorted(p.name for p in root.iterdir()) == ["step_00000020", "step_00000025"]
+    for p in root.iterdir():
+        assert (p / ckpt.MARKER).is_file() and (p / "model.pt").is_file() and (p / "optim_rank00000.pt").is_file()
+
+
+def test_resume_refuses_a_different_run(tmp_path, clm_data, capsys):
+    run(cfg(clm_data, tmp_path / "run", steps=5))
+    with pytest.raises(ConfigError, match="global_batch_size: 8 -> 16"):
+        run(cfg(clm_data, tmp_path / "run", steps=10, global_batch_size=16))
+
+
+def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoints(tmp_path, clm_data, capsys):
+    steps = 40
+    run(cfg(clm_data, tmp_path / "ref", steps=steps, ckpt_every=10))
+    ref = train_losses(read_events(capsys.readouterr().out))
+
+    out = tmp_path / "killed"
+    args = cli("--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(out), "--steps", str(steps),
+               "--global-batch-size", "8", "--micro-batch-size", "4", "--log-every", "1", "--ckpt-every", "10")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=ENV)
+    killed_after = None
+    for line in proc.stdout:
+        if line.startswith('{"event": "train", "step": 25,'):
+            proc.send_signal(signal.SIGKILL)
+            killed_after = 25
+            break
+    proc.wait(timeout=60)
+    assert killed_after == 25 and proc.returncode == -signal.SIGKILL
+    root = out / "checkpoints"
+    complete = ckpt.scan(root, warn=lambda m: None)
+    assert complete and complete[-1].step < steps, "the run finished before the kill: test proves nothing"
+    # a crash while writing: a .tmp directory and a directory without its COMPLETE marker
+    half = root / "step_00000030.tmp"
+    half.mkdir(exist_ok=True)
+    (half / "model.pt").write_bytes(b"half-written")
+    unmarked = root / "step_00000035"
+    unmarked.mkdir()
+    (unmarked / "model.pt").write_bytes(b"garbage")
+
+    run(cfg(clm_data, out, steps=steps, ckpt_every=10))
+    events = read_events(capsys.readouterr().out)
+    ignored = [e["message"] for e in events if e["event"] == "checkpoint_ignored"]
+    assert any("step_00000030.tmp" in m for m in ignored) and any("step_00000035" in m for m in ignored)
+    resumed = next(e for e in events if e["event"] == "resume")
+    assert resumed["step"] == complete[-1].step == 20
+    got = train_losses(events)
+    assert min(got) == 21
+    for s in range(21, steps + 1):
+        assert got[s] == pytest.approx(ref[s], rel=1e-6, abs=1e-6), s
+    assert (root / f"step_{steps:08d}" / ckpt.MARKER).is_file()
+
+
+# ----------------------------------------------------------------------- two processes (gloo)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_path, clm_data, capsys):
+    """Tolerance: 2e-4 absolute per logged loss. The 2-process gradient is the mean of two
+    per-rank means instead of one mean over 8 sequences, so only float rounding differs."""
+    steps = 15
+    run(cfg(clm_data, tmp_path / "one", steps=steps))
+    one = train_losses(read_events(capsys.readouterr().out))
+    args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--nnodes", "1",
+            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "-m", "trn_train", "train",
+            "--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(tmp_path / "two"),
+            "--steps", str(steps), "--global-batch-size", "8", "--micro-batch-size", "2", "--log-every", "1",
+            "--no-progress", "--device", "cpu"]
+    p = subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    events = read_events(p.stdout)
+    start = next(e for e in events if e["event"] == "start")
+    assert start["world_size"] == 2 and start["grad_accum"] == 2
+    two = train_losses(events)
+    assert sorted(two) == sorted(one)
+    diffs = {s: abs(one[s] - two[s]) for s in one}
+    print("max 1-vs-2 process loss diff", max(diffs.values()))
+    assert max(diffs.values()) < 2e-4, diffs
+    assert one[steps] < one[1] - 0.5
