@@ -235,6 +235,15 @@ class CapacityConfig(_Frozen):
     reservation_id: str | None = None
 
 
+class EksConfig(_Frozen):
+    """EKS orchestrator settings (used when ``orchestrator`` is ``eks``). See issue 3."""
+
+
+class HyperPodConfig(_Frozen):
+    """SageMaker HyperPod Slurm settings (used when ``orchestrator`` is ``hyperpod-slurm``).
+    See issue 4."""
+
+
 class ClusterConfig(_Frozen):
     """The whole cluster configuration (frozen). See README "Configuration".
 
@@ -252,6 +261,8 @@ class ClusterConfig(_Frozen):
         root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
         fsx: FSx for Lustre settings.
         orchestrator: ``eks`` or ``hyperpod-slurm``.
+        eks: EKS settings (used with ``orchestrator: eks``).
+        hyperpod: HyperPod settings (used with ``orchestrator: hyperpod-slurm``).
         capacity: on-demand, capacity reservation or Capacity Block.
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
         tags: tags on every resource.
@@ -267,6 +278,8 @@ class ClusterConfig(_Frozen):
     root_volume_gib: int = 512
     fsx: FsxConfig = FsxConfig()
     orchestrator: Literal["eks", "hyperpod-slurm"] = "eks"
+    eks: EksConfig = EksConfig()
+    hyperpod: HyperPodConfig = HyperPodConfig()
     capacity: CapacityConfig = CapacityConfig()
     data_removal_policy: Literal["retain", "destroy"] = "retain"
     tags: dict[str, str] = Field(default_factory=dict)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["FOUNDATION_KEYS", "OutputKey", "STACK_NAME"]
+__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_KEYS", "OutputKey", "STACK_NAME"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
@@ -40,6 +40,21 @@ class OutputKey(str, Enum):
     NODE_COUNT_DESIRED = "NodeCountDesired"
     NODE_COUNT_MAX = "NodeCountMax"
     ORCHESTRATOR = "Orchestrator"
+    # --- EKS orchestrator (present when Orchestrator = eks) ---
+    EKS_CLUSTER_NAME = "EksClusterName"
+    EKS_CLUSTER_ARN = "EksClusterArn"
+    EKS_UPDATE_KUBECONFIG = "EksUpdateKubeconfigCommand"
+    EKS_TRAINING_NAMESPACE = "EksTrainingNamespace"
+    EKS_FSX_PVC_NAME = "EksFsxPvcName"
+    EKS_TRAINING_RUNTIME = "EksTrainingRuntimeName"
+    EKS_TRAINIUM_NODEGROUP = "EksTrainiumNodegroupName"
+    # --- HyperPod Slurm orchestrator (present when Orchestrator = hyperpod-slurm) ---
+    HYPERPOD_CLUSTER_NAME = "HyperPodClusterName"
+    HYPERPOD_CLUSTER_ARN = "HyperPodClusterArn"
+    HYPERPOD_CONTROLLER_GROUP = "HyperPodControllerGroupName"
+    HYPERPOD_WORKER_GROUPS = "HyperPodWorkerGroupNames"
+    HYPERPOD_CONTROLLER_SHELL = "HyperPodControllerShellCommand"
+    HYPERPOD_LIFECYCLE_BUCKET = "HyperPodLifecycleBucketName"
 
     def __str__(self) -> str:
         return self.value
@@ -68,7 +83,28 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",
     OutputKey.NODE_COUNT_MAX: "Maximum Trainium nodes",
     OutputKey.ORCHESTRATOR: "eks or hyperpod-slurm",
+    OutputKey.EKS_CLUSTER_NAME: "EKS cluster name",
+    OutputKey.EKS_CLUSTER_ARN: "EKS cluster ARN",
+    OutputKey.EKS_UPDATE_KUBECONFIG: "Command that writes a kubeconfig entry for the cluster",
+    OutputKey.EKS_TRAINING_NAMESPACE: "Kubernetes namespace for training jobs",
+    OutputKey.EKS_FSX_PVC_NAME: "PersistentVolumeClaim of the FSx file system",
+    OutputKey.EKS_TRAINING_RUNTIME: "Kubeflow Trainer ClusterTrainingRuntime for Neuron",
+    OutputKey.EKS_TRAINIUM_NODEGROUP: "Trainium managed node group name",
+    OutputKey.HYPERPOD_CLUSTER_NAME: "SageMaker HyperPod cluster name",
+    OutputKey.HYPERPOD_CLUSTER_ARN: "SageMaker HyperPod cluster ARN",
+    OutputKey.HYPERPOD_CONTROLLER_GROUP: "Instance group of the Slurm controller",
+    OutputKey.HYPERPOD_WORKER_GROUPS: "Instance groups of the Slurm workers, comma separated",
+    OutputKey.HYPERPOD_CONTROLLER_SHELL: "Command that opens a shell on the controller (SSM)",
+    OutputKey.HYPERPOD_LIFECYCLE_BUCKET: "Bucket holding the lifecycle scripts",
 }
 
-FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(OutputKey)
+EKS_KEYS: tuple[OutputKey, ...] = tuple(k for k in OutputKey if k.value.startswith("Eks"))
+"""Keys an ``eks`` stack adds."""
+HYPERPOD_KEYS: tuple[OutputKey, ...] = tuple(
+    k for k in OutputKey if k.value.startswith("HyperPod")
+)
+"""Keys a ``hyperpod-slurm`` stack adds."""
+FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(
+    k for k in OutputKey if k not in EKS_KEYS and k not in HYPERPOD_KEYS
+)
 """Keys every TrnUltraCluster stack has, whatever the orchestrator."""

@@ -7,7 +7,10 @@ from constructs import Construct
 
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.efa import Efa, EfaProps
+from trn_ultracluster.constructs.eks import EksOrchestrator
+from trn_ultracluster.constructs.hyperpod import HyperPodSlurmOrchestrator
 from trn_ultracluster.constructs.network import Network, NetworkProps
+from trn_ultracluster.constructs.orchestrator import Orchestrator, OrchestratorProps
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage
 from trn_ultracluster.outputs import DESCRIPTIONS, OutputKey
@@ -24,7 +27,8 @@ class TrnUltraClusterStack(Stack):
 
     Attributes:
         config: the validated configuration.
-        network, efa, storage, training_image: the constructs.
+        network, efa, storage, training_image: the foundation constructs.
+        orchestrator: ``EksOrchestrator`` or ``HyperPodSlurmOrchestrator``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: ClusterConfig) -> None:
@@ -74,9 +78,22 @@ class TrnUltraClusterStack(Stack):
             ),
         )
         self.training_image = TrainingImage(self, "TrainingImage")
+        self.orchestrator = self._orchestrator()
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
         self._outputs()
+
+    def _orchestrator(self) -> Orchestrator:
+        props = OrchestratorProps(
+            config=self.config,
+            network=self.network,
+            efa=self.efa,
+            storage=self.storage,
+            training_image=self.training_image,
+        )
+        if self.config.orchestrator == "eks":
+            return EksOrchestrator(self, "Eks", props)
+        return HyperPodSlurmOrchestrator(self, "HyperPod", props)
 
     def _output(self, key: OutputKey, value: str) -> None:
         CfnOutput(self, key.value, value=value, description=DESCRIPTIONS[key])
@@ -108,5 +125,6 @@ class TrnUltraClusterStack(Stack):
             OutputKey.NODE_COUNT_MAX: str(c.nodes.max),
             OutputKey.ORCHESTRATOR: c.orchestrator,
         }
+        values.update(self.orchestrator.outputs())
         for key, value in values.items():
             self._output(key, value)

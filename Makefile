@@ -1,0 +1,67 @@
+# TrnUltraCluster: `make synth` and `make test` set up everything they need from the pinned
+# files (requirements*.txt, package-lock.json) on first use.
+SHELL := /bin/bash
+.DEFAULT_GOAL := synth
+
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STACK := TrnUltraCluster
+OUT := cdk.out
+# Optional profile file: make synth PROFILE=profiles/ultracluster-16.yaml
+PROFILE ?=
+CDK_CONTEXT := $(if $(PROFILE),-c config=$(PROFILE))
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export PYTHONPATH := $(CURDIR):$(CURDIR)/training
+CDK := npx --no-install cdk
+
+.PHONY: synth test test-xla deploy destroy diff bench setup setup-dev clean
+
+$(VENV)/.runtime: requirements.txt
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt training/requirements-cpu.txt
+	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+setup: $(VENV)/.runtime node_modules/.installed
+setup-dev: $(VENV)/.dev node_modules/.installed
+
+## synth: synthesize the stack offline (no AWS account needed) and print a summary
+synth: setup
+	$(CDK) synth $(STACK) --quiet $(CDK_CONTEXT)
+	$(VPY) -m trn_ultracluster.summary $(OUT)
+
+## test: the whole test suite (CDK templates, cdk-nag, cfn-lint, config, training on CPU)
+test: setup-dev
+	$(VPY) -m pytest
+
+## test-xla: the training program on XLA:CPU in its own venv (.venv-xla, torch-xla 2.9.0)
+test-xla:
+	bash training/test-xla.sh
+
+## deploy / destroy / diff: need AWS credentials, `cdk bootstrap` and Docker (see README)
+deploy: setup
+	$(CDK) deploy $(STACK) $(CDK_CONTEXT) --outputs-file $(OUT)/outputs.json
+
+destroy: setup
+	$(CDK) destroy $(STACK) $(CDK_CONTEXT)
+
+diff: setup
+	$(CDK) diff $(STACK) $(CDK_CONTEXT)
+
+## bench: synth time against a one-bucket CDK app (prints the ratio)
+bench: setup-dev
+	$(VPY) benchmarks/synth.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache

@@ -1,0 +1,95 @@
+"""Shared fixtures: each configuration is synthesized once per test session.
+
+``synth(profile=None, **context)`` returns a :class:`Synth` with the template as a dict and
+as ``aws_cdk.assertions.Template``. The context starts from cdk.json (feature flags and
+the default configuration), as ``npx cdk synth`` would, then adds ``config=<profile>`` and
+the overrides (dotted keys as with ``-c``). cdk-nag runs on every synth: an unacknowledged
+finding makes the synth, and so the test, fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+for path in (REPO_ROOT, REPO_ROOT / "training"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+
+PROFILES = sorted((REPO_ROOT / "profiles").glob("*.yaml"))
+SHARED = REPO_ROOT.parent / "shared"
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """The context block of cdk.json."""
+    return json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
+
+
+@dataclass
+class Synth:
+    """One synthesized configuration."""
+
+    template: dict[str, Any]
+    outdir: Path
+    stack: Any
+    config: Any
+    warnings: tuple[Any, ...]
+
+    @property
+    def assertions(self):
+        from aws_cdk import assertions
+
+        return assertions.Template.from_json(self.template)
+
+    def resources(self, cfn_type: str) -> dict[str, dict[str, Any]]:
+        """Resources of one type, logical id -> resource."""
+        return {k: r for k, r in self.template["Resources"].items() if r["Type"] == cfn_type}
+
+    def only(self, cfn_type: str) -> dict[str, Any]:
+        """The single resource of ``cfn_type``'s properties (fails if not exactly one)."""
+        found = self.resources(cfn_type)
+        assert len(found) == 1, f"expected one {cfn_type}, found {sorted(found)}"
+        return next(iter(found.values())).get("Properties", {})
+
+    def output(self, key: str) -> Any:
+        return self.template["Outputs"][key]["Value"]
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory):
+    """Factory fixture: ``synth(profile=None, **context) -> Synth``, cached per session."""
+    from trn_ultracluster.app import build_app
+    from trn_ultracluster.outputs import STACK_NAME
+
+    cache: dict[tuple, Synth] = {}
+
+    def _synth(profile: str | Path | None = None, **context: Any) -> Synth:
+        key = (str(profile), tuple(sorted((k, repr(v)) for k, v in context.items())))
+        if key not in cache:
+            ctx = cdk_json_context()
+            if profile is not None:
+                ctx["config"] = str(profile)
+            ctx.update(context)
+            outdir = tmp_path_factory.mktemp("cdk.out")
+            app, stack, loaded = build_app(ctx, outdir=str(outdir), base_dir=REPO_ROOT)
+            assembly = app.synth()
+            template = assembly.get_stack_by_name(STACK_NAME).template
+            cache[key] = Synth(template, outdir, stack, loaded.config, loaded.warnings)
+        return cache[key]
+
+    return _synth
+
+
+@pytest.fixture(scope="session")
+def default(synth) -> Synth:
+    """The default configuration of cdk.json."""
+    return synth()

@@ -1,0 +1,22 @@
+"""Eks orchestrator (issue 3): EKS cluster, Trainium node group, add-ons, Kubeflow Trainer."""
+
+from __future__ import annotations
+
+from constructs import Construct
+
+from trn_ultracluster.constructs.orchestrator import OrchestratorProps
+from trn_ultracluster.outputs import OutputKey
+
+__all__ = ["EksOrchestrator"]
+
+
+class EksOrchestrator(Construct):
+    """Placeholder until issue 3 lands: creates nothing and adds no outputs."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: OrchestratorProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+
+    def outputs(self) -> dict[OutputKey, str]:
+        """No outputs yet."""
+        return {}

@@ -1,0 +1,90 @@
+"""One-screen summary of a synthesized TrnUltraCluster cloud assembly.
+
+``python -m trn_ultracluster.summary [cdk.out]`` prints where the template and the cdk-nag
+report are, the resources by type, and the cluster's shape (instance type, node counts,
+AZ ID, EFA interfaces per node), read from the template itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.outputs import STACK_NAME, OutputKey
+
+__all__ = ["efa_interfaces_per_node", "main", "summarize"]
+
+CFN_TEMPLATE_LIMIT_BYTES = 1_000_000
+"""CloudFormation quotas: template body 1 MB (S3 URL), 500 resources per stack
+(https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html)."""
+CFN_RESOURCE_LIMIT = 500
+
+
+def efa_interfaces_per_node(template: dict[str, Any]) -> int:
+    """Count EFA interfaces (``efa`` or ``efa-only``) in the stack's launch template.
+
+    Raises:
+        ValueError: the template has no launch template.
+    """
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::EC2::LaunchTemplate":
+            interfaces = resource["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+            return sum(1 for i in interfaces if i.get("InterfaceType") in ("efa", "efa-only"))
+    raise ValueError("the template has no AWS::EC2::LaunchTemplate")
+
+
+def _output(template: dict[str, Any], key: OutputKey) -> Any:
+    return template.get("Outputs", {}).get(key.value, {}).get("Value", "?")
+
+
+def summarize(outdir: Path) -> str:
+    """Return the summary text for the cloud assembly in ``outdir``.
+
+    Raises:
+        FileNotFoundError: no TrnUltraCluster template in ``outdir`` (run synth first).
+    """
+    path = outdir / f"{STACK_NAME}.template.json"
+    text = path.read_text(encoding="utf-8")
+    template = json.loads(text)
+    resources = template["Resources"]
+    by_type = Counter(r["Type"] for r in resources.values())
+    report = outdir / "validation-report.json"
+    lines = [
+        f"template:       {path} ({len(text.encode()) / 1000:.0f} kB of "
+        f"{CFN_TEMPLATE_LIMIT_BYTES // 1000} kB, {len(resources)} of {CFN_RESOURCE_LIMIT} resources)",
+        f"cdk-nag report: {report if report.exists() else '(none written: no findings)'}",
+        "",
+        f"instance type:  {_output(template, OutputKey.INSTANCE_TYPE)}",
+        "nodes:          min {} / desired {} / max {}".format(
+            _output(template, OutputKey.NODE_COUNT_MIN),
+            _output(template, OutputKey.NODE_COUNT_DESIRED),
+            _output(template, OutputKey.NODE_COUNT_MAX),
+        ),
+        f"compute AZ ID:  {_output(template, OutputKey.COMPUTE_AZ_ID)}",
+        f"EFA per node:   {efa_interfaces_per_node(template)} interfaces",
+        f"orchestrator:   {_output(template, OutputKey.ORCHESTRATOR)}",
+        "",
+        "resources by type:",
+    ]
+    width = max(len(t) for t in by_type)
+    lines += [f"  {t:<{width}}  {n}" for t, n in sorted(by_type.items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry: print the summary; exit 1 with a hint when nothing was synthesized."""
+    args = sys.argv[1:] if argv is None else argv
+    outdir = Path(args[0] if args else "cdk.out")
+    try:
+        print(summarize(outdir))
+    except FileNotFoundError:
+        print(f"no {STACK_NAME} template in {outdir}: run `make synth` first", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
