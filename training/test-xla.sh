@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# XLA:CPU tests of the training program (make test-xla).
+#
+# Creates .venv-xla at the repository root from training/requirements-xla.txt (torch 2.9.0 +
+# torch-xla 2.9.0, about 7 GB installed) when it is missing or the requirements changed (a
+# SHA-256 stamp inside the venv), then runs tests/xla with PJRT_DEVICE=CPU. A second run with
+# an up-to-date venv goes straight to the tests.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv-xla"
+REQ="$ROOT/training/requirements-xla.txt"
+STAMP="$VENV/.requirements-xla.sha256"
+PYTHON="${PYTHON:-python3}"
+
+want="$(sha256sum "$REQ" | cut -d' ' -f1)"
+if [[ ! -x "$VENV/bin/python" || "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]]; then
+  echo "test-xla: building $VENV from $REQ (first run: about 1.5 min, 7 GB)" >&2
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ"
+  echo "$want" > "$STAMP"
+else
+  echo "test-xla: $VENV is up to date" >&2
+fi
+
+export PJRT_DEVICE=CPU
+export PYTHONPATH="$ROOT:$ROOT/training${PYTHONPATH:+:$PYTHONPATH}"
+cd "$ROOT"
+exec "$VENV/bin/python" -m pytest tests/xla -q -p no:cacheprovider "$@"
