@@ -20,6 +20,7 @@ Constructs never read context: they receive the frozen :class:`ClusterConfig`.
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import math
 import re
@@ -452,11 +453,17 @@ def _az_ids(c: ClusterConfig) -> Iterator[ConfigIssue]:
         yield ConfigIssue("az_ids", list(c.az_ids), "must not repeat an AZ ID", DOC_AZ_IDS)
     regions: dict[str, str] = {}
     for i, az_id in enumerate(c.az_ids):
-        try:
+        match = _AZ_ID_RE.match(az_id)
+        if not match:
+            yield ConfigIssue(f"az_ids[{i}]", az_id,
+                              "must be an AZ ID like 'usw2-az4' (AZ IDs name the same zone in "
+                              "every account; AZ names like 'us-west-2a' do not)", DOC_AZ_IDS)
+        elif match.group("prefix") not in AZ_ID_PREFIX_TO_REGION:
+            yield ConfigIssue(f"az_ids[{i}]", az_id,
+                              f"has an unknown Region code {match.group('prefix')!r}; known: "
+                              f"{', '.join(sorted(AZ_ID_PREFIX_TO_REGION))}", DOC_AZ_IDS)
+        else:
             regions[az_id] = region_of_az_id(az_id)
-        except ValueError as err:
-            yield ConfigIssue(f"az_ids[{i}]", az_id, f"must be an AZ ID like 'usw2-az4' ({err})",
-                              DOC_AZ_IDS)
     if len(set(regions.values())) > 1:
         by_region = ", ".join(f"{az} is in {region}" for az, region in regions.items())
         yield ConfigIssue("az_ids", list(c.az_ids),
@@ -565,12 +572,12 @@ def _fsx_version(c: ClusterConfig) -> Iterator[ConfigIssue]:
 @_rule
 def _fsx_data_repository(c: ClusterConfig) -> Iterator[ConfigIssue]:
     dra = c.fsx.data_repository
-    if dra is None:
-        return
+    if dra is None or c.fsx.lustre_version not in FSX_LUSTRE_VERSIONS[c.fsx.deployment_type]:
+        return  # no link, or the version error is reported already
     if (c.fsx.deployment_type not in FSX_DRA_DEPLOYMENT_TYPES
             or c.fsx.lustre_version not in FSX_DRA_LUSTRE_VERSIONS):
         yield ConfigIssue(
-            "fsx.data_repository", dra.model_dump(),
+            "fsx.data_repository", dra.model_dump(exclude_defaults=True) or "default link",
             f"needs fsx.deployment_type {_one_of(FSX_DRA_DEPLOYMENT_TYPES)} with "
             f"fsx.lustre_version {_one_of(FSX_DRA_LUSTRE_VERSIONS)} (got "
             f"{c.fsx.deployment_type}, {c.fsx.lustre_version}); set it to null otherwise",
@@ -681,6 +688,21 @@ def _allowed_keys(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     return sorted(model.model_fields)
 
 
+_TYPE_MESSAGES = {
+    "int_parsing": "must be a whole number",
+    "int_type": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "bool_parsing": "must be true or false",
+    "bool_type": "must be true or false",
+    "string_type": "must be text",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "dict_type": "must be a mapping of keys to values",
+    "model_type": "must be a mapping of keys to values",
+    "model_attributes_type": "must be a mapping of keys to values",
+}
+
+
 def _issues_from_pydantic(err: ValidationError) -> list[ConfigIssue]:
     issues = []
     for e in err.errors(include_url=False):
@@ -690,9 +712,10 @@ def _issues_from_pydantic(err: ValidationError) -> list[ConfigIssue]:
             message = f"is not a known key; known keys here: {allowed}"
         elif e["type"] == "literal_error":
             message = "must be " + e["msg"].removeprefix("Input should be ")
+        elif e["type"] in _TYPE_MESSAGES:
+            message = _TYPE_MESSAGES[e["type"]]
         else:
-            message = "must be " + e["msg"].removeprefix("Input should be ").removeprefix(
-                "Input should be a valid ")
+            message = "must be " + e["msg"].removeprefix("Input should be ")
         issues.append(ConfigIssue(field or "(top level)", e.get("input"), message, _doc_for(field)))
     return issues
 
@@ -750,12 +773,13 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
+    """``top`` over ``base``, mappings merged key by key; neither input is changed."""
+    out = copy.deepcopy(base)
     for key, value in top.items():
         if isinstance(value, Mapping) and isinstance(out.get(key), dict):
             out[key] = _deep_merge(out[key], value)
         else:
-            out[key] = value
+            out[key] = copy.deepcopy(value)
     return out
 
 
@@ -808,7 +832,7 @@ def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> Loade
         raise ConfigError([ConfigIssue(CONTEXT_KEY, defaults,
                                        "must be a mapping of config keys in cdk.json context",
                                        README_CONFIG)])
-    raw = _deep_merge(raw, defaults)
+    raw = _deep_merge(raw, copy.deepcopy(dict(defaults)))
     profile = context.get(PROFILE_CONTEXT_KEY)
     if profile:
         raw = _deep_merge(raw, _read_profile(str(profile), Path(base_dir)))
