@@ -97,6 +97,8 @@ def _add_nxd(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--instance-type", default="trn1.32xlarge")
     p.add_argument("--data-dir", required=True, type=Path,
                    help="Hugging Face `datasets` directory (save_to_disk) with input_ids/labels")
+    p.add_argument("--from-packed", type=Path,
+                   help="first export this prepare-data directory into --data-dir (needs `datasets`)")
     p.add_argument("--out", required=True, type=Path, help="where the YAML and config.json go")
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--global-batch-size", type=int)
@@ -176,7 +178,10 @@ def _dispatch(args: argparse.Namespace) -> int:
                           data_dir=str(args.data_dir), steps=args.steps, global_batch_size=args.global_batch_size,
                           seq_len=args.seq_len, tp=args.tp, pp=args.pp, compile_cache=args.compile_cache,
                           log_dir=str(args.log_dir) if args.log_dir else None)
-        written = nxd.write_config(spec, args.out)
+        written = nxd.write_config(spec, args.out)  # validates before any export
+        if args.from_packed:
+            n = nxd.export_packed_to_hf(args.from_packed, args.data_dir)
+            print(json.dumps({"event": "nxd-data", "sequences": n, "path": str(args.data_dir)}), flush=True)
         print(json.dumps({"event": "nxd-config", **{k: str(v) for k, v in written.items()}}), flush=True)
         if args.launch:
             return nxd.launch(written["yaml"], spec, args.nxdt_examples, compile_only=args.compile_only)
