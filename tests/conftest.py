@@ -60,6 +60,19 @@ class Synth:
         assert len(found) == 1, f"expected one {cfn_type}, found {sorted(found)}"
         return next(iter(found.values())).get("Properties", {})
 
+    def logical(self, prefix: str) -> dict[str, Any]:
+        """The one resource whose logical id is ``prefix`` + CDK's 8-character hash
+        (construct path without slashes, e.g. ``EfaLaunchTemplate``)."""
+        found = [r for k, r in self.template["Resources"].items()
+                 if k.startswith(prefix) and len(k) == len(prefix) + 8]
+        assert len(found) == 1, f"expected one resource {prefix}<hash>, found {len(found)}"
+        return found[0]
+
+    def ref_id(self, prefix: str) -> str:
+        """Logical id of :meth:`logical`'s resource."""
+        return next(k for k in self.template["Resources"]
+                    if k.startswith(prefix) and len(k) == len(prefix) + 8)
+
     def output(self, key: str) -> Any:
         return self.template["Outputs"][key]["Value"]
 
@@ -87,6 +100,11 @@ def synth(tmp_path_factory):
         return cache[key]
 
     return _synth
+
+
+def profile_path(name: str) -> Path:
+    """Path of ``profiles/<name>.yaml``."""
+    return REPO_ROOT / "profiles" / f"{name}.yaml"
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,136 @@
+"""Efa: interfaces per network card for every instance type, placement group, launch
+template settings (IMDSv2, root volume, capacity), security group."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_ec2 as ec2
+
+from tests.conftest import profile_path
+from trn_ultracluster.catalog import CATALOG
+from trn_ultracluster.constructs.efa import Efa, EfaProps
+
+EFA_TYPES = sorted(name for name, spec in CATALOG.items() if spec.supports_efa)
+
+
+def _launch_template(instance_type: str, **props) -> dict:
+    """Launch template data of an Efa construct alone in a small stack."""
+    stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2"))
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0)
+    Efa(stack, "Efa", EfaProps(vpc=vpc, instance=CATALOG[instance_type], **props))
+    template = assertions.Template.from_stack(stack).to_json()
+    lts = [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    return lts[0]["Properties"]["LaunchTemplateData"]
+
+
+@pytest.mark.parametrize("instance_type", EFA_TYPES)
+def test_efa_layout_one_efa_interface_per_network_card(instance_type):
+    spec = CATALOG[instance_type]
+    interfaces = _launch_template(instance_type)["NetworkInterfaces"]
+    assert len(interfaces) == spec.network_cards == spec.efa_interfaces
+    assert [i["NetworkCardIndex"] for i in interfaces] == list(range(spec.network_cards))
+    assert [i["DeviceIndex"] for i in interfaces] == [0] + [1] * (spec.network_cards - 1)
+    assert {i["InterfaceType"] for i in interfaces} == {"efa"}
+
+
+@pytest.mark.parametrize("instance_type", EFA_TYPES)
+def test_efa_only_layout_ena_primary_and_efa_only_on_every_card(instance_type):
+    spec = CATALOG[instance_type]
+    interfaces = _launch_template(instance_type, efa_layout="efa-only")["NetworkInterfaces"]
+    primary, *efa = interfaces
+    assert (primary["NetworkCardIndex"], primary["DeviceIndex"]) == (0, 0)
+    assert "InterfaceType" not in primary  # ENA
+    assert len(efa) == spec.efa_interfaces
+    assert {i["InterfaceType"] for i in efa} == {"efa-only"}
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"]) for i in efa] == [(0, 1)] + [
+        (card, 0) for card in range(1, spec.network_cards)]
+
+
+def test_instance_without_efa_gets_one_plain_interface():
+    (interface,) = _launch_template("trn1.2xlarge", placement_group=False)["NetworkInterfaces"]
+    assert "InterfaceType" not in interface and interface["DeviceIndex"] == 0
+
+
+def test_no_public_ip_no_subnet_no_instance_profile(default):
+    data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert "IamInstanceProfile" not in data
+    for interface in data["NetworkInterfaces"]:
+        assert "SubnetId" not in interface
+        assert interface.get("AssociatePublicIpAddress", False) is False
+        assert interface["Groups"] == [{"Fn::GetAtt": [default.ref_id("EfaSecurityGroup"), "GroupId"]}]
+    assert data["NetworkInterfaces"][0]["AssociatePublicIpAddress"] is False
+
+
+def test_imdsv2_required_with_hop_limit_2_and_encrypted_gp3_root(default, synth):
+    data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert data["MetadataOptions"] == {
+        "HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 2}
+    (root,) = data["BlockDeviceMappings"]
+    assert root["DeviceName"] == "/dev/xvda"
+    assert root["Ebs"] == {"VolumeSize": 512, "VolumeType": "gp3", "Encrypted": True,
+                           "DeleteOnTermination": True}
+    big = synth(profile_path("ultracluster-16"))
+    big_data = big.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert big_data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 1024
+
+
+def test_cluster_placement_group_is_named_in_the_launch_template(default):
+    pg = default.logical("EfaPlacementGroup")
+    assert pg["Properties"]["Strategy"] == "cluster"
+    data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert data["Placement"] == {"GroupName": {"Ref": default.ref_id("EfaPlacementGroup")}}
+    assert default.output("PlacementGroupName") == {"Ref": default.ref_id("EfaPlacementGroup")}
+    assert "InstanceMarketOptions" not in data and "CapacityReservationSpecification" not in data
+
+
+def test_capacity_block_has_market_type_and_target_and_no_placement_group(synth):
+    s = synth(profile_path("trn2"))
+    assert s.resources("AWS::EC2::PlacementGroup") == {}
+    data = s.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}}
+    assert "Placement" not in data
+    assert data["InstanceType"] == "trn2.48xlarge"
+    assert s.output("PlacementGroupName") == "none"
+
+
+def test_capacity_reservation_targets_it_without_market_type():
+    data = _launch_template("trn1.32xlarge", capacity_type="capacity-reservation",
+                            capacity_reservation_id="cr-0123456789abcdef0")
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0123456789abcdef0"}
+    assert "InstanceMarketOptions" not in data
+
+
+def test_security_group_all_traffic_within_itself_nothing_from_outside(default):
+    sg_id = default.ref_id("EfaSecurityGroup")
+    self_rules = [r["Properties"] for r in default.resources("AWS::EC2::SecurityGroupIngress").values()
+                  if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}]
+    assert self_rules == [{"Description": "EFA: all traffic between members", "IpProtocol": "-1",
+                           "GroupId": {"Fn::GetAtt": [sg_id, "GroupId"]},
+                           "SourceSecurityGroupId": {"Fn::GetAtt": [sg_id, "GroupId"]}}]
+    egress = default.logical("EfaSecurityGroup")["Properties"]["SecurityGroupEgress"]
+    assert egress == [{"CidrIp": "0.0.0.0/0", "Description": "Allow all outbound traffic by default",
+                       "IpProtocol": "-1"}]
+
+
+def test_no_security_group_admits_the_internet(default):
+    for resource in default.template["Resources"].values():
+        rules = []
+        if resource["Type"] == "AWS::EC2::SecurityGroup":
+            rules = resource["Properties"].get("SecurityGroupIngress", [])
+        elif resource["Type"] == "AWS::EC2::SecurityGroupIngress":
+            rules = [resource["Properties"]]
+        for rule in rules:
+            assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
+
+
+def test_tags_reach_instances_volumes_and_interfaces(default):
+    data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert {t["ResourceType"] for t in data["TagSpecifications"]} == {
+        "instance", "volume", "network-interface"}
+    for spec in data["TagSpecifications"]:
+        assert {"Key": "project", "Value": "trn-ultracluster"} in spec["Tags"]
