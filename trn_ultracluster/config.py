@@ -236,13 +236,111 @@ class CapacityConfig(_Frozen):
     reservation_id: str | None = None
 
 
+class EksAddonVersionsConfig(_Frozen):
+    """Versions of the EKS add-ons (``aws eks describe-addon-versions`` names them).
+
+    ``null`` installs the default version EKS picks for the cluster's Kubernetes version.
+    The defaults below were read from public EKS 1.36 configurations (2026-08/11), not
+    from ``describe-addon-versions`` (no AWS account here): run
+    ``aws eks describe-addon-versions --kubernetes-version 1.36 --addon-name <name>``
+    before deploying and adjust. See docs/eks.md "Add-ons".
+
+    Attributes:
+        vpc_cni: ``vpc-cni``; must be v1.19.0 or newer with ``efa_interface_layout:
+            efa-only`` (the CNI skips interfaces without an IP address since
+            aws/amazon-vpc-cni-k8s PR #3047, merged 2024-09-26, after v1.18).
+        coredns: ``coredns``.
+        kube_proxy: ``kube-proxy`` (its minor version must match the cluster's).
+        eks_pod_identity_agent: ``eks-pod-identity-agent``.
+        aws_fsx_csi_driver: ``aws-fsx-csi-driver``; default ``null`` (EKS default), no
+            1.36 build could be verified.
+    """
+
+    vpc_cni: str | None = "v1.22.2-eksbuild.1"
+    coredns: str | None = "v1.14.3-eksbuild.3"
+    kube_proxy: str | None = "v1.36.0-eksbuild.9"
+    eks_pod_identity_agent: str | None = "v1.3.10-eksbuild.3"
+    aws_fsx_csi_driver: str | None = None
+
+
 class EksConfig(_Frozen):
-    """EKS orchestrator settings (used when ``orchestrator`` is ``eks``). See issue 3."""
+    """EKS orchestrator settings (used when ``orchestrator`` is ``eks``).
+
+    Default: API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
+    asks you to narrow it), no extra admin role, two ``m6i.xlarge`` system nodes, jobs in
+    the ``training`` namespace, the add-on versions of :class:`EksAddonVersionsConfig`.
+
+    Attributes:
+        endpoint_access: ``public-and-private`` (kubectl from the allow-list and from the
+            VPC) or ``private`` (only from inside the VPC).
+        public_access_cidrs: IPv4 CIDR blocks allowed to the public endpoint.
+        admin_role_arn: IAM role given cluster admin through an EKS access entry
+            (``AmazonEKSClusterAdminPolicy``), e.g. the role you use with kubectl.
+            ``null``: only the CloudFormation execution role that created the cluster is
+            admin, so set it to reach the cluster.
+        system_instance_type: instance type of the 2 on-demand system nodes (controllers,
+            add-ons); must not be a Trainium type.
+        training_namespace: Kubernetes namespace of training jobs and the FSx claim.
+        addon_versions: EKS add-on versions.
+    """
+
+    endpoint_access: Literal["public-and-private", "private"] = "public-and-private"
+    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    admin_role_arn: str | None = None
+    system_instance_type: str = "m6i.xlarge"
+    training_namespace: str = "training"
+    addon_versions: EksAddonVersionsConfig = EksAddonVersionsConfig()
+
+
+class HyperPodWorkerGroupConfig(_Frozen):
+    """One HyperPod worker instance group = one Slurm partition of Trainium nodes.
+
+    Attributes:
+        name: instance group name (``[a-zA-Z0-9](-*[a-zA-Z0-9])*``, at most 63 characters).
+        partition: Slurm partition the group's nodes join (same pattern).
+        instance_count: nodes in the group. Default ``None``: ``nodes.desired``.
+    """
+
+    name: str = "workers"
+    partition: str = "trainium"
+    instance_count: int | None = None
 
 
 class HyperPodConfig(_Frozen):
     """SageMaker HyperPod Slurm settings (used when ``orchestrator`` is ``hyperpod-slurm``).
-    See issue 4."""
+
+    Default: a cluster named ``trn-ultracluster`` with an ``ml.c5.xlarge`` Slurm controller,
+    an ``ml.m5.4xlarge`` login node, one worker group of ``nodes.desired`` Trainium nodes in
+    the ``trainium`` partition, each with a 500 GiB EBS volume at ``/opt/sagemaker``, deep
+    health checks (stress and connectivity) when nodes start, and automatic node recovery.
+
+    Attributes:
+        cluster_name: HyperPod cluster name (1-63 characters, letters, digits, hyphens).
+        controller_instance_type: ``ml.`` type of the Slurm controller.
+        login_instance_type: ``ml.`` type of the login node; ``null`` for no login node.
+        worker_groups: one or more Trainium worker groups; each is a Slurm partition.
+        worker_ebs_volume_gib: extra EBS volume per worker, GiB (1-16384), mounted by
+            HyperPod at ``/opt/sagemaker`` (container images, local scratch).
+        deep_health_checks: checks run on workers when they start: ``InstanceStress``,
+            ``InstanceConnectivity``; empty for none.
+        node_recovery: ``Automatic`` replaces or reboots faulty nodes; ``None`` only
+            labels them.
+        training_plan_arn: SageMaker training plan for the workers (reserved capacity),
+            ``arn:aws:sagemaker:<region>:<account>:training-plan/<name>``; ``null`` for
+            on-demand capacity.
+    """
+
+    cluster_name: str = "trn-ultracluster"
+    controller_instance_type: str = "ml.c5.xlarge"
+    login_instance_type: str | None = "ml.m5.4xlarge"
+    worker_groups: tuple[HyperPodWorkerGroupConfig, ...] = (HyperPodWorkerGroupConfig(),)
+    worker_ebs_volume_gib: int = 500
+    deep_health_checks: tuple[Literal["InstanceStress", "InstanceConnectivity"], ...] = (
+        "InstanceStress",
+        "InstanceConnectivity",
+    )
+    node_recovery: Literal["Automatic", "None"] = "Automatic"
+    training_plan_arn: str | None = None
 
 
 class ClusterConfig(_Frozen):
@@ -632,6 +730,166 @@ def _orchestrator(c: ClusterConfig) -> Iterator[ConfigIssue]:
         )
 
 
+# --- HyperPod rules (issue 4) ---
+DOC_HYPERPOD_CREATE = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html"
+DOC_HYPERPOD_GROUP = (
+    "https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
+    "API_ClusterInstanceGroupSpecification.html"
+)
+# Patterns and ranges below are botocore 1.44.5's SageMaker model
+# (botocore/data/sagemaker/2017-07-24/service-2.json): shapes ClusterName,
+# ClusterInstanceGroupName, ClusterPartitionNames, ClusterInstanceCount (0-6758),
+# ClusterEbsVolumeSizeInGB (1-16384) and TrainingPlanArn; the CloudFormation schema of
+# AWS::SageMaker::Cluster (as bundled with cfn-lint 1.58.0) has the same.
+_HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+_HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
+_TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
+HYPERPOD_MAX_INSTANCE_COUNT = 6758
+HYPERPOD_EBS_GIB_RANGE = (1, 16384)
+HYPERPOD_CONTROLLER_GROUP = "controller"
+HYPERPOD_LOGIN_GROUP = "login"
+"""Names of the controller and login instance groups (worker groups must differ)."""
+
+
+@_rule
+def _hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    if c.orchestrator != "hyperpod-slurm":
+        return
+    hp = c.hyperpod
+    name_rule = "must be 1-63 letters, digits and single hyphens, starting and ending with " \
+                "a letter or digit"
+    if len(hp.cluster_name) > 63 or not _HYPERPOD_NAME_RE.match(hp.cluster_name):
+        yield ConfigIssue("hyperpod.cluster_name", hp.cluster_name, name_rule, DOC_HYPERPOD_CREATE)
+    for field in ("controller_instance_type", "login_instance_type"):
+        value = getattr(hp, field)
+        if value is not None and not _HYPERPOD_TYPE_RE.match(value):
+            yield ConfigIssue(f"hyperpod.{field}", value,
+                              "must be a SageMaker HyperPod instance type like 'ml.c5.xlarge'",
+                              DOC_HYPERPOD_GROUP)
+    if not hp.worker_groups:
+        yield ConfigIssue("hyperpod.worker_groups", [], "must hold at least one worker group",
+                          DOC_HYPERPOD_GROUP)
+    seen: set[str] = {HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP}
+    total = 0
+    for i, group in enumerate(hp.worker_groups):
+        where = f"hyperpod.worker_groups[{i}]"
+        if len(group.name) > 63 or not _HYPERPOD_NAME_RE.match(group.name):
+            yield ConfigIssue(f"{where}.name", group.name, name_rule, DOC_HYPERPOD_GROUP)
+        elif group.name in seen:
+            yield ConfigIssue(f"{where}.name", group.name,
+                              f"must differ from the other instance group names "
+                              f"({', '.join(sorted(seen))})", DOC_HYPERPOD_GROUP)
+        seen.add(group.name)
+        if not _HYPERPOD_NAME_RE.match(group.partition):
+            yield ConfigIssue(f"{where}.partition", group.partition,
+                              "must be a Slurm partition name of letters, digits and single "
+                              "hyphens", DOC_HYPERPOD_GROUP)
+        count = c.nodes.desired if group.instance_count is None else group.instance_count
+        if not 0 <= count <= HYPERPOD_MAX_INSTANCE_COUNT:
+            yield ConfigIssue(f"{where}.instance_count", count,
+                              f"must be between 0 and {HYPERPOD_MAX_INSTANCE_COUNT}",
+                              DOC_HYPERPOD_GROUP)
+        total += max(count, 0)
+    if total > c.nodes.max:
+        yield ConfigIssue("hyperpod.worker_groups", total,
+                          f"ask for {total} worker nodes in all, more than nodes.max "
+                          f"({c.nodes.max}), which sizes the compute subnet; raise nodes.max",
+                          DOC_SUBNET_IPS)
+    lo, hi = HYPERPOD_EBS_GIB_RANGE
+    if not lo <= hp.worker_ebs_volume_gib <= hi:
+        yield ConfigIssue("hyperpod.worker_ebs_volume_gib", hp.worker_ebs_volume_gib,
+                          f"must be between {lo} and {hi} GiB", DOC_HYPERPOD_GROUP)
+    if len(set(hp.deep_health_checks)) != len(hp.deep_health_checks):
+        yield ConfigIssue("hyperpod.deep_health_checks", list(hp.deep_health_checks),
+                          "must not repeat a check", DOC_HYPERPOD_GROUP)
+    if hp.training_plan_arn is not None and (
+            not 50 <= len(hp.training_plan_arn) <= 2048
+            or not _TRAINING_PLAN_RE.match(hp.training_plan_arn)):
+        yield ConfigIssue("hyperpod.training_plan_arn", hp.training_plan_arn,
+                          "must be a training plan ARN like 'arn:aws:sagemaker:us-west-2:"
+                          "123456789012:training-plan/my-plan' (50-2048 characters)",
+                          DOC_HYPERPOD_GROUP)
+    if c.capacity.type != "on-demand":
+        yield ConfigIssue("capacity.type", c.capacity.type,
+                          "must be 'on-demand' with orchestrator 'hyperpod-slurm': HyperPod "
+                          "does not launch into EC2 capacity reservations; reserve capacity "
+                          "with a SageMaker training plan (hyperpod.training_plan_arn)",
+                          DOC_HYPERPOD_GROUP)
+
+
+DOC_EKS_ENDPOINT = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"
+DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html"
+DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
+DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
+_IAM_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+_ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
+_DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+VPC_CNI_MIN_FOR_EFA_ONLY = (1, 19, 0)
+"""First VPC CNI minor after aws/amazon-vpc-cni-k8s PR #3047 ("Filter for interfaces with
+no ip info", merged 2024-09-26), which lets the CNI start on nodes with ``efa-only``
+interfaces. The exact first release is not verified; v1.19.0 is the next minor."""
+
+
+@_rule
+def _eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    eks = c.eks
+    if c.orchestrator != "eks":
+        return
+    if eks.endpoint_access == "public-and-private":
+        if not eks.public_access_cidrs:
+            yield ConfigIssue("eks.public_access_cidrs", [],
+                              "must list at least one CIDR block with endpoint_access "
+                              "'public-and-private' (or use 'private')", DOC_EKS_ENDPOINT)
+        for i, cidr in enumerate(eks.public_access_cidrs):
+            try:
+                net = ipaddress.ip_network(cidr, strict=True)
+            except ValueError as err:
+                yield ConfigIssue(f"eks.public_access_cidrs[{i}]", cidr,
+                                  f"must be an IPv4 CIDR block like '203.0.113.0/24' ({err})",
+                                  DOC_EKS_ENDPOINT)
+                continue
+            if net.version != 4:
+                yield ConfigIssue(f"eks.public_access_cidrs[{i}]", cidr,
+                                  "must be an IPv4 CIDR block", DOC_EKS_ENDPOINT)
+            elif net.prefixlen == 0:
+                yield ConfigIssue(f"eks.public_access_cidrs[{i}]", cidr,
+                                  "opens the Kubernetes API endpoint to the whole internet; "
+                                  "list your own networks instead", DOC_EKS_ENDPOINT,
+                                  severity="warning")
+    if eks.admin_role_arn is None:
+        yield ConfigIssue("eks.admin_role_arn", None,
+                          "is not set: only the CloudFormation execution role will be cluster "
+                          "admin; set the ARN of the IAM role you use with kubectl",
+                          DOC_EKS_ACCESS, severity="warning")
+    elif not _IAM_ROLE_ARN_RE.match(eks.admin_role_arn):
+        yield ConfigIssue("eks.admin_role_arn", eks.admin_role_arn,
+                          "must be an IAM role ARN like 'arn:aws:iam::123456789012:role/Admin'",
+                          DOC_EKS_ACCESS)
+    if not _INSTANCE_TYPE_RE.match(eks.system_instance_type) or eks.system_instance_type in CATALOG:
+        yield ConfigIssue("eks.system_instance_type", eks.system_instance_type,
+                          "must be a non-Trainium EC2 instance type like 'm6i.xlarge'",
+                          DOC_INSTANCES)
+    if not _DNS_LABEL_RE.match(eks.training_namespace):
+        yield ConfigIssue("eks.training_namespace", eks.training_namespace,
+                          "must be a DNS-1123 label: lowercase letters, digits and '-', "
+                          "at most 63 characters", DOC_K8S_NAMES)
+    for name, version in eks.addon_versions.model_dump().items():
+        if version is not None and not _ADDON_VERSION_RE.match(version):
+            yield ConfigIssue(f"eks.addon_versions.{name}", version,
+                              "must be an EKS add-on version like 'v1.22.2-eksbuild.1' or null",
+                              DOC_EKS_ADDONS)
+    cni = eks.addon_versions.vpc_cni
+    match = _ADDON_VERSION_RE.match(cni or "")
+    if (c.efa_interface_layout == "efa-only" and match
+            and tuple(int(g) for g in match.groups()) < VPC_CNI_MIN_FOR_EFA_ONLY):
+        need = ".".join(map(str, VPC_CNI_MIN_FOR_EFA_ONLY))
+        yield ConfigIssue("eks.addon_versions.vpc_cni", cni,
+                          f"must be v{need} or newer with efa_interface_layout 'efa-only' "
+                          "(older CNIs fail on interfaces without an IP address)",
+                          DOC_EKS_ADDONS)
+
+
 @_rule
 def _tags(c: ClusterConfig) -> Iterator[ConfigIssue]:
     # Source: tagging best practices (DOC_TAGS): keys 1-128 and values 0-256 characters;
@@ -755,7 +1013,7 @@ def _parse_scalar(value: Any) -> Any:
     return value if isinstance(parsed, dict) else parsed
 
 
-_LIST_FIELDS = {"az_ids"}
+_LIST_FIELDS = {"az_ids", "eks.public_access_cidrs"}
 
 
 def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:

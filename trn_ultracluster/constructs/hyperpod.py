@@ -1,22 +1,412 @@
-"""HyperPod Slurm orchestrator (issue 4): SageMaker HyperPod cluster with Slurm, lifecycle scripts."""
+"""HyperPod Slurm orchestrator (issue 4): a SageMaker HyperPod cluster with Slurm.
+
+What it creates:
+
+- ``AWS::SageMaker::Cluster`` with a Slurm controller group, an optional login group and one
+  or more Trainium worker groups (one Slurm partition each), in the compute subnet with the
+  EFA security group;
+- a stack-owned, encrypted lifecycle bucket holding our lifecycle scripts
+  (``assets/hyperpod``) plus two files generated from the config and the FSx outputs:
+  ``provisioning_parameters.json`` (controller/login/worker groups, partitions, FSx) and
+  ``trn_ultracluster.json`` (the stack outputs that job scripts read);
+- the instance groups' execution role.
+
+Sources of the property names and limits (checked against both):
+
+- CloudFormation schema of ``AWS::SageMaker::Cluster`` as bundled with cfn-lint 1.58.0
+  (``cfnlint/data/schemas/...``; template reference
+  https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-cluster.html);
+- botocore 1.44.5 ``data/sagemaker/2017-07-24/service-2.json``, operation ``CreateCluster``
+  (shapes ``ClusterInstanceGroupSpecification``, ``ClusterLifeCycleConfig``,
+  ``ClusterEbsVolumeConfig``, ``OnStartDeepHealthChecks``, ``ClusterNodeRecovery``,
+  ``VpcConfig``). ``tests/test_hyperpod.py`` validates the synthesized groups against it.
+
+Slurm is configured the "legacy" way that the published HyperPod recipes use: no
+``Orchestrator``/``SlurmConfig`` in the API call, HyperPod's agents read
+``provisioning_parameters.json`` from the lifecycle prefix and write ``slurm.conf``; our
+``on_create.sh`` checks the partitions and starts the daemons. (The API-driven
+``SlurmConfig`` per instance group is newer; see docs/hyperpod.md.)
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from trn_ultracluster.config import (
+    HYPERPOD_CONTROLLER_GROUP,
+    HYPERPOD_LOGIN_GROUP,
+    ClusterConfig,
+)
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
+from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
 from trn_ultracluster.outputs import OutputKey
 
-__all__ = ["HyperPodSlurmOrchestrator"]
+__all__ = [
+    "FSX_MOUNT_POINT",
+    "HyperPodSlurmOrchestrator",
+    "LIFECYCLE_ASSETS",
+    "LIFECYCLE_PREFIX",
+    "ON_CREATE",
+    "provisioning_parameters",
+]
+
+LIFECYCLE_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "hyperpod"
+"""Our lifecycle scripts (uploaded as they are)."""
+LIFECYCLE_PREFIX = "lifecycle"
+"""Key prefix of the lifecycle files in the lifecycle bucket."""
+ON_CREATE = "on_create.sh"
+"""Entry point HyperPod runs on every new or replaced node."""
+PROVISIONING_PARAMETERS = "provisioning_parameters.json"
+CLUSTER_FILE = "trn_ultracluster.json"
+FSX_MOUNT_POINT = "/fsx"
+NEURON_CACHE_DIR = f"{FSX_MOUNT_POINT}/neuron-cache"
+WORKER_THREADS_PER_CORE = 1
+"""Hyperthreading off on workers (``ThreadsPerCore`` 1), as in the HyperPod samples."""
+SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
+"""HyperPod instance groups' execution roles trust SageMaker (HyperPod prerequisites,
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html)."""
+INSTANCE_ROLE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+"""AWS managed policy for HyperPod cluster instances (SageMaker developer guide, "AWS managed
+policies for SageMaker HyperPod",
+https://docs.aws.amazon.com/sagemaker/latest/dg/security-iam-awsmanpol-cluster.html). It
+reaches S3 only in buckets named ``sagemaker-*``; we grant our bucket explicitly."""
+CLUSTER_LOG_GROUPS = "/aws/sagemaker/Clusters"
+"""HyperPod sends lifecycle-script and node logs to ``/aws/sagemaker/Clusters/<name>/<id>``
+(SageMaker developer guide, "HyperPod cluster logs")."""
+
+
+def _ml_name(config: ClusterConfig) -> str:
+    name = config.instance.hyperpod_instance_type
+    if name is None:  # the config rules reject this already
+        raise ValueError(f"{config.instance_type} has no SageMaker HyperPod instance type")
+    return name
+
+
+def worker_counts(config: ClusterConfig) -> dict[str, int]:
+    """Worker group name -> instance count (``nodes.desired`` where not given)."""
+    return {
+        g.name: config.nodes.desired if g.instance_count is None else g.instance_count
+        for g in config.hyperpod.worker_groups
+    }
+
+
+def provisioning_parameters(config: ClusterConfig, fsx_dns_name: str,
+                            fsx_mount_name: str) -> dict[str, Any]:
+    """``provisioning_parameters.json`` for HyperPod's Slurm setup and our scripts.
+
+    Keys as in the AWS HyperPod base lifecycle scripts
+    (aws-samples/awsome-distributed-training,
+    ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/provisioning_parameters.json``
+    and ``lifecycle_script.py``): ``version``, ``workload_manager``, ``controller_group``,
+    ``login_group`` (only with a login group), ``worker_groups`` (``instance_group_name``,
+    ``partition_name``), ``fsx_dns_name``, ``fsx_mountname``.
+
+    Args:
+        config: validated config with ``orchestrator: hyperpod-slurm``.
+        fsx_dns_name, fsx_mount_name: FSx for Lustre DNS and mount names (tokens allowed).
+    """
+    params: dict[str, Any] = {
+        "version": "1.0.0",
+        "workload_manager": "slurm",
+        "controller_group": HYPERPOD_CONTROLLER_GROUP,
+        "worker_groups": [
+            {"instance_group_name": g.name, "partition_name": g.partition}
+            for g in config.hyperpod.worker_groups
+        ],
+        "fsx_dns_name": fsx_dns_name,
+        "fsx_mountname": fsx_mount_name,
+    }
+    if config.hyperpod.login_instance_type is not None:
+        params["login_group"] = HYPERPOD_LOGIN_GROUP
+    return params
 
 
 class HyperPodSlurmOrchestrator(Construct):
-    """Placeholder until issue 4 lands: creates nothing and adds no outputs."""
+    """SageMaker HyperPod cluster with Slurm on the Trainium nodes.
+
+    Attributes:
+        bucket: the lifecycle bucket (SSE-S3, SSL only, no public access, access logs to
+            the storage log bucket; emptied and deleted on ``cdk destroy``).
+        deployment: uploads ``assets/hyperpod`` and the generated JSON files under
+            ``lifecycle/``; the cluster waits for it.
+        role: execution role of every instance group.
+        cluster: the ``AWS::SageMaker::Cluster``.
+        cluster_name, controller_group, worker_groups: names used in the outputs.
+    """
 
     def __init__(self, scope: Construct, construct_id: str, props: OrchestratorProps) -> None:
         super().__init__(scope, construct_id)
         self.props = props
+        config = props.config
+        hp = config.hyperpod
+        self.cluster_name = hp.cluster_name
+        self.controller_group = HYPERPOD_CONTROLLER_GROUP
+        self.worker_groups = [g.name for g in hp.worker_groups]
+
+        self.bucket = s3.Bucket(
+            self,
+            "LifecycleBucket",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            server_access_logs_bucket=props.storage.log_bucket,
+            server_access_logs_prefix="lifecycle-bucket/",
+            removal_policy=RemovalPolicy.DESTROY,
+            auto_delete_objects=True,
+        )
+        self.deployment = s3deploy.BucketDeployment(
+            self,
+            "LifecycleScripts",
+            destination_bucket=self.bucket,
+            destination_key_prefix=LIFECYCLE_PREFIX,
+            sources=[
+                s3deploy.Source.asset(str(LIFECYCLE_ASSETS), exclude=["__pycache__", "*.pyc"]),
+                s3deploy.Source.json_data(
+                    PROVISIONING_PARAMETERS,
+                    provisioning_parameters(config, props.storage.dns_name,
+                                            props.storage.mount_name),
+                ),
+                s3deploy.Source.json_data(CLUSTER_FILE, {"env": self._job_environment()}),
+            ],
+            prune=True,
+        )
+        self.role = self._execution_role()
+        self.cluster = sagemaker.CfnCluster(
+            self,
+            "Cluster",
+            cluster_name=self.cluster_name,
+            instance_groups=self._instance_groups(),
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=[props.efa.security_group.security_group_id],
+                subnets=[props.network.compute_subnet.subnet_id],
+            ),
+            node_recovery=hp.node_recovery,
+        )
+        # Nodes run the lifecycle scripts at creation: the files, the role's policies and
+        # the route to the NAT gateway (Enroot/Pyxis downloads) must exist first.
+        self.cluster.node.add_dependency(self.deployment)
+        self.cluster.node.add_dependency(self.role)
+        self.cluster.node.add_dependency(props.network.compute_subnet.internet_connectivity_established)
+        self._acknowledge()
 
     def outputs(self) -> dict[OutputKey, str]:
-        """No outputs yet."""
-        return {}
+        """The HyperPod stack outputs (see :data:`trn_ultracluster.outputs.HYPERPOD_KEYS`)."""
+        return {
+            OutputKey.HYPERPOD_CLUSTER_NAME: self.cluster_name,
+            OutputKey.HYPERPOD_CLUSTER_ARN: self.cluster.attr_cluster_arn,
+            OutputKey.HYPERPOD_CONTROLLER_GROUP: self.controller_group,
+            OutputKey.HYPERPOD_WORKER_GROUPS: ",".join(self.worker_groups),
+            OutputKey.HYPERPOD_CONTROLLER_SHELL: self.controller_shell_command(),
+            OutputKey.HYPERPOD_LIFECYCLE_BUCKET: self.bucket.bucket_name,
+        }
+
+    def controller_shell_command(self) -> str:
+        """``aws ssm start-session`` command for a root shell on the controller (token).
+
+        The SSM target of a HyperPod node is ``sagemaker-cluster:<cluster-id>_<group>-<instance-id>``
+        (SageMaker developer guide, "Access your SageMaker HyperPod cluster nodes"); the
+        cluster id is the last part of the cluster ARN and the instance id comes from
+        ``ListClusterNodes`` (botocore: ``InstanceGroupNameContains``,
+        ``ClusterNodeSummaries[].InstanceId``).
+        """
+        region = Stack.of(self).region
+        cluster_id = Fn.select(1, Fn.split("/", self.cluster.attr_cluster_arn))
+        instance = (
+            f"$(aws sagemaker list-cluster-nodes --region {region} --cluster-name "
+            f"{self.cluster_name} --instance-group-name-contains {self.controller_group} "
+            "--query 'ClusterNodeSummaries[0].InstanceId' --output text)"
+        )
+        return (f"aws ssm start-session --region {region} --target "
+                f"sagemaker-cluster:{cluster_id}_{self.controller_group}-{instance}")
+
+    # --- pieces ------------------------------------------------------------------------
+
+    def _lifecycle_config(self) -> sagemaker.CfnCluster.ClusterLifeCycleConfigProperty:
+        return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+            source_s3_uri=self.bucket.s3_url_for_object(LIFECYCLE_PREFIX) + "/",
+            on_create=ON_CREATE,
+        )
+
+    def _instance_groups(self) -> list[sagemaker.CfnCluster.ClusterInstanceGroupProperty]:
+        config = self.props.config
+        hp = config.hyperpod
+        Group = sagemaker.CfnCluster.ClusterInstanceGroupProperty
+        common = dict(execution_role=self.role.role_arn,
+                      life_cycle_config=self._lifecycle_config())
+        groups = [Group(instance_group_name=HYPERPOD_CONTROLLER_GROUP,
+                        instance_type=hp.controller_instance_type, instance_count=1, **common)]
+        if hp.login_instance_type is not None:
+            groups.append(Group(instance_group_name=HYPERPOD_LOGIN_GROUP,
+                                instance_type=hp.login_instance_type, instance_count=1,
+                                **common))
+        storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+            ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                volume_size_in_gb=hp.worker_ebs_volume_gib))]
+        for name, count in worker_counts(config).items():
+            groups.append(Group(
+                instance_group_name=name,
+                instance_type=_ml_name(config),
+                instance_count=count,
+                threads_per_core=WORKER_THREADS_PER_CORE,
+                instance_storage_configs=storage,
+                on_start_deep_health_checks=list(hp.deep_health_checks) or None,
+                training_plan_arn=hp.training_plan_arn,
+                **common,
+            ))
+        return groups
+
+    def _job_environment(self) -> dict[str, str]:
+        """What job scripts read from ``/fsx/.trn-ultracluster/env`` (values may be tokens)."""
+        config, storage, image = self.props.config, self.props.storage, self.props.training_image
+        spec = config.instance
+        registry = Fn.select(0, Fn.split("/", image.repository.repository_uri))
+        repository = image.repository.repository_name
+        dra = config.fsx.data_repository
+        partitions = list(dict.fromkeys(g.partition for g in config.hyperpod.worker_groups))
+        return {
+            "TRN_REGION": Stack.of(self).region,
+            "TRN_CLUSTER_NAME": self.cluster_name,
+            "TRN_INSTANCE_TYPE": config.instance_type,
+            "TRN_NEURON_CORES_PER_NODE": str(spec.logical_neuron_cores),
+            "TRN_NEURON_CHIPS_PER_NODE": str(spec.chips),
+            "TRN_EFA_INTERFACES_PER_NODE": str(spec.efa_interfaces),
+            "TRN_WORKER_NODES": str(sum(worker_counts(config).values())),
+            "TRN_PARTITIONS": ",".join(partitions),
+            "TRN_DEFAULT_PARTITION": partitions[0],
+            "TRN_TRAINING_IMAGE_URI": image.image_uri,
+            "TRN_ECR_REGISTRY": registry,
+            # Pyxis names a registry image "<registry>#<repository>:<tag>" (Pyxis README,
+            # --container-image).
+            "TRN_CONTAINER_IMAGE": f"{registry}#{repository}:{image.image_tag}",
+            "TRN_FSX_MOUNT_POINT": FSX_MOUNT_POINT,
+            "TRN_FSX_FILE_SYSTEM_ID": storage.file_system.file_system_id,
+            "TRN_DATA_BUCKET": storage.bucket.bucket_name,
+            "TRN_DATA_PATH": f"{FSX_MOUNT_POINT}{dra.file_system_path}" if dra else "",
+            "TRN_NEURON_CACHE_DIR": NEURON_CACHE_DIR,
+        }
+
+    def _execution_role(self) -> iam.Role:
+        stack = Stack.of(self)
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal(SAGEMAKER_PRINCIPAL),
+            description="SageMaker HyperPod instance groups of the TrnUltraCluster",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(INSTANCE_ROLE_POLICY)],
+        )
+        self.bucket.grant_read(role)
+        self.props.training_image.repository.grant_pull(role)
+        storage = self.props.storage
+        role.add_to_policy(iam.PolicyStatement(
+            sid="FsxDescribe",
+            actions=["fsx:DescribeFileSystems"],
+            resources=[stack.format_arn(service="fsx", resource="file-system",
+                                        resource_name=storage.file_system.file_system_id)],
+        ))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="ClusterLogs",
+            actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
+                     "logs:DescribeLogStreams"],
+            resources=[stack.format_arn(service="logs", resource="log-group",
+                                        resource_name=f"{CLUSTER_LOG_GROUPS}/*",
+                                        arn_format=ArnFormat.COLON_RESOURCE_NAME)],
+        ))
+        # With VpcConfig, HyperPod creates the nodes' interfaces in our subnet with this
+        # role (HyperPod prerequisites, "Additional permissions for using SageMaker HyperPod
+        # with Amazon VPC"; the list is as remembered, not verified word by word).
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcInterfaces",
+            actions=[
+                "ec2:CreateNetworkInterface",
+                "ec2:CreateNetworkInterfacePermission",
+                "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeVpcs",
+                "ec2:DescribeDhcpOptions",
+                "ec2:DescribeSubnets",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DetachNetworkInterface",
+            ],
+            resources=["*"],
+        ))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="TagInterfaces",
+            actions=["ec2:CreateTags"],
+            resources=[stack.format_arn(service="ec2", resource="network-interface",
+                                        resource_name="*")],
+        ))
+        return role
+
+    def _acknowledge(self) -> None:
+        role = self.role
+        region = Stack.of(self).region
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_ROLE_POLICY}]",
+            "The AWS managed HyperPod instance policy is what AWS documents for HyperPod "
+            "execution roles; AWS keeps it in step with the HyperPod node agents.",
+        )
+        policy = role.node.find_child("DefaultPolicy")
+        reasons = {
+            "AwsSolutions-IAM5[Resource::*]":
+                "ec2:CreateNetworkInterface/Describe* for the HyperPod nodes' interfaces and "
+                "ecr:GetAuthorizationToken have no resource-level scoping before the "
+                "interfaces exist.",
+            "AwsSolutions-IAM5[Action::s3:GetObject*]":
+                "grant_read on the stack's own lifecycle bucket (read-only).",
+            "AwsSolutions-IAM5[Action::s3:GetBucket*]":
+                "grant_read on the stack's own lifecycle bucket (read-only).",
+            "AwsSolutions-IAM5[Action::s3:List*]":
+                "grant_read on the stack's own lifecycle bucket (read-only).",
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:"
+            f"{region}:<AWS::AccountId>:log-group:{CLUSTER_LOG_GROUPS}/*]":
+                "HyperPod names one log group per cluster under /aws/sagemaker/Clusters/.",
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:"
+            f"{region}:<AWS::AccountId>:network-interface/*]":
+                "HyperPod tags the interfaces it creates for the nodes; their ids are not "
+                "known before.",
+        }
+        bucket_objects = f"AwsSolutions-IAM5[Resource::<{self._bucket_logical_id()}.Arn>/*]"
+        reasons[bucket_objects] = "Objects of the stack's own lifecycle bucket (read-only)."
+        for finding, reason in reasons.items():
+            acknowledge(policy, finding, reason)
+        self._acknowledge_deployment_function(bucket_objects)
+
+    def _bucket_logical_id(self) -> str:
+        cfn = self.bucket.node.default_child
+        assert isinstance(cfn, s3.CfnBucket)
+        return Stack.of(self).resolve(cfn.logical_id)
+
+    def _acknowledge_deployment_function(self, bucket_objects: str) -> None:
+        # BucketDeployment creates one upload function per stack, beside this construct;
+        # aws-cdk-lib writes its role and policy.
+        handler = find_stack_child(Stack.of(self), "Custom::CDKBucketDeployment")
+        acknowledge(handler, LAMBDA_BASIC_EXECUTION,
+                    "The CDK BucketDeployment function only writes its own CloudWatch logs.")
+        bootstrap_assets = (
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-"
+            f"<AWS::AccountId>-{Stack.of(self).region}/*]"
+        )
+        copy = "The CDK BucketDeployment function copies the lifecycle files"
+        for finding, reason in {
+            "AwsSolutions-IAM5[Action::s3:GetObject*]": f"{copy} (read of the asset).",
+            "AwsSolutions-IAM5[Action::s3:GetBucket*]": f"{copy} (read of the asset).",
+            "AwsSolutions-IAM5[Action::s3:List*]": f"{copy} (listing to prune old files).",
+            "AwsSolutions-IAM5[Action::s3:DeleteObject*]": f"{copy} (prunes removed files).",
+            "AwsSolutions-IAM5[Action::s3:Abort*]": f"{copy} (aborts failed multipart uploads).",
+            bootstrap_assets: f"{copy} from the CDK bootstrap asset bucket.",
+            bucket_objects: f"{copy} into the stack's own lifecycle bucket.",
+            "AwsSolutions-L1": "aws-cdk-lib 2.275.0 sets the BucketDeployment function's "
+                               "runtime; we do not own that function.",
+        }.items():
+            acknowledge(handler, finding, reason)
+
