@@ -1,0 +1,60 @@
+"""The real CDK CLI (pinned in package.json) synthesizes offline and refuses bad input."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+from trn_ultracluster.summary import main as summary_main
+
+CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
+pytestmark = pytest.mark.skipif(not CDK.exists(), reason="node_modules missing: run `make setup`")
+
+
+def _cdk(*args: str, outdir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    for key in [k for k in env if k.startswith("AWS_")]:
+        env.pop(key)  # no credentials, no profile: synth must not need them
+    env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
+    return subprocess.run([str(CDK), "synth", "TrnUltraCluster", "--quiet", "-o", str(outdir), *args],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_cli_synth_offline_and_summary(tmp_path, capsys):
+    result = _cdk(outdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "TrnUltraCluster.template.json").exists()
+    assert summary_main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "instance type:  trn1.32xlarge" in out
+    assert "compute AZ ID:  usw2-az4" in out
+    assert "EFA per node:   8 interfaces" in out
+    assert "AWS::EC2::LaunchTemplate" in out
+
+
+def test_cli_bad_input_exits_non_zero_and_writes_no_template(tmp_path):
+    result = _cdk("-c", "fsx.per_unit_storage_throughput=300", outdir=tmp_path)
+    assert result.returncode != 0
+    assert ("error: fsx.per_unit_storage_throughput = 300: must be 125, 250, 500 or 1000 "
+            "MB/s/TiB for PERSISTENT_2") in result.stderr
+    assert not (tmp_path / "TrnUltraCluster.template.json").exists()
+
+
+def test_summary_without_synth_says_what_to_do(tmp_path, capsys):
+    assert summary_main([str(tmp_path)]) == 1
+    assert "run `make synth` first" in capsys.readouterr().err
+
+
+def test_cdk_cli_is_pinned():
+    import json
+
+    pinned = json.loads((REPO_ROOT / "package.json").read_text())["devDependencies"]["aws-cdk"]
+    lock = json.loads((REPO_ROOT / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/aws-cdk"]["version"] == pinned == "2.1148.1"
+    assert shutil.which("node")
