@@ -390,7 +390,11 @@ class HyperPodSlurmOrchestrator(Construct):
         # BucketDeployment creates one upload function per stack, beside this construct;
         # aws-cdk-lib writes its role and policy.
         handler = find_stack_child(Stack.of(self), "Custom::CDKBucketDeployment")
-        acknowledge(handler, LAMBDA_BASIC_EXECUTION,
+        role = handler.node.find_child("ServiceRole")
+        acknowledge(handler.node.find_child("Resource"), "AwsSolutions-L1",
+                    "aws-cdk-lib 2.275.0 sets the BucketDeployment function's runtime; we do "
+                    "not own that function.")
+        acknowledge(role, LAMBDA_BASIC_EXECUTION,
                     "The CDK BucketDeployment function only writes its own CloudWatch logs.")
         bootstrap_assets = (
             "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-"
@@ -405,8 +409,6 @@ class HyperPodSlurmOrchestrator(Construct):
             "AwsSolutions-IAM5[Action::s3:Abort*]": f"{copy} (aborts failed multipart uploads).",
             bootstrap_assets: f"{copy} from the CDK bootstrap asset bucket.",
             bucket_objects: f"{copy} into the stack's own lifecycle bucket.",
-            "AwsSolutions-L1": "aws-cdk-lib 2.275.0 sets the BucketDeployment function's "
-                               "runtime; we do not own that function.",
         }.items():
-            acknowledge(handler, finding, reason)
+            acknowledge(role, finding, reason)
 
