@@ -853,7 +853,7 @@ def _eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 yield ConfigIssue(f"eks.public_access_cidrs[{i}]", cidr,
                                   "must be an IPv4 CIDR block", DOC_EKS_ENDPOINT)
             elif net.prefixlen == 0:
-                yield ConfigIssue(f"eks.public_access_cidrs[{i}]", cidr,
+                yield ConfigIssue("eks.public_access_cidrs", cidr,
                                   "opens the Kubernetes API endpoint to the whole internet; "
                                   "list your own networks instead", DOC_EKS_ENDPOINT,
                                   severity="warning")

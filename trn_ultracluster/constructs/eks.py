@@ -1,22 +1,417 @@
-"""Eks orchestrator (issue 3): EKS cluster, Trainium node group, add-ons, Kubeflow Trainer."""
+"""Eks orchestrator (issue 3): EKS cluster, Trainium node group, add-ons, Kubeflow Trainer.
+
+Facts used here and their sources:
+
+- Kubernetes 1.36: the newest version with an EKS AL2023 Neuron AMI
+  (awslabs/amazon-eks-ami release v20260818 publishes
+  ``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; SSM
+  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``)
+  and the newest ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36).
+  The kubectl layer matches it: ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI).
+- Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
+  2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
+  ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
+  ``charts/neuron-helm-chart/values.yaml`` and README).
+- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` v0.5.20 in
+  ``https://aws.github.io/eks-charts`` (aws/eks-charts ``stable/aws-efa-k8s-device-plugin/Chart.yaml``,
+  release v0.0.238 "Adding efa release 0.5.20"); values ``nodeSelector`` and
+  ``tolerations`` (``templates/daemonset.yaml``).
+- Kubeflow Trainer chart 2.3.0, ``oci://ghcr.io/kubeflow/charts/kubeflow-trainer``
+  (project DESIGN §4); it installs JobSet too (``jobset.install`` defaults to true).
+- Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
+  ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
+  ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
+  and "Use Pod Identity with the VPC CNI / FSx CSI driver".
+- Pod Identity trust: principal ``pods.eks.amazonaws.com``, actions ``sts:AssumeRole``
+  and ``sts:TagSession`` (EKS user guide, "pod-id-role").
+- Node role policies ``AmazonEKSWorkerNodePolicy`` and
+  ``AmazonEC2ContainerRegistryPullOnly`` (EKS user guide, "create-node-role").
+"""
 
 from __future__ import annotations
 
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from constructs import Construct
 
+from trn_ultracluster import k8s
+from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
+from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge
 from trn_ultracluster.outputs import OutputKey
 
-__all__ = ["EksOrchestrator"]
+__all__ = [
+    "ADDON_NAMES",
+    "EFA_PLUGIN_CHART",
+    "EksOrchestrator",
+    "HelmChartPin",
+    "KUBERNETES_VERSION",
+    "NEURON_CHART",
+    "TRAINER_CHART",
+]
+
+KUBERNETES_VERSION = eks.KubernetesVersion.V1_36
+"""Newest version with an EKS AL2023 Neuron AMI and in aws-cdk-lib 2.275.0 (see module doc)."""
+SYSTEM_NODES = 2
+"""On-demand system nodes for controllers and add-ons (two, for one failure)."""
+ROLE_LABEL = "trn-ultracluster/node-role"
+INSTANCE_LABEL = "trn-ultracluster/instance-type"
+
+ADDON_NAMES = {
+    "vpc_cni": "vpc-cni",
+    "kube_proxy": "kube-proxy",
+    "eks_pod_identity_agent": "eks-pod-identity-agent",
+    "coredns": "coredns",
+    "aws_fsx_csi_driver": "aws-fsx-csi-driver",
+}
+"""Config field of :class:`EksAddonVersionsConfig` -> EKS add-on name."""
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"
+FSX_CSI_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+KUBE_SYSTEM = "kube-system"
+
+
+class HelmChartPin:
+    """A Helm chart at a pinned version (never "latest")."""
+
+    def __init__(self, chart: str, repository: str, version: str, namespace: str) -> None:
+        self.chart, self.repository, self.version, self.namespace = (
+            chart, repository, version, namespace)
+
+
+NEURON_CHART = HelmChartPin(
+    "neuron-helm-chart", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0", KUBE_SYSTEM)
+EFA_PLUGIN_CHART = HelmChartPin(
+    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.20", KUBE_SYSTEM)
+TRAINER_CHART = HelmChartPin(
+    "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
+    "kubeflow-system")
+TRAINER_INSTALL_TIMEOUT = Duration.minutes(15)
 
 
 class EksOrchestrator(Construct):
-    """Placeholder until issue 3 lands: creates nothing and adds no outputs."""
+    """An EKS cluster that is ready for distributed training on the Trainium nodes.
+
+    - Control plane: Kubernetes :data:`KUBERNETES_VERSION`, all five control-plane log
+      types, Kubernetes secrets encrypted with a KMS key (rotation on), API endpoint
+      public (allow-list) and private or private only, access entries (no aws-auth
+      ConfigMap); ``eks.admin_role_arn`` gets ``AmazonEKSClusterAdminPolicy``. The kubectl
+      provider runs in the private subnets so it reaches the private endpoint.
+    - ``system_nodegroup``: 2 on-demand ``eks.system_instance_type`` nodes (AL2023) in the
+      private subnets for controllers and add-ons.
+    - ``trainium_nodegroup``: the Efa launch template (instance type, one EFA interface
+      per network card, placement group, capacity options), AMI ``AL2023_X86_64_NEURON``,
+      only the compute subnet, ``nodes`` min/desired/max, taint
+      ``aws.amazon.com/neuron=true:NoSchedule``, labels for role, instance type and EFA.
+    - Security groups: the launch template puts every interface in the EFA group only,
+      so EKS does not add the cluster security group. Instead of editing the foundation's
+      launch template, two rules join the groups: cluster group <- EFA group (kubelet to
+      API server, pods to CoreDNS and webhooks on system nodes) and EFA group <- cluster
+      group (API server to kubelet and webhooks, system pods to training pods). The EFA
+      group keeps its all-traffic-within-itself rule for EFA.
+    - Add-ons (``AWS::EKS::Addon``): vpc-cni and aws-fsx-csi-driver with Pod Identity
+      associations, kube-proxy, eks-pod-identity-agent, coredns. EKS does not install its
+      self-managed copies (``bootstrap_self_managed_addons=False``).
+    - Helm charts: Neuron (device plugin + scheduler extension), EFA device plugin (only
+      on nodes labelled ``vpc.amazonaws.com/efa.present=true``), Kubeflow Trainer.
+    - Kubernetes objects: the training namespace, a static FSx PV + PVC, and the Neuron
+      ``ClusterTrainingRuntime`` (applied after the Trainer chart, which brings its CRDs).
+    """
 
     def __init__(self, scope: Construct, construct_id: str, props: OrchestratorProps) -> None:
         super().__init__(scope, construct_id)
         self.props = props
+        config = props.config
+        net = props.network
+        spec = config.instance
+
+        self.secrets_key = kms.Key(
+            self, "SecretsKey", enable_key_rotation=True,
+            description="Envelope encryption of the EKS cluster's Kubernetes secrets",
+        )
+        self.cluster = eks.Cluster(
+            self,
+            "Cluster",
+            version=KUBERNETES_VERSION,
+            vpc=net.vpc,
+            vpc_subnets=[ec2.SubnetSelection(subnets=net.private_subnets)],
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            endpoint_access=self._endpoint_access(config),
+            cluster_logging=[
+                eks.ClusterLoggingTypes.API,
+                eks.ClusterLoggingTypes.AUDIT,
+                eks.ClusterLoggingTypes.AUTHENTICATOR,
+                eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+                eks.ClusterLoggingTypes.SCHEDULER,
+            ],
+            secrets_encryption_key=self.secrets_key,
+            bootstrap_self_managed_addons=False,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KubectlV36Layer(self, "KubectlLayer"),
+                private_subnets=net.private_subnets,
+            ),
+            output_config_command=False,
+        )
+        if config.eks.admin_role_arn is not None:
+            self.cluster.grant_access(
+                "AdminAccess",
+                config.eks.admin_role_arn,
+                [eks.AccessPolicy.from_access_policy_name(
+                    "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)],
+            )
+        self._connect_security_groups()
+
+        self.node_role = iam.Role(
+            self,
+            "NodeRole",
+            assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description="EKS nodes: join the cluster and pull images (VPC CNI uses Pod Identity)",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(name) for name in NODE_POLICIES
+            ],
+        )
+
+        self.addons: dict[str, eks.CfnAddon] = {}
+        versions = config.eks.addon_versions
+        cni_role = self._pod_identity_role(
+            "VpcCniRole", "VPC CNI (aws-node): manage pod ENIs and IPs",
+            [iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKS_CNI_Policy")])
+        for field in ("eks_pod_identity_agent", "vpc_cni", "kube_proxy"):
+            self._addon(field, getattr(versions, field),
+                        (VPC_CNI_SERVICE_ACCOUNT, cni_role) if field == "vpc_cni" else None)
+
+        self.system_nodegroup = self.cluster.add_nodegroup_capacity(
+            "SystemNodes",
+            instance_types=[ec2.InstanceType(config.eks.system_instance_type)],
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            capacity_type=eks.CapacityType.ON_DEMAND,
+            min_size=SYSTEM_NODES,
+            desired_size=SYSTEM_NODES,
+            max_size=SYSTEM_NODES,
+            subnets=ec2.SubnetSelection(subnets=net.private_subnets),
+            node_role=self.node_role,
+            labels={ROLE_LABEL: "system"},
+        )
+        self.trainium_nodegroup = self.cluster.add_nodegroup_capacity(
+            "TrainiumNodes",
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=props.efa.launch_template_id, version=props.efa.launch_template_version),
+            capacity_type=(eks.CapacityType.CAPACITY_BLOCK
+                           if config.capacity.type == "capacity-block"
+                           else eks.CapacityType.ON_DEMAND),
+            min_size=config.nodes.min,
+            desired_size=config.nodes.desired,
+            max_size=config.nodes.max,
+            subnets=ec2.SubnetSelection(subnets=[net.compute_subnet]),
+            node_role=self.node_role,
+            taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=k8s.NEURON_TAINT.key,
+                                  value=k8s.NEURON_TAINT.value)],
+            labels=self._trainium_labels(config),
+        )
+        for nodegroup in (self.system_nodegroup, self.trainium_nodegroup):
+            for addon in self.addons.values():
+                nodegroup.node.add_dependency(addon)
+
+        fsx_role = self._fsx_csi_role()
+        self._addon("coredns", versions.coredns, None)
+        self._addon("aws_fsx_csi_driver", versions.aws_fsx_csi_driver,
+                    (FSX_CSI_SERVICE_ACCOUNT, fsx_role))
+        for field in ("coredns", "aws_fsx_csi_driver"):
+            self.addons[field].node.add_dependency(self.system_nodegroup)
+
+        self.neuron_chart = self._chart("NeuronChart", NEURON_CHART, {
+            "devicePlugin": {"enabled": True},
+            "scheduler": {"enabled": True},
+            "npd": {"enabled": True},
+        })
+        self.efa_chart = self._chart("EfaDevicePluginChart", EFA_PLUGIN_CHART, {
+            "nodeSelector": {k8s.EFA_NODE_LABEL: "true"},
+            "tolerations": [k8s.NEURON_TAINT.toleration()],
+        })
+        self.trainer_chart = self._chart("KubeflowTrainerChart", TRAINER_CHART, {},
+                                         wait=True, create_namespace=True)
+        self._kubernetes_objects(config)
+        self._acknowledge()
+
+    # --- parts -------------------------------------------------------------------------
+
+    @staticmethod
+    def _endpoint_access(config: ClusterConfig) -> eks.EndpointAccess:
+        if config.eks.endpoint_access == "private":
+            return eks.EndpointAccess.PRIVATE
+        return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.eks.public_access_cidrs)
+
+    @staticmethod
+    def _trainium_labels(config: ClusterConfig) -> dict[str, str]:
+        labels = {ROLE_LABEL: "trainium", INSTANCE_LABEL: config.instance_type}
+        if config.instance.supports_efa:
+            labels[k8s.EFA_NODE_LABEL] = "true"
+        return labels
+
+    def _connect_security_groups(self) -> None:
+        efa_group = self.props.efa.security_group
+        cluster_group = self.cluster.cluster_security_group
+        cluster_group.add_ingress_rule(
+            efa_group, ec2.Port.all_traffic(),
+            "Trainium nodes to control plane and system nodes (API, DNS, webhooks)")
+        efa_group.add_ingress_rule(
+            cluster_group, ec2.Port.all_traffic(),
+            "Control plane and system nodes to Trainium nodes (kubelet, pods)")
+
+    def _pod_identity_role(self, construct_id: str, description: str,
+                           managed_policies: list[iam.IManagedPolicy] | None = None) -> iam.Role:
+        role = iam.Role(
+            self, construct_id, description=description, managed_policies=managed_policies,
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
+        )
+        assert role.assume_role_policy is not None
+        role.assume_role_policy.add_statements(iam.PolicyStatement(
+            actions=["sts:TagSession"],
+            principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
+        ))
+        return role
+
+    def _fsx_csi_role(self) -> iam.Role:
+        """Only what the controller needs for the stack's static volume: describe and
+        resize this file system (no dynamic provisioning)."""
+        role = self._pod_identity_role(
+            "FsxCsiRole", "FSx CSI controller: describe and resize the stack's file system")
+        file_system = self.props.storage.file_system
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["fsx:DescribeFileSystems", "fsx:UpdateFileSystem"],
+            resources=[Stack.of(self).format_arn(
+                service="fsx", resource="file-system",
+                resource_name=file_system.file_system_id)],
+        ))
+        return role
+
+    def _addon(self, field: str, version: str | None,
+               pod_identity: tuple[str, iam.IRole] | None) -> eks.CfnAddon:
+        addon = eks.CfnAddon(
+            self,
+            f"Addon-{ADDON_NAMES[field]}",
+            addon_name=ADDON_NAMES[field],
+            cluster_name=self.cluster.cluster_name,
+            addon_version=version,
+            resolve_conflicts="OVERWRITE",
+            pod_identity_associations=[eks.CfnAddon.PodIdentityAssociationProperty(
+                service_account=pod_identity[0], role_arn=pod_identity[1].role_arn)]
+            if pod_identity else None,
+        )
+        self.addons[field] = addon
+        return addon
+
+    def _chart(self, construct_id: str, pin: HelmChartPin, values: dict,
+               wait: bool = False, create_namespace: bool = False) -> eks.HelmChart:
+        chart = self.cluster.add_helm_chart(
+            construct_id,
+            chart=pin.chart,
+            repository=pin.repository,
+            version=pin.version,
+            namespace=pin.namespace,
+            release=pin.chart,
+            values=values or None,
+            wait=wait,
+            timeout=TRAINER_INSTALL_TIMEOUT if wait else None,
+            create_namespace=create_namespace,
+        )
+        chart.node.add_dependency(self.system_nodegroup)
+        chart.node.add_dependency(self.addons["coredns"])
+        return chart
+
+    def _kubernetes_objects(self, config: ClusterConfig) -> None:
+        storage = self.props.storage
+        capacity = config.fsx.storage_capacity_gib
+        self.namespace = self.cluster.add_manifest(
+            "TrainingNamespace", k8s.namespace(config.eks.training_namespace))
+        self.fsx_volume = self.cluster.add_manifest(
+            "FsxVolume",
+            k8s.fsx_persistent_volume(
+                file_system_id=storage.file_system.file_system_id,
+                dns_name=storage.dns_name,
+                mount_name=storage.mount_name,
+                storage_capacity_gib=capacity,
+            ),
+            k8s.fsx_persistent_volume_claim(
+                namespace_name=config.eks.training_namespace, storage_capacity_gib=capacity),
+        )
+        self.fsx_volume.node.add_dependency(self.namespace)
+        self.fsx_volume.node.add_dependency(self.addons["aws_fsx_csi_driver"])
+        self.training_runtime = self.cluster.add_manifest(
+            "NeuronTrainingRuntime",
+            k8s.neuron_training_runtime(config.instance,
+                                        image=self.props.training_image.image_uri),
+        )
+        # The ClusterTrainingRuntime CRD and its validating webhook come with the chart.
+        self.training_runtime.node.add_dependency(self.trainer_chart)
+
+    def _acknowledge(self) -> None:
+        """cdk-nag findings on roles and functions that EKS or aws-eks-v2 define."""
+        iam4 = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"
+        acknowledge(self.cluster.role, iam4.format("AmazonEKSClusterPolicy"),
+                    "The EKS cluster service role needs the AWS managed AmazonEKSClusterPolicy "
+                    "(EKS user guide, 'cluster-iam-role').")
+        for policy, why in (
+            ("AmazonEKSWorkerNodePolicy", "nodes describe EC2 and join the cluster"),
+            ("AmazonEC2ContainerRegistryPullOnly", "nodes pull images from ECR, read only"),
+        ):
+            acknowledge(self.node_role, iam4.format(policy),
+                        f"EKS node role policy required by EKS ({why}); EKS user guide "
+                        "'create-node-role'. The CNI policy is not on the node role.")
+        acknowledge(self.node.find_child("VpcCniRole"), iam4.format("AmazonEKS_CNI_Policy"),
+                    "The VPC CNI (aws-node, via Pod Identity) needs AmazonEKS_CNI_Policy to "
+                    "attach ENIs and assign pod IPs; EKS user guide 'cni-iam-role'.")
+        provider = self.cluster.kubectl_provider
+        assert provider is not None
+        handler = provider.node.find_child("Handler")
+        on_event = provider.node.find_child("Provider").node.find_child("framework-onEvent")
+        lambda_reason = ("aws-eks-v2's kubectl provider Lambda (defined by aws-cdk-lib) logs to "
+                         "CloudWatch and runs in the private subnets to reach the private "
+                         "API endpoint")
+        for scope in (handler, on_event):
+            acknowledge(scope, LAMBDA_BASIC_EXECUTION, lambda_reason)
+            acknowledge(scope, iam4.format("service-role/AWSLambdaVPCAccessExecutionRole"),
+                        lambda_reason)
+        acknowledge(handler, iam4.format("AmazonEC2ContainerRegistryReadOnly"),
+                    "aws-eks-v2's kubectl handler pulls Helm charts from OCI registries in ECR.")
+        condition = handler.node.find_child("HasEcrPublic")
+        acknowledge(handler, ECR_PUBLIC_FINDING.replace(
+                        "{condition}", Stack.of(self).get_logical_id(condition)),
+                    "aws-eks-v2's kubectl handler logs in to ECR Public (read only) to pull the "
+                    "Neuron Helm chart from oci://public.ecr.aws/neuron.")
+        acknowledge(handler, "AwsSolutions-L1",
+                    "The kubectl handler's runtime is chosen by aws-cdk-lib 2.275.0 to match "
+                    "its bundled kubectl/helm; it cannot be set here.")
+        acknowledge(on_event, "AwsSolutions-IAM5[Resource::<{}.Arn>:*]".format(
+                    Stack.of(self).get_logical_id(handler.node.default_child)),
+                    "The custom resource framework invokes the kubectl handler and its "
+                    "versions (ARN:*); aws-cdk-lib defines it.")
 
     def outputs(self) -> dict[OutputKey, str]:
-        """No outputs yet."""
-        return {}
+        """EKS outputs: cluster, kubeconfig command, namespace, PVC, runtime, node group."""
+        region = Stack.of(self).region
+        return {
+            OutputKey.EKS_CLUSTER_NAME: self.cluster.cluster_name,
+            OutputKey.EKS_CLUSTER_ARN: self.cluster.cluster_arn,
+            OutputKey.EKS_UPDATE_KUBECONFIG: (
+                f"aws eks update-kubeconfig --region {region} --name {self.cluster.cluster_name}"),
+            OutputKey.EKS_TRAINING_NAMESPACE: self.props.config.eks.training_namespace,
+            OutputKey.EKS_FSX_PVC_NAME: k8s.FSX_PVC_NAME,
+            OutputKey.EKS_TRAINING_RUNTIME: k8s.TRAINING_RUNTIME_NAME,
+            OutputKey.EKS_TRAINIUM_NODEGROUP: self.trainium_nodegroup.nodegroup_name,
+        }
+
+
+ECR_PUBLIC_FINDING = (
+    'AwsSolutions-IAM4[Policy::{"Fn::If":["{condition}",{"Fn::Join":["",["arn:",'
+    '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
+    '{"Ref":"AWS::NoValue"}]}]'
+)
+"""IAM4 finding of the conditional ECR Public policy aws-eks-v2 gives its kubectl handler."""
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+"""Managed policies of the node role: join the cluster, pull images (nothing else)."""

@@ -1,0 +1,279 @@
+"""Builders for the Kubernetes objects of the EKS orchestrator (plain dicts).
+
+Only the standard library and the instance catalog are imported, so the job CLI (issue 6)
+can build a TrainJob with the same names and per-node resources the stack uses.
+
+Sources of the names used below:
+
+- ``aws.amazon.com/neuron`` (Trainium chips) and the ``aws.amazon.com/neuron`` taint
+  tolerated by the Neuron device plugin: aws-neuron/neuron-helm-charts
+  ``charts/neuron-helm-chart/values.yaml`` (``devicePlugin.tolerations``); Neuron docs
+  "Kubernetes getting started".
+- ``vpc.amazonaws.com/efa`` (EFA interfaces): aws/eks-charts
+  ``stable/aws-efa-k8s-device-plugin``; EKS user guide "Run machine learning training on
+  Amazon EKS with Elastic Fabric Adapter" (https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html).
+- ``vpc.amazonaws.com/efa.present`` node label: the label used with the EFA device plugin's
+  ``nodeSelector`` in terraform-aws-eks and awslabs/data-on-eks examples.
+- ``node.kubernetes.io/instance-type``: Kubernetes well-known labels
+  (https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type).
+- FSx static provisioning (``fsx.csi.aws.com``, ``volumeHandle`` = file system id,
+  ``volumeAttributes`` ``dnsname`` and ``mountname``, ``storageClassName: ""``):
+  kubernetes-sigs/aws-fsx-csi-driver ``examples/kubernetes/static_provisioning``.
+- ClusterTrainingRuntime layout (``replicatedJobs[name=node]``, container ``node``, label
+  ``trainer.kubeflow.org/trainjob-ancestor-step: trainer``): Kubeflow Trainer 2.3.0 chart,
+  ``runtime-torch-distributed.yaml`` and the CRDs in ``../shared/k8s-schemas``.
+- Neuron multi-node environment (``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``,
+  ``NEURON_CC_FLAGS=--cache_dir=...``): Neuron docs, multi-node setup; project DESIGN §5.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trn_ultracluster.catalog import InstanceSpec
+
+Manifest = dict[str, Any]
+
+NEURON_RESOURCE = "aws.amazon.com/neuron"
+"""Extended resource of the Neuron device plugin: one unit per Trainium chip."""
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+"""Extended resource of the EFA device plugin: one unit per EFA interface."""
+EFA_NODE_LABEL = "vpc.amazonaws.com/efa.present"
+"""Node label (value ``"true"``) that selects nodes with EFA interfaces."""
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+"""Well-known node label with the EC2 instance type, set by the kubelet."""
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+FSX_PV_NAME = "fsx-lustre"
+FSX_PVC_NAME = "fsx-lustre"
+FSX_MOUNT_PATH = "/fsx"
+NEURON_COMPILE_CACHE_DIR = f"{FSX_MOUNT_PATH}/neuron-compile-cache"
+"""Neuron compiler cache on FSx: every node reuses what one node compiled."""
+TRAINING_RUNTIME_NAME = "neuron-torch-distributed"
+TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
+TRAINER_NODE = "node"
+"""Name of the trainer replicated job and of its container (Kubeflow Trainer constants)."""
+PROJECT_LABEL = "trn-ultracluster/managed-by"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint and the toleration that matches it."""
+
+    key: str
+    value: str
+    effect: str
+
+    def toleration(self) -> dict[str, str]:
+        """The pod toleration for this taint (operator ``Equal``)."""
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+NEURON_TAINT = Taint(NEURON_RESOURCE, "true", "NoSchedule")
+"""Taint of the Trainium nodes: only pods that tolerate it (training jobs, the Neuron and
+EFA device plugins) run there."""
+
+
+def neuron_resources_per_node(spec: InstanceSpec) -> dict[str, int]:
+    """Extended resources one training pod requests to own a whole Trainium node.
+
+    Args:
+        spec: catalog entry of the instance type.
+
+    Returns:
+        ``{"aws.amazon.com/neuron": chips, "vpc.amazonaws.com/efa": EFA interfaces}``;
+        the EFA entry is left out for types without EFA (trn1.2xlarge). E.g.
+        trn1.32xlarge -> ``{neuron: 16, efa: 8}``, trn2.48xlarge -> ``{neuron: 16, efa: 16}``.
+    """
+    resources = {NEURON_RESOURCE: spec.chips}
+    if spec.supports_efa:
+        resources[EFA_RESOURCE] = spec.efa_interfaces
+    return resources
+
+
+def neuron_processes_per_node(spec: InstanceSpec) -> int:
+    """Training processes per node: one per logical NeuronCore (32 on trn1.32xlarge,
+    64 on trn2.48xlarge at LNC=2)."""
+    return spec.logical_neuron_cores
+
+
+def neuron_environment(spec: InstanceSpec) -> list[dict[str, str]]:
+    """Container environment for Neuron training over EFA with the compile cache on FSx.
+
+    Returns:
+        ``[{"name": ..., "value": ...}]``; the EFA variables only for EFA types.
+    """
+    env = [
+        {"name": "NEURON_CC_FLAGS", "value": f"--cache_dir={NEURON_COMPILE_CACHE_DIR}"},
+    ]
+    if spec.supports_efa:
+        env += [
+            {"name": "FI_PROVIDER", "value": "efa"},
+            {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"},
+        ]
+    return env
+
+
+def _metadata(name: str, namespace_name: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {PROJECT_LABEL: "trn-ultracluster"}}
+    if namespace_name is not None:
+        meta["namespace"] = namespace_name
+    return meta
+
+
+def namespace(name: str) -> Manifest:
+    """A ``v1/Namespace``."""
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(name)}
+
+
+def fsx_persistent_volume(
+    *, file_system_id: str, dns_name: str, mount_name: str, storage_capacity_gib: int
+) -> Manifest:
+    """Static ``PersistentVolume`` for an existing FSx for Lustre file system.
+
+    ``Retain``: deleting the claim never touches the file system (the stack owns it).
+
+    Args:
+        file_system_id: ``fs-...`` (the CSI volume handle).
+        dns_name: file system DNS name.
+        mount_name: Lustre mount name.
+        storage_capacity_gib: file system size, GiB (informational for Kubernetes).
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": _metadata(FSX_PV_NAME),
+        "spec": {
+            "capacity": {"storage": f"{storage_capacity_gib}Gi"},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "mountOptions": ["flock"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "csi": {
+                "driver": FSX_CSI_DRIVER,
+                "volumeHandle": file_system_id,
+                "volumeAttributes": {"dnsname": dns_name, "mountname": mount_name},
+            },
+        },
+    }
+
+
+def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: int) -> Manifest:
+    """``PersistentVolumeClaim`` bound to :func:`fsx_persistent_volume` by name."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _metadata(FSX_PVC_NAME, namespace_name),
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": FSX_PV_NAME,
+            "resources": {"requests": {"storage": f"{storage_capacity_gib}Gi"}},
+        },
+    }
+
+
+def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
+    """``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) for torchrun on whole Trainium nodes.
+
+    Each node's pod requests all chips and all EFA interfaces of the node
+    (:func:`neuron_resources_per_node`), tolerates :data:`NEURON_TAINT`, selects the
+    instance type, mounts the FSx claim :data:`FSX_PVC_NAME` at :data:`FSX_MOUNT_PATH`
+    (so TrainJobs run in the namespace that holds the claim) and gets
+    :func:`neuron_environment`. ``/dev/shm`` is a memory volume for the data loaders.
+
+    Trainer 2.3.0's torch policy has no processes-per-node field: the TrainJob sets
+    ``spec.trainer.numProcPerNode`` (:func:`neuron_train_job` does).
+
+    Args:
+        spec: catalog entry of the Trainium instance type.
+        image: default container image (a TrainJob normally overrides it).
+    """
+    limits = {name: str(count) for name, count in neuron_resources_per_node(spec).items()}
+    container = {
+        "name": TRAINER_NODE,
+        "image": image,
+        "env": neuron_environment(spec),
+        "resources": {"requests": dict(limits), "limits": dict(limits)},
+        "volumeMounts": [
+            {"name": "fsx", "mountPath": FSX_MOUNT_PATH},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ],
+    }
+    pod_spec = {
+        "nodeSelector": {INSTANCE_TYPE_LABEL: spec.name},
+        "tolerations": [NEURON_TAINT.toleration()],
+        "containers": [container],
+        "volumes": [
+            {"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_PVC_NAME}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+        ],
+    }
+    return {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "ClusterTrainingRuntime",
+        "metadata": {
+            **_metadata(TRAINING_RUNTIME_NAME),
+            "labels": {PROJECT_LABEL: "trn-ultracluster", "trainer.kubeflow.org/framework": "torch"},
+        },
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": TRAINER_NODE,
+                            "template": {
+                                "metadata": {
+                                    "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                                },
+                                "spec": {"template": {"spec": pod_spec}},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def neuron_train_job(
+    spec: InstanceSpec,
+    *,
+    name: str,
+    namespace_name: str,
+    image: str,
+    command: list[str],
+    num_nodes: int,
+) -> Manifest:
+    """A ``TrainJob`` on :data:`TRAINING_RUNTIME_NAME`: image, command and node count.
+
+    ``numProcPerNode`` is set to :func:`neuron_processes_per_node` (Trainer's default
+    ``auto`` would start one process per CPU on a node without GPUs).
+
+    Raises:
+        ValueError: ``num_nodes`` < 1 or ``command`` empty.
+    """
+    if num_nodes < 1:
+        raise ValueError(f"num_nodes must be >= 1, got: {num_nodes}")
+    if not command:
+        raise ValueError("command must not be empty")
+    return {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "TrainJob",
+        "metadata": _metadata(name, namespace_name),
+        "spec": {
+            "runtimeRef": {
+                "apiGroup": TRAINER_API_VERSION.split("/")[0],
+                "kind": "ClusterTrainingRuntime",
+                "name": TRAINING_RUNTIME_NAME,
+            },
+            "trainer": {
+                "image": image,
+                "command": list(command),
+                "numNodes": num_nodes,
+                "numProcPerNode": neuron_processes_per_node(spec),
+            },
+        },
+    }
