@@ -229,3 +229,15 @@ def test_app_exits_2_and_writes_no_template(tmp_path):
     assert "error: nodes.min = -1: must be 0 or more" in result.stderr
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_readme_documents_every_configuration_key():
+    from trn_ultracluster.config import CapacityConfig, ClusterConfig, FsxConfig, NodeCounts
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    keys = [f"`{k}" for k in ClusterConfig.model_fields]
+    keys += [f"`fsx.{k}" for k in FsxConfig.model_fields]
+    keys += [f"nodes.{k}" for k in NodeCounts.model_fields]
+    keys += [f"`capacity.{k}" for k in CapacityConfig.model_fields]
+    missing = [k for k in keys if k not in readme]
+    assert not missing, f"README.md does not document {missing}"
