@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
@@ -348,7 +348,7 @@ class HyperPodSlurmOrchestrator(Construct):
 
     def _acknowledge(self) -> None:
         role = self.role
-        region = Stack.of(self).region
+        region, partition = Stack.of(self).region, self._nag_partition()
         acknowledge(
             role,
             f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_ROLE_POLICY}]",
@@ -367,10 +367,10 @@ class HyperPodSlurmOrchestrator(Construct):
                 "grant_read on the stack's own lifecycle bucket (read-only).",
             "AwsSolutions-IAM5[Action::s3:List*]":
                 "grant_read on the stack's own lifecycle bucket (read-only).",
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:logs:"
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:logs:"
             f"{region}:<AWS::AccountId>:log-group:{CLUSTER_LOG_GROUPS}/*]":
                 "HyperPod names one log group per cluster under /aws/sagemaker/Clusters/.",
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ec2:"
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:"
             f"{region}:<AWS::AccountId>:network-interface/*]":
                 "HyperPod tags the interfaces it creates for the nodes; their ids are not "
                 "known before.",
@@ -380,6 +380,13 @@ class HyperPodSlurmOrchestrator(Construct):
         for finding, reason in reasons.items():
             acknowledge(policy, finding, reason)
         self._acknowledge_deployment_function(bucket_objects)
+
+    def _nag_partition(self) -> str:
+        """How cdk-nag writes the partition in finding ids: the literal partition when the
+        stack knows it (cdk.json feature flags give ``aws`` for a concrete Region), else
+        ``<AWS::Partition>``."""
+        partition = Stack.of(self).partition
+        return "<AWS::Partition>" if Token.is_unresolved(partition) else partition
 
     def _bucket_logical_id(self) -> str:
         cfn = self.bucket.node.default_child
@@ -397,7 +404,7 @@ class HyperPodSlurmOrchestrator(Construct):
         acknowledge(role, LAMBDA_BASIC_EXECUTION,
                     "The CDK BucketDeployment function only writes its own CloudWatch logs.")
         bootstrap_assets = (
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::cdk-hnb659fds-assets-"
+            f"AwsSolutions-IAM5[Resource::arn:{self._nag_partition()}:s3:::cdk-hnb659fds-assets-"
             f"<AWS::AccountId>-{Stack.of(self).region}/*]"
         )
         copy = "The CDK BucketDeployment function copies the lifecycle files"

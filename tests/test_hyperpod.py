@@ -1,0 +1,287 @@
+"""HyperPod Slurm orchestrator: the synthesized cluster, role, lifecycle bucket and outputs.
+
+The instance groups and VpcConfig are also checked against botocore's SageMaker
+``CreateCluster`` input model after replacing CloudFormation functions with realistic values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.validate import validate_parameters
+
+from tests.conftest import REPO_ROOT
+from trn_ultracluster.config import ConfigError, parse_config
+from trn_ultracluster.outputs import HYPERPOD_KEYS
+
+PROFILE_16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
+PLAN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn-plan-0001"
+TWO_GROUPS = [{"name": "train", "partition": "train", "instance_count": 2},
+              {"name": "dev", "partition": "dev", "instance_count": 1}]
+
+
+@pytest.fixture(scope="module")
+def hp(synth):
+    return synth(orchestrator="hyperpod-slurm")
+
+
+@pytest.fixture(scope="module")
+def variant(synth):
+    """Two worker groups, a training plan, no login node."""
+    return synth(**{"orchestrator": "hyperpod-slurm", "nodes.max": 3,
+                    "hyperpod.worker_groups": TWO_GROUPS, "hyperpod.training_plan_arn": PLAN,
+                    "hyperpod.login_instance_type": "null"})
+
+
+def groups(s) -> dict[str, dict[str, Any]]:
+    return {g["InstanceGroupName"]: g for g in s.only("AWS::SageMaker::Cluster")["InstanceGroups"]}
+
+
+def logical_id(s, cfn_type: str, contains: str) -> str:
+    (found,) = [k for k in s.resources(cfn_type) if contains in k]
+    return found
+
+
+def test_cluster_groups_match_the_config(hp):
+    cluster = hp.only("AWS::SageMaker::Cluster")
+    assert cluster["ClusterName"] == "trn-ultracluster"
+    assert cluster["NodeRecovery"] == "Automatic"
+    assert "Orchestrator" not in cluster  # Slurm via provisioning_parameters.json
+    g = groups(hp)
+    assert list(g) == ["controller", "login", "workers"]
+    assert (g["controller"]["InstanceType"], g["controller"]["InstanceCount"]) == ("ml.c5.xlarge", 1)
+    assert (g["login"]["InstanceType"], g["login"]["InstanceCount"]) == ("ml.m5.4xlarge", 1)
+    workers = g["workers"]
+    assert workers["InstanceType"] == hp.config.instance.hyperpod_instance_type == "ml.trn1.32xlarge"
+    assert workers["InstanceCount"] == hp.config.nodes.desired
+    assert workers["ThreadsPerCore"] == 1
+    assert workers["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
+    assert workers["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert "TrainingPlanArn" not in workers
+    for name in ("controller", "login"):
+        assert not {"ThreadsPerCore", "OnStartDeepHealthChecks", "InstanceStorageConfigs"} & set(g[name])
+
+
+def test_every_group_runs_our_lifecycle_scripts_with_our_role(hp):
+    bucket = logical_id(hp, "AWS::S3::Bucket", "HyperPodLifecycleBucket")
+    role = logical_id(hp, "AWS::IAM::Role", "HyperPodExecutionRole")
+    for group in groups(hp).values():
+        assert group["LifeCycleConfig"] == {
+            "OnCreate": "on_create.sh",
+            "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/lifecycle/"]]}}
+        assert group["ExecutionRole"] == {"Fn::GetAtt": [role, "Arn"]}
+
+
+def test_vpc_config_is_the_compute_subnet_and_the_efa_group(hp):
+    vpc = hp.only("AWS::SageMaker::Cluster")["VpcConfig"]
+    assert vpc["Subnets"] == [hp.output("ComputeSubnetId")]
+    assert vpc["SecurityGroupIds"] == [hp.output("EfaSecurityGroupId")]
+
+
+def test_cluster_waits_for_scripts_role_and_nat_route(hp):
+    (cluster,) = hp.resources("AWS::SageMaker::Cluster").values()
+    depends = cluster["DependsOn"]
+    assert logical_id(hp, "Custom::CDKBucketDeployment", "HyperPodLifecycleScripts") in depends
+    assert any(d.startswith("HyperPodExecutionRoleDefaultPolicy") for d in depends)
+    assert any(d.startswith("NetworkVpcPrivateSubnet1DefaultRoute") for d in depends)
+
+
+def test_variant_two_worker_groups_training_plan_no_login(variant):
+    g = groups(variant)
+    assert list(g) == ["controller", "train", "dev"]
+    assert [g["train"]["InstanceCount"], g["dev"]["InstanceCount"]] == [2, 1]
+    assert g["train"]["TrainingPlanArn"] == g["dev"]["TrainingPlanArn"] == PLAN
+    assert "TrainingPlanArn" not in g["controller"]
+    assert variant.output("HyperPodWorkerGroupNames") == "train,dev"
+
+
+def test_sixteen_node_profile_has_sixteen_workers(synth):
+    s = synth(PROFILE_16)
+    assert groups(s)["workers"]["InstanceCount"] == 16
+
+
+# --- botocore CreateCluster --------------------------------------------------------------
+
+PLACEHOLDERS = {
+    "Arn": "arn:aws:iam::123456789012:role/TrnUltraCluster-HyperPodExecutionRole-ABCDEF",
+    "GroupId": "sg-0123456789abcdef0",
+}
+
+
+def resolve(value: Any, template: dict[str, Any]) -> Any:
+    """Replace CloudFormation functions with realistic values of the right shape."""
+    if isinstance(value, list):
+        return [resolve(v, template) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "Ref" in value:
+        kind = template["Resources"][value["Ref"]]["Type"]
+        return {"AWS::EC2::Subnet": "subnet-0123456789abcdef0",
+                "AWS::S3::Bucket": "trnultracluster-hyperpodlifecyclebucket-abc123"}[kind]
+    if "Fn::GetAtt" in value:
+        return PLACEHOLDERS[value["Fn::GetAtt"][1]]
+    if "Fn::Join" in value:
+        sep, parts = value["Fn::Join"]
+        return sep.join(resolve(p, template) for p in parts)
+    return {k: resolve(v, template) for k, v in value.items()}
+
+
+@pytest.mark.parametrize("name", ["hp", "variant"])
+def test_instance_groups_and_vpc_pass_botocore_validation(name, request):
+    s = request.getfixturevalue(name)
+    cluster = s.only("AWS::SageMaker::Cluster")
+    params = resolve({k: cluster[k] for k in ("ClusterName", "InstanceGroups", "VpcConfig",
+                                              "NodeRecovery")}, s.template)
+    assert "Fn::" not in json.dumps(params) and '"Ref"' not in json.dumps(params)
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model("CreateCluster").input_shape
+    validate_parameters(params, shape)  # raises ParamValidationError
+    enum = model.shape_for("ClusterInstanceType").enum
+    assert {g["InstanceType"] for g in params["InstanceGroups"]} <= set(enum)
+
+
+def test_botocore_validation_would_catch_a_bad_group(hp):
+    from botocore.exceptions import ParamValidationError
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model("CreateCluster").input_shape
+    bad = {"ClusterName": "x", "InstanceGroups": [{"InstanceGroupName": "g", "InstanceCount": 1,
+                                                   "ExecutionRole": PLACEHOLDERS["Arn"],
+                                                   "ThreadsPerCores": 1}]}
+    with pytest.raises(ParamValidationError, match="ThreadsPerCores"):
+        validate_parameters(bad, shape)
+
+
+# --- role, bucket, upload ----------------------------------------------------------------
+
+def statements(s, policy_contains: str) -> list[dict[str, Any]]:
+    policy = s.resources("AWS::IAM::Policy")[logical_id(s, "AWS::IAM::Policy", policy_contains)]
+    return policy["Properties"]["PolicyDocument"]["Statement"]
+
+
+def actions_of(statement: dict[str, Any]) -> set[str]:
+    a = statement["Action"]
+    return {a} if isinstance(a, str) else set(a)
+
+
+def test_execution_role_trust_and_permissions(hp):
+    role = hp.resources("AWS::IAM::Role")[logical_id(hp, "AWS::IAM::Role", "HyperPodExecutionRole")]
+    trust = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust == [{"Action": "sts:AssumeRole", "Effect": "Allow",
+                      "Principal": {"Service": "sagemaker.amazonaws.com"}}]
+    assert json.dumps(role["Properties"]["ManagedPolicyArns"]).count(
+        ":iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy") == 1
+    st = statements(hp, "HyperPodExecutionRoleDefaultPolicy")
+    by_action = {a: s for s in st for a in actions_of(s)}
+    bucket = logical_id(hp, "AWS::S3::Bucket", "HyperPodLifecycleBucket")
+    assert {"s3:GetObject*", "s3:List*"} <= set(by_action)
+    assert json.dumps(by_action["s3:GetObject*"]["Resource"]).count(bucket) == 2
+    assert "PutObject" not in json.dumps(st)  # read only
+    repo = logical_id(hp, "AWS::ECR::Repository", "TrainingImage")
+    assert repo in json.dumps(by_action["ecr:BatchGetImage"]["Resource"])
+    assert by_action["ecr:GetAuthorizationToken"]["Resource"] == "*"
+    assert "file-system/" in json.dumps(by_action["fsx:DescribeFileSystems"]["Resource"])
+    assert "log-group:/aws/sagemaker/Clusters/*" in json.dumps(by_action["logs:PutLogEvents"]["Resource"])
+    assert by_action["ec2:CreateNetworkInterface"]["Resource"] == "*"
+    assert "network-interface/*" in json.dumps(by_action["ec2:CreateTags"]["Resource"])
+
+
+def test_lifecycle_bucket_is_encrypted_private_ssl_only_and_logged(hp):
+    bucket_id = logical_id(hp, "AWS::S3::Bucket", "HyperPodLifecycleBucket")
+    props = hp.template["Resources"][bucket_id]["Properties"]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    assert props["LoggingConfiguration"]["LogFilePrefix"] == "lifecycle-bucket/"
+    policies = [p["Properties"] for p in hp.resources("AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
+    assert "aws:SecureTransport" in json.dumps(policies)
+
+
+def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
+    (upload,) = hp.resources("Custom::CDKBucketDeployment").values()
+    props = upload["Properties"]
+    assert props["DestinationBucketKeyPrefix"] == "lifecycle"
+    assert props["Prune"] is True
+    assert len(props["SourceObjectKeys"]) == 3  # assets/hyperpod + two JSON files
+    markers = json.dumps(props.get("SourceMarkers", []))
+    storage_fs = logical_id(hp, "AWS::FSx::FileSystem", "Storage")
+    assert storage_fs in markers  # FSx DNS / mount name filled in at deploy time
+
+
+def test_provisioning_parameters_name_groups_partitions_and_fsx(variant):
+    from trn_ultracluster.constructs.hyperpod import provisioning_parameters
+
+    params = provisioning_parameters(variant.config, "fs-1.fsx", "abc")
+    assert params == {
+        "version": "1.0.0", "workload_manager": "slurm", "controller_group": "controller",
+        "worker_groups": [{"instance_group_name": "train", "partition_name": "train"},
+                          {"instance_group_name": "dev", "partition_name": "dev"}],
+        "fsx_dns_name": "fs-1.fsx", "fsx_mountname": "abc"}
+    assert "login_group" in provisioning_parameters(parse_config(
+        {"orchestrator": "hyperpod-slurm"}).config, "d", "m")
+
+
+def test_job_environment_holds_what_job_scripts_need(hp):
+    env = hp.stack.orchestrator._job_environment()
+    resolved = {k: hp.stack.resolve(v) for k, v in env.items()}
+    assert resolved["TRN_NEURON_CORES_PER_NODE"] == "32"
+    assert resolved["TRN_EFA_INTERFACES_PER_NODE"] == "8"
+    assert resolved["TRN_DEFAULT_PARTITION"] == "trainium"
+    assert resolved["TRN_NEURON_CACHE_DIR"] == "/fsx/neuron-cache"
+    assert resolved["TRN_DATA_PATH"] == "/fsx/s3"
+    assert "#" in json.dumps(resolved["TRN_CONTAINER_IMAGE"])  # Pyxis registry#image form
+
+
+# --- outputs -------------------------------------------------------------------------------
+
+def test_outputs(hp):
+    assert {k.value for k in HYPERPOD_KEYS} <= set(hp.template["Outputs"])
+    assert hp.output("HyperPodClusterName") == "trn-ultracluster"
+    assert hp.output("HyperPodControllerGroupName") == "controller"
+    assert hp.output("HyperPodWorkerGroupNames") == "workers"
+    cluster = logical_id(hp, "AWS::SageMaker::Cluster", "HyperPod")
+    assert hp.output("HyperPodClusterArn") == {"Fn::GetAtt": [cluster, "ClusterArn"]}
+    bucket = logical_id(hp, "AWS::S3::Bucket", "HyperPodLifecycleBucket")
+    assert hp.output("HyperPodLifecycleBucketName") == {"Ref": bucket}
+    shell = json.dumps(hp.output("HyperPodControllerShellCommand"))
+    assert "aws ssm start-session --region us-west-2 --target sagemaker-cluster:" in shell
+    assert '"_controller-$(aws sagemaker list-cluster-nodes' in shell
+    assert f'"Fn::GetAtt": ["{cluster}", "ClusterArn"]' in shell
+
+
+# --- config rules ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("overrides, field, words", [
+    ({"hyperpod": {"cluster_name": "bad_name"}}, "hyperpod.cluster_name", "letters, digits"),
+    ({"hyperpod": {"controller_instance_type": "c5.xlarge"}}, "hyperpod.controller_instance_type",
+     "ml.c5.xlarge"),
+    ({"hyperpod": {"worker_groups": []}}, "hyperpod.worker_groups", "at least one"),
+    ({"hyperpod": {"worker_groups": [{"name": "controller"}]}}, "hyperpod.worker_groups[0].name",
+     "must differ"),
+    ({"hyperpod": {"worker_groups": [{"partition": "a_b"}]}}, "hyperpod.worker_groups[0].partition",
+     "partition name"),
+    ({"hyperpod": {"worker_groups": [{"instance_count": 5}]}}, "hyperpod.worker_groups",
+     "nodes.max"),
+    ({"hyperpod": {"worker_ebs_volume_gib": 0}}, "hyperpod.worker_ebs_volume_gib", "1 and 16384"),
+    ({"hyperpod": {"training_plan_arn": "plan-1"}}, "hyperpod.training_plan_arn", "training plan"),
+    ({"capacity": {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"},
+      "placement_group": False}, "capacity.type", "training_plan_arn"),
+])
+def test_hyperpod_rules_name_the_field(overrides, field, words):
+    with pytest.raises(ConfigError) as err:
+        parse_config({"orchestrator": "hyperpod-slurm", **overrides})
+    issues = [i for i in err.value.issues if i.field == field]
+    assert issues and words in issues[0].allowed, str(err.value)
+
+
+def test_hyperpod_rules_do_not_apply_to_eks():
+    assert parse_config({"orchestrator": "eks", "hyperpod": {"cluster_name": "bad_name"}})
+
+
+def test_unknown_hyperpod_key_lists_the_known_ones():
+    with pytest.raises(ConfigError, match="known keys here: .*worker_groups"):
+        parse_config({"hyperpod": {"workers": 2}})
