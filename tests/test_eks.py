@@ -1,0 +1,494 @@
+"""EKS orchestrator: template assertions for the cluster, node groups, add-ons, Helm charts,
+security group rules, outputs and limits; every Kubernetes object the stack creates is
+validated (core objects against the Kubernetes 1.36 JSON schemas, the ClusterTrainingRuntime
+against the Kubeflow Trainer 2.3.0 CRD)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT, SHARED
+from trn_ultracluster import k8s
+from trn_ultracluster.catalog import CATALOG, get_instance
+from trn_ultracluster.config import ConfigError, parse_config
+from trn_ultracluster.constructs import eks as eks_module
+
+ADMIN = "arn:aws:iam::123456789012:role/TrainingAdmin"
+TRN2 = REPO_ROOT / "profiles" / "trn2.yaml"
+ULTRA16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
+TRAINER_CRDS = SHARED / "k8s-schemas" / "kubeflow-trainer-2.3.0"
+K8S_VERSION = "1.36.0"
+
+needs_shared = pytest.mark.skipif(
+    not TRAINER_CRDS.is_dir(),
+    reason=f"Kubeflow Trainer CRDs not found at {TRAINER_CRDS} (../shared is absent in a "
+           "user's own clone)",
+)
+
+
+@pytest.fixture(scope="module")
+def admin(synth):
+    """Default config plus an admin role (the access entry is created)."""
+    return synth(**{"eks.admin_role_arn": ADMIN})
+
+
+@pytest.fixture(scope="module")
+def trn2(synth):
+    return synth(profile=TRN2)
+
+
+def _ref(resources: dict[str, Any], cfn_type: str, prefix: str) -> str:
+    found = [k for k, r in resources.items() if r["Type"] == cfn_type and k.startswith(prefix)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _nodegroups(s) -> dict[str, dict[str, Any]]:
+    groups = s.resources("AWS::EKS::Nodegroup")
+    return {("trainium" if "Trainium" in k else "system"): r for k, r in groups.items()}
+
+
+# --- control plane ------------------------------------------------------------------------
+
+
+def test_cluster_version_logging_encryption_endpoint(default):
+    cluster = default.only("AWS::EKS::Cluster")
+    assert cluster["Version"] == "1.36"
+    types = {t["Type"] for t in cluster["Logging"]["ClusterLogging"]["EnabledTypes"]}
+    assert types == {"api", "audit", "authenticator", "controllerManager", "scheduler"}
+    (encryption,) = cluster["EncryptionConfig"]
+    assert encryption["Resources"] == ["secrets"]
+    key_id = encryption["Provider"]["KeyArn"]["Fn::GetAtt"][0]
+    assert default.template["Resources"][key_id]["Properties"]["EnableKeyRotation"] is True
+    vpc = cluster["ResourcesVpcConfig"]
+    assert vpc["EndpointPrivateAccess"] is True and vpc["EndpointPublicAccess"] is True
+    assert vpc["PublicAccessCidrs"] == ["0.0.0.0/0"]
+    assert cluster["AccessConfig"]["AuthenticationMode"] == "API"
+    assert cluster["BootstrapSelfManagedAddons"] is False
+    assert cluster["ComputeConfig"]["Enabled"] is False  # no Auto Mode
+
+
+def test_endpoint_allow_list_and_private(synth):
+    narrowed = synth(**{"eks.public_access_cidrs": "203.0.113.0/24,198.51.100.7/32"})
+    vpc = narrowed.only("AWS::EKS::Cluster")["ResourcesVpcConfig"]
+    assert vpc["PublicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.7/32"]
+    private = synth(**{"eks.endpoint_access": "private"})
+    vpc = private.only("AWS::EKS::Cluster")["ResourcesVpcConfig"]
+    assert vpc["EndpointPublicAccess"] is False and vpc["EndpointPrivateAccess"] is True
+
+
+def test_admin_access_entry_no_aws_auth(default, admin):
+    def principals(s):
+        return [e["Properties"] for e in s.resources("AWS::EKS::AccessEntry").values()]
+
+    assert all(p["PrincipalArn"] != ADMIN for p in principals(default))
+    (entry,) = [p for p in principals(admin) if p["PrincipalArn"] == ADMIN]
+    (policy,) = entry["AccessPolicies"]
+    assert policy["AccessScope"]["Type"] == "cluster"
+    assert "AmazonEKSClusterAdminPolicy" in json.dumps(policy["PolicyArn"])
+    manifests = json.dumps([r["Properties"] for r in
+                            admin.resources("Custom::AWSCDK-EKS-KubernetesResource").values()])
+    assert "aws-auth" not in manifests
+
+
+def test_kubectl_provider_in_private_subnets(default):
+    res = default.template["Resources"]
+    handler = res[_ref(res, "AWS::Lambda::Function", "EksClusterKubectlProviderHandler")]
+    subnets = handler["Properties"]["VpcConfig"]["SubnetIds"]
+    assert all("PrivateSubnet" in s["Ref"] for s in subnets) and len(subnets) == 2
+
+
+# --- node groups --------------------------------------------------------------------------
+
+
+def test_trainium_nodegroup_uses_launch_template(default):
+    ng = _nodegroups(default)["trainium"]["Properties"]
+    assert ng["AmiType"] == "AL2023_x86_64_NEURON"
+    assert ng["LaunchTemplate"] == {
+        "Id": {"Ref": _ref(default.template["Resources"], "AWS::EC2::LaunchTemplate", "Efa")},
+        "Version": {"Fn::GetAtt": [ng["LaunchTemplate"]["Id"]["Ref"], "LatestVersionNumber"]},
+    }
+    # The launch template owns the instance type and the root volume.
+    for conflicting in ("InstanceTypes", "DiskSize", "RemoteAccess"):
+        assert conflicting not in ng
+    assert ng["Subnets"] == [{"Ref": _ref(default.template["Resources"], "AWS::EC2::Subnet",
+                                          "NetworkVpcPrivateSubnet1")}]
+    assert ng["Taints"] == [{"Key": "aws.amazon.com/neuron", "Value": "true",
+                             "Effect": "NO_SCHEDULE"}]
+    assert ng["Labels"] == {"trn-ultracluster/node-role": "trainium",
+                            "trn-ultracluster/instance-type": "trn1.32xlarge",
+                            "vpc.amazonaws.com/efa.present": "true"}
+    assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 1, "MaxSize": 1}
+    assert ng["CapacityType"] == "ON_DEMAND"
+
+
+def test_trainium_nodegroup_capacity_block(trn2):
+    ng = _nodegroups(trn2)["trainium"]["Properties"]
+    assert ng["CapacityType"] == "CAPACITY_BLOCK"
+    assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 4, "MaxSize": 4}
+    assert ng["Labels"]["trn-ultracluster/instance-type"] == "trn2.48xlarge"
+
+
+def test_system_nodegroup(default):
+    ng = _nodegroups(default)["system"]["Properties"]
+    assert ng["CapacityType"] == "ON_DEMAND"
+    assert ng["AmiType"] == "AL2023_x86_64_STANDARD"
+    assert ng["InstanceTypes"] == ["m6i.xlarge"]
+    assert not set(ng["InstanceTypes"]) & set(CATALOG)
+    assert ng["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 2}
+    assert sorted(s["Ref"][:25] for s in ng["Subnets"]) == ["NetworkVpcPrivateSubnet1S",
+                                                             "NetworkVpcPrivateSubnet2S"]
+    assert "Taints" not in ng
+
+
+def test_node_role_has_only_node_policies(default):
+    ng = _nodegroups(default)["trainium"]["Properties"]
+    role = default.template["Resources"][ng["NodeRole"]["Fn::GetAtt"][0]]["Properties"]
+    arns = json.dumps(role["ManagedPolicyArns"])
+    assert "AmazonEKSWorkerNodePolicy" in arns and "AmazonEC2ContainerRegistryPullOnly" in arns
+    assert len(role["ManagedPolicyArns"]) == 2  # no CNI, no SSM, no admin
+    assert "Policies" not in role
+
+
+def test_security_groups_join_efa_and_cluster(default):
+    res = default.template["Resources"]
+    efa_sg = _ref(res, "AWS::EC2::SecurityGroup", "EfaSecurityGroup")
+    cluster_sg = {"Fn::GetAtt": [_ref(res, "AWS::EKS::Cluster", "EksCluster"),
+                                 "ClusterSecurityGroupId"]}
+    rules = [r["Properties"] for r in default.resources("AWS::EC2::SecurityGroupIngress").values()]
+    assert any(r["GroupId"] == cluster_sg and r["SourceSecurityGroupId"] == {
+        "Fn::GetAtt": [efa_sg, "GroupId"]} and r["IpProtocol"] == "-1" for r in rules)
+    assert any(r["GroupId"] == {"Fn::GetAtt": [efa_sg, "GroupId"]}
+               and r["SourceSecurityGroupId"] == cluster_sg and r["IpProtocol"] == "-1"
+               for r in rules)
+
+
+# --- add-ons ------------------------------------------------------------------------------
+
+
+def _addons(s) -> dict[str, dict[str, Any]]:
+    return {r["Properties"]["AddonName"]: r for r in s.resources("AWS::EKS::Addon").values()}
+
+
+def test_addon_names_versions_pod_identity(default):
+    addons = _addons(default)
+    assert set(addons) == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
+                           "aws-fsx-csi-driver"}
+    versions = default.config.eks.addon_versions
+    for field, name in eks_module.ADDON_NAMES.items():
+        assert addons[name]["Properties"].get("AddonVersion") == getattr(versions, field)
+    assert addons["kube-proxy"]["Properties"]["AddonVersion"].startswith("v1.36.")
+    accounts = {name: [a["ServiceAccount"] for a in r["Properties"].get("PodIdentityAssociations", [])]
+                for name, r in addons.items()}
+    assert accounts["aws-fsx-csi-driver"] == ["fsx-csi-controller-sa"]
+    assert accounts["vpc-cni"] == ["aws-node"]
+
+
+def test_pod_identity_roles(default):
+    res = default.template["Resources"]
+    fsx = _addons(default)["aws-fsx-csi-driver"]["Properties"]["PodIdentityAssociations"][0]
+    role = res[fsx["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    trust = role["AssumeRolePolicyDocument"]["Statement"]
+    actions = {a for st in trust for a in ([st["Action"]] if isinstance(st["Action"], str)
+                                           else st["Action"])}
+    assert actions == {"sts:AssumeRole", "sts:TagSession"}
+    assert {st["Principal"]["Service"] for st in trust} == {"pods.eks.amazonaws.com"}
+    policies = [p for p in default.resources("AWS::IAM::Policy").values()
+                if {"Ref": fsx["RoleArn"]["Fn::GetAtt"][0]} in p["Properties"]["Roles"]]
+    (statement,) = policies[0]["Properties"]["PolicyDocument"]["Statement"]
+    assert "StorageFileSystem" in json.dumps(statement["Resource"])  # this file system only
+
+
+def test_addon_ordering(default):
+    res = default.template["Resources"]
+    ids = {r["Properties"]["AddonName"]: k for k, r in default.resources("AWS::EKS::Addon").items()}
+    for ng in _nodegroups(default).values():
+        assert {ids["vpc-cni"], ids["kube-proxy"], ids["eks-pod-identity-agent"]} <= set(ng["DependsOn"])
+    system = _ref(res, "AWS::EKS::Nodegroup", "EksClusterNodegroupSystem")
+    for name in ("coredns", "aws-fsx-csi-driver"):
+        assert system in res[ids[name]]["DependsOn"]
+
+
+def test_efa_only_needs_recent_vpc_cni():
+    with pytest.raises(ConfigError, match=r"eks.addon_versions.vpc_cni.*v1.19.0 or newer"):
+        parse_config({"efa_interface_layout": "efa-only",
+                      "eks": {"addon_versions": {"vpc_cni": "v1.18.6-eksbuild.1"}}})
+    parse_config({"efa_interface_layout": "efa-only",
+                  "eks": {"addon_versions": {"vpc_cni": "v1.19.0-eksbuild.1"}}})
+
+
+@pytest.mark.parametrize("eks_config, match", [
+    ({"public_access_cidrs": ["10.0.0.0/33"]}, r"eks.public_access_cidrs\[0\]"),
+    ({"public_access_cidrs": []}, r"at least one CIDR"),
+    ({"admin_role_arn": "arn:aws:iam::123:user/bob"}, r"eks.admin_role_arn.*IAM role ARN"),
+    ({"system_instance_type": "trn1.32xlarge"}, r"non-Trainium"),
+    ({"training_namespace": "Training_Jobs"}, r"DNS-1123"),
+    ({"addon_versions": {"coredns": "latest"}}, r"eks.addon_versions.coredns"),
+])
+def test_eks_config_rules(eks_config, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config({"eks": eks_config})
+
+
+# --- Helm charts --------------------------------------------------------------------------
+
+
+def _charts(s) -> dict[str, dict[str, Any]]:
+    return {r["Properties"]["Chart"]: r for r in
+            s.resources("Custom::AWSCDK-EKS-HelmChart").values()}
+
+
+def test_helm_charts_pinned(default):
+    charts = _charts(default)
+    expected = {
+        "neuron-helm-chart": ("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0",
+                              "kube-system"),
+        "aws-efa-k8s-device-plugin": ("https://aws.github.io/eks-charts", "v0.5.20",
+                                      "kube-system"),
+        "kubeflow-trainer": ("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
+                             "kubeflow-system"),
+    }
+    assert set(charts) == set(expected)
+    for chart, (repository, version, namespace) in expected.items():
+        p = charts[chart]["Properties"]
+        assert (p["Repository"], p["Version"], p["Namespace"]) == (repository, version, namespace)
+    assert charts["kubeflow-trainer"]["Properties"]["Wait"] is True
+    assert charts["kubeflow-trainer"]["Properties"]["CreateNamespace"] is True
+
+
+def test_helm_chart_values(default):
+    charts = _charts(default)
+    neuron = json.loads(charts["neuron-helm-chart"]["Properties"]["Values"])
+    assert neuron["devicePlugin"]["enabled"] is True and neuron["scheduler"]["enabled"] is True
+    efa = json.loads(charts["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
+    assert efa["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    assert efa["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Equal",
+                                   "value": "true", "effect": "NoSchedule"}]
+    # The Trainium node group carries exactly the label the EFA plugin selects.
+    labels = _nodegroups(default)["trainium"]["Properties"]["Labels"]
+    assert all(labels.get(k) == v for k, v in efa["nodeSelector"].items())
+
+
+# --- Kubernetes objects -------------------------------------------------------------------
+
+
+def _manifests(s) -> dict[str, list[dict[str, Any]]]:
+    """Logical id -> the objects of each KubernetesResource; tokens become placeholders."""
+    out = {}
+    for logical_id, r in s.resources("Custom::AWSCDK-EKS-KubernetesResource").items():
+        manifest = r["Properties"]["Manifest"]
+        if isinstance(manifest, dict):
+            manifest = "".join(p if isinstance(p, str) else "token"
+                               for p in manifest["Fn::Join"][1])
+        out[logical_id] = json.loads(manifest)
+    return out
+
+
+def _objects(s, kind: str) -> list[dict[str, Any]]:
+    return [o for objs in _manifests(s).values() for o in objs if o["kind"] == kind]
+
+
+def test_stack_objects_are_known(default):
+    kinds = sorted(o["kind"] for objs in _manifests(default).values() for o in objs)
+    assert kinds == ["ClusterTrainingRuntime", "Namespace", "PersistentVolume",
+                     "PersistentVolumeClaim"]
+
+
+@pytest.mark.parametrize("kind", ["Namespace", "PersistentVolume", "PersistentVolumeClaim"])
+def test_core_objects_valid_kubernetes(default, kind):
+    import kubernetes_validate
+
+    (obj,) = _objects(default, kind)
+    kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("kind, path, bad", [
+    ("PersistentVolume", ["spec", "accessModes"], "ReadWriteMany"),
+    ("PersistentVolume", ["spec", "csi", "volumeHandel"], "fs-1"),
+    ("PersistentVolumeClaim", ["spec", "resources", "requests"], ["1200Gi"]),
+    ("Namespace", ["metadata", "labels", "trn-ultracluster/managed-by"], 3),
+])
+def test_broken_core_object_fails(default, kind, path, bad):
+    import kubernetes_validate
+
+    (obj,) = _objects(default, kind)
+    broken = copy.deepcopy(obj)
+    node = broken
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = bad
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+
+
+def test_fsx_volume_points_at_stack_file_system(default):
+    res = default.template["Resources"]
+    fs_id = _ref(res, "AWS::FSx::FileSystem", "StorageFileSystem")
+    (volume,) = [r for r in default.resources("Custom::AWSCDK-EKS-KubernetesResource").values()
+                 if "PersistentVolume" in json.dumps(r["Properties"]["Manifest"])]
+    parts = volume["Properties"]["Manifest"]["Fn::Join"][1]
+    assert {"Ref": fs_id} in parts  # volumeHandle and DNS name
+    assert {"Fn::GetAtt": [fs_id, "LustreMountName"]} in parts
+    (pv,) = _objects(default, "PersistentVolume")
+    assert pv["spec"]["csi"]["driver"] == "fsx.csi.aws.com"
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    (pvc,) = _objects(default, "PersistentVolumeClaim")
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+    assert pvc["metadata"]["namespace"] == default.config.eks.training_namespace
+
+
+def _strict(schema: Any) -> Any:
+    """The CRD schema as the API server's strict field validation sees it: unknown fields
+    are errors wherever the schema lists properties and does not preserve unknown fields."""
+    if isinstance(schema, dict):
+        out = {k: _strict(v) for k, v in schema.items()}
+        if ("properties" in out and "additionalProperties" not in out
+                and not out.get("x-kubernetes-preserve-unknown-fields")):
+            out["additionalProperties"] = False
+        return out
+    if isinstance(schema, list):
+        return [_strict(v) for v in schema]
+    return schema
+
+
+def _crd_validator(filename: str):
+    import jsonschema
+
+    crd = yaml.safe_load((TRAINER_CRDS / filename).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    schema = _strict(version["schema"]["openAPIV3Schema"])
+    schema["properties"]["metadata"] = {"type": "object"}
+    return jsonschema.Draft7Validator(schema), crd
+
+
+@needs_shared
+def test_training_runtime_valid_against_crd(default):
+    validator, crd = _crd_validator("trainer.kubeflow.org_clustertrainingruntimes.yaml")
+    (runtime,) = _objects(default, "ClusterTrainingRuntime")
+    assert runtime["apiVersion"] == f"{crd['spec']['group']}/v1alpha1"
+    assert crd["spec"]["scope"] == "Cluster"
+    errors = [e.message for e in validator.iter_errors(runtime)]
+    assert errors == []
+
+
+@needs_shared
+@pytest.mark.parametrize("mutate", [
+    lambda rt: rt["spec"]["mlPolicy"].__setitem__("numNodes", "two"),
+    lambda rt: rt["spec"]["mlPolicy"]["torch"].__setitem__("numProcPerNode", 32),
+    lambda rt: rt["spec"].__setitem__("templates", rt["spec"]["template"]),
+    lambda rt: rt["spec"]["template"]["spec"]["replicatedJobs"][0].__setitem__("replicas", "x"),
+])
+def test_broken_training_runtime_fails(default, mutate):
+    validator, _ = _crd_validator("trainer.kubeflow.org_clustertrainingruntimes.yaml")
+    (runtime,) = _objects(default, "ClusterTrainingRuntime")
+    broken = copy.deepcopy(runtime)
+    mutate(broken)
+    assert list(validator.iter_errors(broken))
+
+
+def _pod_spec(runtime: dict[str, Any]) -> dict[str, Any]:
+    (job,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    assert job["template"]["metadata"]["labels"] == {
+        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+    return job["template"]["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize("profile", [None, TRN2])
+def test_runtime_takes_whole_node(synth, profile):
+    s = synth(profile=profile)
+    spec = s.config.instance
+    (runtime,) = _objects(s, "ClusterTrainingRuntime")
+    pod = _pod_spec(runtime)
+    (container,) = pod["containers"]
+    assert container["name"] == "node"
+    expected = {"aws.amazon.com/neuron": str(spec.chips),
+                "vpc.amazonaws.com/efa": str(spec.efa_interfaces)}
+    assert container["resources"]["limits"] == expected == container["resources"]["requests"]
+    assert pod["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Equal",
+                                   "value": "true", "effect": "NoSchedule"}]
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": spec.name}
+    assert {"name": "fsx", "mountPath": "/fsx"} in container["volumeMounts"]
+    assert {"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}} in pod["volumes"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env == {"NEURON_CC_FLAGS": "--cache_dir=/fsx/neuron-compile-cache",
+                   "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
+
+
+def test_runtime_created_after_trainer_chart(default):
+    res = default.template["Resources"]
+    trainer = _ref(res, "Custom::AWSCDK-EKS-HelmChart", "EksClusterchartKubeflowTrainer")
+    runtime = _ref(res, "Custom::AWSCDK-EKS-KubernetesResource",
+                   "EksClustermanifestNeuronTrainingRuntime")
+    assert trainer in res[runtime]["DependsOn"]
+
+
+# --- k8s builders (reused by the job CLI) -------------------------------------------------
+
+
+@pytest.mark.parametrize("name, chips, efa, procs", [
+    ("trn1.32xlarge", 16, 8, 32),
+    ("trn1n.32xlarge", 16, 16, 32),
+    ("trn2.48xlarge", 16, 16, 64),
+])
+def test_neuron_resources_per_node(name, chips, efa, procs):
+    spec = get_instance(name)
+    assert k8s.neuron_resources_per_node(spec) == {"aws.amazon.com/neuron": chips,
+                                                   "vpc.amazonaws.com/efa": efa}
+    assert k8s.neuron_processes_per_node(spec) == procs
+
+
+def test_single_node_type_has_no_efa_resource():
+    spec = get_instance("trn1.2xlarge")
+    assert k8s.neuron_resources_per_node(spec) == {"aws.amazon.com/neuron": 1}
+    assert all(e["name"] != "FI_PROVIDER" for e in k8s.neuron_environment(spec))
+
+
+@needs_shared
+def test_train_job_valid_against_crd():
+    validator, _ = _crd_validator("trainer.kubeflow.org_trainjobs.yaml")
+    job = k8s.neuron_train_job(get_instance("trn1.32xlarge"), name="bert", namespace_name="training",
+                               image="repo/img:1", command=["torchrun", "train.py"], num_nodes=4)
+    assert [e.message for e in validator.iter_errors(job)] == []
+    assert job["spec"]["trainer"]["numProcPerNode"] == 32
+    job["spec"]["trainer"]["numNodes"] = "4"
+    assert list(validator.iter_errors(job))
+    with pytest.raises(ValueError, match="num_nodes must be >= 1, got: 0"):
+        k8s.neuron_train_job(get_instance("trn1.32xlarge"), name="x", namespace_name="t",
+                             image="i", command=["c"], num_nodes=0)
+
+
+# --- outputs and limits -------------------------------------------------------------------
+
+
+def test_eks_outputs(default):
+    outputs = default.template["Outputs"]
+    assert outputs["EksTrainingNamespace"]["Value"] == "training"
+    assert outputs["EksFsxPvcName"]["Value"] == k8s.FSX_PVC_NAME
+    assert outputs["EksTrainingRuntimeName"]["Value"] == k8s.TRAINING_RUNTIME_NAME
+    command = json.dumps(outputs["EksUpdateKubeconfigCommand"]["Value"])
+    assert "aws eks update-kubeconfig --region us-west-2 --name " in command
+    cluster = _ref(default.template["Resources"], "AWS::EKS::Cluster", "EksCluster")
+    assert outputs["EksClusterName"]["Value"] == {"Ref": cluster}
+    assert outputs["EksClusterArn"]["Value"] == {"Fn::GetAtt": [cluster, "Arn"]}
+    assert "Fn::GetAtt" in outputs["EksTrainiumNodegroupName"]["Value"]
+
+
+def test_sixteen_node_eks_within_limits_and_cfn_lint(synth, tmp_path):
+    s = synth(profile=ULTRA16, orchestrator="eks")
+    assert len(s.template["Resources"]) < 500
+    assert len(json.dumps(s.template)) < 1_000_000
+    assert _nodegroups(s)["trainium"]["Properties"]["ScalingConfig"]["MaxSize"] == 16
+    path = tmp_path / "eks16.json"
+    path.write_text(json.dumps(s.template))
+    cfn_lint = str(Path(sys.executable).parent / "cfn-lint")
+    lint = subprocess.run([cfn_lint, "--ignore-checks", "W3005", "--", str(path)],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
