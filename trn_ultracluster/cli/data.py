@@ -1,0 +1,94 @@
+"""``data``: stage a dataset into the stack's S3 data bucket, where FSx sees it.
+
+The stack links the data bucket to FSx for Lustre with a data repository association
+(output ``FsxDataRepositoryPath``, e.g. ``/s3``) with automatic import: objects written to
+the bucket appear under ``<FSx mount><path>/<key>`` on every node (FSx for Lustre user
+guide, "Automatically import updates from your S3 bucket",
+https://docs.aws.amazon.com/fsx/latest/LustreGuide/autoimport-data-repo-dra.html). With
+``fsx.data_repository: null`` (output ``none``) the bucket is not linked and jobs must copy
+from S3 themselves. A DRA linked to another bucket (``fsx.data_repository.s3_path``) is not
+visible in the outputs; this command always writes to the stack's data bucket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.cli.aws import aws_errors
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.stack_outputs import StackOutputs
+from trn_ultracluster.outputs import OutputKey
+
+__all__ = ["StagedData", "stage_dataset"]
+
+FSX_MOUNT_POINT = "/fsx"
+"""Where both orchestrators mount FSx (EKS runtime volume, HyperPod lifecycle scripts)."""
+
+
+@dataclass(frozen=True)
+class StagedData:
+    """Result of :func:`stage_dataset`: where the files went and where jobs see them."""
+
+    bucket: str
+    prefix: str
+    files: int
+    bytes: int
+    cluster_path: str | None
+    """Path on the cluster's FSx, or ``None`` when the bucket is not linked."""
+
+
+def _files(source: Path) -> list[tuple[Path, str]]:
+    if source.is_file():
+        return [(source, source.name)]
+    return [(p, p.relative_to(source).as_posix()) for p in sorted(source.rglob("*")) if p.is_file()]
+
+
+def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str,
+                  progress: bool = True) -> StagedData:
+    """Upload ``source`` (a file or a directory tree) to ``s3://<data bucket>/<prefix>/``.
+
+    Args:
+        session: boto3 session in the stack's Region.
+        outputs: the stack outputs (data bucket, DRA path).
+        source: local file or directory.
+        prefix: key prefix, e.g. ``datasets/wikitext``.
+        progress: show a byte progress bar (tqdm) on stderr.
+
+    Raises:
+        CliError: USAGE when the source is missing or empty; CREDENTIALS as
+            :func:`aws_errors`; CLUSTER when the bucket refuses the upload.
+    """
+    from botocore.exceptions import ClientError
+
+    if not source.exists():
+        raise CliError(f"{source} does not exist", "pass a local file or directory")
+    files = _files(source)
+    if not files:
+        raise CliError(f"{source} holds no files", "pass a directory with the dataset files")
+    bucket = outputs.get(OutputKey.DATA_BUCKET_NAME)
+    prefix = prefix.strip("/")
+    total = sum(p.stat().st_size for p, _ in files)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"s3://{bucket}/{prefix}")
+    s3 = session.client("s3")
+    try:
+        with aws_errors(f"upload to s3://{bucket}/{prefix}"):
+            for path, rel in files:
+                try:
+                    s3.upload_file(str(path), bucket, f"{prefix}/{rel}" if prefix else rel,
+                                   Callback=bar.update if bar else None)
+                except ClientError as err:
+                    raise CliError(f"upload of {path} to s3://{bucket} failed: {err}",
+                                   "check the bucket exists (the stack outputs) and your "
+                                   "s3:PutObject permission", ExitCode.CLUSTER) from None
+    finally:
+        if bar is not None:
+            bar.close()
+    dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, "none")
+    cluster_path = None if dra == "none" else f"{FSX_MOUNT_POINT}{dra}/{prefix}".rstrip("/")
+    return StagedData(bucket, prefix, len(files), total, cluster_path)

@@ -1,0 +1,210 @@
+"""EKS jobs: a Kubeflow Trainer ``TrainJob`` on the stack's Neuron ``ClusterTrainingRuntime``.
+
+The runtime (created by the stack, output ``EksTrainingRuntimeName``) holds the pod
+template: tolerations, node selector, the FSx claim at ``/fsx``, the Neuron/EFA
+environment. The TrainJob names the image, the command, the node count, the processes
+per node and the per-node resources, the last two from the instance catalog.
+
+API: ``trainer.kubeflow.org/v1alpha1`` ``TrainJob`` (Kubeflow Trainer 2.3.0 CRD,
+``../shared/k8s-schemas/kubeflow-trainer-2.3.0/trainer.kubeflow.org_trainjobs.yaml``).
+Resource names: ``aws.amazon.com/neuron`` (one per Trainium chip, Neuron device plugin) and
+``vpc.amazonaws.com/efa`` (one per EFA interface, EFA device plugin; EKS user guide
+"node-efa"). Pods of a TrainJob carry the JobSet label ``jobset.sigs.k8s.io/jobset-name``
+= the TrainJob name (kubernetes-sigs/jobset ``api/jobset/v1alpha2``, ``JobSetNameKey``);
+the first node's pod has ``batch.kubernetes.io/job-completion-index=0``.
+
+The official Kubernetes Python client is imported only when a cluster is contacted.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.launch import Launch, validate_job_name
+
+__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "resources_per_node", "train_job"]
+
+TRAINER_GROUP = "trainer.kubeflow.org"
+TRAINER_VERSION = "v1alpha1"
+TRAINJOB_PLURAL = "trainjobs"
+NEURON_RESOURCE = "aws.amazon.com/neuron"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+TRAINER_CONTAINER = "node"
+"""Container name of Kubeflow Trainer's torch runtimes (chart ``runtime-torch-distributed``)."""
+MANAGED_BY_LABEL = "trn-ultracluster/managed-by"
+
+
+def resources_per_node(spec: InstanceSpec) -> dict[str, dict[str, str]]:
+    """Requests = limits for a whole node: every Trainium chip and every EFA interface.
+
+    E.g. trn1.32xlarge -> ``{neuron: "16", efa: "8"}``; trn2.48xlarge -> ``{16, 16}``;
+    trn1.2xlarge (no EFA) -> ``{neuron: "1"}``.
+    """
+    amounts = {NEURON_RESOURCE: str(spec.chips)}
+    if spec.supports_efa:
+        amounts[EFA_RESOURCE] = str(spec.efa_interfaces)
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def container_command(launch: Launch) -> list[str]:
+    """The trainer container's command: plain torchrun, or bash when there is a setup or
+    a precompile pass (torchrun reads its launcher options from ``PET_*``)."""
+    if not launch.setup and launch.precompile_program is None:
+        return ["torchrun", *launch.program]
+    script = "\n".join(["set -euo pipefail", *launch.shell_lines("torchrun")])
+    return ["bash", "-c", script]
+
+
+def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: Launch,
+              num_nodes: int, spec: InstanceSpec,
+              env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A ``TrainJob`` manifest (a dict ready for the API or ``kubectl apply``).
+
+    Args:
+        name: job name (RFC 1035 label, at most 63 characters).
+        namespace: the stack's training namespace (output ``EksTrainingNamespace``).
+        runtime: the stack's ClusterTrainingRuntime (output ``EksTrainingRuntimeName``).
+        image: training image URI.
+        launch: what to run.
+        num_nodes: Trainium nodes, at least 1.
+        spec: catalog entry of the stack's instance type: processes per node
+            (``logical_neuron_cores``) and resources per node come from it.
+        env: extra environment of the trainer container.
+
+    Raises:
+        ValueError: bad name or node count; more than one node on a type without EFA.
+    """
+    validate_job_name(name)
+    if num_nodes < 1:
+        raise ValueError(f"--nodes must be at least 1, got: {num_nodes}")
+    if num_nodes > 1 and not spec.supports_efa:
+        raise ValueError(f"{spec.name} has no EFA: multi-node jobs need an EFA instance type")
+    trainer: dict[str, Any] = {
+        "image": image,
+        "command": container_command(launch),
+        "numNodes": num_nodes,
+        "numProcPerNode": spec.logical_neuron_cores,
+        "resourcesPerNode": resources_per_node(spec),
+    }
+    if env:
+        trainer["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
+    return {
+        "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {MANAGED_BY_LABEL: "trn-ultracluster"}},
+        "spec": {
+            "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
+                           "name": runtime},
+            "trainer": trainer,
+        },
+    }
+
+
+def describe_command(manifest: Mapping[str, Any]) -> str:
+    """The trainer command of a TrainJob as one shell line (for messages)."""
+    return shlex.join(manifest["spec"]["trainer"]["command"])
+
+
+class TrainJobClient:
+    """TrainJobs in one namespace, through the official Kubernetes Python client.
+
+    Args:
+        namespace: the stack's training namespace.
+        update_kubeconfig: the stack's ``EksUpdateKubeconfigCommand`` (shown when the
+            kubeconfig is missing).
+        context: kubeconfig context (default: the current one).
+        api_client: a ready ``kubernetes.client.ApiClient`` (tests); default: from kubeconfig.
+    """
+
+    def __init__(self, namespace: str, update_kubeconfig: str = "", context: str | None = None,
+                 api_client: Any = None) -> None:
+        from kubernetes import client, config
+
+        self.namespace = namespace
+        if api_client is None:
+            try:
+                config.load_kube_config(context=context)
+            except (config.ConfigException, FileNotFoundError) as err:
+                raise CliError(f"no usable kubeconfig for the EKS cluster ({err})",
+                               f"run: {update_kubeconfig or 'aws eks update-kubeconfig ...'}",
+                               ExitCode.CLUSTER) from None
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as err:
+            hint = {
+                401: "refresh credentials: run the stack's EksUpdateKubeconfigCommand",
+                403: "your IAM principal needs an EKS access entry (eks.admin_role_arn)",
+                404: "check the job name (`status` lists jobs) and that Kubeflow Trainer is "
+                     "installed (kubectl get crd trainjobs.trainer.kubeflow.org)",
+                409: "a job with this name exists: pick another --name or `cancel` it",
+            }.get(err.status, "see the message above")
+            raise CliError(f"{what}: Kubernetes API {err.status} {err.reason}: "
+                           f"{(err.body or '')[:300]}", hint, ExitCode.CLUSTER) from None
+        except OSError as err:  # urllib3 connection errors are OSErrors
+            raise CliError(f"{what}: cannot reach the EKS API server ({err})",
+                           "check the network and eks.endpoint_access", ExitCode.CLUSTER) from None
+
+    def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create the TrainJob; returns the stored object."""
+        return self._call(f"create TrainJob {manifest['metadata']['name']}",
+                          self.custom.create_namespaced_custom_object, TRAINER_GROUP,
+                          TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, dict(manifest))
+
+    def list(self) -> list[dict[str, Any]]:
+        """TrainJobs of the namespace."""
+        found = self._call("list TrainJobs", self.custom.list_namespaced_custom_object,
+                           TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL)
+        return list(found.get("items", []))
+
+    def get(self, name: str) -> dict[str, Any]:
+        """One TrainJob."""
+        return self._call(f"get TrainJob {name}", self.custom.get_namespaced_custom_object,
+                          TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, name)
+
+    def delete(self, name: str) -> None:
+        """Delete a TrainJob (its JobSet and pods go with it)."""
+        self._call(f"delete TrainJob {name}", self.custom.delete_namespaced_custom_object,
+                   TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, name)
+
+    def logs(self, name: str, tail_lines: int | None = None) -> str:
+        """Log of the first node's trainer container (rank 0 prints the metrics)."""
+        selector = f"{JOBSET_NAME_LABEL}={name},{COMPLETION_INDEX_LABEL}=0"
+        pods = self._call(f"list pods of {name}", self.core.list_namespaced_pod,
+                          self.namespace, label_selector=selector)
+        if not pods.items:
+            raise CliError(f"TrainJob {name} has no pods yet",
+                           f"wait and check `status {name}` (nodes may be scaling up)",
+                           ExitCode.CLUSTER)
+        pod = pods.items[0].metadata.name
+        kwargs: dict[str, Any] = {"container": TRAINER_CONTAINER}
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        return self._call(f"logs of {pod}", self.core.read_namespaced_pod_log, pod,
+                          self.namespace, **kwargs)
+
+
+def job_state(job: Mapping[str, Any]) -> str:
+    """``Complete``, ``Failed``, ``Suspended``, ``Running`` or ``Pending`` from the TrainJob
+    status conditions (Trainer 2.3.0 CRD ``status.conditions``; a condition counts when its
+    status is ``"True"``)."""
+    conditions = {c.get("type"): c.get("status") for c in job.get("status", {}).get("conditions", [])}
+    for state in ("Failed", "Complete", "Suspended"):
+        if conditions.get(state) == "True":
+            return state
+    jobs = job.get("status", {}).get("jobsStatus", [])
+    if any(j.get("active", 0) for j in jobs):
+        return "Running"
+    return "Pending"

@@ -1,0 +1,115 @@
+"""What a job runs: the torchrun program, an optional setup and the precompile pass.
+
+Both orchestrators run ``torchrun <program>`` on every node, one process per logical
+NeuronCore (:attr:`InstanceSpec.logical_neuron_cores`):
+
+- EKS: Kubeflow Trainer's torch policy gives torchrun its node count, rank and master
+  address through ``PET_*`` variables (kubeflow/trainer ``pkg/runtime/framework/plugins/
+  torch/torch.go``: ``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``,
+  ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``; torchrun reads ``PET_<option>`` for each of its
+  options, PyTorch ``torch/distributed/run.py``), so the command is plain ``torchrun``.
+- Slurm: the sbatch script adds ``--nnodes``, ``--nproc-per-node`` and a c10d rendezvous
+  on the first node (:mod:`trn_ultracluster.cli.slurm`).
+
+The training program (issue 5) is ``python -m trn_train train --recipe ... --data-dir ...
+--output-dir ... --steps ...`` (``training/trn_train/cli.py``); under torchrun that is
+``torchrun ... -m trn_train train ...`` (torchrun ``-m/--module``).
+
+Precompile: ``neuron_parallel_compile <the same command>`` extracts and compiles every
+graph in parallel into the Neuron cache on FSx before the real run (Neuron docs,
+"neuron_parallel_compile", https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/training/pytorch-neuron-parallel-compile.html);
+for ``trn_train`` the trial run stops after ``--max-steps-this-run`` steps (its flag for
+this purpose).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+__all__ = ["Launch", "default_job_name", "trn_train_launch", "validate_job_name"]
+
+PRECOMPILE_STEPS = 10
+"""Default steps of the precompile trial run: enough to reach every graph of a step
+(forward, backward, optimizer, logging); our choice, not a Neuron number."""
+_NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A job's program.
+
+    Attributes:
+        program: arguments after ``torchrun [launcher options]``, e.g.
+            ``("-m", "trn_train", "train", "--recipe", "llama-1b", ...)``.
+        precompile_program: the program of the ``neuron_parallel_compile`` pass, or ``None``
+            for no precompile pass.
+        setup: shell lines run before torchrun (e.g. writing a benchmark script), or "".
+    """
+
+    program: tuple[str, ...]
+    precompile_program: tuple[str, ...] | None = None
+    setup: str = ""
+
+    def shell_lines(self, torchrun: str) -> list[str]:
+        """Shell lines that run the job with ``torchrun`` (a command prefix with options)."""
+        lines = [self.setup] if self.setup else []
+        if self.precompile_program is not None:
+            lines.append(f"neuron_parallel_compile {torchrun} {shlex.join(self.precompile_program)}")
+        lines.append(f"{torchrun} {shlex.join(self.program)}")
+        return lines
+
+
+def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
+                     instance_type: str, extra_args: tuple[str, ...] = (),
+                     precompile_steps: int | None = None) -> Launch:
+    """``torchrun -m trn_train train ...`` with the flags of ``training/trn_train/cli.py``.
+
+    Args:
+        recipe: recipe name (``python -m trn_train recipes`` lists them).
+        data_dir: prepared data on the shared file system (output of ``prepare-data``).
+        output_dir: checkpoints and TensorBoard directory on the shared file system.
+        steps: total optimizer steps.
+        instance_type: the stack's instance type (the program's MFU uses its peak).
+        extra_args: more ``train`` flags, passed as they are.
+        precompile_steps: steps of a ``neuron_parallel_compile`` trial run first; ``None``
+            for none.
+
+    Raises:
+        ValueError: ``steps`` or ``precompile_steps`` below 1.
+    """
+    if steps < 1:
+        raise ValueError(f"--steps must be at least 1, got: {steps}")
+    program = ("-m", "trn_train", "train", "--recipe", recipe, "--data-dir", data_dir,
+               "--output-dir", output_dir, "--steps", str(steps), "--instance-type",
+               instance_type, *extra_args)
+    precompile = None
+    if precompile_steps is not None:
+        if precompile_steps < 1:
+            raise ValueError(f"--precompile-steps must be at least 1, got: {precompile_steps}")
+        precompile = (*program, "--max-steps-this-run", str(precompile_steps))
+    return Launch(program, precompile)
+
+
+def validate_job_name(name: str) -> str:
+    """Return ``name`` if it is a valid job name, else raise ValueError.
+
+    The TrainJob CRD (Kubeflow Trainer 2.3.0) requires an RFC 1035 label of at most 63
+    characters (``x-kubernetes-validations`` on the object: ``^[a-z]([-a-z0-9]*[a-z0-9])?$``);
+    Slurm job names follow the same rule here so one name works on both orchestrators.
+    """
+    if len(name) > 63 or not _NAME_RE.match(name):
+        raise ValueError(f"job name {name!r} must be 1-63 lower-case letters, digits and '-', "
+                         "starting with a letter and not ending with '-'")
+    return name
+
+
+def default_job_name(prefix: str, now: datetime | None = None) -> str:
+    """``<prefix>-<yyyymmdd-hhmmss>`` in UTC, cut and cleaned to a valid job name."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    clean = re.sub(r"[^a-z0-9-]+", "-", prefix.lower()).strip("-") or "job"
+    if not clean[0].isalpha():
+        clean = f"job-{clean}"
+    return validate_job_name(f"{clean[: 63 - len(stamp) - 1].rstrip('-')}-{stamp}")

@@ -1,0 +1,459 @@
+"""Command line of the job CLI: ``trn-ultracluster <command> --help``.
+
+Every command reads the stack outputs (``--stack-name``, default ``TrnUltraCluster``) from
+CloudFormation in ``--region``, or from ``--outputs-file`` (``cdk deploy --outputs-file``
+JSON). Exit codes: :class:`trn_ultracluster.cli.errors.ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.catalog import UnknownInstanceTypeError, get_instance
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.outputs import DESCRIPTIONS, STACK_NAME, OutputKey
+
+__all__ = ["build_parser", "main"]
+
+DEFAULT_OUTPUT_ROOT = "/fsx/runs"
+"""Default parent of ``--output-dir``: one directory per job on FSx."""
+DEFAULT_DATA_PREFIX = "datasets"
+
+
+# --- argument parsing -------------------------------------------------------------------------
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("stack")
+    group.add_argument("--stack-name", default=STACK_NAME,
+                       help=f"CloudFormation stack name (default: {STACK_NAME})")
+    group.add_argument("--region", help="AWS Region of the stack (default: AWS config / AWS_REGION)")
+    group.add_argument("--outputs-file", type=Path,
+                       help="read outputs from `cdk deploy --outputs-file` JSON instead of AWS")
+    return common
+
+
+def _job_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", help="job name (default: <recipe>-<UTC time>); RFC 1035 label")
+    p.add_argument("--image", help="container image (default: the stack's TrainingImageUri)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the TrainJob manifest (EKS) or sbatch script (Slurm); change nothing")
+    p.add_argument("--time", dest="time_limit", help="Slurm --time limit, e.g. 2-00:00:00")
+    p.add_argument("--ssm-transport", choices=["session", "send-command"], default="session",
+                   help="HyperPod: reach the controller with `aws ssm start-session` (default) "
+                        "or SSM SendCommand")
+    p.add_argument("--kube-context", help="EKS: kubeconfig context (default: current)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``trn-ultracluster`` parser (one sub-parser per command)."""
+    parser = argparse.ArgumentParser(
+        prog="trn-ultracluster", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = _common()
+
+    p = sub.add_parser("preflight", parents=[common], help="check the account before deploy",
+                       description="Check instance offering, quota, CDK bootstrap, Docker and "
+                                   "capacity for the configuration; exit 1 if any check fails.")
+    p.add_argument("--profile", help="profile YAML, as `-c config=path.yaml` for the CDK")
+    p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+
+    p = sub.add_parser("outputs", parents=[common], help="print the stack outputs",
+                       description="Print the stack outputs as a table (or JSON); say which "
+                                   "are missing.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = sub.add_parser("data", parents=[common], help="stage a dataset to the shared storage",
+                       description="Upload a file or directory to the stack's S3 data bucket; "
+                                   "the data repository association shows it on FSx.")
+    p.add_argument("source", type=Path, help="local file or directory")
+    p.add_argument("--prefix", help=f"S3 key prefix (default: {DEFAULT_DATA_PREFIX}/<source name>)")
+    p.add_argument("--no-progress", action="store_true")
+
+    p = sub.add_parser("submit", parents=[common], help="submit a training job",
+                       description="Submit `torchrun -m trn_train train ...` on the stack's "
+                                   "orchestrator; extra `train` flags go after `--`.")
+    p.add_argument("--recipe", required=True, help="trn_train recipe (python -m trn_train recipes)")
+    p.add_argument("--steps", type=int, required=True, help="total optimizer steps")
+    p.add_argument("--data-dir", required=True, help="prepared data on FSx, e.g. /fsx/s3/datasets/x")
+    p.add_argument("--output-dir", help=f"checkpoints (default: {DEFAULT_OUTPUT_ROOT}/<name>)")
+    p.add_argument("--nodes", type=int, help="nodes (default: the stack's NodeCountDesired)")
+    p.add_argument("--precompile", action="store_true",
+                   help="run a neuron_parallel_compile pass first")
+    p.add_argument("--precompile-steps", type=int, default=None,
+                   help="steps of the precompile trial run (default: 10)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="EKS: extra container environment; repeatable")
+    _job_options(p)
+    p.add_argument("train_args", nargs=argparse.REMAINDER,
+                   help="after `--`: more `python -m trn_train train` flags")
+
+    for name, text in (("status", "show jobs or one job"), ("logs", "print a job's log"),
+                       ("cancel", "cancel a job")):
+        p = sub.add_parser(name, parents=[common], help=text, description=text.capitalize() + ".")
+        p.add_argument("job", nargs="?" if name == "status" else None,
+                       help="EKS: TrainJob name; Slurm: job id")
+        if name == "logs":
+            p.add_argument("--tail", type=int, help="last N lines only")
+        p.add_argument("--ssm-transport", choices=["session", "send-command"], default="session")
+        p.add_argument("--kube-context")
+
+    p = sub.add_parser("smoke-test", parents=[common], help="2-node all-reduce over EFA",
+                       description="All-reduce over every NeuronCore of 2 nodes; reports bus "
+                                   "bandwidth against the instance's network bandwidth.")
+    _job_options(p)
+    p.add_argument("--no-wait", action="store_true", help="submit and return")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait (default 3600)")
+    p.add_argument("--from-log", type=Path, help="judge a saved job log instead of running")
+    p.add_argument("--min-ratio", type=float, default=None,
+                   help="pass threshold, bus/network bandwidth (default 0.25)")
+    return parser
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _load(args: argparse.Namespace):
+    from trn_ultracluster.cli.stack_outputs import load_outputs
+
+    outputs = load_outputs(args.stack_name, args.region, args.outputs_file)
+    for warning in outputs.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return outputs
+
+
+def _session(args: argparse.Namespace, outputs: Any) -> Any:
+    from trn_ultracluster.cli.aws import make_session
+
+    return make_session(args.region or outputs.values.get(OutputKey.REGION.value))
+
+
+def _spec(outputs: Any):
+    try:
+        return get_instance(outputs.get(OutputKey.INSTANCE_TYPE))
+    except UnknownInstanceTypeError as err:
+        raise CliError(str(err), "upgrade the CLI to the stack's version", ExitCode.STACK) from None
+
+
+def _orchestrator(outputs: Any) -> str:
+    value = outputs.get(OutputKey.ORCHESTRATOR)
+    if value not in ("eks", "hyperpod-slurm"):
+        raise CliError(f"unknown orchestrator {value!r} in the outputs", "redeploy", ExitCode.STACK)
+    return value
+
+
+def _eks_client(args: argparse.Namespace, outputs: Any):
+    from trn_ultracluster.cli.eks import TrainJobClient
+
+    return TrainJobClient(outputs.get(OutputKey.EKS_TRAINING_NAMESPACE),
+                          outputs.values.get(OutputKey.EKS_UPDATE_KUBECONFIG.value, ""),
+                          context=args.kube_context)
+
+
+def _slurm_jobs(args: argparse.Namespace, outputs: Any):
+    from trn_ultracluster.cli.slurm import SlurmJobs, controller_target, transport_for
+
+    session = _session(args, outputs)
+    target = controller_target(session, outputs.get(OutputKey.HYPERPOD_CLUSTER_NAME),
+                               outputs.get(OutputKey.HYPERPOD_CLUSTER_ARN),
+                               outputs.get(OutputKey.HYPERPOD_CONTROLLER_GROUP))
+    return SlurmJobs(transport_for(args.ssm_transport, session, target))
+
+
+def _slurm_job_id(job: str) -> int:
+    if not job.isdigit():
+        raise CliError(f"Slurm job id must be a number, got {job!r}", "`status` lists the jobs")
+    return int(job)
+
+
+def _key_value(items: list[str], option: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"{option} {item!r} must be KEY=VALUE", f"e.g. {option} nodes.max=4")
+        out[key] = value
+    return out
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    """Load the config like the CDK app does, then run the checks."""
+    import subprocess
+
+    from trn_ultracluster.cli.aws import make_session
+    from trn_ultracluster.cli.preflight import format_table, run_preflight
+    from trn_ultracluster.config import ConfigError, load_config
+
+    repo = Path.cwd()
+    cdk_json = repo / "cdk.json"
+    context: dict[str, Any] = json.loads(cdk_json.read_text())["context"] if cdk_json.is_file() else {}
+    if args.profile:
+        context["config"] = args.profile
+    context.update(_key_value(args.context, "-c"))
+    try:
+        config = load_config(context, base_dir=repo).config
+    except ConfigError as err:
+        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+    account, checks = run_preflight(make_session(config.region), config, subprocess.run)
+    print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
+          f"({config.region}), orchestrator {config.orchestrator}, account {account}")
+    print(format_table(checks))
+    failed = [c.name for c in checks if not c.ok]
+    if failed:
+        print(f"preflight failed: {', '.join(failed)}", file=sys.stderr)
+        return ExitCode.CHECK_FAILED
+    print("preflight passed")
+    return ExitCode.OK
+
+
+def cmd_outputs(args: argparse.Namespace) -> int:
+    """Print the outputs; list the missing ones (exit 3 when any is missing)."""
+    from trn_ultracluster.cli.stack_outputs import expected_keys
+
+    outputs = _load(args)
+    missing = outputs.missing()
+    if args.json:
+        print(json.dumps(outputs.values, indent=2, sort_keys=True))
+    else:
+        known = {k.value for k in expected_keys(outputs.orchestrator)}
+        width = max(len(k) for k in outputs.values) if outputs.values else 10
+        print(f"stack {outputs.stack_name} ({outputs.source}"
+              f"{', ' + outputs.status if outputs.status else ''})")
+        for key in sorted(outputs.values):
+            note = "" if key in known else "  (not a TrnUltraCluster key)"
+            print(f"{key:<{width}}  {outputs.values[key]}{note}")
+    if missing:
+        names = ", ".join(f"{k.value} ({DESCRIPTIONS[k]})" for k in missing)
+        raise CliError(f"stack {outputs.stack_name} lacks outputs: {names}",
+                       "it was deployed by an older version: deploy this version", ExitCode.STACK)
+    return ExitCode.OK
+
+
+def cmd_data(args: argparse.Namespace) -> int:
+    """Upload a dataset and say where jobs see it."""
+    from trn_ultracluster.cli.data import stage_dataset
+
+    outputs = _load(args)
+    prefix = args.prefix or f"{DEFAULT_DATA_PREFIX}/{args.source.name}"
+    staged = stage_dataset(_session(args, outputs), outputs, args.source, prefix,
+                           progress=not args.no_progress)
+    print(f"uploaded {staged.files} files ({staged.bytes} bytes) to s3://{staged.bucket}/{staged.prefix}/")
+    if staged.cluster_path:
+        print(f"on the cluster: {staged.cluster_path}  (use --data-dir {staged.cluster_path})")
+    else:
+        print("the bucket is not linked to FSx (fsx.data_repository: null): copy it in the job")
+    return ExitCode.OK
+
+
+def _render(args: argparse.Namespace, outputs: Any, launch: Any, name: str, nodes: int,
+            env: dict[str, str]) -> tuple[str, Any]:
+    """Build the job for the stack's orchestrator: ``("eks", manifest)`` or
+    ``("hyperpod-slurm", script)``."""
+    spec = _spec(outputs)
+    orchestrator = _orchestrator(outputs)
+    image = args.image or outputs.get(OutputKey.TRAINING_IMAGE_URI)
+    try:
+        if orchestrator == "eks":
+            from trn_ultracluster.cli.eks import train_job
+
+            return orchestrator, train_job(
+                name=name, namespace=outputs.get(OutputKey.EKS_TRAINING_NAMESPACE),
+                runtime=outputs.get(OutputKey.EKS_TRAINING_RUNTIME), image=image, launch=launch,
+                num_nodes=nodes, spec=spec, env=env)
+        from trn_ultracluster.cli.slurm import sbatch_script
+
+        if args.image:
+            raise CliError("--image is not supported on HyperPod Slurm: jobs run the stack's "
+                           "image (TRN_CONTAINER_IMAGE)", "leave --image out")
+        return orchestrator, sbatch_script(job_name=name, nodes=nodes, spec=spec, launch=launch,
+                                           time_limit=args.time_limit)
+    except ValueError as err:
+        raise CliError(str(err), "fix the arguments") from None
+
+
+def _print_job(orchestrator: str, job: Any) -> None:
+    if orchestrator == "eks":
+        import yaml
+
+        print(yaml.safe_dump(job, sort_keys=False), end="")
+    else:
+        print(job, end="")
+
+
+def _send(args: argparse.Namespace, outputs: Any, orchestrator: str, name: str, job: Any) -> str:
+    """Submit the job; returns its handle (TrainJob name or Slurm job id)."""
+    if orchestrator == "eks":
+        _eks_client(args, outputs).create(job)
+        return name
+    return str(_slurm_jobs(args, outputs).submit(name, job))
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    """Submit (or print) a training job."""
+    from trn_ultracluster.cli.launch import PRECOMPILE_STEPS, default_job_name, trn_train_launch
+
+    outputs = _load(args)
+    name = args.name or default_job_name(args.recipe)
+    nodes = args.nodes if args.nodes is not None else max(outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
+    extra = tuple(a for a in args.train_args if a != "--")
+    precompile = (args.precompile_steps or PRECOMPILE_STEPS) if args.precompile else None
+    try:
+        launch = trn_train_launch(recipe=args.recipe, data_dir=args.data_dir,
+                                  output_dir=args.output_dir or f"{DEFAULT_OUTPUT_ROOT}/{name}",
+                                  steps=args.steps, instance_type=outputs.get(OutputKey.INSTANCE_TYPE),
+                                  extra_args=extra, precompile_steps=precompile)
+    except ValueError as err:
+        raise CliError(str(err), "fix the arguments") from None
+    orchestrator, job = _render(args, outputs, launch, name, nodes, _key_value(args.env, "--env"))
+    if args.dry_run:
+        _print_job(orchestrator, job)
+        return ExitCode.OK
+    handle = _send(args, outputs, orchestrator, name, job)
+    print(f"submitted {handle} ({nodes} x {outputs.get(OutputKey.INSTANCE_TYPE)}); "
+          f"watch: trn-ultracluster status {handle}; logs: trn-ultracluster logs {handle}")
+    return ExitCode.OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    outputs = _load(args)
+    if _orchestrator(outputs) == "eks":
+        from trn_ultracluster.cli.eks import job_state
+
+        client = _eks_client(args, outputs)
+        jobs = [client.get(args.job)] if args.job else client.list()
+        for job in jobs:
+            trainer = job.get("spec", {}).get("trainer", {})
+            print(f"{job['metadata']['name']:<40} {job_state(job):<10} nodes={trainer.get('numNodes')}")
+        return ExitCode.OK
+    rows = _slurm_jobs(args, outputs).status(_slurm_job_id(args.job) if args.job else None)
+    if args.job and not rows:
+        raise CliError(f"Slurm job {args.job} not found", "`status` lists the jobs", ExitCode.CLUSTER)
+    for r in rows:
+        print(f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} nodes={r['nodes']} {r['reason']}")
+    return ExitCode.OK
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    outputs = _load(args)
+    if _orchestrator(outputs) == "eks":
+        text = _eks_client(args, outputs).logs(args.job, args.tail)
+    else:
+        text = _slurm_jobs(args, outputs).logs(_slurm_job_id(args.job), args.tail)
+    print(text, end="" if text.endswith("\n") else "\n")
+    return ExitCode.OK
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    outputs = _load(args)
+    if _orchestrator(outputs) == "eks":
+        _eks_client(args, outputs).delete(args.job)
+    else:
+        _slurm_jobs(args, outputs).cancel(_slurm_job_id(args.job))
+    print(f"cancelled {args.job}")
+    return ExitCode.OK
+
+
+_SLURM_DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+               "PREEMPTED", "BOOT_FAIL", "DEADLINE")
+"""Terminal Slurm job states (squeue/sacct "JOB STATE CODES", https://slurm.schedmd.com/squeue.html)."""
+
+
+def _wait(args: argparse.Namespace, outputs: Any, orchestrator: str, handle: str) -> str:
+    deadline = time.monotonic() + args.timeout
+    while True:
+        if orchestrator == "eks":
+            from trn_ultracluster.cli.eks import job_state
+
+            state = job_state(_eks_client(args, outputs).get(handle))
+            if state in ("Complete", "Failed"):
+                return state
+        else:
+            rows = _slurm_jobs(args, outputs).status(int(handle))
+            state = rows[0]["state"] if rows else "UNKNOWN"
+            if state.split()[0] in _SLURM_DONE:
+                return state
+        if time.monotonic() > deadline:
+            raise CliError(f"smoke test {handle} still {state} after {args.timeout:.0f} s",
+                           f"check `status {handle}` (nodes scaling up?) and `logs {handle}`",
+                           ExitCode.CLUSTER)
+        print(f"{handle}: {state}", file=sys.stderr)
+        time.sleep(15)
+
+
+def cmd_smoke_test(args: argparse.Namespace) -> int:
+    """Run (or judge) the 2-node all-reduce."""
+    from trn_ultracluster.cli.launch import default_job_name
+    from trn_ultracluster.cli.smoke import MIN_EFA_RATIO, SMOKE_NODES, parse_results, smoke_launch, smoke_report
+
+    outputs = _load(args)
+    spec = _spec(outputs)
+    min_ratio = MIN_EFA_RATIO if args.min_ratio is None else args.min_ratio
+    if args.from_log:
+        log = args.from_log.read_text(encoding="utf-8")
+    else:
+        if not spec.supports_efa:
+            raise CliError(f"{spec.name} has no EFA: the 2-node smoke test needs an EFA type",
+                           "use trn1.32xlarge, trn1n.32xlarge or trn2.48xlarge", ExitCode.USAGE)
+        name = args.name or default_job_name("smoke-allreduce")
+        orchestrator = _orchestrator(outputs)
+        script_path = None
+        if orchestrator == "hyperpod-slurm":
+            from trn_ultracluster.cli.slurm import JOBS_DIR
+
+            script_path = f"{JOBS_DIR}/{name}-allreduce.py"
+        launch = smoke_launch(**({"script_path": script_path} if script_path else {}))
+        orchestrator, job = _render(args, outputs, launch, name, SMOKE_NODES, {})
+        if args.dry_run:
+            _print_job(orchestrator, job)
+            return ExitCode.OK
+        handle = _send(args, outputs, orchestrator, name, job)
+        print(f"submitted smoke test {handle}")
+        if args.no_wait:
+            return ExitCode.OK
+        state = _wait(args, outputs, orchestrator, handle)
+        print(f"{handle}: {state}")
+        log = (_eks_client(args, outputs).logs(handle) if orchestrator == "eks"
+               else _slurm_jobs(args, outputs).logs(int(handle)))
+    try:
+        results = parse_results(log)
+    except ValueError as err:
+        raise CliError(f"cannot read the smoke test log: {err}", "read it with `logs`",
+                       ExitCode.CHECK_FAILED) from None
+    report = smoke_report(results, spec, min_ratio=min_ratio)
+    print(report.table())
+    return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
+
+
+COMMANDS = {
+    "preflight": cmd_preflight, "outputs": cmd_outputs, "data": cmd_data, "submit": cmd_submit,
+    "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "smoke-test": cmd_smoke_test,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status and prints ``error:``/``fix:`` lines on failure."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(COMMANDS[args.command](args))
+    except CliError as err:
+        print(f"error: {err.message}", file=sys.stderr)
+        if err.fix:
+            print(f"fix: {err.fix}", file=sys.stderr)
+        return int(err.exit_code)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,223 @@
+"""``preflight``: can this configuration deploy and run in this account, before ``cdk deploy``?
+
+Checks (each a :class:`Check` with the fix for a failure):
+
+1. the instance type is offered in the compute AZ ID (EC2 ``DescribeInstanceTypeOfferings``
+   with ``LocationType=availability-zone-id``);
+2. the service quota covers the nodes: EKS, EC2 "Running On-Demand Trn instances"
+   (vCPUs; quota code ``L-2C3B7624``, as used by public quota tooling, e.g. the EC2 quota
+   tables of several open-source provisioners); HyperPod, SageMaker
+   "<ml type> for cluster usage" (instances; name as given on the HyperPod prerequisites
+   page, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html,
+   matched by name because its code is not published);
+3. the CDK bootstrap stack ``CDKToolkit`` exists and is complete (CDK guide,
+   "Bootstrapping", https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping.html);
+4. Docker answers (``docker info``): the deploy builds the training image;
+5. with ``capacity.type`` ``capacity-reservation`` / ``capacity-block``: the reservation is
+   ``active``, in the compute AZ ID, of the instance type, large enough (EC2
+   ``DescribeCapacityReservations``; a Capacity Block has ``ReservationType
+   capacity-block``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trn_ultracluster.cli.aws import aws_errors, error_code
+from trn_ultracluster.config import ClusterConfig
+
+__all__ = ["Check", "EC2_TRN_QUOTA_CODE", "format_table", "run_preflight"]
+
+EC2_TRN_QUOTA_CODE = "L-2C3B7624"
+"""Service Quotas code of "Running On-Demand Trn instances" (EC2, vCPUs)."""
+BOOTSTRAP_STACK = "CDKToolkit"
+DOC_QUOTAS = "https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html"
+_COMPLETE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight result: name, pass/fail, what was found, and the fix when failed."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _offering(session: Any, config: ClusterConfig) -> Check:
+    ec2 = session.client("ec2")
+    az, itype = config.compute_az_id, config.instance_type
+    with aws_errors("DescribeInstanceTypeOfferings"):
+        found = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "location", "Values": [az]},
+                     {"Name": "instance-type", "Values": [itype]}],
+        )["InstanceTypeOfferings"]
+        if found:
+            return Check("instance type offered", True, f"{itype} is offered in {az}")
+        elsewhere = ec2.describe_instance_type_offerings(
+            LocationType="availability-zone-id",
+            Filters=[{"Name": "instance-type", "Values": [itype]}],
+        )["InstanceTypeOfferings"]
+    others = sorted({o["Location"] for o in elsewhere})
+    fix = (f"set az_ids to start with one of {', '.join(others)}" if others else
+           f"{itype} is not offered in {config.region}: pick another Region's AZ IDs "
+           f"(catalog hint: {', '.join(config.instance.az_ids_seen) or 'none recorded'})")
+    return Check("instance type offered", False, f"{itype} is not offered in {az}", fix)
+
+
+def _sagemaker_quota(session: Any, name: str) -> float | None:
+    client = session.client("service-quotas")
+    with aws_errors("ListServiceQuotas sagemaker"):
+        for page in client.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker"):
+            for quota in page["Quotas"]:
+                if quota["QuotaName"].lower() == name.lower():
+                    return float(quota["Value"])
+    return None
+
+
+def _quota(session: Any, config: ClusterConfig) -> Check:
+    spec = config.instance
+    if config.orchestrator == "hyperpod-slurm":
+        workers = sum(config.nodes.desired if g.instance_count is None else g.instance_count
+                      for g in config.hyperpod.worker_groups)
+        name = f"{spec.hyperpod_instance_type} for cluster usage"
+        value = _sagemaker_quota(session, name)
+        if value is None:
+            return Check("service quota", False, f"SageMaker quota {name!r} not found",
+                         f"open Service Quotas > Amazon SageMaker, search 'cluster usage' and "
+                         f"request {workers} ({DOC_QUOTAS})")
+        ok = value >= workers
+        return Check("service quota", ok,
+                     f"SageMaker {name!r} = {value:g} instances, need {workers}",
+                     "" if ok else f"request an increase to at least {workers} ({DOC_QUOTAS})")
+    if config.capacity.type == "capacity-block":
+        return Check("service quota", True, "not checked: Capacity Block instances come from "
+                     "the block (its size is checked below)")
+    need = config.nodes.max * spec.vcpus
+    client = session.client("service-quotas")
+    with aws_errors("GetServiceQuota ec2"):
+        try:
+            value = float(client.get_service_quota(ServiceCode="ec2", QuotaCode=EC2_TRN_QUOTA_CODE)
+                          ["Quota"]["Value"])
+        except client.exceptions.NoSuchResourceException:
+            return Check("service quota", False,
+                         f"EC2 quota {EC2_TRN_QUOTA_CODE} (Running On-Demand Trn instances) not found",
+                         f"check Service Quotas > Amazon EC2 in {config.region}")
+    ok = value >= need
+    detail = (f"EC2 Running On-Demand Trn instances = {value:g} vCPUs, need {need} "
+              f"({config.nodes.max} x {spec.name} x {spec.vcpus} vCPUs)")
+    return Check("service quota", ok, detail,
+                 "" if ok else f"request at least {need} vCPUs for quota {EC2_TRN_QUOTA_CODE} "
+                               f"in {config.region} ({DOC_QUOTAS}), or lower nodes.max")
+
+
+def _bootstrap(session: Any, config: ClusterConfig) -> Check:
+    from botocore.exceptions import ClientError
+
+    fix = f"run: npx cdk bootstrap aws://<account>/{config.region}"
+    with aws_errors("DescribeStacks CDKToolkit"):
+        try:
+            stack = session.client("cloudformation").describe_stacks(
+                StackName=BOOTSTRAP_STACK)["Stacks"][0]
+        except ClientError as err:
+            if error_code(err) == "ValidationError":
+                return Check("CDK bootstrap", False, f"no {BOOTSTRAP_STACK} stack in {config.region}",
+                             fix)
+            raise
+    status = stack["StackStatus"]
+    ok = status in _COMPLETE
+    return Check("CDK bootstrap", ok, f"{BOOTSTRAP_STACK} is {status}", "" if ok else fix)
+
+
+def _docker(runner: Callable[..., Any]) -> Check:
+    fix = ("start Docker (the deploy builds the training image); or deploy from a machine "
+           "with Docker")
+    try:
+        done = runner(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
+                      text=True, check=False, timeout=30)
+    except FileNotFoundError:
+        return Check("Docker", False, "docker is not installed", fix)
+    except subprocess.TimeoutExpired:
+        return Check("Docker", False, "docker info did not answer in 30 s", fix)
+    if done.returncode != 0:
+        return Check("Docker", False, f"docker info failed: {done.stderr.strip()[:200]}", fix)
+    return Check("Docker", True, f"Docker server {done.stdout.strip()}")
+
+
+def _capacity(session: Any, config: ClusterConfig) -> Check:
+    from botocore.exceptions import ClientError
+
+    cap = config.capacity
+    if cap.type == "on-demand":
+        return Check("capacity", True, "on-demand (no reservation configured)")
+    rid = cap.reservation_id or ""
+    with aws_errors("DescribeCapacityReservations"):
+        try:
+            found = session.client("ec2").describe_capacity_reservations(
+                CapacityReservationIds=[rid])["CapacityReservations"]
+        except ClientError as err:
+            if error_code(err).startswith("InvalidCapacityReservationId"):
+                found = []
+            else:
+                raise
+    if not found:
+        return Check("capacity", False, f"{rid} not found in {config.region}",
+                     "check capacity.reservation_id and the Region (az_ids)")
+    r = found[0]
+    problems = []
+    if r["State"] != "active":
+        problems.append(f"state is {r['State']} (must be active)")
+    if r.get("AvailabilityZoneId") != config.compute_az_id:
+        problems.append(f"it is in {r.get('AvailabilityZoneId')}, compute AZ is {config.compute_az_id}")
+    if r["InstanceType"] != config.instance_type:
+        problems.append(f"it holds {r['InstanceType']}, config uses {config.instance_type}")
+    want_type = "capacity-block" if cap.type == "capacity-block" else "default"
+    if r.get("ReservationType", "default") != want_type:
+        problems.append(f"it is a {r.get('ReservationType', 'default')} reservation, "
+                        f"capacity.type is {cap.type}")
+    if r["TotalInstanceCount"] < config.nodes.max:
+        problems.append(f"it holds {r['TotalInstanceCount']} instances, nodes.max is {config.nodes.max}")
+    if problems:
+        return Check("capacity", False, f"{rid}: " + "; ".join(problems),
+                     "wait for the block to start, or fix capacity.reservation_id / az_ids / "
+                     "instance_type / nodes.max to match the reservation")
+    return Check("capacity", True, f"{rid} active in {config.compute_az_id}: "
+                 f"{r['TotalInstanceCount']} x {r['InstanceType']}")
+
+
+def run_preflight(session: Any, config: ClusterConfig,
+                  runner: Callable[..., Any] = subprocess.run) -> tuple[str, list[Check]]:
+    """Run every check in the configuration's Region.
+
+    Args:
+        session: boto3 session in the config's Region (anything with ``client(name)``).
+        config: validated configuration.
+        runner: ``subprocess.run`` (tests pass a fake for ``docker info``).
+
+    Returns:
+        The account id and the checks, in order.
+
+    Raises:
+        CliError: (CREDENTIALS) no usable credentials: nothing can be checked.
+    """
+    with aws_errors("GetCallerIdentity"):
+        account = session.client("sts").get_caller_identity()["Account"]
+    checks = [_offering(session, config), _quota(session, config), _bootstrap(session, config),
+              _docker(runner), _capacity(session, config)]
+    return account, checks
+
+
+def format_table(checks: list[Check]) -> str:
+    """A pass/fail table with the fix under each failure."""
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        lines.append(f"{'PASS' if c.ok else 'FAIL'}  {c.name:<{width}}  {c.detail}")
+        if not c.ok and c.fix:
+            lines.append(f"      {'':<{width}}  fix: {c.fix}")
+    return "\n".join(lines)

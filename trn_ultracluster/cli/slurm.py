@@ -1,0 +1,344 @@
+"""HyperPod Slurm jobs: an sbatch script, sent to the Slurm controller through SSM.
+
+The script (:func:`sbatch_script`):
+
+- takes whole nodes (``--exclusive``), one task per node; every task runs
+  ``srun --container-image`` of the training image (Pyxis, installed by the lifecycle
+  scripts; Pyxis names a registry image ``<registry>#<repository>:<tag>``, NVIDIA/pyxis
+  README) with ``/fsx`` mounted;
+- starts ``torchrun`` with one process per logical NeuronCore (catalog) and a c10d
+  rendezvous on the first node of the allocation (PyTorch "torchrun (Elastic Launch)",
+  ``--rdzv-backend=c10d --rdzv-endpoint=host:port --rdzv-id``);
+- sources ``/fsx/.trn-ultracluster/env``, which the HyperPod lifecycle scripts write from
+  the stack (issue 4, ``assets/hyperpod``): it reads ``TRN_CONTAINER_IMAGE``,
+  ``TRN_NEURON_CACHE_DIR``, ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper,
+  ``TRN_DEFAULT_PARTITION``;
+- sets the Neuron multi-node environment (``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``,
+  ``NEURON_CC_FLAGS=--cache_dir=<FSx cache>``; Neuron docs, multi-node setup, DESIGN §5).
+
+Reaching the controller: a HyperPod node's SSM target is
+``sagemaker-cluster:<cluster-id>_<instance-group>-<instance-id>``, the cluster id being the
+last part of the cluster ARN and the instance id from ``ListClusterNodes`` (SageMaker
+developer guide, "Access your SageMaker HyperPod cluster nodes",
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-run-jobs-slurm-access-nodes.html;
+same format in aws-samples/awsome-distributed-training ``easy-ssh.sh``). AWS documents
+``aws ssm start-session`` on that target; whether ``SendCommand`` accepts it is not
+documented (a public HyperPod tooling note says it does not), so the default transport is a
+non-interactive session (``AWS-StartNonInteractiveCommand`` through the AWS CLI and its
+Session Manager plugin) and ``SendCommand`` is an option.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.cli.aws import aws_errors
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.launch import Launch, validate_job_name
+
+__all__ = [
+    "ENV_FILE",
+    "JOBS_DIR",
+    "SendCommandTransport",
+    "SessionTransport",
+    "SlurmJobs",
+    "controller_target",
+    "parse_sbatch_options",
+    "sbatch_script",
+]
+
+FSX_MOUNT_POINT = "/fsx"
+"""Where the lifecycle scripts mount FSx on every node (issue 4, ``FSX_MOUNT_POINT``)."""
+ENV_FILE = f"{FSX_MOUNT_POINT}/.trn-ultracluster/env"
+JOBS_DIR = f"{FSX_MOUNT_POINT}/.trn-ultracluster/jobs"
+"""Scripts and logs of the jobs this CLI submits (shared by every node)."""
+SLURM_USER = "ubuntu"
+"""The HyperPod Slurm clusters' default user (HyperPod workshop: ``sudo su - ubuntu`` after
+connecting); jobs run as this user, not as the SSM session's user."""
+RENDEZVOUS_PORT = 29500
+"""torchrun's default master port (PyTorch ``torch/distributed/run.py``)."""
+SBATCH_OPTIONS = {
+    # option -> takes a value; the sbatch options this CLI writes (Slurm sbatch man page,
+    # https://slurm.schedmd.com/sbatch.html).
+    "job-name": True, "nodes": True, "ntasks-per-node": True, "exclusive": False,
+    "output": True, "partition": True, "time": True,
+}
+
+
+def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Launch,
+                  time_limit: str | None = None) -> str:
+    """The sbatch script of a training job (bash; passes ``bash -n`` and shellcheck).
+
+    Args:
+        job_name: Slurm job name (also the log file prefix).
+        nodes: nodes to allocate, at least 1.
+        spec: catalog entry of the stack's instance type (processes per node, EFA).
+        launch: the program.
+        time_limit: ``--time`` value (e.g. ``"2-00:00:00"``), or ``None`` for the
+            partition's default.
+
+    Raises:
+        ValueError: bad name or node count; more than one node without EFA.
+    """
+    validate_job_name(job_name)
+    if nodes < 1:
+        raise ValueError(f"--nodes must be at least 1, got: {nodes}")
+    if nodes > 1 and not spec.supports_efa:
+        raise ValueError(f"{spec.name} has no EFA: multi-node jobs need an EFA instance type")
+    directives = [
+        f"--job-name={job_name}",
+        f"--nodes={nodes}",
+        "--ntasks-per-node=1",
+        "--exclusive",
+        f"--output={JOBS_DIR}/%x-%j.out",
+    ]
+    if time_limit:
+        directives.append(f"--time={time_limit}")
+    efa_env = ""
+    if spec.supports_efa:
+        efa_env = "export FI_PROVIDER=efa\nexport FI_EFA_USE_DEVICE_RDMA=1\n"
+    torchrun = (
+        f"torchrun --nnodes=\"${{SLURM_JOB_NUM_NODES}}\" --nproc-per-node={spec.logical_neuron_cores} "
+        "--rdzv-backend=c10d --rdzv-endpoint=\"${MASTER_ADDR}:${MASTER_PORT}\" "
+        "--rdzv-id=\"${SLURM_JOB_ID}\""
+    )
+    srun = ("srun --container-image=\"${TRN_CONTAINER_IMAGE}\" "
+            "--container-mounts=\"${TRN_FSX_MOUNT_POINT}:${TRN_FSX_MOUNT_POINT}\" "
+            "--no-container-mount-home")
+    body = []
+    if launch.setup:
+        body.append(launch.setup)
+    if launch.precompile_program is not None:
+        body.append(f"{srun} neuron_parallel_compile {torchrun} "
+                    f"{shlex.join(launch.precompile_program)}")
+    body.append(f"{srun} {torchrun} {shlex.join(launch.program)}")
+    header = "\n".join(f"#SBATCH {d}" for d in directives)
+    return f"""#!/bin/bash
+{header}
+# Generated by trn-ultracluster submit: {spec.name}, {spec.logical_neuron_cores} processes per node.
+set -euo pipefail
+# shellcheck source=/dev/null
+source {ENV_FILE}
+{efa_env}export NEURON_CC_FLAGS="--cache_dir=${{TRN_NEURON_CACHE_DIR}}"
+MASTER_ADDR="$(scontrol show hostnames "${{SLURM_JOB_NODELIST}}" | head -n 1)"
+MASTER_PORT={RENDEZVOUS_PORT}
+export MASTER_ADDR MASTER_PORT
+echo "job ${{SLURM_JOB_ID}}: ${{SLURM_JOB_NUM_NODES}} nodes, rendezvous ${{MASTER_ADDR}}:${{MASTER_PORT}}"
+""" + "\n".join(body) + "\n"
+
+
+def parse_sbatch_options(script: str) -> dict[str, str | None]:
+    """The ``#SBATCH --name[=value]`` options of a script (before the first command).
+
+    Raises:
+        ValueError: an option this CLI does not write, a missing or unexpected value, or an
+            ``#SBATCH`` line after the first command (sbatch ignores those).
+    """
+    options: dict[str, str | None] = {}
+    in_header = True
+    for line in script.splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("#SBATCH"):
+            if not in_header:
+                raise ValueError(f"#SBATCH after the first command is ignored by sbatch: {line!r}")
+            match = re.fullmatch(r"#SBATCH --([a-z-]+)(?:=(\S+))?", stripped)
+            if not match:
+                raise ValueError(f"malformed #SBATCH line: {line!r}")
+            name, value = match.group(1), match.group(2)
+            if name not in SBATCH_OPTIONS:
+                raise ValueError(f"unknown sbatch option --{name}")
+            if SBATCH_OPTIONS[name] != (value is not None):
+                raise ValueError(f"--{name} {'needs' if SBATCH_OPTIONS[name] else 'takes no'} value")
+            options[name] = value
+        elif stripped and not stripped.startswith("#"):
+            in_header = False
+    return options
+
+
+# --- reaching the controller ---------------------------------------------------------------
+
+
+def controller_target(session: Any, cluster_name: str, cluster_arn: str, controller_group: str) -> str:
+    """SSM target of the Slurm controller: ``sagemaker-cluster:<id>_<group>-<instance-id>``.
+
+    Raises:
+        CliError: (CLUSTER) the controller group has no node.
+    """
+    cluster_id = cluster_arn.rsplit("/", 1)[-1]
+    with aws_errors(f"ListClusterNodes {cluster_name}"):
+        nodes = session.client("sagemaker").list_cluster_nodes(
+            ClusterName=cluster_name, InstanceGroupNameContains=controller_group,
+        )["ClusterNodeSummaries"]
+    nodes = [n for n in nodes if n.get("InstanceGroupName") == controller_group]
+    if not nodes:
+        raise CliError(f"HyperPod cluster {cluster_name} has no node in group {controller_group}",
+                       "check the cluster in the SageMaker console (it may still be creating)",
+                       ExitCode.CLUSTER)
+    return f"sagemaker-cluster:{cluster_id}_{controller_group}-{nodes[0]['InstanceId']}"
+
+
+class Transport(Protocol):
+    """Runs a bash script on the controller and returns its standard output."""
+
+    def run(self, script: str) -> str: ...
+
+
+def _remote_command(script: str, user: str = SLURM_USER) -> str:
+    """One shell line that runs ``script`` as ``user`` (base64: no quoting problems)."""
+    encoded = base64.b64encode(script.encode()).decode()
+    return f"echo {encoded} | base64 -d | sudo -u {user} -i bash"
+
+
+@dataclass
+class SendCommandTransport:
+    """SSM ``SendCommand`` (``AWS-RunShellScript``) and ``GetCommandInvocation`` polling."""
+
+    session: Any
+    target: str
+    poll_s: float = 2.0
+    timeout_s: float = 300.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def run(self, script: str) -> str:
+        ssm = self.session.client("ssm")
+        with aws_errors(f"SendCommand to {self.target}"):
+            command = ssm.send_command(
+                InstanceIds=[self.target], DocumentName="AWS-RunShellScript",
+                Parameters={"commands": [_remote_command(script)]},
+                Comment="trn-ultracluster job CLI",
+            )["Command"]
+            waited = 0.0
+            while True:
+                try:
+                    result = ssm.get_command_invocation(CommandId=command["CommandId"],
+                                                        InstanceId=self.target)
+                except ssm.exceptions.InvocationDoesNotExist:
+                    result = {"Status": "Pending"}
+                if result["Status"] not in ("Pending", "InProgress", "Delayed"):
+                    break
+                if waited >= self.timeout_s:
+                    raise CliError(f"SSM command on {self.target} still {result['Status']} after "
+                                   f"{self.timeout_s:.0f} s", "check the controller's SSM agent",
+                                   ExitCode.CLUSTER)
+                self.sleep(self.poll_s)
+                waited += self.poll_s
+        if result["Status"] != "Success":
+            raise CliError(f"command on the controller {result['Status']}: "
+                           f"{result.get('StandardErrorContent', '').strip()[-500:]}",
+                           "see the message; `--ssm-transport session` if SendCommand is "
+                           "not accepted for HyperPod targets", ExitCode.CLUSTER)
+        return str(result.get("StandardOutputContent", ""))
+
+
+@dataclass
+class SessionTransport:
+    """``aws ssm start-session --document-name AWS-StartNonInteractiveCommand`` (AWS CLI v2
+    and the Session Manager plugin on PATH; Systems Manager user guide, "Start a session",
+    https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-working-with-sessions-start.html)."""
+
+    region: str
+    target: str
+    runner: Callable[..., Any] = subprocess.run
+
+    def argv(self, script: str) -> list[str]:
+        """The AWS CLI command line for ``script``."""
+        return ["aws", "ssm", "start-session", "--region", self.region, "--target", self.target,
+                "--document-name", "AWS-StartNonInteractiveCommand",
+                "--parameters", json.dumps({"command": [_remote_command(script)]})]
+
+    def run(self, script: str) -> str:
+        if self.runner is subprocess.run and (shutil.which("aws") is None
+                                              or shutil.which("session-manager-plugin") is None):
+            raise CliError("the session transport needs the AWS CLI v2 and the Session Manager "
+                           "plugin on PATH",
+                           "install them (https://docs.aws.amazon.com/systems-manager/latest/"
+                           "userguide/session-manager-working-with-install-plugin.html) or use "
+                           "--ssm-transport send-command", ExitCode.USAGE)
+        done = self.runner(self.argv(script), capture_output=True, text=True, check=False)
+        lines = [ln for ln in done.stdout.replace("\r", "").splitlines()
+                 if not ln.startswith(("Starting session with SessionId",
+                                       "Exiting session with sessionId"))]
+        if done.returncode != 0:
+            raise CliError(f"aws ssm start-session failed ({done.returncode}): "
+                           f"{done.stderr.strip()[-500:]}", "check ssm:StartSession permissions "
+                           "and the controller's state", ExitCode.CLUSTER)
+        return "\n".join(lines).strip() + "\n"
+
+
+# --- job operations --------------------------------------------------------------------------
+
+
+@dataclass
+class SlurmJobs:
+    """Submit, inspect, read and cancel Slurm jobs on the controller."""
+
+    transport: Transport
+
+    def submit(self, job_name: str, script: str) -> int:
+        """Write the script under :data:`JOBS_DIR` and ``sbatch`` it; returns the job id."""
+        encoded = base64.b64encode(script.encode()).decode()
+        path = f"{JOBS_DIR}/{job_name}.sbatch"
+        remote = (
+            "set -euo pipefail\n"
+            f"source {ENV_FILE}\n"
+            f"mkdir -p {JOBS_DIR}\n"
+            f"echo {encoded} | base64 -d > {path}\n"
+            f"sbatch --parsable --partition=\"${{TRN_DEFAULT_PARTITION}}\" {path}\n"
+        )
+        out = self.transport.run(remote).strip().splitlines()
+        match = re.match(r"^(\d+)", out[-1]) if out else None
+        if not match:
+            raise CliError(f"sbatch did not return a job id: {' '.join(out)[-300:]!r}",
+                           "read the message above", ExitCode.CLUSTER)
+        return int(match.group(1))
+
+    def status(self, job_id: int | None = None) -> list[dict[str, str]]:
+        """Jobs (or one job) as ``{"id", "name", "state", "elapsed", "nodes", "reason"}``,
+        from ``squeue``, or from ``sacct`` once the job has left the queue."""
+        select = f"-j {job_id}" if job_id is not None else f"-u {SLURM_USER}"
+        remote = (
+            f"squeue -h {select} -o '%i|%j|%T|%M|%D|%R' 2>/dev/null || true\n"
+            + (f"sacct -n -P -X -j {job_id} -o JobID,JobName,State,Elapsed,NNodes,Reason "
+               "2>/dev/null || true\n" if job_id is not None else "")
+        )
+        rows = []
+        for line in self.transport.run(remote).splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 6 and parts[0].split("_")[0].isdigit():
+                rows.append(dict(zip(("id", "name", "state", "elapsed", "nodes", "reason"), parts)))
+        unique = {r["id"]: r for r in reversed(rows)}  # squeue (live) wins over sacct
+        return list(reversed(unique.values()))
+
+    def logs(self, job_id: int, tail_lines: int | None = None) -> str:
+        """The job's output file (``%x-%j.out`` under :data:`JOBS_DIR`)."""
+        reader = f"tail -n {tail_lines}" if tail_lines else "cat"
+        remote = (f"f=$(ls {JOBS_DIR}/*-{job_id}.out 2>/dev/null | head -n 1)\n"
+                  f"if [ -z \"$f\" ]; then echo 'no log for job {job_id}' >&2; exit 3; fi\n"
+                  f"{reader} \"$f\"\n")
+        return self.transport.run(remote)
+
+    def cancel(self, job_id: int) -> None:
+        """``scancel`` the job."""
+        self.transport.run(f"scancel {job_id}\n")
+
+
+def transport_for(kind: str, session: Any, target: str) -> Transport:
+    """``session`` (default) or ``send-command`` transport to ``target``."""
+    if kind == "send-command":
+        return SendCommandTransport(session, target)
+    return SessionTransport(session.region_name, target)
+
+
+def sbatch_header(script: str) -> Sequence[str]:
+    """The ``#SBATCH`` lines of a script (for messages)."""
+    return [ln for ln in script.splitlines() if ln.startswith("#SBATCH")]

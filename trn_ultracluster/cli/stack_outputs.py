@@ -1,0 +1,189 @@
+"""Read the TrnUltraCluster stack outputs: from CloudFormation or a ``--outputs-file``.
+
+Keys come from :mod:`trn_ultracluster.outputs` (the stack writes them from the same enum).
+``cdk deploy --outputs-file out.json`` writes ``{"<stack name>": {"<output key>": value}}``
+(AWS CDK CLI reference, ``cdk deploy --outputs-file``,
+https://docs.aws.amazon.com/cdk/v2/guide/ref-cli-cmd-deploy.html).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.cli.aws import aws_errors, error_code
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.outputs import (
+    DESCRIPTIONS,
+    EKS_KEYS,
+    FOUNDATION_KEYS,
+    HYPERPOD_KEYS,
+    OutputKey,
+)
+
+__all__ = ["StackOutputs", "expected_keys", "load_outputs", "outputs_from_aws", "outputs_from_file"]
+
+USABLE_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE",
+                           "IMPORT_COMPLETE", "IMPORT_ROLLBACK_COMPLETE"})
+"""Stack states whose outputs describe running resources. UPDATE_ROLLBACK_COMPLETE is the
+previous, working version after a failed update (CloudFormation user guide, "Stack status
+codes", https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/view-stack-events.html)."""
+
+ORCHESTRATOR_KEYS: dict[str, tuple[OutputKey, ...]] = {
+    "eks": EKS_KEYS,
+    "hyperpod-slurm": HYPERPOD_KEYS,
+}
+
+
+def expected_keys(orchestrator: str | None) -> tuple[OutputKey, ...]:
+    """Output keys a stack of this orchestrator has (foundation keys for an unknown one)."""
+    return FOUNDATION_KEYS + ORCHESTRATOR_KEYS.get(orchestrator or "", ())
+
+
+@dataclass(frozen=True)
+class StackOutputs:
+    """Outputs of one deployed stack.
+
+    Attributes:
+        stack_name: CloudFormation stack name.
+        values: output key -> value (strings, as CloudFormation returns them).
+        source: ``"DescribeStacks"`` or the outputs file path.
+        status: stack status (``None`` when read from a file).
+    """
+
+    stack_name: str
+    values: dict[str, str]
+    source: str
+    status: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def orchestrator(self) -> str | None:
+        """``eks``, ``hyperpod-slurm`` or ``None`` (output missing)."""
+        return self.values.get(OutputKey.ORCHESTRATOR.value)
+
+    def missing(self) -> list[OutputKey]:
+        """Keys this stack's orchestrator should have but the stack lacks."""
+        return [k for k in expected_keys(self.orchestrator) if k.value not in self.values]
+
+    def get(self, key: OutputKey) -> str:
+        """The value of ``key``.
+
+        Raises:
+            CliError: (STACK) the output is missing: the stack was deployed by an older
+                version of the project, or the orchestrator has not added it.
+        """
+        try:
+            return self.values[key.value]
+        except KeyError:
+            raise CliError(
+                f"stack {self.stack_name} ({self.source}) has no output {key.value!r} "
+                f"({DESCRIPTIONS[key]}); it was deployed by an older version of "
+                "TrnUltraCluster or with another orchestrator",
+                "deploy this version (make deploy / npx cdk deploy TrnUltraCluster "
+                "--outputs-file cdk.out/outputs.json) and retry",
+                ExitCode.STACK,
+            ) from None
+
+    def require_orchestrator(self, orchestrator: str) -> None:
+        """Raise (STACK) unless the stack's orchestrator is ``orchestrator``."""
+        actual = self.get(OutputKey.ORCHESTRATOR)
+        if actual != orchestrator:
+            raise CliError(f"this command needs an {orchestrator} stack; {self.stack_name} "
+                           f"runs {actual!r}", "use --stack-name to pick the right stack",
+                           ExitCode.STACK)
+
+    def int_value(self, key: OutputKey) -> int:
+        """An integer output (node counts)."""
+        value = self.get(key)
+        try:
+            return int(value)
+        except ValueError:
+            raise CliError(f"output {key.value} = {value!r} is not an integer",
+                           "redeploy the stack", ExitCode.STACK) from None
+
+
+def outputs_from_file(path: Path, stack_name: str) -> StackOutputs:
+    """Read ``cdk deploy --outputs-file`` JSON.
+
+    Raises:
+        CliError: USAGE when the file is missing or not such JSON; STACK when it holds no
+            entry for ``stack_name``.
+    """
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(f"outputs file {path} does not exist",
+                       "deploy with `--outputs-file` (make deploy writes cdk.out/outputs.json) "
+                       "or leave --outputs-file out to read the stack from AWS") from None
+    except json.JSONDecodeError as err:
+        raise CliError(f"outputs file {path} is not JSON ({err})",
+                       "pass the file written by `cdk deploy --outputs-file`") from None
+    if not isinstance(data, dict) or stack_name not in data or not isinstance(data[stack_name], dict):
+        stacks = ", ".join(sorted(data)) if isinstance(data, dict) else "none"
+        raise CliError(f"outputs file {path} has no stack {stack_name!r} (stacks: {stacks})",
+                       "pass --stack-name with one of the stacks in the file", ExitCode.STACK)
+    values = {str(k): str(v) for k, v in data[stack_name].items()}
+    return StackOutputs(stack_name, values, str(path))
+
+
+def outputs_from_aws(session: Any, stack_name: str) -> StackOutputs:
+    """Read the outputs with CloudFormation ``DescribeStacks``.
+
+    Raises:
+        CliError: STACK when the stack does not exist or is not in a usable state
+            (in progress, rolled back, deleted, failed); CREDENTIALS as :func:`aws_errors`.
+    """
+    from botocore.exceptions import ClientError
+
+    region = session.region_name
+    with aws_errors(f"DescribeStacks {stack_name}"):
+        cfn = session.client("cloudformation")
+        try:
+            stack = cfn.describe_stacks(StackName=stack_name)["Stacks"][0]
+        except ClientError as err:
+            if error_code(err) == "ValidationError" and "does not exist" in str(err):
+                raise CliError(
+                    f"stack {stack_name} does not exist in {region}",
+                    "deploy it (make deploy), or pass the right --stack-name / --region",
+                    ExitCode.STACK,
+                ) from None
+            raise
+    status = stack["StackStatus"]
+    _check_status(stack_name, region, status, stack.get("StackStatusReason", ""))
+    values = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    warnings = ()
+    if status == "UPDATE_ROLLBACK_COMPLETE":
+        warnings = (f"stack {stack_name} is UPDATE_ROLLBACK_COMPLETE: the last update failed "
+                    "and the previous version is running; its outputs are used",)
+    return StackOutputs(stack_name, values, "DescribeStacks", status, warnings)
+
+
+def _check_status(stack_name: str, region: str, status: str, reason: str) -> None:
+    if status in USABLE_STATES:
+        return
+    why = f" ({reason})" if reason else ""
+    if status.endswith("_IN_PROGRESS"):
+        fix = "wait for the operation to finish (aws cloudformation wait / the console), then retry"
+    elif status == "ROLLBACK_COMPLETE" or status.startswith("ROLLBACK"):
+        fix = ("creation failed and was rolled back: read the first FAILED event "
+               f"(aws cloudformation describe-stack-events --stack-name {stack_name}), fix it, "
+               "then `npx cdk destroy` and deploy again")
+    elif status.startswith("DELETE"):
+        fix = "the stack is deleted or being deleted: deploy it again"
+    else:
+        fix = (f"read the stack events (aws cloudformation describe-stack-events --stack-name "
+               f"{stack_name}) and deploy again")
+    raise CliError(f"stack {stack_name} in {region} is {status}{why}; its outputs cannot be used",
+                   fix, ExitCode.STACK)
+
+
+def load_outputs(stack_name: str, region: str | None, outputs_file: Path | None) -> StackOutputs:
+    """Outputs from ``outputs_file`` when given, else from AWS in ``region``."""
+    if outputs_file is not None:
+        return outputs_from_file(outputs_file, stack_name)
+    from trn_ultracluster.cli.aws import make_session
+
+    return outputs_from_aws(make_session(region), stack_name)
