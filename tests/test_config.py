@@ -126,15 +126,16 @@ def test_bad_input_table_is_distinct_and_large_enough():
 def test_az_where_type_was_never_seen_is_a_warning_not_an_error():
     loaded = _load({"az_ids": "usw2-az3,usw2-az1"})
     assert loaded.config.compute_az_id == "usw2-az3"
-    assert [w.field for w in loaded.warnings] == ["az_ids[0]"]
-    assert loaded.warnings[0].severity == "warning"
-    assert "has not been seen offered there" in str(loaded.warnings[0])
-    assert "preflight" in str(loaded.warnings[0])
+    (warning,) = [w for w in loaded.warnings if w.field.startswith("az_ids")]
+    assert warning.field == "az_ids[0]" and warning.severity == "warning"
+    assert "has not been seen offered there" in str(warning)
+    assert "preflight" in str(warning)
 
 
-def test_default_config_is_valid_and_silent():
+def test_default_config_is_valid():
     loaded = _load({})
-    assert loaded.warnings == ()
+    # orchestrator settings may warn about their defaults; the foundation's are silent
+    assert [w for w in loaded.warnings if w.field.split(".")[0] not in ("eks", "hyperpod")] == []
     c = loaded.config
     assert (c.instance_type, c.region, c.compute_az_id) == ("trn1.32xlarge", "us-west-2", "usw2-az4")
     assert (c.fsx.deployment_type, c.fsx.storage_capacity_gib) == ("PERSISTENT_2", 1200)

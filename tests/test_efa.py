@@ -107,8 +107,10 @@ def test_capacity_reservation_targets_it_without_market_type():
 
 def test_security_group_all_traffic_within_itself_nothing_from_outside(default):
     sg_id = default.ref_id("EfaSecurityGroup")
+    group = {"Fn::GetAtt": [sg_id, "GroupId"]}
     self_rules = [r["Properties"] for r in default.resources("AWS::EC2::SecurityGroupIngress").values()
-                  if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}]
+                  if r["Properties"]["GroupId"] == group
+                  and r["Properties"].get("SourceSecurityGroupId") == group]
     assert self_rules == [{"Description": "EFA: all traffic between members", "IpProtocol": "-1",
                            "GroupId": {"Fn::GetAtt": [sg_id, "GroupId"]},
                            "SourceSecurityGroupId": {"Fn::GetAtt": [sg_id, "GroupId"]}}]
