@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from trn_ultracluster.catalog import InstanceSpec
-from trn_ultracluster.cli.aws import aws_errors
+from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import Launch, validate_job_name
 
@@ -174,11 +174,20 @@ def controller_target(session: Any, cluster_name: str, cluster_arn: str, control
     Raises:
         CliError: (CLUSTER) the controller group has no node.
     """
+    from botocore.exceptions import ClientError
+
     cluster_id = cluster_arn.rsplit("/", 1)[-1]
     with aws_errors(f"ListClusterNodes {cluster_name}"):
-        nodes = session.client("sagemaker").list_cluster_nodes(
-            ClusterName=cluster_name, InstanceGroupNameContains=controller_group,
-        )["ClusterNodeSummaries"]
+        try:
+            nodes = session.client("sagemaker").list_cluster_nodes(
+                ClusterName=cluster_name, InstanceGroupNameContains=controller_group,
+            )["ClusterNodeSummaries"]
+        except ClientError as err:
+            if error_code(err) not in ("ValidationException", "ResourceNotFound"):
+                raise
+            raise CliError(f"HyperPod cluster {cluster_name} not found ({err})",
+                           "check the stack outputs' Region and that the cluster exists",
+                           ExitCode.CLUSTER) from None
     nodes = [n for n in nodes if n.get("InstanceGroupName") == controller_group]
     if not nodes:
         raise CliError(f"HyperPod cluster {cluster_name} has no node in group {controller_group}",
