@@ -3,11 +3,8 @@ job operations with fake transports, smoke-test parsing. No AWS account, no clus
 
 from __future__ import annotations
 
-import base64
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,32 +14,14 @@ import pytest
 import yaml
 from botocore.stub import Stubber
 
-from tests.conftest import REPO_ROOT, SHARED
-from trn_ultracluster.catalog import get_instance
+from tests.conftest import REPO_ROOT
 from trn_ultracluster.cli import main as cli
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.launch import default_job_name, trn_train_launch, validate_job_name
-from trn_ultracluster.cli.slurm import (
-    SendCommandTransport,
-    SessionTransport,
-    SlurmJobs,
-    controller_target,
-    parse_sbatch_options,
-    sbatch_script,
-)
-from trn_ultracluster.cli.smoke import (
-    MIN_EFA_RATIO,
-    bus_bandwidth_gbps,
-    parse_results,
-    smoke_launch,
-    smoke_report,
-)
 from trn_ultracluster.cli.stack_outputs import outputs_from_aws
-from trn_ultracluster.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS, OutputKey
+from trn_ultracluster.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
 
 moto = pytest.importorskip("moto")
 REGION = "us-west-2"
-TRAINJOB_CRD = SHARED / "k8s-schemas" / "kubeflow-trainer-2.3.0" / "trainer.kubeflow.org_trainjobs.yaml"
 CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"
 
 

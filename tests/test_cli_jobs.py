@@ -28,7 +28,6 @@ from trn_ultracluster.cli.slurm import (
     SlurmJobs,
     controller_target,
     parse_sbatch_options,
-    sbatch_script,
 )
 from trn_ultracluster.cli.smoke import (
     MIN_EFA_RATIO,
@@ -278,8 +277,6 @@ def test_eks_submit_status_logs_cancel(capsys, tmp_path, monkeypatch):
     from kubernetes import client as k8s
 
     from trn_ultracluster.cli import eks
-    from trn_ultracluster.cli import main as cli
-
     store: dict[str, dict] = {}
     api = k8s.ApiClient()
 

@@ -18,7 +18,6 @@ The official Kubernetes Python client is imported only when a cluster is contact
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -105,11 +104,6 @@ def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: La
             "trainer": trainer,
         },
     }
-
-
-def describe_command(manifest: Mapping[str, Any]) -> str:
-    """The trainer command of a TrainJob as one shell line (for messages)."""
-    return shlex.join(manifest["spec"]["trainer"]["command"])
 
 
 class TrainJobClient:

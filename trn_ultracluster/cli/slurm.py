@@ -37,7 +37,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -346,8 +346,3 @@ def transport_for(kind: str, session: Any, target: str) -> Transport:
     if kind == "send-command":
         return SendCommandTransport(session, target)
     return SessionTransport(session.region_name, target)
-
-
-def sbatch_header(script: str) -> Sequence[str]:
-    """The ``#SBATCH`` lines of a script (for messages)."""
-    return [ln for ln in script.splitlines() if ln.startswith("#SBATCH")]
