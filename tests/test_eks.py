@@ -451,20 +451,6 @@ def test_single_node_type_has_no_efa_resource():
     assert all(e["name"] != "FI_PROVIDER" for e in k8s.neuron_environment(spec))
 
 
-@needs_shared
-def test_train_job_valid_against_crd():
-    validator, _ = _crd_validator("trainer.kubeflow.org_trainjobs.yaml")
-    job = k8s.neuron_train_job(get_instance("trn1.32xlarge"), name="bert", namespace_name="training",
-                               image="repo/img:1", command=["torchrun", "train.py"], num_nodes=4)
-    assert [e.message for e in validator.iter_errors(job)] == []
-    assert job["spec"]["trainer"]["numProcPerNode"] == 32
-    job["spec"]["trainer"]["numNodes"] = "4"
-    assert list(validator.iter_errors(job))
-    with pytest.raises(ValueError, match="num_nodes must be >= 1, got: 0"):
-        k8s.neuron_train_job(get_instance("trn1.32xlarge"), name="x", namespace_name="t",
-                             image="i", command=["c"], num_nodes=0)
-
-
 # --- outputs and limits -------------------------------------------------------------------
 
 

@@ -30,6 +30,8 @@ Facts used here and their sources:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -74,12 +76,14 @@ FSX_CSI_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 KUBE_SYSTEM = "kube-system"
 
 
+@dataclass(frozen=True)
 class HelmChartPin:
-    """A Helm chart at a pinned version (never "latest")."""
+    """A Helm chart at a pinned version (never "latest") and the namespace it goes to."""
 
-    def __init__(self, chart: str, repository: str, version: str, namespace: str) -> None:
-        self.chart, self.repository, self.version, self.namespace = (
-            chart, repository, version, namespace)
+    chart: str
+    repository: str
+    version: str
+    namespace: str
 
 
 NEURON_CHART = HelmChartPin(

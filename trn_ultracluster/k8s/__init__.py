@@ -25,7 +25,6 @@ from trn_ultracluster.k8s.manifests import (
     neuron_processes_per_node,
     neuron_resources_per_node,
     neuron_training_runtime,
-    neuron_train_job,
 )
 
 __all__ = [
@@ -48,6 +47,5 @@ __all__ = [
     "neuron_environment",
     "neuron_processes_per_node",
     "neuron_resources_per_node",
-    "neuron_train_job",
     "neuron_training_runtime",
 ]

@@ -184,7 +184,9 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
     :func:`neuron_environment`. ``/dev/shm`` is a memory volume for the data loaders.
 
     Trainer 2.3.0's torch policy has no processes-per-node field: the TrainJob sets
-    ``spec.trainer.numProcPerNode`` (:func:`neuron_train_job` does).
+    ``spec.trainer.numProcPerNode`` to :func:`neuron_processes_per_node` (the job CLI's
+    ``trn_ultracluster.cli.eks.train_job`` does); Trainer's default ``auto`` would start one
+    process per CPU on a node without GPUs.
 
     Args:
         spec: catalog entry of the Trainium instance type.
@@ -237,43 +239,3 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
         },
     }
 
-
-def neuron_train_job(
-    spec: InstanceSpec,
-    *,
-    name: str,
-    namespace_name: str,
-    image: str,
-    command: list[str],
-    num_nodes: int,
-) -> Manifest:
-    """A ``TrainJob`` on :data:`TRAINING_RUNTIME_NAME`: image, command and node count.
-
-    ``numProcPerNode`` is set to :func:`neuron_processes_per_node` (Trainer's default
-    ``auto`` would start one process per CPU on a node without GPUs).
-
-    Raises:
-        ValueError: ``num_nodes`` < 1 or ``command`` empty.
-    """
-    if num_nodes < 1:
-        raise ValueError(f"num_nodes must be >= 1, got: {num_nodes}")
-    if not command:
-        raise ValueError("command must not be empty")
-    return {
-        "apiVersion": TRAINER_API_VERSION,
-        "kind": "TrainJob",
-        "metadata": _metadata(name, namespace_name),
-        "spec": {
-            "runtimeRef": {
-                "apiGroup": TRAINER_API_VERSION.split("/")[0],
-                "kind": "ClusterTrainingRuntime",
-                "name": TRAINING_RUNTIME_NAME,
-            },
-            "trainer": {
-                "image": image,
-                "command": list(command),
-                "numNodes": num_nodes,
-                "numProcPerNode": neuron_processes_per_node(spec),
-            },
-        },
-    }
