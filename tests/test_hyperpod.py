@@ -285,3 +285,15 @@ def test_hyperpod_rules_do_not_apply_to_eks():
 def test_unknown_hyperpod_key_lists_the_known_ones():
     with pytest.raises(ConfigError, match="known keys here: .*worker_groups"):
         parse_config({"hyperpod": {"workers": 2}})
+
+
+def test_lifecycle_bucket_name_starts_with_sagemaker(synth):
+    from tests.conftest import profile_path
+
+    s = synth(profile_path("ultracluster-16"))
+    bucket = s.logical("HyperPodLifecycleBucket")["Properties"]
+    assert bucket["BucketName"] == {"Fn::Join": ["-", [
+        "sagemaker-trnuc-lcs", {"Ref": "AWS::AccountId"}, {"Ref": "AWS::Region"}]]}
+    cluster = s.only("AWS::SageMaker::Cluster")
+    uri = json.dumps(cluster["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"])
+    assert s.ref_id("HyperPodLifecycleBucket") in uri

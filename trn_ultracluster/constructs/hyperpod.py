@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import ArnFormat, Aws, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
@@ -48,6 +48,9 @@ from trn_ultracluster.config import (
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
 from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
 from trn_ultracluster.outputs import OutputKey
+
+LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
+"""HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see the bucket)."""
 
 __all__ = [
     "FSX_MOUNT_POINT",
@@ -154,6 +157,11 @@ class HyperPodSlurmOrchestrator(Construct):
         self.bucket = s3.Bucket(
             self,
             "LifecycleBucket",
+            # "Make sure that the S3 bucket path starts with s3://sagemaker-" (SageMaker API
+            # reference, ClusterLifeCycleConfig.SourceS3Uri,
+            # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html).
+            # Account and Region make it unique; at most 19 + 12 + 14 + 2 = 47 characters.
+            bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, Aws.ACCOUNT_ID, Aws.REGION]),
             encryption=s3.BucketEncryption.S3_MANAGED,
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
