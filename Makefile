@@ -20,9 +20,10 @@ CDK := npx --no-install cdk
 
 .PHONY: synth test test-xla deploy destroy diff bench setup setup-dev clean
 
-$(VENV)/.runtime: requirements.txt
+$(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(VPY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt training/requirements-cpu.txt
