@@ -24,14 +24,16 @@ from typing import Any
 from trn_ultracluster.catalog import InstanceSpec
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import Launch, validate_job_name
+from trn_ultracluster.k8s import (
+    TRAINER_API_VERSION,
+    neuron_processes_per_node,
+    neuron_resources_per_node,
+)
 
 __all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "resources_per_node", "train_job"]
 
-TRAINER_GROUP = "trainer.kubeflow.org"
-TRAINER_VERSION = "v1alpha1"
+TRAINER_GROUP, TRAINER_VERSION = TRAINER_API_VERSION.split("/")
 TRAINJOB_PLURAL = "trainjobs"
-NEURON_RESOURCE = "aws.amazon.com/neuron"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 TRAINER_CONTAINER = "node"
@@ -45,9 +47,7 @@ def resources_per_node(spec: InstanceSpec) -> dict[str, dict[str, str]]:
     E.g. trn1.32xlarge -> ``{neuron: "16", efa: "8"}``; trn2.48xlarge -> ``{16, 16}``;
     trn1.2xlarge (no EFA) -> ``{neuron: "1"}``.
     """
-    amounts = {NEURON_RESOURCE: str(spec.chips)}
-    if spec.supports_efa:
-        amounts[EFA_RESOURCE] = str(spec.efa_interfaces)
+    amounts = {name: str(n) for name, n in neuron_resources_per_node(spec).items()}
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
@@ -88,7 +88,7 @@ def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: La
         "image": image,
         "command": container_command(launch),
         "numNodes": num_nodes,
-        "numProcPerNode": spec.logical_neuron_cores,
+        "numProcPerNode": neuron_processes_per_node(spec),
         "resourcesPerNode": resources_per_node(spec),
     }
     if env:
