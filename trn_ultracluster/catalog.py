@@ -39,7 +39,7 @@ source found); AZ IDs of trn2u.48xlarge (none recorded).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = [
     "CATALOG",
@@ -136,97 +136,79 @@ _TRN2_SOURCES = (
     ("az_ids_seen", "offerings-2026-08"),
 )
 
+TRN1_32XLARGE = InstanceSpec(
+    name="trn1.32xlarge",
+    chips=16,
+    neuron_cores=32,
+    neuron_core_version="v2",
+    logical_neuron_core_config=1,
+    accelerator_memory_gib=512,
+    network_cards=8,
+    efa_interfaces=8,
+    network_bandwidth_gbps=800.0,
+    vcpus=128,
+    memory_gib=512,
+    peak_bf16_tflops_per_chip=190.0,
+    hyperpod_instance_type="ml.trn1.32xlarge",
+    az_ids_seen=(
+        "use1-az4", "use1-az5", "use1-az6", "use2-az3", "usw2-az1", "usw2-az4",
+        "aps1-az2", "apse2-az1", "apse2-az2", "apse4-az1",
+    ),
+    sources=_TRN1_SOURCES,
+)
+TRN2_48XLARGE = InstanceSpec(
+    name="trn2.48xlarge",
+    chips=16,
+    neuron_cores=128,
+    neuron_core_version="v3",
+    logical_neuron_core_config=2,
+    accelerator_memory_gib=1536,
+    network_cards=16,
+    efa_interfaces=16,
+    network_bandwidth_gbps=3200.0,
+    vcpus=192,
+    memory_gib=2048,
+    peak_bf16_tflops_per_chip=667.0,
+    hyperpod_instance_type="ml.trn2.48xlarge",
+    az_ids_seen=("use2-az1", "use2-az2", "use2-az3"),
+    sources=_TRN2_SOURCES,
+)
+
 CATALOG: dict[str, InstanceSpec] = {
     spec.name: spec
     for spec in (
-        InstanceSpec(
+        replace(
+            TRN1_32XLARGE,
             name="trn1.2xlarge",
             chips=1,
             neuron_cores=2,
-            neuron_core_version="v2",
-            logical_neuron_core_config=1,
             accelerator_memory_gib=32,
             network_cards=1,
             efa_interfaces=0,  # no EFA: single-node only (Neuron multi-node setup guide)
             network_bandwidth_gbps=12.5,  # "up to"; not verified (see module docstring)
             vcpus=8,
             memory_gib=32,
-            peak_bf16_tflops_per_chip=190.0,
             hyperpod_instance_type=None,  # HyperPod has no ml.trn1.2xlarge
             az_ids_seen=("use1-az5", "use1-az6", "use2-az3", "usw2-az1", "usw2-az4"),  # moto
-            sources=_TRN1_SOURCES,
         ),
-        InstanceSpec(
-            name="trn1.32xlarge",
-            chips=16,
-            neuron_cores=32,
-            neuron_core_version="v2",
-            logical_neuron_core_config=1,
-            accelerator_memory_gib=512,
-            network_cards=8,
-            efa_interfaces=8,
-            network_bandwidth_gbps=800.0,
-            vcpus=128,
-            memory_gib=512,
-            peak_bf16_tflops_per_chip=190.0,
-            hyperpod_instance_type="ml.trn1.32xlarge",
-            az_ids_seen=(
-                "use1-az4", "use1-az5", "use1-az6", "use2-az3", "usw2-az1", "usw2-az4",
-                "aps1-az2", "apse2-az1", "apse2-az2", "apse4-az1",
-            ),
-            sources=_TRN1_SOURCES,
-        ),
-        InstanceSpec(
+        TRN1_32XLARGE,
+        # trn1n: the same node with twice the network cards and bandwidth.
+        replace(
+            TRN1_32XLARGE,
             name="trn1n.32xlarge",
-            chips=16,
-            neuron_cores=32,
-            neuron_core_version="v2",
-            logical_neuron_core_config=1,
-            accelerator_memory_gib=512,
             network_cards=16,
             efa_interfaces=16,
             network_bandwidth_gbps=1600.0,
-            vcpus=128,
-            memory_gib=512,
-            peak_bf16_tflops_per_chip=190.0,
             hyperpod_instance_type="ml.trn1n.32xlarge",
             az_ids_seen=("use1-az6", "use2-az3", "usw2-az4"),
-            sources=_TRN1_SOURCES,
         ),
-        InstanceSpec(
-            name="trn2.48xlarge",
-            chips=16,
-            neuron_cores=128,
-            neuron_core_version="v3",
-            logical_neuron_core_config=2,
-            accelerator_memory_gib=1536,
-            network_cards=16,
-            efa_interfaces=16,
-            network_bandwidth_gbps=3200.0,
-            vcpus=192,
-            memory_gib=2048,
-            peak_bf16_tflops_per_chip=667.0,
-            hyperpod_instance_type="ml.trn2.48xlarge",
-            az_ids_seen=("use2-az1", "use2-az2", "use2-az3"),
-            sources=_TRN2_SOURCES,
-        ),
-        InstanceSpec(
+        TRN2_48XLARGE,
+        # A Trn2 UltraServer node (4 per UltraServer): same per-node specs (neuron-trn2).
+        replace(
+            TRN2_48XLARGE,
             name="trn2u.48xlarge",
-            chips=16,
-            neuron_cores=128,
-            neuron_core_version="v3",
-            logical_neuron_core_config=2,
-            accelerator_memory_gib=1536,
-            network_cards=16,
-            efa_interfaces=16,
-            network_bandwidth_gbps=3200.0,
-            vcpus=192,
-            memory_gib=2048,
-            peak_bf16_tflops_per_chip=667.0,
             hyperpod_instance_type=None,  # HyperPod offers no ml.trn2u type
             az_ids_seen=(),  # not recorded
-            # A Trn2 UltraServer node (4 per UltraServer): same per-node specs (neuron-trn2).
-            sources=_TRN2_SOURCES,
         ),
     )
 }
