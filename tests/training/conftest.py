@@ -3,39 +3,18 @@ machine and prepared data, built once per session."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-for p in (REPO, REPO / "training"):
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+for p in (REPO, REPO / "training", HERE):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
-
-def corpus_paths() -> list[str]:
-    """Real text available offline: Debian's license texts, else the stdlib's email package."""
-    licenses = Path("/usr/share/common-licenses")
-    if licenses.is_dir() and sum(f.stat().st_size for f in licenses.iterdir() if f.is_file()) > 100_000:
-        return [str(licenses)]
-    import email
-
-    return [str(Path(email.__file__).parent)]
-
-
-def read_events(text: str) -> list[dict]:
-    """JSON-line events from a captured stdout."""
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
+from training_helpers import corpus_paths  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import pytest
 from trn_train.data import GlobalBatchSampler, PackedDataset, prepare_data
 from trn_train.errors import ConfigError, DataError
 
-from conftest import REPO
+from training_helpers import REPO
 
 
 def _copy(src: Path, dst: Path) -> Path:

@@ -12,7 +12,7 @@ import yaml
 from trn_train.errors import ConfigError
 from trn_train.nxd import NxdRun, build_config, launch_command, write_config
 
-from conftest import REPO
+from training_helpers import REPO
 
 
 def test_llama8b_on_32_nodes_matches_the_published_topology(tmp_path):

@@ -16,7 +16,7 @@ from trn_train.errors import ConfigError, DataError
 from trn_train.recipes import get_recipe
 from trn_train.train import TrainConfig, plan_batches, run
 
-from conftest import REPO, read_events
+from training_helpers import REPO, read_events
 
 ENV = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'training'}", "OMP_NUM_THREADS": "1"}
 

@@ -4,35 +4,19 @@ training/test-xla.sh); with the main venv the folder is skipped, so `make test` 
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-for p in (REPO, REPO / "training"):
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+for p in (REPO, REPO / "training", HERE):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
 if importlib.util.find_spec("torch_xla") is None:
     collect_ignore_glob = ["test_*.py"]
-
-ENV = {**os.environ, "PJRT_DEVICE": "CPU", "PYTHONPATH": f"{REPO}:{REPO / 'training'}",
-       "TF_CPP_MIN_LOG_LEVEL": "2"}
-
-
-def read_events(text: str) -> list[dict]:
-    """JSON-line events from a captured stdout."""
-    out = []
-    for line in text.splitlines():
-        if line.startswith("{"):
-            try:
-                out.append(json.loads(line))
-            except json.JSONDecodeError:
-                pass
-    return out
 
 
 @pytest.fixture(scope="session")

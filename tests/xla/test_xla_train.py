@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import ENV, read_events
+from xla_helpers import ENV, read_events
 
 STEPS = 16
 
