@@ -25,7 +25,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "training")]
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from trn_train.data import GlobalBatchSampler, PackedDataset, prepare_data, train_tokenizer  # noqa: E402

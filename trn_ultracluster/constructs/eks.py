@@ -130,7 +130,6 @@ class EksOrchestrator(Construct):
         self.props = props
         config = props.config
         net = props.network
-        spec = config.instance
 
         self.secrets_key = kms.Key(
             self, "SecretsKey", enable_key_rotation=True,

@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import ArnFormat, Aws, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import ArnFormat, Aws, Fn, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
@@ -46,6 +46,7 @@ from trn_ultracluster.config import (
     ClusterConfig,
 )
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
+from trn_ultracluster.constructs.storage import private_bucket
 from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
 from trn_ultracluster.outputs import OutputKey
 
@@ -154,21 +155,17 @@ class HyperPodSlurmOrchestrator(Construct):
         self.controller_group = HYPERPOD_CONTROLLER_GROUP
         self.worker_groups = [g.name for g in hp.worker_groups]
 
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "LifecycleBucket",
+            retain=False,  # scripts are rebuilt from the repository on every deploy
             # "Make sure that the S3 bucket path starts with s3://sagemaker-" (SageMaker API
             # reference, ClusterLifeCycleConfig.SourceS3Uri,
             # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html).
             # Account and Region make it unique; at most 19 + 12 + 14 + 2 = 47 characters.
             bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, Aws.ACCOUNT_ID, Aws.REGION]),
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             server_access_logs_bucket=props.storage.log_bucket,
             server_access_logs_prefix="lifecycle-bucket/",
-            removal_policy=RemovalPolicy.DESTROY,
-            auto_delete_objects=True,
         )
         self.deployment = s3deploy.BucketDeployment(
             self,

@@ -12,7 +12,7 @@ from constructs import Construct
 
 from trn_ultracluster.config import DataRepositoryConfig, FsxConfig
 
-__all__ = ["LUSTRE_PORTS", "Storage", "StorageProps"]
+__all__ = ["LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre traffic: TCP 988 and 1018-1023, from clients and between the file servers
@@ -24,6 +24,26 @@ DRA_EVENTS = ["NEW", "CHANGED", "DELETED"]
 (CloudFormation AWS::FSx::DataRepositoryAssociation AutoImportPolicy / AutoExportPolicy)."""
 
 NONCURRENT_VERSION_EXPIRATION = Duration.days(30)
+
+
+def private_bucket(scope: Construct, construct_id: str, *, retain: bool, **props) -> s3.Bucket:
+    """An S3 bucket with SSE-S3 encryption, SSL enforced and all public access blocked.
+
+    Args:
+        retain: keep the bucket and its objects on ``cdk destroy``; otherwise CDK's
+            auto-delete custom resource empties it and it is deleted.
+        props: further ``s3.Bucket`` props (versioning, access logs, name, ...).
+    """
+    return s3.Bucket(
+        scope,
+        construct_id,
+        encryption=s3.BucketEncryption.S3_MANAGED,
+        enforce_ssl=True,
+        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+        removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
+        auto_delete_objects=not retain,
+        **props,
+    )
 
 
 @dataclass(frozen=True)
@@ -64,32 +84,23 @@ class Storage(Construct):
         super().__init__(scope, construct_id)
         self.props = props
         removal = RemovalPolicy.RETAIN if props.retain_data else RemovalPolicy.DESTROY
-        auto_delete = not props.retain_data
 
-        self.log_bucket = s3.Bucket(
+        self.log_bucket = private_bucket(
             self,
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            retain=props.retain_data,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
-            removal_policy=removal,
-            auto_delete_objects=auto_delete,
         )
-        self.bucket = s3.Bucket(
+        self.bucket = private_bucket(
             self,
             "DataBucket",
-            encryption=s3.BucketEncryption.S3_MANAGED,
-            enforce_ssl=True,
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            retain=props.retain_data,
             versioned=True,
             lifecycle_rules=[
                 s3.LifecycleRule(noncurrent_version_expiration=NONCURRENT_VERSION_EXPIRATION)
             ],
             server_access_logs_bucket=self.log_bucket,
             server_access_logs_prefix="data-bucket/",
-            removal_policy=removal,
-            auto_delete_objects=auto_delete,
         )
 
         self.security_group = ec2.SecurityGroup(
