@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, cdk_json_context
+from trn_ultracluster.config import load_config
 from trn_ultracluster.summary import main as summary_main
 
 CDK = REPO_ROOT / "node_modules" / ".bin" / "cdk"
@@ -29,6 +30,10 @@ def _cdk(*args: str, outdir: Path) -> subprocess.CompletedProcess:
 def test_cli_synth_offline_and_summary(tmp_path, capsys):
     result = _cdk(outdir=tmp_path)
     assert result.returncode == 0, result.stderr
+    warnings = load_config(cdk_json_context(), base_dir=REPO_ROOT).warnings
+    assert warnings, "the default config warns about the open EKS endpoint"
+    for warning in warnings:  # shown once, as a CDK annotation
+        assert result.stderr.count(warning.message) == 1, warning.message
     assert (tmp_path / "TrnUltraCluster.template.json").exists()
     assert summary_main([str(tmp_path)]) == 0
     out = capsys.readouterr().out

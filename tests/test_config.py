@@ -183,8 +183,8 @@ def test_config_is_frozen():
 
 
 def test_cdk_keys_are_not_taken_for_config_keys():
-    c = _load({"@aws-cdk/core:newStyleStackSynthesis": True, "aws:cdk:enable-path-metadata": True})
-    assert c.config.instance_type == "trn1.32xlarge"
+    loaded = _load({"@aws-cdk/core:newStyleStackSynthesis": True, "aws:cdk:enable-path-metadata": True})
+    assert loaded.config.instance_type == "trn1.32xlarge"
 
 
 @pytest.mark.parametrize("text, error", [

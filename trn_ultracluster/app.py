@@ -43,7 +43,9 @@ def build_app(
     loaded = load_config(app.node.get_all_context(), base_dir=base_dir or Path.cwd())
     stack = TrnUltraClusterStack(app, STACK_NAME, config=loaded.config)
     for warning in loaded.warnings:
-        cdk.Annotations.of(stack).add_warning_v2(f"trn-ultracluster:{warning.field}", str(warning))
+        # The CDK CLI prints these (and `cdk synth --strict` fails on them).
+        cdk.Annotations.of(stack).add_warning_v2(f"trn-ultracluster:{warning.field}",
+                                                 warning.message)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(verbose=True))
     return app, stack, loaded
 
@@ -51,11 +53,9 @@ def build_app(
 def main() -> int:
     """Entry point of ``app.py``: synthesize, or print config errors and exit 2."""
     try:
-        app, _, loaded = build_app()
+        app, _, _ = build_app()
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 2
-    for warning in loaded.warnings:
-        print(warning, file=sys.stderr)
     app.synth()
     return 0

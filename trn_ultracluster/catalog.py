@@ -113,11 +113,6 @@ class InstanceSpec:
         """Dense BF16 peak of one logical NeuronCore (one training process), TFLOPS."""
         return self.peak_bf16_tflops / self.logical_neuron_cores
 
-    @property
-    def family(self) -> str:
-        """Instance family, e.g. ``"trn1"`` for ``trn1.32xlarge``."""
-        return self.name.split(".", 1)[0]
-
 
 _TRN1_SOURCES = (
     ("chips, neuron_cores, accelerator_memory_gib", "neuron-trn1"),

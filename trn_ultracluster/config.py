@@ -88,9 +88,11 @@ DOC_RESOURCE_IDS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource
 # --- AWS facts used by the rules -------------------------------------------------------
 
 AZ_ID_PREFIX_TO_REGION: dict[str, str] = {
-    # AZ ID = <region code><n>-az<m>; the codes below are the ones AWS uses in AZ IDs.
-    # Source: AWS RAM user guide "Availability Zone IDs for your AWS resources" (DOC_AZ_IDS)
-    # and the per-Region AZ ID tables in the EC2 user guide.
+    # AZ ID = <region code>-az<n>; the codes below are the ones AWS uses in AZ IDs
+    # (AWS RAM user guide "Availability Zone IDs for your AWS resources", DOC_AZ_IDS, explains
+    # them). The code-to-Region table itself was read from moto's per-Region AZ ID files
+    # (getmoto/moto moto/ec2/resources/instance_type_offerings/availability-zone-id/*.json,
+    # e.g. ap-southeast-4.json -> apse4-az1..3); no AWS page listing all of them was found.
     "use1": "us-east-1",
     "use2": "us-east-2",
     "usw1": "us-west-1",
@@ -455,8 +457,13 @@ class ConfigIssue:
     doc: str
     severity: Literal["error", "warning"] = "error"
 
+    @property
+    def message(self) -> str:
+        """``field = value: allowed (see doc)``, without the severity."""
+        return f"{self.field} = {self.value!r}: {self.allowed} (see {self.doc})"
+
     def __str__(self) -> str:
-        return f"{self.severity}: {self.field} = {self.value!r}: {self.allowed} (see {self.doc})"
+        return f"{self.severity}: {self.message}"
 
 
 class ConfigError(ValueError):

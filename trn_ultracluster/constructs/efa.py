@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aws_cdk import CfnTag, Tags
+from aws_cdk import CfnTag
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -14,10 +14,14 @@ from trn_ultracluster.catalog import InstanceSpec
 __all__ = ["Efa", "EfaProps", "efa_network_interfaces"]
 
 ROOT_DEVICE_NAME = "/dev/xvda"
-"""Root device of the Amazon Linux 2023 EKS AMIs (EKS AMI build spec: ``/dev/xvda``)."""
+"""Root device of the Amazon Linux 2023 EKS AMIs. Not verified against a primary source
+(awslabs/amazon-eks-ami build files were not found in the search index); it is the device
+that public EKS launch templates resize (e.g. terraform-aws-eks ``block_device_mappings``).
+A wrong name adds a second volume instead of resizing the root one."""
 IMDS_HOP_LIMIT_FOR_PODS = 2
-"""IMDSv2 response hop limit 2 lets containers reach the instance metadata service
-(EKS user guide, "Launch templates": set 2 when pods need IMDS)."""
+"""IMDSv2 response hop limit 2 lets containers reach the instance metadata service: "If any
+containers ... use IMDSv2, make sure to set the Metadata response hop limit to 2" (EKS user
+guide, https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html)."""
 
 
 EfaLayout = Literal["efa", "efa-only"]
@@ -114,8 +118,12 @@ class Efa(Construct):
       no IamInstanceProfile and no subnet, so EKS managed node groups can use it (EKS user
       guide, "Customize managed nodes with launch templates").
 
-    An instance type without EFA gets one ordinary interface and no placement group
-    (the config allows it for a single node only).
+    An instance type without EFA gets one ordinary interface (the config allows it for a
+    single node only, and ``ClusterConfig.uses_placement_group`` turns the placement
+    group off for it).
+
+    Tags: ``props.tags`` go on the instances, volumes and interfaces launched from the
+    template; the stack tags the construct's own resources.
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: EfaProps) -> None:
@@ -194,8 +202,6 @@ class Efa(Construct):
                 tag_specifications=tag_specifications if props.tags else None,
             ),
         )
-        for key, value in props.tags.items():
-            Tags.of(self).add(key, value)
 
     @property
     def launch_template_id(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -108,8 +108,3 @@ class Network(Construct):
         cfn = self.compute_subnet.node.default_child
         assert isinstance(cfn, ec2.CfnSubnet)
         return cfn.attr_availability_zone
-
-    @property
-    def region(self) -> str:
-        """Region of the stack this network is in."""
-        return Stack.of(self).region
