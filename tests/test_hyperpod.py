@@ -231,7 +231,7 @@ def test_job_environment_holds_what_job_scripts_need(hp):
     assert resolved["TRN_NEURON_CORES_PER_NODE"] == "32"
     assert resolved["TRN_EFA_INTERFACES_PER_NODE"] == "8"
     assert resolved["TRN_DEFAULT_PARTITION"] == "trainium"
-    assert resolved["TRN_NEURON_CACHE_DIR"] == "/fsx/neuron-cache"
+    assert resolved["TRN_NEURON_CACHE_DIR"] == "/fsx/neuron-compile-cache"  # same as EKS
     assert resolved["TRN_DATA_PATH"] == "/fsx/s3"
     assert "#" in json.dumps(resolved["TRN_CONTAINER_IMAGE"])  # Pyxis registry#image form
 

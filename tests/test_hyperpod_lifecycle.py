@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 LIFECYCLE_ASSETS = REPO_ROOT / "assets" / "hyperpod"  # what the stack uploads
 sys.path.insert(0, str(LIFECYCLE_ASSETS))
@@ -42,7 +43,9 @@ RESOURCES = {"InstanceGroups": [
     {"Name": "workers", "Instances": [{"CustomerIpAddress": ip} for ip in WORKER_IPS]},
 ]}
 CLUSTER = {"env": {"TRN_REGION": "us-west-2", "TRN_ECR_REGISTRY": REGISTRY,
-                   "TRN_CONTAINER_IMAGE": f"{REGISTRY}#repo:abc", "TRN_PARTITIONS": "trainium"}}
+                   "TRN_CONTAINER_IMAGE": f"{REGISTRY}#repo:abc", "TRN_PARTITIONS": "trainium",
+                   "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
+                   "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR}}
 
 STUB = """#!/bin/bash
 echo "$(basename "$0") $*" >> "$STUB_LOG"
@@ -138,7 +141,7 @@ def node(tmp_path):
         return subprocess.run(["bash", str(lcs_dir / "on_create.sh")], env=full_env,
                               capture_output=True, text=True, timeout=60)
 
-    run.root, run.log, run.bin = root, log, bin_dir  # type: ignore[attr-defined]
+    run.root, run.log, run.bin, run.lcs_dir = root, log, bin_dir, lcs_dir  # type: ignore[attr-defined]
     return run
 
 
@@ -167,10 +170,10 @@ def test_compute_node_mounts_fsx_and_configures_everything(node):
     assert f"export TRN_CONTAINER_IMAGE='{REGISTRY}#repo:abc'" in env
     profile = (root / "etc/profile.d/trn-ultracluster.sh").read_text()
     for line in ("export FI_PROVIDER=efa", "export FI_EFA_USE_DEVICE_RDMA=1",
-                 'export NEURON_CC_FLAGS="--cache_dir=/fsx/neuron-cache"',
+                 'export NEURON_CC_FLAGS="--cache_dir=/fsx/neuron-compile-cache"',
                  "if [ -r /fsx/.trn-ultracluster/env ]; then . /fsx/.trn-ultracluster/env; fi"):
         assert line in profile.splitlines()
-    assert (root / "fsx/neuron-cache").is_dir()
+    assert (root / "fsx/neuron-compile-cache").is_dir()
     # containers: Pyxis in plugstack.conf, Enroot on the EBS volume
     assert "required /usr/local/lib/slurm/spank_pyxis.so" in (
         root / "opt/slurm/etc/plugstack.conf").read_text().splitlines()
@@ -228,6 +231,20 @@ def test_failed_mount_exits_non_zero_with_a_clear_message(node):
     assert "ERROR: could not mount" in (
         node.root / "var/log/trn-ultracluster/lifecycle.log").read_text()
     assert calls(node, "systemctl") == []  # stopped before Slurm
+
+
+def test_missing_storage_layout_stops_before_mounting(node):
+    cluster = json.loads(cluster_json(node).read_text())
+    del cluster["env"]["TRN_NEURON_CACHE_DIR"]
+    cluster_json(node).write_text(json.dumps(cluster))
+    result = node(WORKER_IPS[0])
+    assert result.returncode == 1
+    assert "ERROR: TRN_FSX_MOUNT_POINT and TRN_NEURON_CACHE_DIR missing" in result.stdout
+    assert calls(node, "mount") == []
+
+
+def cluster_json(node) -> Path:
+    return node.lcs_dir / "trn_ultracluster.json"
 
 
 def test_missing_tools_are_installed_at_pinned_versions(node):

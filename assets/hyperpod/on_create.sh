@@ -36,9 +36,6 @@ MOUNT_ATTEMPTS="${TRN_MOUNT_ATTEMPTS:-5}"
 RETRY_DELAY_S="${TRN_RETRY_DELAY_S:-10}"
 SLURM_WAIT_S="${TRN_SLURM_WAIT_S:-300}"
 
-FSX_MOUNT_POINT="/fsx"
-STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"
-NEURON_CACHE_DIR="${FSX_MOUNT_POINT}/neuron-cache"
 SLURM_DIR="/opt/slurm"
 # Slurm's configuration on HyperPod: /opt/slurm/etc/slurm.conf (HyperPod base lifecycle
 # scripts, aws-samples/awsome-distributed-training .../base-config/lifecycle_script.py).
@@ -55,6 +52,14 @@ log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [trn-ultracluster] $*"; }
 fail() { log "ERROR: $*"; exit 1; }
 lcs() { python3 "${LCS_DIR}/lcs.py" --params "${PARAMS}" --resource-config "${RESOURCE_CONFIG}" \
           --cluster "${CLUSTER_JSON}" "$@"; }
+
+# The shared-storage layout comes from the stack (trn_ultracluster/shared_storage.py, written
+# into trn_ultracluster.json), so jobs on every orchestrator use the same paths.
+FSX_MOUNT_POINT="$(lcs env-get TRN_FSX_MOUNT_POINT)"
+NEURON_CACHE_DIR="$(lcs env-get TRN_NEURON_CACHE_DIR)"
+[[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" ]] \
+  || fail "TRN_FSX_MOUNT_POINT and TRN_NEURON_CACHE_DIR missing from ${CLUSTER_JSON}"
+STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"
 
 # retry ATTEMPTS DELAY_S COMMAND...: run COMMAND until it succeeds, doubling the delay.
 retry() {

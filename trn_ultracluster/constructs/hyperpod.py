@@ -49,12 +49,12 @@ from trn_ultracluster.constructs.orchestrator import OrchestratorProps
 from trn_ultracluster.constructs.storage import private_bucket
 from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
 from trn_ultracluster.outputs import OutputKey
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
 """HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see the bucket)."""
 
 __all__ = [
-    "FSX_MOUNT_POINT",
     "HyperPodSlurmOrchestrator",
     "LIFECYCLE_ASSETS",
     "LIFECYCLE_PREFIX",
@@ -70,8 +70,6 @@ ON_CREATE = "on_create.sh"
 """Entry point HyperPod runs on every new or replaced node."""
 PROVISIONING_PARAMETERS = "provisioning_parameters.json"
 CLUSTER_FILE = "trn_ultracluster.json"
-FSX_MOUNT_POINT = "/fsx"
-NEURON_CACHE_DIR = f"{FSX_MOUNT_POINT}/neuron-cache"
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on workers (``ThreadsPerCore`` 1), as in the HyperPod samples."""
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
@@ -291,11 +289,11 @@ class HyperPodSlurmOrchestrator(Construct):
             # Pyxis names a registry image "<registry>#<repository>:<tag>" (Pyxis README,
             # --container-image).
             "TRN_CONTAINER_IMAGE": f"{registry}#{repository}:{image.image_tag}",
-            "TRN_FSX_MOUNT_POINT": FSX_MOUNT_POINT,
+            "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
             "TRN_FSX_FILE_SYSTEM_ID": storage.file_system.file_system_id,
             "TRN_DATA_BUCKET": storage.bucket.bucket_name,
-            "TRN_DATA_PATH": f"{FSX_MOUNT_POINT}{dra.file_system_path}" if dra else "",
-            "TRN_NEURON_CACHE_DIR": NEURON_CACHE_DIR,
+            "TRN_DATA_PATH": f"{FSX_MOUNT_PATH}{dra.file_system_path}" if dra else "",
+            "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
         }
 
     def _execution_role(self) -> iam.Role:

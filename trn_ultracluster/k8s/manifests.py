@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 Manifest = dict[str, Any]
 
@@ -46,9 +47,6 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 FSX_PV_NAME = "fsx-lustre"
 FSX_PVC_NAME = "fsx-lustre"
-FSX_MOUNT_PATH = "/fsx"
-NEURON_COMPILE_CACHE_DIR = f"{FSX_MOUNT_PATH}/neuron-compile-cache"
-"""Neuron compiler cache on FSx: every node reuses what one node compiled."""
 TRAINING_RUNTIME_NAME = "neuron-torch-distributed"
 TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINER_NODE = "node"

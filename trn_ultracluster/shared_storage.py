@@ -1,0 +1,25 @@
+"""Where things live on the shared FSx for Lustre file system, on every orchestrator.
+
+One definition for the EKS runtime (PersistentVolume mount), the HyperPod lifecycle scripts
+(they read these values from the stack-generated ``trn_ultracluster.json``), the job CLI
+and the training program in the container (this module is standard library only and is
+copied into the image with the catalog). A compile cache shared by every node and job is
+what lets ``neuron_parallel_compile`` precompile once and every run reuse the graphs
+(Neuron docs, "Neuron Persistent Cache",
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-features/neuron-caching.html).
+"""
+
+from __future__ import annotations
+
+__all__ = ["ENV_FILE", "FSX_MOUNT_PATH", "JOBS_DIR", "NEURON_COMPILE_CACHE_DIR", "STATE_DIR"]
+
+FSX_MOUNT_PATH = "/fsx"
+"""Mount point of the FSx for Lustre file system on nodes and in training containers."""
+NEURON_COMPILE_CACHE_DIR = f"{FSX_MOUNT_PATH}/neuron-compile-cache"
+"""Neuron compiler cache (``NEURON_CC_FLAGS=--cache_dir=...``)."""
+STATE_DIR = f"{FSX_MOUNT_PATH}/.trn-ultracluster"
+"""Files the stack's lifecycle scripts and the job CLI share."""
+ENV_FILE = f"{STATE_DIR}/env"
+"""Shell-sourceable environment of the stack's outputs (HyperPod)."""
+JOBS_DIR = f"{STATE_DIR}/jobs"
+"""Job scripts the CLI submits (HyperPod)."""
