@@ -19,6 +19,7 @@ from tests.conftest import REPO_ROOT, SHARED
 from trn_ultracluster import k8s
 from trn_ultracluster.catalog import CATALOG, get_instance
 from trn_ultracluster.config import ConfigError, parse_config
+from trn_ultracluster.neuron_env import neuron_environment
 from trn_ultracluster.constructs import eks as eks_module
 
 ADMIN = "arn:aws:iam::123456789012:role/TrainingAdmin"
@@ -448,7 +449,7 @@ def test_neuron_resources_per_node(name, chips, efa, procs):
 def test_single_node_type_has_no_efa_resource():
     spec = get_instance("trn1.2xlarge")
     assert k8s.neuron_resources_per_node(spec) == {"aws.amazon.com/neuron": 1}
-    assert all(e["name"] != "FI_PROVIDER" for e in k8s.neuron_environment(spec))
+    assert "FI_PROVIDER" not in neuron_environment(spec)
 
 
 # --- outputs and limits -------------------------------------------------------------------

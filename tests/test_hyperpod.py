@@ -232,6 +232,9 @@ def test_job_environment_holds_what_job_scripts_need(hp):
     assert resolved["TRN_EFA_INTERFACES_PER_NODE"] == "8"
     assert resolved["TRN_DEFAULT_PARTITION"] == "trainium"
     assert resolved["TRN_NEURON_CACHE_DIR"] == "/fsx/neuron-compile-cache"  # same as EKS
+    # the Neuron/EFA environment, from the same function as the EKS runtime's
+    assert resolved["NEURON_CC_FLAGS"] == "--cache_dir=/fsx/neuron-compile-cache"
+    assert (resolved["FI_PROVIDER"], resolved["FI_EFA_USE_DEVICE_RDMA"]) == ("efa", "1")
     assert resolved["TRN_DATA_PATH"] == "/fsx/s3"
     assert "#" in json.dumps(resolved["TRN_CONTAINER_IMAGE"])  # Pyxis registry#image form
 

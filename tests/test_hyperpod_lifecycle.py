@@ -169,10 +169,8 @@ def test_compute_node_mounts_fsx_and_configures_everything(node):
     env = (root / "fsx/.trn-ultracluster/env").read_text()
     assert f"export TRN_CONTAINER_IMAGE='{REGISTRY}#repo:abc'" in env
     profile = (root / "etc/profile.d/trn-ultracluster.sh").read_text()
-    for line in ("export FI_PROVIDER=efa", "export FI_EFA_USE_DEVICE_RDMA=1",
-                 'export NEURON_CC_FLAGS="--cache_dir=/fsx/neuron-compile-cache"',
-                 "if [ -r /fsx/.trn-ultracluster/env ]; then . /fsx/.trn-ultracluster/env; fi"):
-        assert line in profile.splitlines()
+    assert ("if [ -r /fsx/.trn-ultracluster/env ]; then . /fsx/.trn-ultracluster/env; fi"
+            in profile.splitlines())
     assert (root / "fsx/neuron-compile-cache").is_dir()
     # containers: Pyxis in plugstack.conf, Enroot on the EBS volume
     assert "required /usr/local/lib/slurm/spank_pyxis.so" in (

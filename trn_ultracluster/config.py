@@ -421,6 +421,15 @@ class ClusterConfig(_Frozen):
         return mask
 
     @property
+    def hyperpod_worker_counts(self) -> dict[str, int]:
+        """HyperPod worker group name -> instance count (``nodes.desired`` where not given)."""
+        return {g.name: self.worker_group_count(g) for g in self.hyperpod.worker_groups}
+
+    def worker_group_count(self, group: HyperPodWorkerGroupConfig) -> int:
+        """Instances of one HyperPod worker group: its ``instance_count`` or ``nodes.desired``."""
+        return self.nodes.desired if group.instance_count is None else group.instance_count
+
+    @property
     def uses_placement_group(self) -> bool:
         """Whether the stack creates a cluster placement group."""
         return self.placement_group and self.instance.supports_efa
@@ -791,7 +800,7 @@ def _hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
             yield ConfigIssue(f"{where}.partition", group.partition,
                               "must be a Slurm partition name of letters, digits and single "
                               "hyphens", DOC_HYPERPOD_GROUP)
-        count = c.nodes.desired if group.instance_count is None else group.instance_count
+        count = c.worker_group_count(group)
         if not 0 <= count <= HYPERPOD_MAX_INSTANCE_COUNT:
             yield ConfigIssue(f"{where}.instance_count", count,
                               f"must be between 0 and {HYPERPOD_MAX_INSTANCE_COUNT}",

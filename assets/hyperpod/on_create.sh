@@ -161,10 +161,9 @@ setup_enroot_credentials() {
   log "Enroot credentials for ${registry} written for ${user}"
 }
 
-# Neuron and EFA environment for every login shell and Slurm job (srun passes the
-# environment into Pyxis containers). FI_PROVIDER/FI_EFA_USE_DEVICE_RDMA: Neuron docs,
-# multi-node setup; NEURON_CC_FLAGS --cache_dir: Neuron compiler cache on shared storage
-# so every node reuses compiled graphs.
+# The stack's environment for every login shell and Slurm job (srun passes it into Pyxis
+# containers): stack outputs plus the Neuron/EFA variables of trn_ultracluster/neuron_env.py
+# (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, NEURON_CC_FLAGS with the compile cache on FSx).
 write_environment() {
   mkdir -p "${ROOT}${STATE_DIR}" "${ROOT}${NEURON_CACHE_DIR}"
   chmod 1777 "${ROOT}${NEURON_CACHE_DIR}"
@@ -176,9 +175,6 @@ write_environment() {
   mkdir -p "${ROOT}/etc/profile.d"
   cat > "${ROOT}/etc/profile.d/trn-ultracluster.sh" <<EOF
 # Written by the TrnUltraCluster lifecycle scripts.
-export FI_PROVIDER=efa
-export FI_EFA_USE_DEVICE_RDMA=1
-export NEURON_CC_FLAGS="--cache_dir=${NEURON_CACHE_DIR}"
 if [ -r ${STATE_DIR}/env ]; then . ${STATE_DIR}/env; fi
 EOF
   log "wrote /etc/profile.d/trn-ultracluster.sh"

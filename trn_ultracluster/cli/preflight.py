@@ -83,8 +83,7 @@ def _sagemaker_quota(session: Any, name: str) -> float | None:
 def _quota(session: Any, config: ClusterConfig) -> Check:
     spec = config.instance
     if config.orchestrator == "hyperpod-slurm":
-        workers = sum(config.nodes.desired if g.instance_count is None else g.instance_count
-                      for g in config.hyperpod.worker_groups)
+        workers = sum(config.hyperpod_worker_counts.values())
         name = f"{spec.hyperpod_instance_type} for cluster usage"
         value = _sagemaker_quota(session, name)
         if value is None:

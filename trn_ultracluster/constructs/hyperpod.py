@@ -49,6 +49,7 @@ from trn_ultracluster.constructs.orchestrator import OrchestratorProps
 from trn_ultracluster.constructs.storage import private_bucket
 from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
 from trn_ultracluster.outputs import OutputKey
+from trn_ultracluster.neuron_env import neuron_environment
 from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
@@ -90,14 +91,6 @@ def _ml_name(config: ClusterConfig) -> str:
     if name is None:  # the config rules reject this already
         raise ValueError(f"{config.instance_type} has no SageMaker HyperPod instance type")
     return name
-
-
-def worker_counts(config: ClusterConfig) -> dict[str, int]:
-    """Worker group name -> instance count (``nodes.desired`` where not given)."""
-    return {
-        g.name: config.nodes.desired if g.instance_count is None else g.instance_count
-        for g in config.hyperpod.worker_groups
-    }
 
 
 def provisioning_parameters(config: ClusterConfig, fsx_dns_name: str,
@@ -253,7 +246,7 @@ class HyperPodSlurmOrchestrator(Construct):
         storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
             ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
                 volume_size_in_gb=hp.worker_ebs_volume_gib))]
-        for name, count in worker_counts(config).items():
+        for name, count in config.hyperpod_worker_counts.items():
             groups.append(Group(
                 instance_group_name=name,
                 instance_type=_ml_name(config),
@@ -281,7 +274,7 @@ class HyperPodSlurmOrchestrator(Construct):
             "TRN_NEURON_CORES_PER_NODE": str(spec.logical_neuron_cores),
             "TRN_NEURON_CHIPS_PER_NODE": str(spec.chips),
             "TRN_EFA_INTERFACES_PER_NODE": str(spec.efa_interfaces),
-            "TRN_WORKER_NODES": str(sum(worker_counts(config).values())),
+            "TRN_WORKER_NODES": str(sum(config.hyperpod_worker_counts.values())),
             "TRN_PARTITIONS": ",".join(partitions),
             "TRN_DEFAULT_PARTITION": partitions[0],
             "TRN_TRAINING_IMAGE_URI": image.image_uri,
@@ -294,6 +287,7 @@ class HyperPodSlurmOrchestrator(Construct):
             "TRN_DATA_BUCKET": storage.bucket.bucket_name,
             "TRN_DATA_PATH": f"{FSX_MOUNT_PATH}{dra.file_system_path}" if dra else "",
             "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
+            **neuron_environment(spec),
         }
 
     def _execution_role(self) -> iam.Role:

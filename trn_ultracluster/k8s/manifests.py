@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trn_ultracluster.catalog import InstanceSpec
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
+from trn_ultracluster.neuron_env import neuron_environment
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
 
 Manifest = dict[str, Any]
 
@@ -95,21 +96,15 @@ def neuron_processes_per_node(spec: InstanceSpec) -> int:
     return spec.logical_neuron_cores
 
 
-def neuron_environment(spec: InstanceSpec) -> list[dict[str, str]]:
-    """Container environment for Neuron training over EFA with the compile cache on FSx.
+def neuron_container_env(spec: InstanceSpec) -> list[dict[str, str]]:
+    """:func:`trn_ultracluster.neuron_env.neuron_environment` as a container ``env`` list."""
+    return [{"name": k, "value": v} for k, v in neuron_environment(spec).items()]
 
-    Returns:
-        ``[{"name": ..., "value": ...}]``; the EFA variables only for EFA types.
-    """
-    env = [
-        {"name": "NEURON_CC_FLAGS", "value": f"--cache_dir={NEURON_COMPILE_CACHE_DIR}"},
-    ]
-    if spec.supports_efa:
-        env += [
-            {"name": "FI_PROVIDER", "value": "efa"},
-            {"name": "FI_EFA_USE_DEVICE_RDMA", "value": "1"},
-        ]
-    return env
+
+def neuron_resource_requirements(spec: InstanceSpec) -> dict[str, dict[str, str]]:
+    """Container ``resources``: requests = limits = :func:`neuron_resources_per_node`."""
+    amounts = {name: str(count) for name, count in neuron_resources_per_node(spec).items()}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
 def _metadata(name: str, namespace_name: str | None = None) -> dict[str, Any]:
@@ -190,12 +185,11 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
         spec: catalog entry of the Trainium instance type.
         image: default container image (a TrainJob normally overrides it).
     """
-    limits = {name: str(count) for name, count in neuron_resources_per_node(spec).items()}
     container = {
         "name": TRAINER_NODE,
         "image": image,
-        "env": neuron_environment(spec),
-        "resources": {"requests": dict(limits), "limits": dict(limits)},
+        "env": neuron_container_env(spec),
+        "resources": neuron_resource_requirements(spec),
         "volumeMounts": [
             {"name": "fsx", "mountPath": FSX_MOUNT_PATH},
             {"name": "dshm", "mountPath": "/dev/shm"},
