@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
-for p in (REPO, REPO / "training", HERE):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+HERE = Path(__file__).resolve().parent  # training_helpers; the root conftest adds the repo and training/
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
 
 from training_helpers import corpus_paths  # noqa: E402
 

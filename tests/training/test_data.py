@@ -14,7 +14,7 @@ import pytest
 from trn_train.data import GlobalBatchSampler, PackedDataset, prepare_data
 from trn_train.errors import ConfigError, DataError
 
-from training_helpers import REPO
+from training_helpers import subprocess_env
 
 
 def _copy(src: Path, dst: Path) -> Path:
@@ -140,7 +140,7 @@ def test_sampler_is_a_permutation_per_epoch_and_rank_slices_tile_the_batch():
 
 
 def test_cli_prepare_data_errors_exit_2_with_message(tmp_path, bpe_tokenizer):
-    env = {"PYTHONPATH": f"{REPO}:{REPO / 'training'}", "PATH": "/usr/bin:/bin"}
+    env = subprocess_env()
     p = subprocess.run([sys.executable, "-m", "trn_train", "prepare-data", "--input", "/no/such",
                         "--tokenizer", str(bpe_tokenizer), "--out", str(tmp_path / "o"), "--seq-len", "64"],
                        capture_output=True, text=True, env=env, timeout=120)

@@ -12,7 +12,7 @@ import yaml
 from trn_train.errors import ConfigError
 from trn_train.nxd import NxdRun, build_config, launch_command, write_config
 
-from training_helpers import REPO
+from training_helpers import subprocess_env
 
 
 def test_llama8b_on_32_nodes_matches_the_published_topology(tmp_path):
@@ -71,7 +71,7 @@ def test_launch_command_is_nxdt_train_sh_equivalent(tmp_path):
 
 
 def test_cli_writes_config_and_rejects_bad_tp(tmp_path):
-    env = {"PYTHONPATH": f"{REPO}:{REPO / 'training'}", "PATH": "/usr/bin:/bin"}
+    env = subprocess_env()
     base = [sys.executable, "-m", "trn_train", "nxd-config", "--data-dir", "/fsx/d", "--out", str(tmp_path)]
     ok = subprocess.run(base + ["--nodes", "2"], capture_output=True, text=True, env=env, timeout=120)
     assert ok.returncode == 0, ok.stderr

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +14,9 @@ from trn_train.errors import ConfigError, DataError
 from trn_train.recipes import get_recipe
 from trn_train.train import TrainConfig, plan_batches, run
 
-from training_helpers import REPO, read_events
+from training_helpers import free_port, read_events, subprocess_env, train_losses
 
-ENV = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'training'}", "OMP_NUM_THREADS": "1"}
+ENV = subprocess_env(OMP_NUM_THREADS="1")
 
 
 def cfg(data: Path, out: Path, **kw) -> TrainConfig:
@@ -26,10 +24,6 @@ def cfg(data: Path, out: Path, **kw) -> TrainConfig:
                 progress=False, global_batch_size=8, micro_batch_size=4, device="cpu")
     base.update(kw)
     return TrainConfig(**base)
-
-
-def train_losses(events: list[dict]) -> dict[int, float]:
-    return {e["step"]: e["loss"] for e in events if e["event"] == "train"}
 
 
 def cli(*args: str) -> list[str]:
@@ -128,6 +122,18 @@ def test_resume_refuses_a_different_run(tmp_path, clm_data, capsys):
         run(cfg(clm_data, tmp_path / "run", steps=10, global_batch_size=16))
 
 
+def test_resume_from_an_explicit_checkpoint_directory(tmp_path, clm_data, capsys):
+    run(cfg(clm_data, tmp_path / "a", steps=10, max_steps_this_run=5))
+    src = tmp_path / "a" / "checkpoints" / "step_00000005"
+    capsys.readouterr()
+    run(cfg(clm_data, tmp_path / "b", steps=10, resume=str(src)))
+    events = read_events(capsys.readouterr().out)
+    assert next(e for e in events if e["event"] == "resume") == {"event": "resume", "step": 5, "path": str(src)}
+    assert min(train_losses(events)) == 6
+    with pytest.raises(ConfigError, match="--resume must be 'auto', 'none' or a complete checkpoint directory"):
+        run(cfg(clm_data, tmp_path / "c", steps=10, resume=str(tmp_path / "b")))
+
+
 def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoints(tmp_path, clm_data, capsys):
     steps = 40
     run(cfg(clm_data, tmp_path / "ref", steps=steps, ckpt_every=10))
@@ -172,20 +178,15 @@ def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoin
 # ----------------------------------------------------------------------- two processes (gloo)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_path, clm_data, capsys):
-    """Tolerance: 2e-4 absolute per logged loss. The 2-process gradient is the mean of two
-    per-rank means instead of one mean over 8 sequences, so only float rounding differs."""
+    """Tolerance: 1e-5 absolute per logged loss (measured: about 1.4e-6). The 2-process
+    gradient is the mean of two per-rank means instead of one mean over 8 sequences, so only
+    float rounding differs."""
     steps = 15
     run(cfg(clm_data, tmp_path / "one", steps=steps))
     one = train_losses(read_events(capsys.readouterr().out))
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--nnodes", "1",
-            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "-m", "trn_train", "train",
+            "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", "trn_train", "train",
             "--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(tmp_path / "two"),
             "--steps", str(steps), "--global-batch-size", "8", "--micro-batch-size", "2", "--log-every", "1",
             "--no-progress", "--device", "cpu"]
@@ -198,5 +199,5 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_pat
     assert sorted(two) == sorted(one)
     diffs = {s: abs(one[s] - two[s]) for s in one}
     print("max 1-vs-2 process loss diff", max(diffs.values()))
-    assert max(diffs.values()) < 2e-4, diffs
+    assert max(diffs.values()) < 1e-5, diffs
     assert one[steps] < one[1] - 0.5

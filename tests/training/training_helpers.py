@@ -1,9 +1,12 @@
-"""Helpers shared by the CPU training tests (importable in any pytest import mode:
-conftest.py puts this folder on sys.path)."""
+"""Helpers shared by the CPU training tests (tests/training) and the XLA:CPU tests
+(tests/xla). Importable in any pytest import mode: both folders' conftest.py put this folder
+on sys.path."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,3 +33,20 @@ def read_events(text: str) -> list[dict]:
             except json.JSONDecodeError:
                 pass
     return out
+
+
+def train_losses(events: list[dict]) -> dict[int, float]:
+    """Step -> logged loss of the ``train`` events."""
+    return {e["step"]: e["loss"] for e in events if e["event"] == "train"}
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (for torchrun's --master_port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """This process's environment with ``trn_train`` importable, plus ``extra``."""
+    return {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'training'}", **extra}

@@ -5,28 +5,25 @@ tests/training."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import torch
 
-from xla_helpers import ENV, read_events
+pytest.importorskip("torch_xla", reason="XLA:CPU tests run with `make test-xla`")
+
+import torch  # noqa: E402
+
+from training_helpers import free_port, read_events, subprocess_env, train_losses  # noqa: E402
 
 STEPS = 16
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+ENV = subprocess_env(PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="2")
 
 
 def torchrun(data: Path, out: Path, *extra: str, env: dict | None = None) -> list[dict]:
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "1", "--nnodes", "1",
-            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
+            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
             "-m", "trn_train", "train", "--recipe", "llama-tiny", "--data-dir", str(data),
             "--output-dir", str(out), "--steps", str(STEPS), "--global-batch-size", "8",
             "--micro-batch-size", "4", "--log-every", "1", "--ckpt-every", "8", "--lr", "3e-3",
@@ -34,10 +31,6 @@ def torchrun(data: Path, out: Path, *extra: str, env: dict | None = None) -> lis
     p = subprocess.run(args, capture_output=True, text=True, env=env or ENV, timeout=600)
     assert p.returncode == 0, p.stderr[-4000:]
     return read_events(p.stdout)
-
-
-def losses(events: list[dict]) -> dict[int, float]:
-    return {e["step"]: e["loss"] for e in events if e["event"] == "train"}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +43,7 @@ def test_xla_path_learns_with_zero1_bf16_and_xla_process_group(reference):
     out, events = reference
     start = next(e for e in events if e["event"] == "start")
     assert (start["device"], start["zero1"], start["precision"], start["world_size"]) == ("xla", True, "bf16", 1)
-    got = losses(events)
+    got = train_losses(events)
     assert sorted(got) == list(range(1, STEPS + 1))
     assert got[STEPS] < got[1] - 0.5, got
     last = [e for e in events if e["event"] == "train"][-1]
@@ -61,12 +54,12 @@ def test_xla_path_learns_with_zero1_bf16_and_xla_process_group(reference):
 
 def test_xla_resume_continues_exactly(reference, xla_data, tmp_path):
     _, ref_events = reference
-    ref = losses(ref_events)
+    ref = train_losses(ref_events)
     first = torchrun(xla_data, tmp_path, "--max-steps-this-run", "8")
-    assert max(losses(first)) == 8
+    assert max(train_losses(first)) == 8
     second = torchrun(xla_data, tmp_path)
     assert next(e for e in second if e["event"] == "resume")["step"] == 8
-    got = losses(second)
+    got = train_losses(second)
     assert min(got) == 9
     for s in range(9, STEPS + 1):
         assert got[s] == pytest.approx(ref[s], rel=1e-5, abs=1e-5), (s, got[s], ref[s])

@@ -66,7 +66,7 @@ def scan(ckpt_root: Path, warn: Callable[[str], None] | None = None) -> list[Che
         m = _NAME.match(p.name)
         if m and (p / MARKER).is_file():
             found.append(CheckpointInfo(p, int(m.group(1))))
-        elif m or p.name.startswith("step_"):
+        elif p.name.startswith("step_"):
             warn(f"ignoring incomplete checkpoint {p} (no {MARKER} marker: interrupted while writing)")
     return sorted(found, key=lambda c: c.step)
 
@@ -120,9 +120,10 @@ def save(
     return final
 
 
-def load_trainer_state(ckpt: CheckpointInfo) -> dict[str, Any]:
-    """The ``trainer.json`` of a complete checkpoint."""
-    return json.loads((ckpt.path / "trainer.json").read_text())
+def load_trainer_state(path: Path) -> dict[str, Any]:
+    """The ``trainer.json`` of the complete checkpoint directory ``path`` (its ``step``,
+    scheduler state, world size and run fingerprint)."""
+    return json.loads((path / "trainer.json").read_text())
 
 
 def load_file(ckpt: CheckpointInfo, name: str) -> Any:

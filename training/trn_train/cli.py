@@ -12,9 +12,11 @@ Commands:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from trn_train.errors import TrnTrainError
 
@@ -48,7 +50,31 @@ def _add_tokenizer(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vocab-size", type=int, default=8000)
 
 
+def _defaults(cls: type) -> dict[str, Any]:
+    """Field name -> default of a dataclass (fields without one are left out)."""
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING}
+
+
+def _from_args(cls: type, args: argparse.Namespace, **converted: Any) -> Any:
+    """``cls`` built from the parsed flags that name one of its fields: flags left out are
+    absent from ``args`` (``default=argparse.SUPPRESS``), so the dataclass supplies the default."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in vars(args).items() if k in names}, **converted)
+
+
+def _option(p: argparse.ArgumentParser, defaults: dict[str, Any], *flags: str, help: str = "",
+            **kw: Any) -> None:
+    """An optional flag whose default is the dataclass field's: the help text shows it and
+    ``args`` only holds the flag when it was given."""
+    dest = kw.setdefault("dest", flags[0].lstrip("-").replace("-", "_"))
+    default = defaults[dest]
+    if default is not None and kw.get("action") not in ("store_true", "store_false"):
+        help = f"{help} (default: {default})" if help else f"default: {default}"
+    p.add_argument(*flags, default=argparse.SUPPRESS, help=help or None, **kw)
+
+
 def _add_train(sub: argparse._SubParsersAction) -> None:
+    from trn_train.config import TrainConfig
     from trn_train.recipes import RECIPES
 
     p = sub.add_parser("train", help="train or resume a data-parallel run",
@@ -59,58 +85,71 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", required=True, type=Path, help="output of prepare-data")
     p.add_argument("--output-dir", required=True, type=Path, help="checkpoints/ and tensorboard/ go here")
     p.add_argument("--steps", type=int, required=True, help="total optimizer steps of the run")
-    p.add_argument("--scaling", default="strong", choices=["strong", "weak"],
-                   help="strong: fixed --global-batch-size; weak: fixed --per-core-batch-size")
-    p.add_argument("--global-batch-size", type=int, help="sequences per step, all cores (strong)")
-    p.add_argument("--per-core-batch-size", type=int, help="sequences per step per core (weak)")
-    p.add_argument("--micro-batch-size", type=int, help="sequences per forward/backward per core")
-    p.add_argument("--seq-len", type=int, help="tokens per sequence (<= the prepared length)")
-    p.add_argument("--lr", type=float)
-    p.add_argument("--min-lr-ratio", type=float, default=0.1)
-    p.add_argument("--warmup-steps", type=int)
-    p.add_argument("--weight-decay", type=float, default=0.01)
-    p.add_argument("--max-grad-norm", type=float, default=1.0, help="0 disables clipping")
-    p.add_argument("--log-every", type=int, default=10, help="metrics every N steps")
-    p.add_argument("--ckpt-every", type=int, default=0, help="checkpoint every N steps (0: at the end only)")
-    p.add_argument("--keep-last", type=int, default=3, help="complete checkpoints to keep")
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--precision", default="auto", choices=["auto", "bf16", "fp32"],
-                   help="auto: bf16 autocast on XLA/Neuron, fp32 on CPU")
-    p.add_argument("--device", default="auto", choices=["auto", "xla", "cpu"])
-    p.add_argument("--zero1", default="auto", choices=["auto", "on", "off"],
-                   help="ZeRO-1 optimizer sharding on XLA (auto: on)")
-    p.add_argument("--instance-type", default="trn1.32xlarge", help="catalog entry whose peak BF16 gives MFU")
-    p.add_argument("--max-steps-this-run", "--steps-this-run", dest="max_steps_this_run", type=int,
-                   help="stop after this many steps (neuron_parallel_compile trial runs)")
-    p.add_argument("--resume", default="auto", help="'auto', 'none' or a checkpoint directory")
-    p.add_argument("--no-tensorboard", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--no-verify-data", action="store_true", help="skip SHA-256 of shards (sizes still checked)")
+    d = _defaults(TrainConfig)
+
+    def opt(*flags: str, help: str = "", **kw: Any) -> None:
+        _option(p, d, *flags, help=help, **kw)
+
+    opt("--scaling", choices=["strong", "weak"],
+        help="strong: fixed --global-batch-size; weak: fixed --per-core-batch-size")
+    opt("--global-batch-size", type=int, help="sequences per step, all cores (strong; default: the recipe's)")
+    opt("--per-core-batch-size", type=int, help="sequences per step per core (weak; default: the recipe's micro batch)")
+    opt("--micro-batch-size", type=int,
+        help="sequences per forward/backward per core (default: the largest divisor of the per-core batch "
+             "up to the recipe's)")
+    opt("--seq-len", type=int, help="tokens per sequence, <= the prepared length (default: the recipe's, "
+                                    "capped at the prepared length)")
+    opt("--lr", type=float, help="peak learning rate (default: the recipe's)")
+    opt("--min-lr-ratio", type=float, help="cosine decay ends at lr x this")
+    opt("--warmup-steps", type=int, help="linear warm-up (default: the recipe's, at most steps/10)")
+    opt("--weight-decay", type=float)
+    opt("--max-grad-norm", type=float, help="0 disables clipping")
+    opt("--log-every", type=int, help="metrics every N steps")
+    opt("--ckpt-every", type=int, help="checkpoint every N steps (0: at the end only)")
+    opt("--keep-last", type=int, help="complete checkpoints to keep")
+    opt("--seed", type=int)
+    opt("--precision", choices=["auto", "bf16", "fp32"], help="auto: bf16 autocast on XLA/Neuron, fp32 on CPU")
+    opt("--device", choices=["auto", "xla", "cpu"], help="auto: XLA when torch_xla is importable")
+    opt("--zero1", choices=["auto", "on", "off"], help="ZeRO-1 optimizer sharding on XLA; auto = on")
+    opt("--instance-type", help="catalog entry whose peak BF16 gives MFU")
+    opt("--max-steps-this-run", "--steps-this-run", type=int,
+        help="stop after this many steps (neuron_parallel_compile trial runs)")
+    opt("--resume", help="'auto', 'none' or a checkpoint directory")
+    opt("--no-tensorboard", dest="tensorboard", action="store_false", help="write no TensorBoard event files")
+    opt("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
+    opt("--no-verify-data", dest="verify_data", action="store_false",
+        help="skip SHA-256 of shards (sizes still checked)")
 
 
 def _add_nxd(sub: argparse._SubParsersAction) -> None:
+    from trn_train.nxd import NxdRun
     from trn_train.recipes import RECIPES
 
     p = sub.add_parser("nxd-config", help="NxD Training config for TP/PP recipes (and launch)")
-    p.add_argument("--recipe", default="llama-8b", choices=sorted(RECIPES))
-    p.add_argument("--nodes", type=int, default=1)
-    p.add_argument("--instance-type", default="trn1.32xlarge")
-    p.add_argument("--data-dir", required=True, type=Path,
+    d = _defaults(NxdRun)
+
+    def opt(*flags: str, help: str = "", **kw: Any) -> None:
+        _option(p, d, *flags, help=help, **kw)
+
+    opt("--recipe", choices=sorted(RECIPES))
+    opt("--nodes", type=int)
+    opt("--instance-type")
+    p.add_argument("--data-dir", required=True,
                    help="Hugging Face `datasets` directory (save_to_disk) with input_ids/labels")
     p.add_argument("--from-packed", type=Path,
                    help="first export this prepare-data directory into --data-dir (needs `datasets`)")
     p.add_argument("--out", required=True, type=Path, help="where the YAML and config.json go")
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--global-batch-size", type=int)
-    p.add_argument("--seq-len", type=int)
-    p.add_argument("--tp", type=int, help="tensor-parallel degree (default: the recipe's)")
-    p.add_argument("--pp", type=int, help="pipeline-parallel degree (default: the recipe's)")
-    p.add_argument("--compile-cache", default="/fsx/neuron_cache", help="shared Neuron compile cache")
-    p.add_argument("--log-dir", type=Path, help="exp_manager.explicit_log_dir (checkpoints, TensorBoard)")
+    opt("--steps", type=int)
+    opt("--global-batch-size", type=int, help="default: the recipe's")
+    opt("--seq-len", type=int, help="default: the recipe's")
+    opt("--tp", type=int, help="tensor-parallel degree (default: the recipe's)")
+    opt("--pp", type=int, help="pipeline-parallel degree (default: the recipe's)")
+    opt("--compile-cache", help="shared Neuron compile cache")
+    opt("--log-dir", help="exp_manager.explicit_log_dir (checkpoints, TensorBoard)")
     p.add_argument("--launch", action="store_true", help="exec torchrun on NxD Training after writing")
     p.add_argument("--compile-only", action="store_true", help="with --launch: run under neuron_parallel_compile")
     p.add_argument("--nxdt-examples", default="/opt/nxdt/examples",
-                   help="directory holding NxD Training's training_orchestrator.py")
+                   help="directory holding NxD Training's training_orchestrator.py (default: %(default)s)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,29 +194,16 @@ def _dispatch(args: argparse.Namespace) -> int:
                           "dropped_tokens": r.dropped_tokens}), flush=True)
         return 0
     if args.command == "train":
-        from trn_train.train import TrainConfig, run
+        from trn_train.config import TrainConfig
+        from trn_train.train import run
 
-        cfg = TrainConfig(
-            recipe=args.recipe, data_dir=args.data_dir, output_dir=args.output_dir, steps=args.steps,
-            scaling=args.scaling, global_batch_size=args.global_batch_size,
-            per_core_batch_size=args.per_core_batch_size, micro_batch_size=args.micro_batch_size,
-            seq_len=args.seq_len, lr=args.lr, min_lr_ratio=args.min_lr_ratio, warmup_steps=args.warmup_steps,
-            weight_decay=args.weight_decay, max_grad_norm=args.max_grad_norm, log_every=args.log_every,
-            ckpt_every=args.ckpt_every, keep_last=args.keep_last, seed=args.seed, precision=args.precision,
-            device=args.device, zero1=args.zero1, instance_type=args.instance_type,
-            max_steps_this_run=args.max_steps_this_run, resume=args.resume,
-            tensorboard=not args.no_tensorboard, progress=not args.no_progress,
-            verify_data=not args.no_verify_data,
-        )
+        cfg = _from_args(TrainConfig, args)
         run(cfg)
         return 0
     if args.command == "nxd-config":
         from trn_train import nxd
 
-        spec = nxd.NxdRun(recipe=args.recipe, nodes=args.nodes, instance_type=args.instance_type,
-                          data_dir=str(args.data_dir), steps=args.steps, global_batch_size=args.global_batch_size,
-                          seq_len=args.seq_len, tp=args.tp, pp=args.pp, compile_cache=args.compile_cache,
-                          log_dir=str(args.log_dir) if args.log_dir else None)
+        spec = _from_args(nxd.NxdRun, args)
         written = nxd.write_config(spec, args.out)  # validates before any export
         if args.from_packed:
             n = nxd.export_packed_to_hf(args.from_packed, args.data_dir)

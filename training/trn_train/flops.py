@@ -19,9 +19,12 @@ per core comes from :mod:`trn_ultracluster.catalog`.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from trn_train.errors import ConfigError
+
+if TYPE_CHECKING:
+    from trn_ultracluster.catalog import InstanceSpec
 
 
 def _get(cfg: Mapping[str, Any] | Any, key: str, default: Any = None) -> Any:
@@ -116,6 +119,20 @@ def flops_per_token(model_type: str, cfg: Mapping[str, Any] | Any, seq_len: int)
     heads = int(_get(cfg, "num_attention_heads"))
     head_dim = int(_get(cfg, "head_dim", None) or d // heads)
     return 6.0 * n + 12.0 * layers * heads * head_dim * seq_len
+
+
+def instance_spec(instance_type: str) -> "InstanceSpec":
+    """The :mod:`trn_ultracluster.catalog` entry for ``--instance-type`` (cores, peak BF16).
+
+    Raises:
+        ConfigError: the catalog has no such instance type (the message lists those it has).
+    """
+    from trn_ultracluster.catalog import CATALOG, UnknownInstanceTypeError, get_instance
+
+    try:
+        return get_instance(instance_type)
+    except UnknownInstanceTypeError:
+        raise ConfigError("--instance-type", instance_type, "one of " + ", ".join(sorted(CATALOG))) from None
 
 
 def mfu(tokens_per_s: float, flops_per_tok: float, cores: int, peak_tflops_per_core: float) -> float:

@@ -15,11 +15,12 @@ class MetricsLogger:
     Args:
         enabled: False on ranks other than 0 (everything becomes a no-op).
         tensorboard_dir: where ``SummaryWriter`` writes event files (``None``: no TensorBoard).
-        total_steps / start_step: for the progress bar (stderr; ``progress=False`` hides it).
+        total_steps: length of the progress bar (stderr; ``progress=False`` hides it);
+            :meth:`start_at` moves it to a resumed run's first step.
     """
 
     def __init__(self, enabled: bool, tensorboard_dir: Path | None, total_steps: int,
-                 start_step: int = 0, progress: bool = True) -> None:
+                 progress: bool = True) -> None:
         self.enabled = enabled
         self._tb = None
         self._bar = None
@@ -32,7 +33,7 @@ class MetricsLogger:
         if progress:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total_steps, initial=start_step, unit="step", desc="train",
+            self._bar = tqdm(total=total_steps, unit="step", desc="train",
                              file=sys.stderr, dynamic_ncols=True)
 
     def event(self, name: str, **fields: Any) -> None:
@@ -55,8 +56,15 @@ class MetricsLogger:
             if isinstance(v, (int, float)) and math.isfinite(v):
                 self._tb.add_scalar(f"train/{k}", v, step)
 
+    def start_at(self, step: int) -> None:
+        """Show the progress bar at ``step`` of its total (a resumed run)."""
+        if self._bar is not None:
+            self._bar.n = step
+            self._bar.refresh()
+
     def advance(self, steps: int = 1, **postfix: Any) -> None:
-        """Move the progress bar."""
+        """Move the progress bar ``steps`` forward; ``postfix`` (e.g. ``loss="2.31"``) is shown
+        after it until the next call with a postfix."""
         if self._bar is not None:
             if postfix:
                 self._bar.set_postfix(postfix, refresh=False)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trn_train.errors import ConfigError
+from trn_train.flops import instance_spec
 from trn_train.recipes import get_recipe
 
 
@@ -67,17 +68,12 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
             dividing the attention heads; PP not dividing the layers; TP*PP not dividing the
             world size; global batch not divisible by DP x micro batch.
     """
-    from trn_ultracluster.catalog import UnknownInstanceTypeError, get_instance
-
     recipe = get_recipe(spec.recipe)
     if recipe.model_type != "llama" or "vocab_size" not in recipe.model_config:
         raise ConfigError("--recipe", spec.recipe, "a full-size Llama recipe (llama-1b, llama-8b)")
     if spec.nodes < 1:
         raise ConfigError("--nodes", spec.nodes, "a positive integer")
-    try:
-        inst = get_instance(spec.instance_type)
-    except UnknownInstanceTypeError as e:
-        raise ConfigError("--instance-type", spec.instance_type, str(e).split("; ", 1)[-1]) from None
+    inst = instance_spec(spec.instance_type)
     cores = inst.logical_neuron_cores
     world = spec.nodes * cores
     mc = recipe.model_config
@@ -103,8 +99,7 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
     if seq > mc["max_position_embeddings"]:
         raise ConfigError("--seq-len", seq, f"at most {mc['max_position_embeddings']}")
     name = f"trn_train_{recipe.name.replace('-', '_')}"
-    hf = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **mc,
-          "max_position_embeddings": max(seq, mc["max_position_embeddings"]), "torch_dtype": "bfloat16"}
+    hf = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **mc, "torch_dtype": "bfloat16"}
     cfg: dict[str, Any] = {
         "name": name,
         "model_source": "hf",
@@ -135,7 +130,7 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
         "data": {"micro_batch_size": spec.micro_batch_size, "global_batch_size": gbs, "train_dir": spec.data_dir},
         "model": {
             "model_config": None,  # set by write_config to the written config.json
-            "encoder_seq_length": seq, "max_position_embeddings": max(seq, mc["max_position_embeddings"]),
+            "encoder_seq_length": seq, "max_position_embeddings": mc["max_position_embeddings"],
             "num_layers": layers, "hidden_size": mc["hidden_size"], "qkv_linear": tp > kv, "fuse_qkv": True,
             "rope_theta": mc["rope_theta"], "use_cpu_initialization": True,
             "activations_checkpoint_granularity": "selective", "activations_checkpoint_recompute": ["CoreAttention"],
@@ -188,12 +183,10 @@ def launch_command(yaml_path: str | os.PathLike[str], spec: NxdRun, examples_dir
     ``NODE_RANK`` (or ``SLURM_NODEID``), ``MASTER_ADDR`` (default ``localhost``),
     ``MASTER_PORT`` (default 41000, as in NxDT's ``train_setup.sh``).
     """
-    from trn_ultracluster.catalog import get_instance
-
     env = dict(os.environ if env is None else env)
     y = Path(yaml_path)
     cmd = ["neuron_parallel_compile"] if compile_only else []
-    cmd += ["torchrun", "--nproc_per_node", str(get_instance(spec.instance_type).logical_neuron_cores),
+    cmd += ["torchrun", "--nproc_per_node", str(instance_spec(spec.instance_type).logical_neuron_cores),
             "--nnodes", str(spec.nodes), "--node_rank", env.get("NODE_RANK", env.get("SLURM_NODEID", "0")),
             "--master_addr", env.get("MASTER_ADDR", "localhost"), "--master_port", env.get("MASTER_PORT", "41000"),
             str(Path(examples_dir) / "training_orchestrator.py"),

@@ -19,7 +19,7 @@ github.com/aws-neuron/aws-neuron-sdk).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from trn_train.errors import ConfigError
@@ -88,7 +88,6 @@ class Recipe:
     pipeline_parallel: int = 1
     published: PublishedThroughput | None = None
     notes: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def needs_model_parallel(self) -> bool:

@@ -3,8 +3,8 @@
 - **XLA** (torch-xla present and ``--device`` is ``auto`` or ``xla``): NeuronCores through
   torch-neuronx in the cluster, CPU through ``PJRT_DEVICE=CPU`` here. Uses the current
   PyTorch/XLA 2.x APIs (https://docs.pytorch.org/xla/release/r2.8/learn/api-guide.html):
-  ``torch_xla.device()``, ``torch_xla.runtime.world_size()`` / ``global_ordinal()`` /
-  ``local_ordinal()``, ``torch_xla.sync()`` to cut the lazy graph (the older
+  ``torch_xla.device()``, ``torch_xla.runtime.world_size()`` / ``global_ordinal()``,
+  ``torch_xla.sync()`` to cut the lazy graph (the older
   ``xm.mark_step()``; ``xm.xrt_world_size``/``xm.get_ordinal`` are deprecated), the ``xla``
   process group via ``dist.init_process_group("xla", init_method="xla://")`` after importing
   ``torch_xla.distributed.xla_backend``, and ZeRO-1 through
@@ -55,7 +55,7 @@ class Runtime:
     Attributes:
         kind: ``"xla"`` or ``"cpu"``.
         device: the torch device tensors go to.
-        rank / world_size / local_rank: from the XLA runtime or torchrun's environment.
+        rank / world_size: from the XLA runtime or torchrun's environment.
         distributed: a process group is initialised (torchrun launched us).
     """
 
@@ -63,7 +63,6 @@ class Runtime:
     device: torch.device
     rank: int = 0
     world_size: int = 1
-    local_rank: int = 0
     distributed: bool = False
     _xm: Any = field(default=None, repr=False)
 
@@ -101,15 +100,13 @@ class Runtime:
                 dist.init_process_group("xla", init_method="xla://")
             return cls(
                 kind="xla", device=torch_xla.device(), rank=xr.global_ordinal(),
-                world_size=xr.world_size(), local_rank=xr.local_ordinal(),
-                distributed=dist.is_initialized(), _xm=xm,
+                world_size=xr.world_size(), distributed=dist.is_initialized(), _xm=xm,
             )
         if launched and not dist.is_initialized():
             dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=10))
         if dist.is_initialized():
             return cls(kind="cpu", device=torch.device("cpu"), rank=dist.get_rank(),
-                       world_size=dist.get_world_size(),
-                       local_rank=int(os.environ.get("LOCAL_RANK", "0")), distributed=True)
+                       world_size=dist.get_world_size(), distributed=True)
         return cls(kind="cpu", device=torch.device("cpu"))
 
     def shutdown(self) -> None:
@@ -133,10 +130,7 @@ class Runtime:
         if self.kind == "xla":
             import torch_xla
 
-            if hasattr(torch_xla, "sync"):
-                torch_xla.sync()
-            else:  # torch-xla < 2.6
-                self._xm.mark_step()
+            torch_xla.sync()
 
     def mean_across_ranks(self, t: torch.Tensor) -> torch.Tensor:
         """Mean of a tensor over all ranks (for logged scalars)."""
@@ -147,14 +141,6 @@ class Runtime:
         t = t.clone()
         dist.all_reduce(t)
         return t / self.world_size
-
-    def broadcast_object(self, obj: Any) -> Any:
-        """Rank 0's ``obj`` on every rank (CPU process group only; XLA: returned as is)."""
-        if self.world_size <= 1 or self.kind == "xla":
-            return obj
-        box = [obj]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
 
     # ---------------------------------------------------------------- model/optimizer
 
@@ -220,9 +206,7 @@ class Runtime:
         if max_grad_norm > 0:
             norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
         else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params]) if hasattr(
-                torch.nn.utils, "get_total_norm") else torch.norm(
-                torch.stack([p.grad.norm() for p in params]))
+            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
         optimizer.step()
         return norm
 

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,50 +25,14 @@ import numpy as np
 import torch
 
 from trn_train import checkpoint as ckpt
+from trn_train.config import TrainConfig
 from trn_train.data import GlobalBatchSampler, PackedDataset
 from trn_train.errors import ConfigError
-from trn_train.flops import flops_per_token, mfu
+from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
 from trn_train.model import build_model, mlm_mask, model_config
 from trn_train.recipes import Recipe, get_recipe
 from trn_train.runtime import Runtime, extracting_graphs_only
-
-
-@dataclass
-class TrainConfig:
-    """Everything ``python -m trn_train train`` accepts (see its ``--help`` for each flag).
-
-    ``None`` means "the recipe's default" for batch sizes, sequence length, lr and warm-up.
-    """
-
-    recipe: str
-    data_dir: Path
-    output_dir: Path
-    steps: int
-    scaling: str = "strong"
-    global_batch_size: int | None = None
-    per_core_batch_size: int | None = None
-    micro_batch_size: int | None = None
-    seq_len: int | None = None
-    lr: float | None = None
-    min_lr_ratio: float = 0.1
-    warmup_steps: int | None = None
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    log_every: int = 10
-    ckpt_every: int = 0
-    keep_last: int = 3
-    seed: int = 1234
-    precision: str = "auto"
-    device: str = "auto"
-    zero1: str = "auto"
-    instance_type: str = "trn1.32xlarge"
-    max_steps_this_run: int | None = None
-    resume: str = "auto"
-    tensorboard: bool = True
-    progress: bool = True
-    verify_data: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -161,15 +124,6 @@ def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
                  "run it through NxD Training with `python -m trn_train nxd-config`")
 
 
-def _peak_tflops_per_core(instance_type: str) -> float:
-    from trn_ultracluster.catalog import UnknownInstanceTypeError, get_instance
-
-    try:
-        return get_instance(instance_type).peak_bf16_tflops_per_logical_core
-    except UnknownInstanceTypeError as e:
-        raise ConfigError("--instance-type", instance_type, str(e).split("; ", 1)[-1]) from None
-
-
 def run(cfg: TrainConfig) -> dict[str, Any]:
     """Train (or resume) as configured; returns a summary dict (rank 0's view).
 
@@ -178,7 +132,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     """
     recipe = get_recipe(cfg.recipe)
     _validate(cfg, recipe)
-    peak = _peak_tflops_per_core(cfg.instance_type)
+    peak = instance_spec(cfg.instance_type).peak_bf16_tflops_per_logical_core
     ds = PackedDataset(cfg.data_dir, verify=cfg.verify_data)
     if ds.task_format != recipe.task:
         raise ConfigError("--data-dir", str(cfg.data_dir),
@@ -210,19 +164,20 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
 
     # ---------------------------------------------------------------- resume point
     resume_from: ckpt.CheckpointInfo | None = None
-    if cfg.resume != "none":
-        if cfg.resume == "auto":
-            found = ckpt.scan(ckpt_root, warn=lambda m: log.event("checkpoint_ignored", message=m))
-            resume_from = found[-1] if found else None
-        else:
-            p = Path(cfg.resume)
-            if not (p / ckpt.MARKER).is_file():
-                raise ConfigError("--resume", cfg.resume, "'auto', 'none' or a complete checkpoint directory",
-                                  hint=f"no {ckpt.MARKER} marker in it")
-            resume_from = ckpt.CheckpointInfo(p, int(ckpt.load_trainer_state(ckpt.CheckpointInfo(p, 0))["step"]))
     trainer_state: dict[str, Any] = {}
+    if cfg.resume == "auto":
+        found = ckpt.scan(ckpt_root, warn=lambda m: log.event("checkpoint_ignored", message=m))
+        if found:
+            resume_from = found[-1]
+            trainer_state = ckpt.load_trainer_state(resume_from.path)
+    elif cfg.resume != "none":
+        p = Path(cfg.resume)
+        if not (p / ckpt.MARKER).is_file():
+            raise ConfigError("--resume", cfg.resume, "'auto', 'none' or a complete checkpoint directory",
+                              hint=f"no {ckpt.MARKER} marker in it")
+        trainer_state = ckpt.load_trainer_state(p)
+        resume_from = ckpt.CheckpointInfo(p, int(trainer_state["step"]))
     if resume_from is not None:
-        trainer_state = ckpt.load_trainer_state(resume_from)
         old = trainer_state.get("fingerprint", {})
         diff = {k: (old.get(k), v) for k, v in fingerprint.items() if k != "steps" and old.get(k) != v}
         if diff:
@@ -263,9 +218,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
               peak_tflops_per_core=peak, compile_only=compile_only, data_sequences=len(ds))
     if resume_from is not None:
         log.event("resume", step=start_step, path=str(resume_from.path))
-    if log._bar is not None:
-        log._bar.n = start_step
-        log._bar.refresh()
+    log.start_at(start_step)
 
     # ---------------------------------------------------------------- loop
     special = ds.special_tokens
@@ -298,7 +251,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
         optimizer.zero_grad(set_to_none=True)
         rt.sync()
         step += 1
-        log.advance()
+        postfix: dict[str, str] = {}
         if step % cfg.log_every == 0 or step == end_step:
             loss_v = float(rt.mean_across_ranks(loss_sum).item())
             gn = float(grad_norm.item()) if isinstance(grad_norm, torch.Tensor) else float(grad_norm)
@@ -310,9 +263,9 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
                     "step_time_s": dt / (step - last_log_step)}
             log.event("train", **last)
             log.scalars(step, {k: v for k, v in last.items() if k != "step"})
-            if log._bar is not None:
-                log._bar.set_postfix(loss=f"{loss_v:.3f}", refresh=False)
+            postfix["loss"] = f"{loss_v:.3f}"
             last_log_t, last_log_step = time.perf_counter(), step
+        log.advance(**postfix)
         want_ckpt = (cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == end_step
         if want_ckpt and step != saved_at and not compile_only:
             path = _save(rt, ckpt_root, step, model, optimizer, scheduler, zero1, fingerprint, cfg.keep_last)
@@ -336,15 +289,3 @@ def _save(rt: Runtime, root: Path, step: int, model: torch.nn.Module, optimizer:
     trainer = {"scheduler": scheduler.state_dict(), "fingerprint": fingerprint, "zero1": zero1,
                "saved_at": time.time(), "pid": os.getpid()}
     return ckpt.save(root, step, rt.rank, rt.world_size, rt.barrier, model_state, optim_state, rng, trainer, keep_last)
-
-
-def main_entry(cfg: TrainConfig) -> int:
-    """Run and map our errors to exit status 2 with a one-line message on stderr."""
-    from trn_train.errors import TrnTrainError
-
-    try:
-        run(cfg)
-    except TrnTrainError as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
-    return 0
