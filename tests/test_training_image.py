@@ -57,3 +57,30 @@ def test_build_context_holds_the_training_program_and_the_catalog_only(default):
 def test_excludes_reinclude_parents_of_nested_files():
     assert build_context_excludes(("a", "b/c/d.py")) == [
         "*", "!a", "!b", "b/*", "!b/c", "b/c/*", "!b/c/d.py", "**/__pycache__", "**/*.pyc"]
+
+
+def _imports(path):
+    import ast
+
+    tree = ast.parse(path.read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return names | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def test_the_image_ships_every_project_module_the_training_program_imports():
+    from tests.conftest import REPO_ROOT
+
+    used = {m for p in (REPO_ROOT / "training" / "trn_train").rglob("*.py") for m in _imports(p)
+            if m.startswith("trn_ultracluster.")}
+    assert used, "the training program reads the catalog at least"
+    dockerfile = (REPO_ROOT / "training" / "Dockerfile").read_text()
+    for module in sorted(used):
+        path = module.replace(".", "/") + ".py"
+        assert path in BUILD_CONTEXT_INCLUDES, f"{path} missing from the build context"
+        assert path in dockerfile, f"training/Dockerfile does not COPY {path}"
+        # the image has no CDK or pydantic: these modules import the standard library only
+        own = {m for m in _imports(REPO_ROOT / path) if m.startswith("trn_ultracluster")}
+        assert own <= used, f"{path} imports {own - used}, which the image lacks"
+        third_party = {m.split(".")[0] for m in _imports(REPO_ROOT / path)} - {
+            "__future__", "dataclasses", "trn_ultracluster"}
+        assert not third_party, f"{path} imports {third_party}"

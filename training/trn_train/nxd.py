@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trn_ultracluster.shared_storage import NEURON_COMPILE_CACHE_DIR
+
 from trn_train.errors import ConfigError
 from trn_train.flops import instance_spec
 from trn_train.recipes import get_recipe
@@ -42,7 +44,9 @@ class NxdRun:
         nodes: instances; world size = ``nodes * logical NeuronCores per node`` (catalog).
         data_dir: Hugging Face ``datasets`` directory (see :func:`export_packed_to_hf`).
         steps: optimizer steps. global_batch_size / seq_len / tp / pp: ``None`` = recipe's.
-        compile_cache: shared Neuron compile cache (FSx), NxDT ``compiler_cache_url``.
+        compile_cache: shared Neuron compile cache (FSx), NxDT ``compiler_cache_url``;
+            default: the cluster's (``trn_ultracluster.shared_storage``), which the EKS
+            runtime and the HyperPod env file also put in ``NEURON_CC_FLAGS``.
         log_dir: NxDT ``exp_manager.explicit_log_dir`` (checkpoints + TensorBoard).
     """
 
@@ -55,7 +59,7 @@ class NxdRun:
     seq_len: int | None = None
     tp: int | None = None
     pp: int | None = None
-    compile_cache: str = "/fsx/neuron_cache"
+    compile_cache: str = NEURON_COMPILE_CACHE_DIR
     log_dir: str | None = None
     micro_batch_size: int = 1
 

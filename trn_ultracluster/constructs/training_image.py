@@ -21,9 +21,10 @@ BUILD_CONTEXT_INCLUDES = (
     "training",
     "trn_ultracluster/__init__.py",
     "trn_ultracluster/catalog.py",
+    "trn_ultracluster/shared_storage.py",
 )
-"""What the image build sees of the repository: the training program and the instance
-catalog (stdlib only) that it reads for MFU. Everything else (.venv, node_modules, cdk.out)
+"""What the image build sees of the repository: the training program, the instance catalog
+it reads for MFU and the shared-storage layout (both standard library only). Everything else (.venv, node_modules, cdk.out)
 is excluded, which also keeps asset fingerprinting fast."""
 
 
