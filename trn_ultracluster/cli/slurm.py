@@ -9,12 +9,16 @@ The script (:func:`sbatch_script`):
 - starts ``torchrun`` with one process per logical NeuronCore (catalog) and a c10d
   rendezvous on the first node of the allocation (PyTorch "torchrun (Elastic Launch)",
   ``--rdzv-backend=c10d --rdzv-endpoint=host:port --rdzv-id``);
-- sources ``/fsx/.trn-ultracluster/env``, which the HyperPod lifecycle scripts write from
-  the stack (issue 4, ``assets/hyperpod``): it reads ``TRN_CONTAINER_IMAGE``,
-  ``TRN_NEURON_CACHE_DIR``, ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper,
-  ``TRN_DEFAULT_PARTITION``;
-- sets the Neuron multi-node environment (``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``,
-  ``NEURON_CC_FLAGS=--cache_dir=<FSx cache>``; Neuron docs, multi-node setup, DESIGN §5).
+- sources :data:`~trn_ultracluster.shared_storage.ENV_FILE`
+  (``/fsx/.trn-ultracluster/env``), which the HyperPod lifecycle scripts write from the
+  stack (issue 4, ``assets/hyperpod``): it reads ``TRN_CONTAINER_IMAGE``,
+  ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper, ``TRN_DEFAULT_PARTITION``. The same
+  file exports the Neuron/EFA environment of
+  :func:`trn_ultracluster.neuron_env.neuron_environment` (``NEURON_CC_FLAGS``, and
+  ``FI_PROVIDER`` / ``FI_EFA_USE_DEVICE_RDMA`` on EFA types), which srun passes into the
+  container; the script does not set them again (one definition for both orchestrators)
+  and stops when ``NEURON_CC_FLAGS`` is missing (an env file from an older stack). The
+  script cannot run without the env file anyway: the image and the mount come from it.
 
 Reaching the controller: a HyperPod node's SSM target is
 ``sagemaker-cluster:<cluster-id>_<instance-group>-<instance-id>``, the cluster id being the
@@ -33,7 +37,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-import shlex
 import shutil
 import subprocess
 import time
@@ -45,34 +48,25 @@ from trn_ultracluster.catalog import InstanceSpec
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import Launch, validate_job_name
+from trn_ultracluster.shared_storage import ENV_FILE, JOBS_DIR
 
 __all__ = [
-    "ENV_FILE",
-    "JOBS_DIR",
     "SendCommandTransport",
     "SessionTransport",
     "SlurmJobs",
     "controller_target",
-    "parse_sbatch_options",
     "sbatch_script",
 ]
 
-FSX_MOUNT_POINT = "/fsx"
-"""Where the lifecycle scripts mount FSx on every node (issue 4, ``FSX_MOUNT_POINT``)."""
-ENV_FILE = f"{FSX_MOUNT_POINT}/.trn-ultracluster/env"
-JOBS_DIR = f"{FSX_MOUNT_POINT}/.trn-ultracluster/jobs"
-"""Scripts and logs of the jobs this CLI submits (shared by every node)."""
 SLURM_USER = "ubuntu"
-"""The HyperPod Slurm clusters' default user (HyperPod workshop: ``sudo su - ubuntu`` after
-connecting); jobs run as this user, not as the SSM session's user."""
+"""The HyperPod Slurm clusters' default user; jobs run as this user, not as the SSM
+session's user. Source: aws-samples/awsome-distributed-training
+``1.architectures/5.sagemaker-hyperpod/easy-ssh.sh``
+(https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/5.sagemaker-hyperpod/easy-ssh.sh),
+which logs in to the controller as ``User ubuntu``, opens sessions with the
+``SSM-SessionManagerRunShellAsUbuntu`` document and keeps keys in ``/fsx/ubuntu/.ssh``."""
 RENDEZVOUS_PORT = 29500
 """torchrun's default master port (PyTorch ``torch/distributed/run.py``)."""
-SBATCH_OPTIONS = {
-    # option -> takes a value; the sbatch options this CLI writes (Slurm sbatch man page,
-    # https://slurm.schedmd.com/sbatch.html).
-    "job-name": True, "nodes": True, "ntasks-per-node": True, "exclusive": False,
-    "output": True, "partition": True, "time": True,
-}
 
 
 def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Launch,
@@ -104,9 +98,6 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
     ]
     if time_limit:
         directives.append(f"--time={time_limit}")
-    efa_env = ""
-    if spec.supports_efa:
-        efa_env = "export FI_PROVIDER=efa\nexport FI_EFA_USE_DEVICE_RDMA=1\n"
     torchrun = (
         f"torchrun --nnodes=\"${{SLURM_JOB_NUM_NODES}}\" --nproc-per-node={spec.logical_neuron_cores} "
         "--rdzv-backend=c10d --rdzv-endpoint=\"${MASTER_ADDR}:${MASTER_PORT}\" "
@@ -115,13 +106,7 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
     srun = ("srun --container-image=\"${TRN_CONTAINER_IMAGE}\" "
             "--container-mounts=\"${TRN_FSX_MOUNT_POINT}:${TRN_FSX_MOUNT_POINT}\" "
             "--no-container-mount-home")
-    body = []
-    if launch.setup:
-        body.append(launch.setup)
-    if launch.precompile_program is not None:
-        body.append(f"{srun} neuron_parallel_compile {torchrun} "
-                    f"{shlex.join(launch.precompile_program)}")
-    body.append(f"{srun} {torchrun} {shlex.join(launch.program)}")
+    body = launch.shell_lines(torchrun, runner=srun)
     header = "\n".join(f"#SBATCH {d}" for d in directives)
     return f"""#!/bin/bash
 {header}
@@ -129,40 +114,12 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
 set -euo pipefail
 # shellcheck source=/dev/null
 source {ENV_FILE}
-{efa_env}export NEURON_CC_FLAGS="--cache_dir=${{TRN_NEURON_CACHE_DIR}}"
+: "${{NEURON_CC_FLAGS:?is not set by {ENV_FILE}: redeploy the stack}}"
 MASTER_ADDR="$(scontrol show hostnames "${{SLURM_JOB_NODELIST}}" | head -n 1)"
 MASTER_PORT={RENDEZVOUS_PORT}
 export MASTER_ADDR MASTER_PORT
 echo "job ${{SLURM_JOB_ID}}: ${{SLURM_JOB_NUM_NODES}} nodes, rendezvous ${{MASTER_ADDR}}:${{MASTER_PORT}}"
 """ + "\n".join(body) + "\n"
-
-
-def parse_sbatch_options(script: str) -> dict[str, str | None]:
-    """The ``#SBATCH --name[=value]`` options of a script (before the first command).
-
-    Raises:
-        ValueError: an option this CLI does not write, a missing or unexpected value, or an
-            ``#SBATCH`` line after the first command (sbatch ignores those).
-    """
-    options: dict[str, str | None] = {}
-    in_header = True
-    for line in script.splitlines()[1:]:
-        stripped = line.strip()
-        if stripped.startswith("#SBATCH"):
-            if not in_header:
-                raise ValueError(f"#SBATCH after the first command is ignored by sbatch: {line!r}")
-            match = re.fullmatch(r"#SBATCH --([a-z-]+)(?:=(\S+))?", stripped)
-            if not match:
-                raise ValueError(f"malformed #SBATCH line: {line!r}")
-            name, value = match.group(1), match.group(2)
-            if name not in SBATCH_OPTIONS:
-                raise ValueError(f"unknown sbatch option --{name}")
-            if SBATCH_OPTIONS[name] != (value is not None):
-                raise ValueError(f"--{name} {'needs' if SBATCH_OPTIONS[name] else 'takes no'} value")
-            options[name] = value
-        elif stripped and not stripped.startswith("#"):
-            in_header = False
-    return options
 
 
 # --- reaching the controller ---------------------------------------------------------------

@@ -20,7 +20,7 @@ largest message's bus bandwidth with the instance's network bandwidth from the c
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from trn_ultracluster.catalog import InstanceSpec
@@ -31,6 +31,7 @@ __all__ = [
     "AllReduceResult",
     "SmokeReport",
     "bus_bandwidth_gbps",
+    "network_ratio",
     "parse_results",
     "smoke_launch",
     "smoke_report",
@@ -167,9 +168,7 @@ class SmokeReport:
     @property
     def ratio(self) -> float:
         """Largest message's bus bandwidth (Gbit/s) / network bandwidth (Gbit/s)."""
-        if not self.results or not self.network_gbps:
-            return 0.0
-        return self.results[-1].busbw_gbytes * 8 / self.network_gbps
+        return network_ratio(self.results, self.network_gbps)
 
     def table(self) -> str:
         """A table like NCCL-tests' output plus the verdict."""
@@ -188,6 +187,14 @@ class SmokeReport:
         return "\n".join(rows)
 
 
+def network_ratio(results: Sequence[AllReduceResult], network_gbps: float) -> float:
+    """The last (largest) result's bus bandwidth in Gbit/s over ``network_gbps``; 0 without
+    results or bandwidth."""
+    if not results or not network_gbps:
+        return 0.0
+    return results[-1].busbw_gbytes * 8 / network_gbps
+
+
 def smoke_report(results: list[AllReduceResult], spec: InstanceSpec, nodes: int = SMOKE_NODES,
                  min_ratio: float = MIN_EFA_RATIO) -> SmokeReport:
     """Judge the results: every size correct, all ranks took part, bandwidth >= min_ratio."""
@@ -200,9 +207,9 @@ def smoke_report(results: list[AllReduceResult], spec: InstanceSpec, nodes: int 
     if any(r.ranks != expected for r in results):
         reasons.append(f"expected {expected} ranks ({nodes} x {spec.logical_neuron_cores} "
                        f"NeuronCores), got {sorted({r.ranks for r in results})}")
-    report = SmokeReport(tuple(results), expected, spec.network_bandwidth_gbps, False, ())
-    if results and report.ratio < min_ratio:
-        reasons.append(f"bus bandwidth is {report.ratio:.0%} of {spec.network_bandwidth_gbps:.0f} "
+    ratio = network_ratio(results, spec.network_bandwidth_gbps)
+    if results and ratio < min_ratio:
+        reasons.append(f"bus bandwidth is {ratio:.0%} of {spec.network_bandwidth_gbps:.0f} "
                        "Gbit/s: EFA is probably not used (check FI_PROVIDER=efa, the EFA device "
                        "plugin / interfaces and the security group)")
     return SmokeReport(tuple(results), expected, spec.network_bandwidth_gbps, not reasons,

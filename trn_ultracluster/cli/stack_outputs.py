@@ -87,14 +87,6 @@ class StackOutputs:
                 ExitCode.STACK,
             ) from None
 
-    def require_orchestrator(self, orchestrator: str) -> None:
-        """Raise (STACK) unless the stack's orchestrator is ``orchestrator``."""
-        actual = self.get(OutputKey.ORCHESTRATOR)
-        if actual != orchestrator:
-            raise CliError(f"this command needs an {orchestrator} stack; {self.stack_name} "
-                           f"runs {actual!r}", "use --stack-name to pick the right stack",
-                           ExitCode.STACK)
-
     def int_value(self, key: OutputKey) -> int:
         """An integer output (node counts)."""
         value = self.get(key)
@@ -167,7 +159,7 @@ def _check_status(stack_name: str, region: str, status: str, reason: str) -> Non
     why = f" ({reason})" if reason else ""
     if status.endswith("_IN_PROGRESS"):
         fix = "wait for the operation to finish (aws cloudformation wait / the console), then retry"
-    elif status == "ROLLBACK_COMPLETE" or status.startswith("ROLLBACK"):
+    elif status.startswith("ROLLBACK"):
         fix = ("creation failed and was rolled back: read the first FAILED event "
                f"(aws cloudformation describe-stack-events --stack-name {stack_name}), fix it, "
                "then `npx cdk destroy` and deploy again")
