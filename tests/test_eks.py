@@ -17,10 +17,9 @@ import yaml
 
 from tests.conftest import REPO_ROOT, SHARED
 from trn_ultracluster import k8s
-from trn_ultracluster.catalog import CATALOG, get_instance
+from trn_ultracluster.catalog import get_instance
 from trn_ultracluster.config import ConfigError, parse_config
 from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.constructs import eks as eks_module
 
 ADMIN = "arn:aws:iam::123456789012:role/TrainingAdmin"
 TRN2 = REPO_ROOT / "profiles" / "trn2.yaml"
@@ -86,7 +85,7 @@ def test_endpoint_allow_list_and_private(synth):
     assert vpc["EndpointPublicAccess"] is False and vpc["EndpointPrivateAccess"] is True
 
 
-def test_admin_access_entry_no_aws_auth(default, admin):
+def test_admin_access_entry(default, admin):
     def principals(s):
         return [e["Properties"] for e in s.resources("AWS::EKS::AccessEntry").values()]
 
@@ -95,9 +94,6 @@ def test_admin_access_entry_no_aws_auth(default, admin):
     (policy,) = entry["AccessPolicies"]
     assert policy["AccessScope"]["Type"] == "cluster"
     assert "AmazonEKSClusterAdminPolicy" in json.dumps(policy["PolicyArn"])
-    manifests = json.dumps([r["Properties"] for r in
-                            admin.resources("Custom::AWSCDK-EKS-KubernetesResource").values()])
-    assert "aws-auth" not in manifests
 
 
 def test_kubectl_provider_in_private_subnets(default):
@@ -124,9 +120,8 @@ def test_trainium_nodegroup_uses_launch_template(default):
                                           "NetworkVpcPrivateSubnet1")}]
     assert ng["Taints"] == [{"Key": "aws.amazon.com/neuron", "Value": "true",
                              "Effect": "NO_SCHEDULE"}]
-    assert ng["Labels"] == {"trn-ultracluster/node-role": "trainium",
-                            "trn-ultracluster/instance-type": "trn1.32xlarge",
-                            "vpc.amazonaws.com/efa.present": "true"}
+    # Only the EFA plugin's label: the kubelet sets node.kubernetes.io/instance-type.
+    assert ng["Labels"] == {"vpc.amazonaws.com/efa.present": "true"}
     assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 1, "MaxSize": 1}
     assert ng["CapacityType"] == "ON_DEMAND"
 
@@ -135,7 +130,7 @@ def test_trainium_nodegroup_capacity_block(trn2):
     ng = _nodegroups(trn2)["trainium"]["Properties"]
     assert ng["CapacityType"] == "CAPACITY_BLOCK"
     assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 4, "MaxSize": 4}
-    assert ng["Labels"]["trn-ultracluster/instance-type"] == "trn2.48xlarge"
+    assert ng["Labels"] == {"vpc.amazonaws.com/efa.present": "true"}
 
 
 def test_system_nodegroup(default):
@@ -143,11 +138,10 @@ def test_system_nodegroup(default):
     assert ng["CapacityType"] == "ON_DEMAND"
     assert ng["AmiType"] == "AL2023_x86_64_STANDARD"
     assert ng["InstanceTypes"] == ["m6i.xlarge"]
-    assert not set(ng["InstanceTypes"]) & set(CATALOG)
     assert ng["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 2}
     assert sorted(s["Ref"][:25] for s in ng["Subnets"]) == ["NetworkVpcPrivateSubnet1S",
                                                              "NetworkVpcPrivateSubnet2S"]
-    assert "Taints" not in ng
+    assert "Taints" not in ng and "Labels" not in ng
 
 
 def test_node_role_has_only_node_policies(default):
@@ -183,14 +177,21 @@ def test_addon_names_versions_pod_identity(default):
     addons = _addons(default)
     assert set(addons) == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
                            "aws-fsx-csi-driver"}
-    versions = default.config.eks.addon_versions
-    for field, name in eks_module.ADDON_NAMES.items():
-        assert addons[name]["Properties"].get("AddonVersion") == getattr(versions, field)
-    assert addons["kube-proxy"]["Properties"]["AddonVersion"].startswith("v1.36.")
+    # Default: no version, EKS installs its default for the cluster's Kubernetes version.
+    assert all("AddonVersion" not in r["Properties"] for r in addons.values())
     accounts = {name: [a["ServiceAccount"] for a in r["Properties"].get("PodIdentityAssociations", [])]
                 for name, r in addons.items()}
     assert accounts["aws-fsx-csi-driver"] == ["fsx-csi-controller-sa"]
     assert accounts["vpc-cni"] == ["aws-node"]
+
+
+def test_pinned_addon_versions(synth):
+    pinned = {"vpc-cni": "v1.19.0-eksbuild.1", "kube-proxy": "v1.36.0-eksbuild.1",
+              "coredns": "v1.11.4-eksbuild.2", "eks-pod-identity-agent": "v1.3.4-eksbuild.1",
+              "aws-fsx-csi-driver": "v1.5.0-eksbuild.1"}
+    s = synth(**{f"eks.addon_versions.{name.replace('-', '_')}": version
+                 for name, version in pinned.items()})
+    assert {name: r["Properties"]["AddonVersion"] for name, r in _addons(s).items()} == pinned
 
 
 def test_pod_identity_roles(default):
@@ -205,6 +206,7 @@ def test_pod_identity_roles(default):
     policies = [p for p in default.resources("AWS::IAM::Policy").values()
                 if {"Ref": fsx["RoleArn"]["Fn::GetAtt"][0]} in p["Properties"]["Roles"]]
     (statement,) = policies[0]["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "fsx:DescribeFileSystems"  # static volume: no resize
     assert "StorageFileSystem" in json.dumps(statement["Resource"])  # this file system only
 
 
@@ -268,7 +270,8 @@ def test_helm_charts_pinned(default):
 def test_helm_chart_values(default):
     charts = _charts(default)
     neuron = json.loads(charts["neuron-helm-chart"]["Properties"]["Values"])
-    assert neuron["devicePlugin"]["enabled"] is True and neuron["scheduler"]["enabled"] is True
+    assert neuron["devicePlugin"]["enabled"] is True and neuron["npd"]["enabled"] is True
+    assert neuron["scheduler"]["enabled"] is False  # no pod names the chart's scheduler
     efa = json.loads(charts["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
     assert efa["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
     assert efa["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Equal",

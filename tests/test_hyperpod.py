@@ -143,7 +143,7 @@ def test_instance_groups_and_vpc_pass_botocore_validation(name, request):
     assert {g["InstanceType"] for g in params["InstanceGroups"]} <= set(enum)
 
 
-def test_botocore_validation_would_catch_a_bad_group(hp):
+def test_botocore_validation_would_catch_a_bad_group():
     from botocore.exceptions import ParamValidationError
 
     model = botocore.session.get_session().get_service_model("sagemaker")
@@ -183,9 +183,17 @@ def test_execution_role_trust_and_permissions(hp):
     repo = logical_id(hp, "AWS::ECR::Repository", "TrainingImage")
     assert repo in json.dumps(by_action["ecr:BatchGetImage"]["Resource"])
     assert by_action["ecr:GetAuthorizationToken"]["Resource"] == "*"
-    assert "file-system/" in json.dumps(by_action["fsx:DescribeFileSystems"]["Resource"])
+    storage_fs = logical_id(hp, "AWS::FSx::FileSystem", "Storage")
+    assert storage_fs in json.dumps(by_action["fsx:DescribeFileSystems"]["Resource"])
     assert "log-group:/aws/sagemaker/Clusters/*" in json.dumps(by_action["logs:PutLogEvents"]["Resource"])
     assert by_action["ec2:CreateNetworkInterface"]["Resource"] == "*"
+    # aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/
+    # 1.AmazonSageMakerClustersExecutionRolePolicy.json, "AdditionToEnableVpcConfig"
+    assert actions_of(by_action["ec2:CreateNetworkInterface"]) == {
+        "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
+        "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission",
+        "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
+        "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DetachNetworkInterface"}
     assert "network-interface/*" in json.dumps(by_action["ec2:CreateTags"]["Resource"])
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from trn_ultracluster.config import parse_config
+from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS, provisioning_parameters
 from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
-LIFECYCLE_ASSETS = REPO_ROOT / "assets" / "hyperpod"  # what the stack uploads
 sys.path.insert(0, str(LIFECYCLE_ASSETS))
 import lcs  # noqa: E402
 
@@ -28,15 +28,10 @@ CONTROLLER_IP, LOGIN_IP, WORKER_IPS = "10.0.0.10", "10.0.0.11", ("10.0.0.20", "1
 FSX_DNS, FSX_MOUNT = "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", "abcdefgh"
 REGISTRY = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
 
-PARAMS = {
-    "version": "1.0.0",
-    "workload_manager": "slurm",
-    "controller_group": "controller",
-    "login_group": "login",
-    "worker_groups": [{"instance_group_name": "workers", "partition_name": "trainium"}],
-    "fsx_dns_name": FSX_DNS,
-    "fsx_mountname": FSX_MOUNT,
-}
+# What the stack writes for the default HyperPod config (controller, login, "workers" in
+# partition "trainium").
+PARAMS = provisioning_parameters(parse_config({"orchestrator": "hyperpod-slurm"}).config,
+                                 FSX_DNS, FSX_MOUNT)
 RESOURCES = {"InstanceGroups": [
     {"Name": "controller", "Instances": [{"CustomerIpAddress": CONTROLLER_IP}]},
     {"Name": "login", "Instances": [{"CustomerIpAddress": LOGIN_IP}]},
@@ -57,7 +52,7 @@ if [[ "$name" == dpkg ]]; then echo amd64; fi
 exit 0
 """
 STUBS = ("mount", "systemctl", "usermod", "chown", "curl", "apt-get", "git", "make", "dpkg",
-         "sleep", "hostname")
+         "sleep")
 
 
 # --- lint ------------------------------------------------------------------------------
@@ -82,12 +77,6 @@ def test_node_role_from_resource_config(ip, role):
 def test_unknown_address_is_an_error():
     with pytest.raises(lcs.LifecycleError, match="10.9.9.9"):
         lcs.node_role(RESOURCES, PARAMS, "10.9.9.9")
-
-
-def test_partitions_keep_order_without_repeats():
-    params = {"worker_groups": [{"partition_name": "b"}, {"partition_name": "a"},
-                                {"partition_name": "b"}]}
-    assert lcs.partitions(params) == ["b", "a"]
 
 
 def test_env_file_quotes_values_and_rejects_bad_names():
@@ -220,6 +209,23 @@ def test_controller_fails_when_a_partition_is_missing(node):
     assert calls(node, "systemctl") == []
 
 
+def test_controller_checks_every_partition_of_the_stack(node):
+    set_env(node, TRN_PARTITIONS="trainium,dev")
+    result = node(CONTROLLER_IP)
+    assert result.returncode != 0
+    assert "Slurm partition trainium is configured" in result.stdout
+    assert "Slurm partition dev is missing" in result.stdout
+    assert calls(node, "systemctl") == []
+
+
+def test_controller_fails_without_partitions(node):
+    set_env(node, TRN_PARTITIONS=None)
+    result = node(CONTROLLER_IP)
+    assert result.returncode != 0
+    assert "ERROR: TRN_PARTITIONS missing" in result.stdout
+    assert calls(node, "systemctl") == []
+
+
 def test_failed_mount_exits_non_zero_with_a_clear_message(node):
     result = node(WORKER_IPS[0], STUB_MOUNT_FAIL="1", TRN_MOUNT_ATTEMPTS="3")
     assert result.returncode == 1
@@ -232,17 +238,23 @@ def test_failed_mount_exits_non_zero_with_a_clear_message(node):
 
 
 def test_missing_storage_layout_stops_before_mounting(node):
-    cluster = json.loads(cluster_json(node).read_text())
-    del cluster["env"]["TRN_NEURON_CACHE_DIR"]
-    cluster_json(node).write_text(json.dumps(cluster))
+    set_env(node, TRN_NEURON_CACHE_DIR=None)
     result = node(WORKER_IPS[0])
     assert result.returncode == 1
     assert "ERROR: TRN_FSX_MOUNT_POINT and TRN_NEURON_CACHE_DIR missing" in result.stdout
     assert calls(node, "mount") == []
 
 
-def cluster_json(node) -> Path:
-    return node.lcs_dir / "trn_ultracluster.json"
+def set_env(node, **values: str | None) -> None:
+    """Change the stack environment of ``trn_ultracluster.json`` (``None`` removes a name)."""
+    path = node.lcs_dir / "trn_ultracluster.json"
+    cluster = json.loads(path.read_text())
+    for name, value in values.items():
+        if value is None:
+            cluster["env"].pop(name, None)
+        else:
+            cluster["env"][name] = value
+    path.write_text(json.dumps(cluster))
 
 
 def test_missing_tools_are_installed_at_pinned_versions(node):

@@ -241,27 +241,26 @@ class CapacityConfig(_Frozen):
 class EksAddonVersionsConfig(_Frozen):
     """Versions of the EKS add-ons (``aws eks describe-addon-versions`` names them).
 
-    ``null`` installs the default version EKS picks for the cluster's Kubernetes version.
-    The defaults below were read from public EKS 1.36 configurations (2026-08/11), not
-    from ``describe-addon-versions`` (no AWS account here): run
-    ``aws eks describe-addon-versions --kubernetes-version 1.36 --addon-name <name>``
-    before deploying and adjust. See docs/eks.md "Add-ons".
+    Default ``null`` for every add-on: EKS installs its default version for the cluster's
+    Kubernetes version (no pinned build could be verified without an AWS account). To pin
+    one, pick it from
+    ``aws eks describe-addon-versions --kubernetes-version 1.36 --addon-name <name>``.
+    See docs/eks.md "What is installed, and why".
 
     Attributes:
-        vpc_cni: ``vpc-cni``; must be v1.19.0 or newer with ``efa_interface_layout:
-            efa-only`` (the CNI skips interfaces without an IP address since
-            aws/amazon-vpc-cni-k8s PR #3047, merged 2024-09-26, after v1.18).
+        vpc_cni: ``vpc-cni``; a pinned version must be v1.19.0 or newer with
+            ``efa_interface_layout: efa-only`` (the CNI skips interfaces without an IP
+            address since aws/amazon-vpc-cni-k8s PR #3047, merged 2024-09-26, after v1.18).
         coredns: ``coredns``.
-        kube_proxy: ``kube-proxy`` (its minor version must match the cluster's).
+        kube_proxy: ``kube-proxy`` (a pinned minor version must match the cluster's).
         eks_pod_identity_agent: ``eks-pod-identity-agent``.
-        aws_fsx_csi_driver: ``aws-fsx-csi-driver``; default ``null`` (EKS default), no
-            1.36 build could be verified.
+        aws_fsx_csi_driver: ``aws-fsx-csi-driver``.
     """
 
-    vpc_cni: str | None = "v1.22.2-eksbuild.1"
-    coredns: str | None = "v1.14.3-eksbuild.3"
-    kube_proxy: str | None = "v1.36.0-eksbuild.9"
-    eks_pod_identity_agent: str | None = "v1.3.10-eksbuild.3"
+    vpc_cni: str | None = None
+    coredns: str | None = None
+    kube_proxy: str | None = None
+    eks_pod_identity_agent: str | None = None
     aws_fsx_csi_driver: str | None = None
 
 

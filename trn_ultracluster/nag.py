@@ -11,12 +11,23 @@ from __future__ import annotations
 from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
-__all__ = ["LAMBDA_BASIC_EXECUTION", "acknowledge", "find_stack_child"]
+__all__ = [
+    "LAMBDA_BASIC_EXECUTION",
+    "acknowledge",
+    "find_stack_child",
+    "managed_policy_finding",
+]
 
-LAMBDA_BASIC_EXECUTION = (
-    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-    "AWSLambdaBasicExecutionRole]"
-)
+
+def managed_policy_finding(name: str) -> str:
+    """The IAM4 finding id of the AWS managed policy ``name`` (e.g.
+    ``service-role/AWSLambdaBasicExecutionRole``) on a construct whose policy ARN uses the
+    ``AWS::Partition`` pseudo parameter, as ``ManagedPolicy.from_aws_managed_policy_name``
+    writes it when the stack's partition is not known at synth time."""
+    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]"
+
+
+LAMBDA_BASIC_EXECUTION = managed_policy_finding("service-role/AWSLambdaBasicExecutionRole")
 """The IAM4 finding id for the AWS managed Lambda logging policy."""
 
 

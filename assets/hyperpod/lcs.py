@@ -7,7 +7,6 @@
   by looking up the node's IP address in HyperPod's resource config;
 - ``controller-ips``: the controller addresses, comma separated;
 - ``get KEY``: one value of the provisioning parameters;
-- ``partitions``: the worker partitions, one per line;
 - ``env-file``: the shell-sourceable ``/fsx/.trn-ultracluster/env`` content;
 - ``env-get NAME``: one value of that environment (empty when absent).
 
@@ -84,16 +83,6 @@ def node_role(resource_config: dict[str, Any], params: dict[str, Any], address: 
     raise LifecycleError(f"no instance group in the resource config holds address {address}")
 
 
-def partitions(params: dict[str, Any]) -> list[str]:
-    """Worker partitions in the order of the worker groups, without repeats."""
-    out: list[str] = []
-    for group in params.get("worker_groups", []):
-        name = group.get("partition_name")
-        if name and name not in out:
-            out.append(name)
-    return out
-
-
 def env_file(cluster: dict[str, Any]) -> str:
     """Shell-sourceable ``NAME='value'`` lines of ``cluster["env"]``, sorted by name.
 
@@ -120,7 +109,6 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("controller-ips")
     get = sub.add_parser("get")
     get.add_argument("key")
-    sub.add_parser("partitions")
     sub.add_parser("env-file")
     env_get = sub.add_parser("env-get")
     env_get.add_argument("name")
@@ -137,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
             if args.key not in params:
                 raise LifecycleError(f"{args.params}: no key {args.key!r}")
             print(params[args.key])
-        elif args.command == "partitions":
-            print("\n".join(partitions(params)))
         else:
             resources = load_json(args.resource_config)
             if args.command == "role":

@@ -116,7 +116,9 @@ mount_fsx() {
 # Home directories on FSx for every login user (UID 1000-59999 in /etc/passwd), so that
 # code, virtual environments and Enroot credentials are the same on every node.
 setup_homes() {
-  local user uid gid home
+  local user uid gid home registry region
+  registry="$(lcs env-get TRN_ECR_REGISTRY)"
+  region="$(lcs env-get TRN_REGION)"
   mkdir -p "${ROOT}${FSX_MOUNT_POINT}/home"
   while IFS=: read -r user _ uid gid _ home _; do
     if (( uid < 1000 || uid >= 60000 )); then
@@ -135,17 +137,16 @@ setup_homes() {
       usermod -d "${target}" "${user}"
     fi
     log "home of ${user} is ${target}"
-    setup_enroot_credentials "${user}" "${uid}" "${gid}" "${target}"
+    setup_enroot_credentials "${user}" "${uid}" "${gid}" "${target}" "${registry}" "${region}"
   done < "${ROOT}/etc/passwd"
 }
 
 # Enroot reads registry credentials from $ENROOT_CONFIG_PATH/.credentials (netrc format;
 # `$(...)` is evaluated at import): ECR takes user AWS and a token from
 # `aws ecr get-login-password` (Enroot docs, doc/cmd/import.md, "Credentials").
+# Arguments: user uid gid home registry region (registry and region of the stack's env).
 setup_enroot_credentials() {
-  local user="$1" uid="$2" gid="$3" home="$4" registry region
-  registry="$(lcs env-get TRN_ECR_REGISTRY)"
-  region="$(lcs env-get TRN_REGION)"
+  local user="$1" uid="$2" gid="$3" home="$4" registry="$5" region="$6"
   if [[ -z "${registry}" || -z "${region}" ]]; then
     return 0
   fi
@@ -248,8 +249,15 @@ wait_for_slurm_conf() {
   return 1
 }
 
+# The partitions come from the stack (TRN_PARTITIONS, the worker groups' partitions in
+# order, the same config that wrote provisioning_parameters.json).
 check_partitions() {
-  local partition missing=0
+  local partitions partition missing=0
+  partitions="$(lcs env-get TRN_PARTITIONS)"
+  if [[ -z "${partitions}" ]]; then
+    log "ERROR: TRN_PARTITIONS missing from ${CLUSTER_JSON}"
+    return 1
+  fi
   while read -r partition; do
     [[ -z "${partition}" ]] && continue
     if grep -qE "^PartitionName=${partition}([[:space:]]|$)" "${ROOT}${SLURM_CONF}"; then
@@ -258,7 +266,7 @@ check_partitions() {
       log "ERROR: Slurm partition ${partition} is missing from ${SLURM_CONF}"
       missing=1
     fi
-  done < <(lcs partitions)
+  done < <(tr ',' '\n' <<< "${partitions}")
   return "${missing}"
 }
 
@@ -267,7 +275,7 @@ start_slurm() {
   if [[ "${role}" == "controller" ]]; then
     wait_for_slurm_conf "${controllers}" \
       || fail "${SLURM_CONF} did not name the controller (${controllers}) within ${SLURM_WAIT_S}s"
-    check_partitions || fail "the partitions of provisioning_parameters.json are not all in ${SLURM_CONF}"
+    check_partitions || fail "the partitions of TRN_PARTITIONS are not all in ${SLURM_CONF}"
     systemctl enable --now slurmctld
     log "started slurmctld"
   else

@@ -11,19 +11,29 @@ Facts used here and their sources:
 - Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
   2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
   ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
-  ``charts/neuron-helm-chart/values.yaml`` and README).
+  ``charts/neuron-helm-chart/values.yaml`` and README). The chart's extra kube-scheduler
+  (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no pod of the stack names it
+  (``schedulerName``), and whole-node pods need no contiguous-core placement.
 - EFA device plugin: chart ``aws-efa-k8s-device-plugin`` v0.5.20 in
   ``https://aws.github.io/eks-charts`` (aws/eks-charts ``stable/aws-efa-k8s-device-plugin/Chart.yaml``,
   release v0.0.238 "Adding efa release 0.5.20"); values ``nodeSelector`` and
   ``tolerations`` (``templates/daemonset.yaml``).
 - Kubeflow Trainer chart 2.3.0, ``oci://ghcr.io/kubeflow/charts/kubeflow-trainer``
-  (project DESIGN §4); it installs JobSet too (``jobset.install`` defaults to true).
+  (project DESIGN §4). It installs JobSet too: kubeflow/trainer
+  ``charts/kubeflow-trainer/Chart.yaml`` (version 2.3.0) lists the dependency ``jobset``
+  0.12.0 from ``oci://registry.k8s.io/jobset/charts`` with ``condition: jobset.install``,
+  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``.
 - Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
   ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
   ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
   and "Use Pod Identity with the VPC CNI / FSx CSI driver".
 - Pod Identity trust: principal ``pods.eks.amazonaws.com``, actions ``sts:AssumeRole``
-  and ``sts:TagSession`` (EKS user guide, "pod-id-role").
+  and ``sts:TagSession`` (EKS user guide, "pod-id-role"); ``ServicePrincipal(...)
+  .with_session_tags()`` writes both in one statement.
+- FSx CSI controller: ``fsx:DescribeFileSystems`` is in the driver's IAM policy
+  (kubernetes-sigs/aws-fsx-csi-driver ``docs/install.md``, "Set up driver permissions").
+  The rest of that policy (create/delete/update file systems, S3 data repositories) is for
+  dynamic provisioning and volume expansion, which a static volume does not use.
 - Node role policies ``AmazonEKSWorkerNodePolicy`` and
   ``AmazonEC2ContainerRegistryPullOnly`` (EKS user guide, "create-node-role").
 """
@@ -43,11 +53,10 @@ from constructs import Construct
 from trn_ultracluster import k8s
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
-from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge
+from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, managed_policy_finding
 from trn_ultracluster.outputs import OutputKey
 
 __all__ = [
-    "ADDON_NAMES",
     "EFA_PLUGIN_CHART",
     "EksOrchestrator",
     "HelmChartPin",
@@ -60,17 +69,12 @@ KUBERNETES_VERSION = eks.KubernetesVersion.V1_36
 """Newest version with an EKS AL2023 Neuron AMI and in aws-cdk-lib 2.275.0 (see module doc)."""
 SYSTEM_NODES = 2
 """On-demand system nodes for controllers and add-ons (two, for one failure)."""
-ROLE_LABEL = "trn-ultracluster/node-role"
-INSTANCE_LABEL = "trn-ultracluster/instance-type"
-
-ADDON_NAMES = {
-    "vpc_cni": "vpc-cni",
-    "kube_proxy": "kube-proxy",
-    "eks_pod_identity_agent": "eks-pod-identity-agent",
-    "coredns": "coredns",
-    "aws_fsx_csi_driver": "aws-fsx-csi-driver",
+NODE_POLICIES = {
+    "AmazonEKSWorkerNodePolicy": "nodes describe EC2 and join the cluster",
+    "AmazonEC2ContainerRegistryPullOnly": "nodes pull images from ECR, read only",
 }
-"""Config field of :class:`EksAddonVersionsConfig` -> EKS add-on name."""
+"""Managed policies of the node role (name -> why): join the cluster, pull images, nothing
+else (EKS user guide, "create-node-role")."""
 VPC_CNI_SERVICE_ACCOUNT = "aws-node"
 FSX_CSI_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 KUBE_SYSTEM = "kube-system"
@@ -109,7 +113,8 @@ class EksOrchestrator(Construct):
     - ``trainium_nodegroup``: the Efa launch template (instance type, one EFA interface
       per network card, placement group, capacity options), AMI ``AL2023_X86_64_NEURON``,
       only the compute subnet, ``nodes`` min/desired/max, taint
-      ``aws.amazon.com/neuron=true:NoSchedule``, labels for role, instance type and EFA.
+      ``aws.amazon.com/neuron=true:NoSchedule``, the EFA label on EFA instance types
+      (the kubelet sets ``node.kubernetes.io/instance-type`` itself).
     - Security groups: the launch template puts every interface in the EFA group only,
       so EKS does not add the cluster security group. Instead of editing the foundation's
       launch template, two rules join the groups: cluster group <- EFA group (kubelet to
@@ -119,7 +124,7 @@ class EksOrchestrator(Construct):
     - Add-ons (``AWS::EKS::Addon``): vpc-cni and aws-fsx-csi-driver with Pod Identity
       associations, kube-proxy, eks-pod-identity-agent, coredns. EKS does not install its
       self-managed copies (``bootstrap_self_managed_addons=False``).
-    - Helm charts: Neuron (device plugin + scheduler extension), EFA device plugin (only
+    - Helm charts: Neuron (device plugin + node problem detector), EFA device plugin (only
       on nodes labelled ``vpc.amazonaws.com/efa.present=true``), Kubeflow Trainer.
     - Kubernetes objects: the training namespace, a static FSx PV + PVC, and the Neuron
       ``ClusterTrainingRuntime`` (applied after the Trainer chart, which brings its CRDs).
@@ -179,13 +184,12 @@ class EksOrchestrator(Construct):
         )
 
         self.addons: dict[str, eks.CfnAddon] = {}
-        versions = config.eks.addon_versions
         cni_role = self._pod_identity_role(
             "VpcCniRole", "VPC CNI (aws-node): manage pod ENIs and IPs",
             [iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKS_CNI_Policy")])
-        for field in ("eks_pod_identity_agent", "vpc_cni", "kube_proxy"):
-            self._addon(field, getattr(versions, field),
-                        (VPC_CNI_SERVICE_ACCOUNT, cni_role) if field == "vpc_cni" else None)
+        self._addon("eks_pod_identity_agent")
+        self._addon("vpc_cni", (VPC_CNI_SERVICE_ACCOUNT, cni_role))
+        self._addon("kube_proxy")
 
         self.system_nodegroup = self.cluster.add_nodegroup_capacity(
             "SystemNodes",
@@ -197,7 +201,6 @@ class EksOrchestrator(Construct):
             max_size=SYSTEM_NODES,
             subnets=ec2.SubnetSelection(subnets=net.private_subnets),
             node_role=self.node_role,
-            labels={ROLE_LABEL: "system"},
         )
         self.trainium_nodegroup = self.cluster.add_nodegroup_capacity(
             "TrainiumNodes",
@@ -220,16 +223,15 @@ class EksOrchestrator(Construct):
             for addon in self.addons.values():
                 nodegroup.node.add_dependency(addon)
 
+        # CoreDNS and the FSx CSI controller run on the system nodes.
         fsx_role = self._fsx_csi_role()
-        self._addon("coredns", versions.coredns, None)
-        self._addon("aws_fsx_csi_driver", versions.aws_fsx_csi_driver,
-                    (FSX_CSI_SERVICE_ACCOUNT, fsx_role))
-        for field in ("coredns", "aws_fsx_csi_driver"):
-            self.addons[field].node.add_dependency(self.system_nodegroup)
+        for addon in (self._addon("coredns"),
+                      self._addon("aws_fsx_csi_driver", (FSX_CSI_SERVICE_ACCOUNT, fsx_role))):
+            addon.node.add_dependency(self.system_nodegroup)
 
         self.neuron_chart = self._chart("NeuronChart", NEURON_CHART, {
             "devicePlugin": {"enabled": True},
-            "scheduler": {"enabled": True},
+            "scheduler": {"enabled": False},
             "npd": {"enabled": True},
         })
         self.efa_chart = self._chart("EfaDevicePluginChart", EFA_PLUGIN_CHART, {
@@ -250,11 +252,9 @@ class EksOrchestrator(Construct):
         return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.eks.public_access_cidrs)
 
     @staticmethod
-    def _trainium_labels(config: ClusterConfig) -> dict[str, str]:
-        labels = {ROLE_LABEL: "trainium", INSTANCE_LABEL: config.instance_type}
-        if config.instance.supports_efa:
-            labels[k8s.EFA_NODE_LABEL] = "true"
-        return labels
+    def _trainium_labels(config: ClusterConfig) -> dict[str, str] | None:
+        """The label the EFA device plugin selects; the kubelet labels the instance type."""
+        return {k8s.EFA_NODE_LABEL: "true"} if config.instance.supports_efa else None
 
     def _connect_security_groups(self) -> None:
         efa_group = self.props.efa.security_group
@@ -268,39 +268,36 @@ class EksOrchestrator(Construct):
 
     def _pod_identity_role(self, construct_id: str, description: str,
                            managed_policies: list[iam.IManagedPolicy] | None = None) -> iam.Role:
-        role = iam.Role(
+        return iam.Role(
             self, construct_id, description=description, managed_policies=managed_policies,
-            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com"),
+            assumed_by=iam.ServicePrincipal("pods.eks.amazonaws.com").with_session_tags(),
         )
-        assert role.assume_role_policy is not None
-        role.assume_role_policy.add_statements(iam.PolicyStatement(
-            actions=["sts:TagSession"],
-            principals=[iam.ServicePrincipal("pods.eks.amazonaws.com")],
-        ))
-        return role
 
     def _fsx_csi_role(self) -> iam.Role:
-        """Only what the controller needs for the stack's static volume: describe and
-        resize this file system (no dynamic provisioning)."""
+        """Only what the controller needs for the stack's static volume: describe this file
+        system (no dynamic provisioning, no volume expansion; see the module doc)."""
         role = self._pod_identity_role(
-            "FsxCsiRole", "FSx CSI controller: describe and resize the stack's file system")
+            "FsxCsiRole", "FSx CSI controller: describe the stack's file system")
         file_system = self.props.storage.file_system
         role.add_to_policy(iam.PolicyStatement(
-            actions=["fsx:DescribeFileSystems", "fsx:UpdateFileSystem"],
+            actions=["fsx:DescribeFileSystems"],
             resources=[Stack.of(self).format_arn(
                 service="fsx", resource="file-system",
                 resource_name=file_system.file_system_id)],
         ))
         return role
 
-    def _addon(self, field: str, version: str | None,
-               pod_identity: tuple[str, iam.IRole] | None) -> eks.CfnAddon:
+    def _addon(self, field: str,
+               pod_identity: tuple[str, iam.IRole] | None = None) -> eks.CfnAddon:
+        """The EKS add-on of an :class:`EksAddonVersionsConfig` field (``vpc_cni`` ->
+        ``vpc-cni``) at the configured version (``None``: EKS's default for the cluster)."""
+        name = field.replace("_", "-")
         addon = eks.CfnAddon(
             self,
-            f"Addon-{ADDON_NAMES[field]}",
-            addon_name=ADDON_NAMES[field],
+            f"Addon-{name}",
+            addon_name=name,
             cluster_name=self.cluster.cluster_name,
-            addon_version=version,
+            addon_version=getattr(self.props.config.eks.addon_versions, field),
             resolve_conflicts="OVERWRITE",
             pod_identity_associations=[eks.CfnAddon.PodIdentityAssociationProperty(
                 service_account=pod_identity[0], role_arn=pod_identity[1].role_arn)]
@@ -355,18 +352,15 @@ class EksOrchestrator(Construct):
 
     def _acknowledge(self) -> None:
         """cdk-nag findings on roles and functions that EKS or aws-eks-v2 define."""
-        iam4 = "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{}]"
-        acknowledge(self.cluster.role, iam4.format("AmazonEKSClusterPolicy"),
+        acknowledge(self.cluster.role, managed_policy_finding("AmazonEKSClusterPolicy"),
                     "The EKS cluster service role needs the AWS managed AmazonEKSClusterPolicy "
                     "(EKS user guide, 'cluster-iam-role').")
-        for policy, why in (
-            ("AmazonEKSWorkerNodePolicy", "nodes describe EC2 and join the cluster"),
-            ("AmazonEC2ContainerRegistryPullOnly", "nodes pull images from ECR, read only"),
-        ):
-            acknowledge(self.node_role, iam4.format(policy),
+        for policy, why in NODE_POLICIES.items():
+            acknowledge(self.node_role, managed_policy_finding(policy),
                         f"EKS node role policy required by EKS ({why}); EKS user guide "
                         "'create-node-role'. The CNI policy is not on the node role.")
-        acknowledge(self.node.find_child("VpcCniRole"), iam4.format("AmazonEKS_CNI_Policy"),
+        acknowledge(self.node.find_child("VpcCniRole"),
+                    managed_policy_finding("AmazonEKS_CNI_Policy"),
                     "The VPC CNI (aws-node, via Pod Identity) needs AmazonEKS_CNI_Policy to "
                     "attach ENIs and assign pod IPs; EKS user guide 'cni-iam-role'.")
         provider = self.cluster.kubectl_provider
@@ -378,9 +372,10 @@ class EksOrchestrator(Construct):
                          "API endpoint")
         for scope in (handler, on_event):
             acknowledge(scope, LAMBDA_BASIC_EXECUTION, lambda_reason)
-            acknowledge(scope, iam4.format("service-role/AWSLambdaVPCAccessExecutionRole"),
+            acknowledge(scope,
+                        managed_policy_finding("service-role/AWSLambdaVPCAccessExecutionRole"),
                         lambda_reason)
-        acknowledge(handler, iam4.format("AmazonEC2ContainerRegistryReadOnly"),
+        acknowledge(handler, managed_policy_finding("AmazonEC2ContainerRegistryReadOnly"),
                     "aws-eks-v2's kubectl handler pulls Helm charts from OCI registries in ECR.")
         condition = handler.node.find_child("HasEcrPublic")
         acknowledge(handler, ECR_PUBLIC_FINDING.replace(
@@ -416,5 +411,3 @@ ECR_PUBLIC_FINDING = (
     '{"Ref":"AWS::NoValue"}]}]'
 )
 """IAM4 finding of the conditional ECR Public policy aws-eks-v2 gives its kubectl handler."""
-NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
-"""Managed policies of the node role: join the cluster, pull images (nothing else)."""

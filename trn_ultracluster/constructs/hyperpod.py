@@ -35,7 +35,6 @@ from typing import Any
 
 from aws_cdk import ArnFormat, Aws, Fn, Stack, Token
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -47,7 +46,12 @@ from trn_ultracluster.config import (
 )
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
 from trn_ultracluster.constructs.storage import private_bucket
-from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
+from trn_ultracluster.nag import (
+    LAMBDA_BASIC_EXECUTION,
+    acknowledge,
+    find_stack_child,
+    managed_policy_finding,
+)
 from trn_ultracluster.outputs import OutputKey
 from trn_ultracluster.neuron_env import neuron_environment
 from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
@@ -72,7 +76,31 @@ ON_CREATE = "on_create.sh"
 PROVISIONING_PARAMETERS = "provisioning_parameters.json"
 CLUSTER_FILE = "trn_ultracluster.json"
 WORKER_THREADS_PER_CORE = 1
-"""Hyperthreading off on workers (``ThreadsPerCore`` 1), as in the HyperPod samples."""
+"""Hyperthreading off on workers (``ThreadsPerCore`` 1), as the AWS HyperPod Slurm samples
+configure worker groups (aws-samples/awsome-distributed-training
+``1.architectures/5.sagemaker-hyperpod/automate-smhp-slurm/automate-cluster-creation.sh``,
+``create_config``: worker groups ``"ThreadsPerCore": 1``, controller and login groups 2)."""
+VPC_INTERFACE_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeVpcs",
+    "ec2:DescribeDhcpOptions",
+    "ec2:DescribeSubnets",
+    "ec2:DescribeSecurityGroups",
+    "ec2:DetachNetworkInterface",
+)
+"""What the execution role needs so that HyperPod can create the nodes' interfaces in our
+VPC (``VpcConfig``), plus ``ec2:CreateTags`` on ``network-interface/*``. The list is the
+statements ``AdditionToEnableVpcConfig`` and ``Addition2ToEnableVpcConfig`` of
+aws-samples/awsome-distributed-training
+``1.architectures/5.sagemaker-hyperpod/1.AmazonSageMakerClustersExecutionRolePolicy.json``
+(read and matched action by action). AWS's own statement is the HyperPod prerequisites
+page, custom Amazon VPC section
+(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html);
+that section could not be retrieved here, so the list rests on the sample policy."""
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 """HyperPod instance groups' execution roles trust SageMaker (HyperPod prerequisites,
 https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html)."""
@@ -317,22 +345,10 @@ class HyperPodSlurmOrchestrator(Construct):
                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)],
         ))
         # With VpcConfig, HyperPod creates the nodes' interfaces in our subnet with this
-        # role (HyperPod prerequisites, "Additional permissions for using SageMaker HyperPod
-        # with Amazon VPC"; the list is as remembered, not verified word by word).
+        # role (see VPC_INTERFACE_ACTIONS for the source).
         role.add_to_policy(iam.PolicyStatement(
             sid="VpcInterfaces",
-            actions=[
-                "ec2:CreateNetworkInterface",
-                "ec2:CreateNetworkInterfacePermission",
-                "ec2:DeleteNetworkInterface",
-                "ec2:DeleteNetworkInterfacePermission",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeVpcs",
-                "ec2:DescribeDhcpOptions",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DetachNetworkInterface",
-            ],
+            actions=list(VPC_INTERFACE_ACTIONS),
             resources=["*"],
         ))
         role.add_to_policy(iam.PolicyStatement(
@@ -345,10 +361,11 @@ class HyperPodSlurmOrchestrator(Construct):
 
     def _acknowledge(self) -> None:
         role = self.role
-        region, partition = Stack.of(self).region, self._nag_partition()
+        stack = Stack.of(self)
+        region, partition = stack.region, self._nag_partition()
         acknowledge(
             role,
-            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_ROLE_POLICY}]",
+            managed_policy_finding(INSTANCE_ROLE_POLICY),
             "The AWS managed HyperPod instance policy is what AWS documents for HyperPod "
             "execution roles; AWS keeps it in step with the HyperPod node agents.",
         )
@@ -372,7 +389,8 @@ class HyperPodSlurmOrchestrator(Construct):
                 "HyperPod tags the interfaces it creates for the nodes; their ids are not "
                 "known before.",
         }
-        bucket_objects = f"AwsSolutions-IAM5[Resource::<{self._bucket_logical_id()}.Arn>/*]"
+        bucket = stack.get_logical_id(self.bucket.node.default_child)
+        bucket_objects = f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]"
         reasons[bucket_objects] = "Objects of the stack's own lifecycle bucket (read-only)."
         for finding, reason in reasons.items():
             acknowledge(policy, finding, reason)
@@ -384,11 +402,6 @@ class HyperPodSlurmOrchestrator(Construct):
         ``<AWS::Partition>``."""
         partition = Stack.of(self).partition
         return "<AWS::Partition>" if Token.is_unresolved(partition) else partition
-
-    def _bucket_logical_id(self) -> str:
-        cfn = self.bucket.node.default_child
-        assert isinstance(cfn, s3.CfnBucket)
-        return Stack.of(self).resolve(cfn.logical_id)
 
     def _acknowledge_deployment_function(self, bucket_objects: str) -> None:
         # BucketDeployment creates one upload function per stack, beside this construct;
