@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import boto3
 import jsonschema
@@ -281,13 +282,19 @@ def test_job_names():
 # --- reaching the HyperPod controller ----------------------------------------------------------
 
 
-@moto.mock_aws
-def test_controller_target_and_send_command():
+def _moto_cluster(group: str) -> tuple[Any, str]:
+    """A moto HyperPod cluster ``trn-ultracluster`` with one node in ``group``."""
     sm = boto3.client("sagemaker", region_name=REGION)
     arn = sm.create_cluster(ClusterName="trn-ultracluster", InstanceGroups=[{
-        "InstanceCount": 1, "InstanceGroupName": "controller", "InstanceType": "ml.c5.xlarge",
+        "InstanceCount": 1, "InstanceGroupName": group, "InstanceType": "ml.c5.xlarge",
         "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle", "OnCreate": "on_create.sh"},
         "ExecutionRole": "arn:aws:iam::123456789012:role/r", "ThreadsPerCore": 1}])["ClusterArn"]
+    return sm, arn
+
+
+@moto.mock_aws
+def test_controller_target_and_send_command():
+    sm, arn = _moto_cluster("controller")
     session = boto3.Session(region_name=REGION)
     target = controller_target(session, "trn-ultracluster", arn, "controller")
     node = sm.list_cluster_nodes(ClusterName="trn-ultracluster")["ClusterNodeSummaries"][0]
@@ -311,11 +318,7 @@ def test_controller_of_a_missing_cluster():
 
 @moto.mock_aws
 def test_controller_group_without_nodes():
-    sm = boto3.client("sagemaker", region_name=REGION)
-    arn = sm.create_cluster(ClusterName="trn-ultracluster", InstanceGroups=[{
-        "InstanceCount": 1, "InstanceGroupName": "workers", "InstanceType": "ml.c5.xlarge",
-        "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lifecycle/lifecycle", "OnCreate": "on_create.sh"},
-        "ExecutionRole": "arn:aws:iam::123456789012:role/r", "ThreadsPerCore": 1}])["ClusterArn"]
+    _, arn = _moto_cluster("workers")
     with pytest.raises(CliError) as err:
         controller_target(boto3.Session(region_name=REGION), "trn-ultracluster", arn, "controller")
     assert err.value.exit_code == ExitCode.CLUSTER
