@@ -44,7 +44,7 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         "Region": REGION, "ComputeAzId": "usw2-az4", "InstanceType": instance_type,
         "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "2",
         "Orchestrator": orchestrator, "DataBucketName": "trn-data-bucket",
-        "FsxDataRepositoryPath": "/s3",
+        "FsxDataRepositoryPath": "/", "CapacityType": "on-demand", "CapacityReservationId": "none",
         "TrainingImageUri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc",
     })
     if orchestrator == "eks":
@@ -272,12 +272,17 @@ def test_preflight_without_bootstrap_or_docker():
     def no_docker(*_, **__):
         raise FileNotFoundError("docker")
 
-    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), preflight_config(),
-                              no_docker)
+    local = preflight_config(training_image={"build": "local"})
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), local, no_docker)
     by_name = {c.name: c for c in checks}
     assert not by_name["CDK bootstrap"].ok
     assert by_name["CDK bootstrap"].fix == "run: npx cdk bootstrap aws://<account>/us-west-2"
     assert (by_name["Docker"].ok, by_name["Docker"].detail) == (False, "docker is not installed")
+    # the default builds the image in CodeBuild: no Docker needed where cdk deploy runs
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), preflight_config(),
+                              no_docker)
+    docker = {c.name: c for c in checks}["Docker"]
+    assert docker.ok and "CodeBuild" in docker.detail
 
 
 @pytest.mark.parametrize("state, az, ok", [("active", "use2-az3", True),

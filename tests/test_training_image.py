@@ -1,16 +1,185 @@
-"""TrainingImage: ECR repository settings, copy into it, and what the build context holds."""
+"""TrainingImage: the build context (docker-py's .dockerignore semantics), the in-AWS build
+(CodeBuild through cdklabs.deploy-time-build, no copy Lambda), the content tag, the
+repository, and the local-Docker option."""
 
 from __future__ import annotations
 
+import ast
 import json
+import re
+import shlex
+from pathlib import Path
 
-from trn_ultracluster.constructs.training_image import BUILD_CONTEXT_INCLUDES, build_context_excludes
+import pytest
+from docker.utils.build import exclude_paths
+
+from tests.conftest import REPO_ROOT
+from trn_ultracluster.constructs.training_image import (
+    BUILD_COMPUTE_TYPE,
+    DOCKERFILE,
+    IGNORE_FILE,
+    build_context_patterns,
+    image_tag,
+)
+
+PATTERNS = build_context_patterns()
 
 
-def test_repository_scans_on_push_expires_images_and_is_emptied_on_destroy(default):
+def docker_context(root: Path = REPO_ROOT, patterns: list[str] = PATTERNS) -> set[str]:
+    """The files `docker build -f training/Dockerfile .` sends (docker-py's implementation of
+    BuildKit's .dockerignore rules)."""
+    return set(exclude_paths(str(root), patterns, dockerfile=DOCKERFILE))
+
+
+def dockerfile_sources(path: Path = REPO_ROOT / DOCKERFILE) -> list[str]:
+    """Local COPY/ADD sources of a Dockerfile (URLs, --from stages and heredocs left out)."""
+    text = re.sub(r"\\\n", " ", path.read_text())
+    sources = []
+    for line in text.splitlines():
+        words = shlex.split(line, comments=True) if line.strip() else []
+        if not words or words[0].upper() not in ("COPY", "ADD"):
+            continue
+        args = [w for w in words[1:] if not w.startswith("--")]
+        if any(w.startswith("--from") for w in words[1:]):
+            continue
+        sources += [s for s in args[:-1] if "://" not in s and not s.startswith("<<")]
+    return sources
+
+
+def test_every_copy_source_of_the_dockerfile_is_in_the_build_context():
+    context = docker_context()
+    sources = dockerfile_sources()
+    assert sources, "the Dockerfile copies the program"
+    for source in sources:
+        assert source in context or any(f.startswith(source.rstrip("/") + "/") for f in context), (
+            f"{DOCKERFILE} COPYs {source}, which {IGNORE_FILE.name} keeps out of the context")
+
+
+def test_the_context_check_fails_for_a_file_the_ignore_file_leaves_out(tmp_path):
+    # the failure the issue found: a COPY of shared_storage.py that the ignore file omits
+    (tmp_path / "trn_ultracluster").mkdir()
+    (tmp_path / "trn_ultracluster" / "shared_storage.py").write_text("X = 1\n")
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "Dockerfile").write_text("COPY trn_ultracluster/shared_storage.py /x\n")
+    context = docker_context(tmp_path, ["*", "!trn_ultracluster/catalog.py"])
+    assert "trn_ultracluster/shared_storage.py" not in context
+
+
+def test_the_context_holds_only_the_program_and_stdlib_modules():
+    context = docker_context()
+    top = {f.split("/", 1)[0] for f in context}
+    assert top == {"training", "trn_ultracluster"}
+    assert not any("__pycache__" in f or f.endswith(".pyc") for f in context)
+    assert {f for f in context if f.startswith("trn_ultracluster/")} == {
+        "trn_ultracluster/__init__.py", "trn_ultracluster/catalog.py",
+        "trn_ultracluster/shared_storage.py"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return names | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+def test_the_image_ships_every_project_module_the_training_program_imports():
+    context = docker_context()
+    used = {m for p in (REPO_ROOT / "training" / "trn_train").rglob("*.py") for m in _imports(p)
+            if m.startswith("trn_ultracluster.")}
+    assert used, "the training program reads the catalog at least"
+    for module in sorted(used):
+        path = module.replace(".", "/") + ".py"
+        assert path in context, f"{path} is missing from the build context"
+        # the image has no CDK or pydantic: these modules import the standard library only
+        own = {m for m in _imports(REPO_ROOT / path) if m.startswith("trn_ultracluster")}
+        assert own <= used, f"{path} imports {own - used}, which the image lacks"
+        third_party = {m.split(".")[0] for m in _imports(REPO_ROOT / path)} - {
+            "__future__", "dataclasses", "trn_ultracluster"}
+        assert not third_party, f"{path} imports {third_party}"
+
+
+def test_the_uploaded_source_asset_is_the_docker_context(default):
+    build = default.stack.training_image.build
+    source = build.node.find_child("Source")
+    staged = default.outdir / f"asset.{source.asset_hash}"
+    files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
+    # CodeBuild builds from this upload: it must hold the Dockerfile and every COPY source
+    assert files == docker_context()
+
+
+# --- the build in AWS ------------------------------------------------------------------------
+
+
+def test_image_is_built_in_codebuild_and_pushed_to_the_stack_repository(default):
+    (build,) = default.resources("Custom::CDKContainerImageBuild").values()
+    props = build["Properties"]
+    assert {"Ref": default.ref_id("TrainingImageRepository")} in props["repositoryUri"]["Fn::Join"][1]
+    assert props["imageTag"] == default.stack.training_image.image_tag
+    command = props["buildCommand"]
+    assert f"--file {DOCKERFILE}" in command and "--platform linux/amd64" in command
+    (project,) = default.resources("AWS::CodeBuild::Project").values()
+    env = project["Properties"]["Environment"]
+    assert env["ComputeType"] == BUILD_COMPUTE_TYPE == "BUILD_GENERAL1_LARGE"
+    assert env["PrivilegedMode"] is True
+    assert project["Properties"]["LogsConfig"]["CloudWatchLogs"]["GroupName"] == {
+        "Ref": default.ref_id("TrainingImageBuildLogs")}
+    # no copy step and no local Docker image asset
+    assert not default.resources("Custom::CDKECRDeployment")
+    assets = json.loads((default.outdir / "TrnUltraCluster.assets.json").read_text())
+    assert assets.get("dockerImages", {}) == {}
+
+
+def test_nothing_in_the_build_may_write_to_every_repository_or_read_every_object(each_synth):
+    for name, s in each_synth:
+        for pid, policy in s.resources("AWS::IAM::Policy").items():
+            for st in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = st["Action"] if isinstance(st["Action"], list) else [st["Action"]]
+                resources = st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]]
+                writes_ecr = any(a.startswith("ecr:") and a not in READ_ONLY_ECR for a in actions)
+                reads_s3 = any(a.startswith("s3:Get") for a in actions)
+                assert not ((writes_ecr or reads_s3) and "*" in resources), (name, pid, st)
+
+
+READ_ONLY_ECR = {"ecr:GetAuthorizationToken", "ecr:BatchCheckLayerAvailability",
+                 "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage", "ecr:DescribeImages"}
+
+
+@pytest.fixture(scope="module")
+def each_synth(synth):
+    from tests.conftest import PROFILES
+
+    return [("default", synth()), *((p.stem, synth(p)) for p in PROFILES)]
+
+
+def test_consumers_name_the_image_without_waiting_for_the_build(default):
+    from tests.template_graph import references
+
+    uri = default.output("TrainingImageUri")
+    assert default.stack.training_image.image_tag in json.dumps(uri)
+    # the URI refers to the repository only: a synth-time tag, not the build's attribute
+    assert references(uri) == {default.ref_id("TrainingImageRepository")}
+
+
+def test_tag_is_a_content_hash_that_follows_the_build_inputs(tmp_path):
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "Dockerfile").write_text("FROM scratch\n")
+    (tmp_path / "training" / "a.txt").write_text("a")
+    (tmp_path / "other.txt").write_text("ignored")
+    patterns = ["*", "!training/**"]
+    first = image_tag(tmp_path, DOCKERFILE, patterns)
+    assert re.fullmatch(r"[0-9a-f]{64}", first)
+    assert image_tag(tmp_path, DOCKERFILE, patterns) == first
+    (tmp_path / "other.txt").write_text("changed, but outside the context")
+    assert image_tag(tmp_path, DOCKERFILE, patterns) == first
+    assert image_tag(tmp_path, DOCKERFILE, patterns, {"X": "1"}) != first
+    (tmp_path / "training" / "a.txt").write_text("b")
+    assert image_tag(tmp_path, DOCKERFILE, patterns) != first
+
+
+def test_repository_scans_encrypts_expires_and_is_emptied_on_destroy(default):
     repo = default.logical("TrainingImageRepository")
     props = repo["Properties"]
     assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
+    assert props["EncryptionConfiguration"] == {"EncryptionType": "KMS"}
     assert props["EmptyOnDelete"] is True
     assert repo["DeletionPolicy"] == "Delete"
     rules = json.loads(props["LifecyclePolicy"]["LifecyclePolicyText"])["rules"]
@@ -18,69 +187,17 @@ def test_repository_scans_on_push_expires_images_and_is_emptied_on_destroy(defau
     assert {"tagStatus": "untagged", "countType": "sinceImagePushed", "countNumber": 14,
             "countUnit": "days"} in selections
     assert {"tagStatus": "any", "countType": "imageCountMoreThan", "countNumber": 20} in selections
+    skips = {s["id"] for s in repo["Metadata"]["checkov"]["skip"]}
+    assert skips == {"CKV_AWS_51"}  # mutable tags, with the rollback reason
 
 
-def test_image_is_copied_into_the_repository_under_the_asset_hash(default):
-    (copy,) = default.resources("Custom::CDKECRDeployment").values()
-    dest = json.dumps(copy["Properties"]["DestImage"])
-    tag = default.stack.training_image.image_tag
-    assert len(tag) == 64 and tag in dest
-    assert default.ref_id("TrainingImageRepository") in dest
-    uri = default.output("TrainingImageUri")
-    assert copy["Properties"]["DestImage"]["Fn::Join"][1][1:] == uri["Fn::Join"][1]  # docker:// + uri
-
-
-def _docker_asset(s):
+def test_local_build_publishes_the_asset_and_copies_nothing(synth):
+    s = synth(**{"training_image.build": "local"})
     assets = json.loads((s.outdir / "TrnUltraCluster.assets.json").read_text())
     (image,) = assets["dockerImages"].values()
-    return image["source"]
-
-
-def test_image_is_built_for_linux_amd64_from_training_dockerfile(default):
-    source = _docker_asset(default)
-    assert source["dockerFile"] == "training/Dockerfile"
-    assert source["platform"] == "linux/amd64"
-
-
-def test_build_context_holds_the_training_program_and_the_catalog_only(default):
-    staged = default.outdir / _docker_asset(default)["directory"]
-    files = {p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file()}
-    assert "training/Dockerfile" in files
-    assert {"trn_ultracluster/__init__.py", "trn_ultracluster/catalog.py"} <= files
-    assert not any(f.startswith("trn_ultracluster/") and f not in BUILD_CONTEXT_INCLUDES
-                   for f in files)
-    top = {f.split("/", 1)[0] for f in files}
-    assert top == {"training", "trn_ultracluster"}
-    assert not any("__pycache__" in f for f in files)
-
-
-def test_excludes_reinclude_parents_of_nested_files():
-    assert build_context_excludes(("a", "b/c/d.py")) == [
-        "*", "!a", "!b", "b/*", "!b/c", "b/c/*", "!b/c/d.py", "**/__pycache__", "**/*.pyc"]
-
-
-def _imports(path):
-    import ast
-
-    tree = ast.parse(path.read_text())
-    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    return names | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-
-
-def test_the_image_ships_every_project_module_the_training_program_imports():
-    from tests.conftest import REPO_ROOT
-
-    used = {m for p in (REPO_ROOT / "training" / "trn_train").rglob("*.py") for m in _imports(p)
-            if m.startswith("trn_ultracluster.")}
-    assert used, "the training program reads the catalog at least"
-    dockerfile = (REPO_ROOT / "training" / "Dockerfile").read_text()
-    for module in sorted(used):
-        path = module.replace(".", "/") + ".py"
-        assert path in BUILD_CONTEXT_INCLUDES, f"{path} missing from the build context"
-        assert path in dockerfile, f"training/Dockerfile does not COPY {path}"
-        # the image has no CDK or pydantic: these modules import the standard library only
-        own = {m for m in _imports(REPO_ROOT / path) if m.startswith("trn_ultracluster")}
-        assert own <= used, f"{path} imports {own - used}, which the image lacks"
-        third_party = {m.split(".")[0] for m in _imports(REPO_ROOT / path)} - {
-            "__future__", "dataclasses", "trn_ultracluster"}
-        assert not third_party, f"{path} imports {third_party}"
+    assert image["source"]["dockerFile"] == DOCKERFILE
+    assert image["source"]["platform"] == "linux/amd64"
+    assert not s.resources("Custom::CDKContainerImageBuild")
+    assert not s.resources("Custom::CDKECRDeployment")
+    assert not s.resources("AWS::ECR::Repository")
+    assert "container-assets" in json.dumps(s.output("TrainingImageUri"))

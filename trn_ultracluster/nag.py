@@ -8,14 +8,22 @@ granular finding must be acknowledged on its own).
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, CfnResource, Stack, Token, Validations
 from constructs import IConstruct
 
 __all__ = [
     "LAMBDA_BASIC_EXECUTION",
     "acknowledge",
+    "bootstrap_assets_finding",
+    "checkov_skip",
     "find_stack_child",
+    "LIBRARY_FUNCTION_SKIPS",
+    "OWN_FUNCTION_SKIPS",
+    "acknowledge_provider_framework",
     "managed_policy_finding",
+    "nag_partition",
+    "skip_library_function_checks",
+    "skip_library_singleton_functions",
 ]
 
 
@@ -29,6 +37,21 @@ def managed_policy_finding(name: str) -> str:
 
 LAMBDA_BASIC_EXECUTION = managed_policy_finding("service-role/AWSLambdaBasicExecutionRole")
 """The IAM4 finding id for the AWS managed Lambda logging policy."""
+
+
+def nag_partition(stack: Stack) -> str:
+    """How cdk-nag writes the partition in finding ids: the literal partition when the stack
+    knows it (the feature flags in cdk.json give ``aws`` for a concrete Region), else
+    ``<AWS::Partition>``."""
+    partition = stack.partition
+    return "<AWS::Partition>" if Token.is_unresolved(partition) else partition
+
+
+def bootstrap_assets_finding(stack: Stack) -> str:
+    """The IAM5 finding of a grant on the objects of the CDK bootstrap asset bucket
+    (``cdk-hnb659fds-assets-<account>-<region>``, the default synthesizer's name)."""
+    return (f"AwsSolutions-IAM5[Resource::arn:{nag_partition(stack)}:s3:::cdk-hnb659fds-"
+            f"assets-<AWS::AccountId>-{stack.region}/*]")
 
 
 def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
@@ -52,3 +75,108 @@ def find_stack_child(stack: Stack, prefix: str) -> IConstruct:
         if child.node.id.startswith(prefix):
             return child
     raise LookupError(f"no child of {stack.node.path} starts with {prefix!r}")
+
+
+def checkov_skip(scope: IConstruct, check_id: str, reason: str) -> None:
+    """Skip one checkov check on one resource, with the reason, in the template itself.
+
+    checkov reads skips from a resource's ``Metadata.checkov.skip`` list of
+    ``{"id": ..., "comment": ...}`` (checkov docs, "Suppressing/Skipping", CloudFormation),
+    so anyone running plain checkov on the synthesized template sees the same result.
+
+    Args:
+        scope: the resource (``CfnResource``) or an L2 construct whose default child is it.
+        check_id: e.g. ``CKV_AWS_117``.
+        reason: why the check does not apply, in words a reviewer can check.
+    """
+    resource = scope if isinstance(scope, CfnResource) else scope.node.default_child
+    if not isinstance(resource, CfnResource):
+        raise TypeError(f"{scope.node.path} is not (and has no default child that is) a "
+                        "CloudFormation resource")
+    skips = list((resource.get_metadata("checkov") or {}).get("skip", []))
+    if any(s["id"] == check_id for s in skips):
+        return
+    skips.append({"id": check_id, "comment": reason})
+    resource.add_metadata("checkov", {"skip": skips})
+
+
+LIBRARY_FUNCTION_SKIPS = {
+    "CKV_AWS_115": "A library-defined custom resource function, invoked only by "
+                   "CloudFormation; reserved concurrency would take from the account's "
+                   "unreserved pool (at least 10 must stay unreserved, Lambda quotas).",
+    "CKV_AWS_116": "A library-defined custom resource function: CloudFormation reports its "
+                   "failures on the stack event; a dead-letter queue nobody reads adds nothing.",
+    "CKV_AWS_117": "A library-defined custom resource function that calls AWS APIs only; "
+                   "outside the VPC its network interfaces cannot delay the VPC's deletion.",
+    "CKV_AWS_173": "A library-defined function whose environment holds no secrets.",
+}
+"""checkov findings on custom resource functions that libraries (aws-cdk-lib, cdklabs)
+define, with the reason each is skipped."""
+
+OWN_FUNCTION_SKIPS = {
+    "CKV_AWS_115": "Invoked only by the CDK provider framework during a deploy or destroy; "
+                   "reserved concurrency would take from the account's unreserved pool (at "
+                   "least 10 must stay unreserved, Lambda quotas) and can fail the deploy.",
+    "CKV_AWS_116": "Invoked synchronously by the CDK provider framework, which reports a "
+                   "failure to CloudFormation; there is no asynchronous event to dead-letter.",
+    "CKV_AWS_117": "Runs while the stack is deleted and calls AWS APIs only: a VPC-attached "
+                   "function's network interfaces would hold the subnets and security "
+                   "groups it must let CloudFormation delete.",
+}
+"""checkov findings on the project's own custom resource functions, with the reason."""
+
+
+def skip_library_function_checks(function: IConstruct) -> None:
+    """Skip :data:`LIBRARY_FUNCTION_SKIPS` on a library-defined Lambda function."""
+    for check, reason in LIBRARY_FUNCTION_SKIPS.items():
+        checkov_skip(function, check, reason)
+
+
+def skip_library_singleton_functions(stack: Stack) -> None:
+    """Skip :data:`LIBRARY_FUNCTION_SKIPS` on the stack-level singleton functions that
+    aws-cdk-lib creates on demand (construct ids starting ``Custom::``: the default security
+    group restriction, bucket auto-delete, bucket deployment providers). Call it once the
+    stack's constructs are all created."""
+    for child in stack.node.children:
+        if not child.node.id.startswith("Custom::"):
+            continue
+        for node in child.node.find_all():
+            if isinstance(node, CfnResource) and node.cfn_resource_type == "AWS::Lambda::Function":
+                skip_library_function_checks(node)
+
+
+def acknowledge_provider_framework(provider: IConstruct, handlers: list[IConstruct]) -> None:
+    """cdk-nag acknowledgments and checkov skips for what aws-cdk-lib's
+    ``custom_resources.Provider`` defines under ``provider``: its framework functions
+    (``framework-onEvent``, ``framework-isComplete``, ``framework-onTimeout``), their roles
+    (which invoke ``handlers`` and each other, with ``:*`` for versions), and the waiter
+    state machine that polls ``isComplete``.
+
+    Args:
+        provider: the ``Provider`` construct.
+        handlers: the project's own ``onEvent`` / ``isComplete`` functions it invokes.
+    """
+    stack = Stack.of(provider)
+    framework = [c for c in provider.node.children if c.node.id.startswith("framework-")]
+    invoked = [*handlers, *(f for f in framework if f.node.id != "framework-onEvent")]
+    versions = [f"AwsSolutions-IAM5[Resource::<{stack.get_logical_id(f.node.default_child)}.Arn>:*]"
+                for f in invoked]
+    reason = ("aws-cdk-lib's custom resource provider framework (functions it defines) invokes "
+              "the handlers and its own functions by ARN with ':*' for their versions")
+    for function in framework:
+        skip_library_function_checks(function)
+        role = function.node.find_child("ServiceRole")
+        acknowledge(role, LAMBDA_BASIC_EXECUTION,
+                    "The provider framework's functions only write their own CloudWatch logs; "
+                    "aws-cdk-lib attaches this managed policy to their roles.")
+        for finding in versions:
+            acknowledge(role.node.find_child("DefaultPolicy"), finding, reason + ".")
+    waiter = provider.node.find_child("waiter-state-machine")
+    for finding in versions:
+        acknowledge(waiter.node.find_child("Role"), finding, reason + " (the waiter).")
+    acknowledge(waiter, "AwsSolutions-SF1",
+                "The provider framework's waiter only polls isComplete; every poll logs in the "
+                "isComplete function's log group, so the state machine itself logs nothing.")
+    acknowledge(waiter, "AwsSolutions-SF2",
+                "aws-cdk-lib's provider framework gives its waiter state machine no X-Ray "
+                "option; the polls are traced in the handlers' logs.")

@@ -17,7 +17,8 @@ Checks (each a :class:`Check` with the fix for a failure):
    where to look;
 3. the CDK bootstrap stack ``CDKToolkit`` exists and is complete (CDK guide,
    "Bootstrapping", https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping.html);
-4. Docker answers (``docker info``): the deploy builds the training image;
+4. with ``training_image.build: local``, Docker answers (``docker info``): the CDK CLI builds
+   the training image locally (the default builds it in CodeBuild and needs no Docker);
 5. with ``capacity.type`` ``capacity-reservation`` / ``capacity-block``: the reservation is
    ``active``, in the compute AZ ID, of the instance type, large enough (EC2
    ``DescribeCapacityReservations``; a Capacity Block has ``ReservationType
@@ -136,9 +137,12 @@ def _bootstrap(session: Any, config: ClusterConfig) -> Check:
     return Check("CDK bootstrap", ok, f"{BOOTSTRAP_STACK} is {status}", "" if ok else fix)
 
 
-def _docker(runner: Callable[..., Any]) -> Check:
-    fix = ("start Docker (the deploy builds the training image); or deploy from a machine "
-           "with Docker")
+def _docker(runner: Callable[..., Any], config: ClusterConfig) -> Check:
+    if config.training_image.build != "local":
+        return Check("Docker", True, "not needed: the image is built in AWS CodeBuild during "
+                                     "the deploy (training_image.build: codebuild)")
+    fix = ("start Docker (training_image.build: local builds the image here), or use "
+           "training_image.build: codebuild")
     try:
         done = runner(["docker", "info", "--format", "{{.ServerVersion}}"], capture_output=True,
                       text=True, check=False, timeout=30)
@@ -210,7 +214,7 @@ def run_preflight(session: Any, config: ClusterConfig,
     with aws_errors("GetCallerIdentity"):
         account = session.client("sts").get_caller_identity()["Account"]
     checks = [_offering(session, config), _quota(session, config), _bootstrap(session, config),
-              _docker(runner), _capacity(session, config)]
+              _docker(runner, config), _capacity(session, config)]
     return account, checks
 
 

@@ -1,54 +1,123 @@
-"""TrainingImage: build ``training/Dockerfile`` during ``cdk deploy`` and push it to our ECR."""
+"""TrainingImage: build ``training/Dockerfile`` during ``cdk deploy`` and put it in ECR.
+
+Two ways to build (config ``training_image.build``):
+
+- ``codebuild`` (default): the image is built **inside AWS** during the deploy by
+  ``cdklabs.deploy-time-build``'s ``ContainerImageBuild`` (PyPI ``cdklabs.deploy-time-build``
+  0.1.14, construct source ``lib/container-image-build.js``): the build context is uploaded
+  as a small S3 asset, a CodeBuild project runs ``docker buildx build`` on it and pushes
+  straight to the stack's repository, and the build itself answers CloudFormation (the
+  trigger Lambda only calls ``codebuild:StartBuild``), so there is no Lambda copy, no
+  15-minute Lambda limit and no Docker on the user's machine. CloudFormation waits for the
+  answer up to a custom resource's limit of one hour (CloudFormation user guide,
+  ``AWS::CloudFormation::CustomResource`` ``ServiceTimeout``: 1-3600 s, default 3600).
+- ``local``: the CDK CLI builds the image with the local Docker and publishes it to the CDK
+  bootstrap repository as an ordinary Docker image asset; jobs pull it from there. No copy.
+
+Why CodeBuild and this library (alternatives weighed in README "Training image"): the base
+image is many GB (a Neuron DLC); building next to ECR avoids pulling and pushing it over the
+user's connection; ``cdk-ecr-deployment`` (the previous approach) needs the image built
+locally first, copies it with a 512 MiB Lambda capped at 15 minutes whose role may write to
+every ECR repository; EC2 Image Builder container recipes have no build context for our
+``COPY`` lines.
+
+The image tag is the content hash of the build context, the Dockerfile path, the platform
+and the build arguments (:func:`image_tag`), so it is known at synth time: consumers (the
+EKS runtime, the HyperPod environment file) reference ``<repository>:<tag>`` without
+waiting for the build, and CloudFormation still waits for the build before the stack is
+complete, so no job can start before the image exists.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from aws_cdk import Duration, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import Duration, FileSystem, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
-from cdk_ecr_deployment import DockerImageName, ECRDeployment
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, find_stack_child
+from trn_ultracluster.nag import (
+    LAMBDA_BASIC_EXECUTION,
+    acknowledge,
+    bootstrap_assets_finding,
+    checkov_skip,
+    find_stack_child,
+    managed_policy_finding,
+    nag_partition,
+    skip_library_function_checks,
+)
 
-__all__ = ["BUILD_CONTEXT_INCLUDES", "TrainingImage", "TrainingImageProps"]
+__all__ = [
+    "BUILD_COMPUTE_TYPE",
+    "DOCKERFILE",
+    "IGNORE_FILE",
+    "PLATFORM",
+    "TrainingImage",
+    "TrainingImageProps",
+    "build_context_patterns",
+    "image_tag",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-BUILD_CONTEXT_INCLUDES = (
-    "training",
-    "trn_ultracluster/__init__.py",
-    "trn_ultracluster/catalog.py",
-    "trn_ultracluster/shared_storage.py",
-)
-"""What the image build sees of the repository: the training program, the instance catalog
-it reads for MFU and the shared-storage layout (both standard library only). Everything else (.venv, node_modules, cdk.out)
-is excluded, which also keeps asset fingerprinting fast."""
-
-
-def build_context_excludes(includes: tuple[str, ...] = BUILD_CONTEXT_INCLUDES) -> list[str]:
-    """Docker-ignore patterns that keep only ``includes`` of the repository.
-
-    A file inside an excluded folder cannot be re-included by a ``!`` pattern alone (the
-    folder is skipped), so each parent folder is re-included and its other contents
-    excluded again.
-    """
-    patterns = ["*"]
-    for path in includes:
-        parts = path.split("/")
-        for depth in range(1, len(parts)):
-            parent = "/".join(parts[:depth])
-            for pattern in (f"!{parent}", f"{parent}/*"):
-                if pattern not in patterns:
-                    patterns.append(pattern)
-        patterns.append(f"!{path}")
-    return [*patterns, "**/__pycache__", "**/*.pyc"]
-
-
+DOCKERFILE = "training/Dockerfile"
+"""Dockerfile path, relative to the build context (the repository root)."""
+IGNORE_FILE = REPO_ROOT / "training" / "Dockerfile.dockerignore"
+"""The one list of files the image build sees (BuildKit reads ``<Dockerfile>.dockerignore``
+for ``docker build -f training/Dockerfile .``; this construct uploads the same context)."""
+PLATFORM = ecr_assets.Platform.LINUX_AMD64
+"""Trainium instances are x86_64 (EC2 instance types, accelerated computing)."""
+BUILD_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
+"""CodeBuild compute type (CloudFormation ``AWS::CodeBuild::Project`` ``Environment.ComputeType``): up to 16 GiB memory and 8 vCPUs (botocore CodeBuild
+model, ``ProjectEnvironment.computeType``) and 128 GB of disk on the Linux on-demand fleet
+(CodeBuild user guide, "Build environment compute modes and types"; the disk figure is from
+that page's table, not verified here). The library's default, SMALL (2 vCPUs, 64 GB), is
+tight for a Neuron DLC that is pulled, extended and pushed whole."""
+BUILD_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 UNTAGGED_IMAGE_EXPIRY_DAYS = 14
 KEEP_TAGGED_IMAGES = 20
+ECR_PUBLIC_READ = "AmazonElasticContainerRegistryPublicReadOnly"
+"""Managed policy the library attaches to the build role: the base image comes from
+``public.ecr.aws`` and the build logs in to ECR Public first."""
+IMMUTABLE_TAGS_SKIP = (
+    "Tags are content hashes, so a tag is only ever written with the same content. An "
+    "IMMUTABLE repository rejects pushing an existing tag even with the same digest "
+    "(aws/containers-roadmap#2179, moby/buildkit#3776), and a CloudFormation rollback re-runs "
+    "the previous build with the previous tag, so immutability would make rollbacks fail."
+)
+
+
+def build_context_patterns(path: Path = IGNORE_FILE) -> list[str]:
+    """The ``.dockerignore`` patterns of ``path``, without comments and blank lines.
+
+    Raises:
+        FileNotFoundError: the ignore file is missing.
+    """
+    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def image_tag(directory: Path, dockerfile: str, patterns: list[str],
+              build_args: dict[str, str] | None = None) -> str:
+    """Content tag of the image: 64 hex characters (ECR allows up to 128).
+
+    The CDK fingerprint (SHA-256 over paths and contents, Docker ignore semantics) of the
+    build context, extended with the Dockerfile path, the platform and the build arguments:
+    any change that can change the image changes the tag.
+    """
+    extra = json.dumps({"dockerfile": dockerfile, "platform": PLATFORM.platform,
+                        "build_args": build_args or {}}, sort_keys=True)
+    fingerprint = FileSystem.fingerprint(str(directory), exclude=patterns,
+                                         ignore_mode=IgnoreMode.DOCKER, extra_hash=extra)
+    return hashlib.sha256(fingerprint.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -56,31 +125,33 @@ class TrainingImageProps:
     """Props of :class:`TrainingImage`.
 
     Attributes:
+        build: ``codebuild`` (build in AWS during the deploy) or ``local`` (the CDK CLI
+            builds with the local Docker and publishes to the bootstrap repository).
+        removal_policy: what ``cdk destroy`` does with the build's log group (the
+            repository is always emptied and deleted: images are rebuilt from the source).
+        log_key: KMS key of the build's log group (codebuild only).
         directory: Docker build context. Default: the repository root.
         dockerfile: Dockerfile path relative to ``directory``.
-        retain_repository: keep the repository (and images) on ``cdk destroy``.
-            Default False: the repository is emptied and deleted.
     """
 
+    build: Literal["codebuild", "local"] = "codebuild"
+    removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
+    log_key: kms.IKey | None = None
     directory: Path = REPO_ROOT
-    dockerfile: str = "training/Dockerfile"
-    retain_repository: bool = False
+    dockerfile: str = DOCKERFILE
 
 
 class TrainingImage(Construct):
-    """The training container, built for linux/amd64 and pushed to a stack-owned ECR repository.
-
-    ``cdk deploy`` builds the image with Docker and publishes it as a CDK asset; a
-    cdk-ecr-deployment custom resource then copies it into ``repository`` under a tag equal
-    to the asset hash, so a changed Dockerfile or program gives a new, traceable tag.
-
-    The repository scans on push, expires untagged images after 14 days, keeps the newest
-    20 tagged ones, and is emptied and deleted on ``cdk destroy`` (unless retained).
+    """The training container for linux/amd64, in ECR, tagged with its content hash.
 
     Attributes:
-        repository: the ECR repository.
-        image_uri: ``<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`` (token).
-        asset: the Docker image asset (in the CDK bootstrap repository).
+        repository: the ECR repository jobs pull from (the stack's own with ``codebuild``:
+            scan on push, KMS encryption with the AWS managed key, untagged images expire
+            after 14 days, the newest 20 tagged ones are kept, emptied and deleted on
+            ``cdk destroy``; the CDK bootstrap repository with ``local``).
+        image_tag: content tag (known at synth time).
+        image_uri: ``<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>`` (token).
+        build: the ``ContainerImageBuild`` (``codebuild``) or ``DockerImageAsset`` (``local``).
     """
 
     def __init__(
@@ -89,11 +160,36 @@ class TrainingImage(Construct):
         super().__init__(scope, construct_id)
         props = props or TrainingImageProps()
         self.props = props
-        self.repository = ecr.Repository(
+        patterns = build_context_patterns(props.directory / "training" / "Dockerfile.dockerignore")
+        if props.build == "local":
+            asset = ecr_assets.DockerImageAsset(
+                self, "Asset", directory=str(props.directory), file=props.dockerfile,
+                platform=PLATFORM, ignore_mode=IgnoreMode.DOCKER, exclude=patterns)
+            self.build = asset
+            self.repository = asset.repository
+            self.image_tag = asset.asset_hash
+            self.image_uri = asset.image_uri
+            return
+        self.repository = self._repository()
+        self.image_tag = image_tag(props.directory, props.dockerfile, patterns)
+        self.image_uri = f"{self.repository.repository_uri}:{self.image_tag}"
+        from cdklabs.deploy_time_build import ContainerImageBuild
+
+        self.build = ContainerImageBuild(
+            self, "Build",
+            directory=str(props.directory), file=props.dockerfile, platform=PLATFORM,
+            ignore_mode=IgnoreMode.DOCKER, exclude=patterns,
+            repository=self.repository, tag=self.image_tag,
+        )
+        self._tune_build_project()
+
+    def _repository(self) -> ecr.Repository:
+        repository = ecr.Repository(
             self,
             "Repository",
             image_scan_on_push=True,
-            encryption=ecr.RepositoryEncryption.AES_256,
+            encryption=ecr.RepositoryEncryption.KMS,
+            image_tag_mutability=ecr.TagMutability.MUTABLE,
             lifecycle_rules=[
                 ecr.LifecycleRule(
                     description="expire untagged images",
@@ -106,44 +202,65 @@ class TrainingImage(Construct):
                     max_image_count=KEEP_TAGGED_IMAGES,
                 ),
             ],
-            removal_policy=RemovalPolicy.RETAIN if props.retain_repository else RemovalPolicy.DESTROY,
-            empty_on_delete=not props.retain_repository,
+            removal_policy=RemovalPolicy.DESTROY,
+            empty_on_delete=True,
         )
-        self.asset = ecr_assets.DockerImageAsset(
-            self,
-            "Asset",
-            directory=str(props.directory),
-            file=props.dockerfile,
-            platform=ecr_assets.Platform.LINUX_AMD64,
-            ignore_mode=IgnoreMode.DOCKER,
-            exclude=build_context_excludes(),
-        )
-        self.image_tag = self.asset.asset_hash
-        self.image_uri = f"{self.repository.repository_uri}:{self.image_tag}"
-        self.deployment = ECRDeployment(
-            self,
-            "CopyToRepository",
-            src=DockerImageName(self.asset.image_uri),
-            dest=DockerImageName(self.image_uri),
-        )
-        self._acknowledge_copy_function()
+        checkov_skip(repository, "CKV_AWS_51", IMMUTABLE_TAGS_SKIP)
+        return repository
 
-    def _acknowledge_copy_function(self) -> None:
-        # cdk-ecr-deployment creates one copy function per stack, beside this construct.
-        role = find_stack_child(Stack.of(self), "Custom::CDKECRDeployment").node.find_child(
-            "ServiceRole"
-        )
-        acknowledge(
-            role,
-            LAMBDA_BASIC_EXECUTION,
-            "The cdk-ecr-deployment copy function only writes its own CloudWatch logs; "
-            "the library attaches this managed policy to its role.",
-        )
-        acknowledge(
-            role,
+    def _tune_build_project(self) -> None:
+        """The library's CodeBuild project (one per stack): a larger compute type and our
+        own log group (encrypted, retained per ``data_removal_policy``); then the cdk-nag
+        acknowledgments and checkov skips for what the library defines."""
+        stack = Stack.of(self)
+        project = find_stack_child(stack, "ContainerImageBuildAmd64")
+        assert isinstance(project, codebuild.Project)
+        cfn = project.node.default_child
+        assert isinstance(cfn, codebuild.CfnProject)
+        cfn.add_property_override("Environment.ComputeType", BUILD_COMPUTE_TYPE)
+        self.log_group = logs.LogGroup(
+            self, "BuildLogs", retention=BUILD_LOG_RETENTION,
+            encryption_key=self.props.log_key, removal_policy=self.props.removal_policy)
+        cfn.add_property_override("LogsConfig.CloudWatchLogs",
+                                  {"Status": "ENABLED", "GroupName": self.log_group.log_group_name})
+        project.add_to_role_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[self.log_group.log_group_arn]))
+        self._acknowledge(stack, project)
+
+    def _acknowledge(self, stack: Stack, project: codebuild.Project) -> None:
+        role_policy = project.role.node.find_child("DefaultPolicy")
+        acknowledge(project.role, managed_policy_finding(ECR_PUBLIC_READ),
+                    "The image build pulls the Neuron base image from public.ecr.aws "
+                    "(read only); cdklabs.deploy-time-build attaches this managed policy.")
+        build_reason = ("cdklabs.deploy-time-build's image build: CodeBuild writes its "
+                        "report groups and log streams, reads the build context asset and "
+                        "pushes to the stack's own repository")
+        project_id = stack.get_logical_id(project.node.default_child)
+        partition, region = nag_partition(stack), stack.region
+        for finding in (
             "AwsSolutions-IAM5[Resource::*]",
-            "cdk-ecr-deployment's copy function needs ecr:GetAuthorizationToken, which has "
-            "no resource-level permissions, and pulls from the CDK bootstrap asset "
-            "repository, named by the synthesizer; the library sets this policy.",
-        )
-
+            "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+            "AwsSolutions-IAM5[Action::s3:GetObject*]",
+            "AwsSolutions-IAM5[Action::s3:List*]",
+            bootstrap_assets_finding(stack),
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:logs:{region}:<AWS::AccountId>:"
+            f"log-group:/aws/codebuild/<{project_id}>:*]",
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:codebuild:{region}:"
+            f"<AWS::AccountId>:report-group/<{project_id}>-*]",
+        ):
+            acknowledge(role_policy, finding, build_reason + " (ecr:GetAuthorizationToken "
+                        "has no resource-level permission; the asset is read with the CDK "
+                        "grant_read wildcards; CodeBuild names its report groups and log "
+                        "streams after the project).")
+        acknowledge(project.node.default_child, "AwsSolutions-CB4",
+                    "The build output is a container image in the stack's KMS-encrypted ECR "
+                    "repository; CodeBuild encrypts its own artifacts with the AWS managed key.")
+        handler = find_stack_child(stack, "DeployTimeBuildCustomResourceHandler")
+        acknowledge(handler.node.find_child("ServiceRole"), LAMBDA_BASIC_EXECUTION,
+                    "deploy-time-build's trigger function only writes its own logs and calls "
+                    "codebuild:StartBuild on the stack's build project.")
+        acknowledge(handler.node.default_child, "AwsSolutions-L1",
+                    "cdklabs.deploy-time-build 0.1.14 pins its trigger function's runtime "
+                    "(nodejs22.x); it cannot be set here.")
+        skip_library_function_checks(handler)
