@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from tests.conftest import profile_path
 
 
-LUSTRE_2_12_UNLINKED = {"fsx.lustre_version": "2.12", "fsx.data_repository": "null"}
+LUSTRE_2_12_UNLINKED = {"fsx.lustre_version": "2.12", "fsx.data_repository": "null",
+                        "data_removal_policy": "destroy"}
 
 
 def _fsx(s):
@@ -37,7 +40,7 @@ def _ingress_to(s, group_prefix):
             if r["Properties"]["GroupId"] == gid]
 
 
-def test_lustre_ports_from_the_nodes_and_between_file_servers(default):
+def test_lustre_ports_both_ways_between_nodes_and_file_servers(default):
     rules = _ingress_to(default, "StorageFsxSecurityGroup")
     efa = {"Fn::GetAtt": [default.ref_id("EfaSecurityGroup"), "GroupId"]}
     fsx = {"Fn::GetAtt": [default.ref_id("StorageFsxSecurityGroup"), "GroupId"]}
@@ -46,6 +49,11 @@ def test_lustre_ports_from_the_nodes_and_between_file_servers(default):
     assert all(r["IpProtocol"] == "tcp" for r in rules)
     between = [(r["FromPort"], r["ToPort"]) for r in rules if r["SourceSecurityGroupId"] == fsx]
     assert any(lo <= 988 and hi >= 1023 for lo, hi in between)
+    # the clients' group admits the file servers on the same ports (client rules)
+    to_nodes = {(r["FromPort"], r["ToPort"], r["IpProtocol"])
+                for r in _ingress_to(default, "EfaSecurityGroup")
+                if r.get("SourceSecurityGroupId") == fsx}
+    assert to_nodes == {(988, 988, "tcp"), (1018, 1023, "tcp")}
 
 
 def test_profile_sets_capacity_and_throughput(synth):
@@ -76,12 +84,39 @@ def test_data_bucket_encrypted_versioned_private_ssl_only_logged(default):
     assert deny and deny[0]["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
 
 
-def test_data_is_retained_by_default(default):
-    for prefix in ("StorageFileSystem", "StorageDataBucket", "StorageAccessLogs"):
+def test_by_default_the_buckets_are_kept_and_the_file_system_exported_then_deleted(default):
+    for prefix in ("StorageDataBucket", "StorageAccessLogs"):
         resource = default.logical(prefix)
         assert resource["DeletionPolicy"] == "Retain"
         assert resource["UpdateReplacePolicy"] == "Retain"
     assert default.resources("Custom::S3AutoDeleteObjects") == {}
+    # the file system sits in the VPC: it is deleted with it, after the export
+    assert default.logical("StorageFileSystem")["DeletionPolicy"] == "Delete"
+    (export_id, export), = default.resources("Custom::FsxExportOnDelete").items()
+    props = export["Properties"]
+    assert props["FileSystemId"] == {"Ref": default.ref_id("StorageFileSystem")}
+    assert props["NodeSecurityGroupId"] == {"Fn::GetAtt": [default.ref_id("EfaSecurityGroup"),
+                                                          "GroupId"]}
+    assert props["WaitSeconds"] == "1800"
+    # deleted before the association and the file system: it depends on both
+    from tests.template_graph import dependencies
+
+    dra = default.ref_id("StorageDataRepositoryAssociation")
+    assert {dra, default.ref_id("StorageFileSystem")} <= dependencies(default.template)[export_id]
+
+
+def test_export_handler_may_only_export_this_file_system_and_read(default):
+    role = default.ref_id("StorageExportRole")
+    (policy,) = [p for p in default.resources("AWS::IAM::Policy").values()
+                 if {"Ref": role} in p["Properties"]["Roles"]]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    actions = {a for st in statements for a in ([st["Action"]] if isinstance(st["Action"], str)
+                                                  else st["Action"])}
+    assert actions == {"fsx:CreateDataRepositoryTask", "fsx:DescribeDataRepositoryTasks",
+                       "ec2:DescribeNetworkInterfaces", "cloudformation:DescribeStacks",
+                       "logs:CreateLogStream", "logs:PutLogEvents"}
+    (create,) = [st for st in statements if st["Action"] == "fsx:CreateDataRepositoryTask"]
+    assert default.ref_id("StorageFileSystem") in json.dumps(create["Resource"])
 
 
 def test_destroy_policy_deletes_data_and_empties_buckets(synth):
@@ -89,18 +124,19 @@ def test_destroy_policy_deletes_data_and_empties_buckets(synth):
     for prefix in ("StorageFileSystem", "StorageDataBucket", "StorageAccessLogs"):
         assert s.logical(prefix)["DeletionPolicy"] == "Delete"
     assert len(s.resources("Custom::S3AutoDeleteObjects")) == 2
+    assert not s.resources("Custom::FsxExportOnDelete")  # nothing is kept, nothing to export
 
 
 def test_data_repository_association_links_the_data_bucket(default):
     dra = default.only("AWS::FSx::DataRepositoryAssociation")
     assert dra["FileSystemId"] == {"Ref": default.ref_id("StorageFileSystem")}
-    assert dra["FileSystemPath"] == "/s3"
+    assert dra["FileSystemPath"] == "/"  # the whole file system is linked
     assert dra["DataRepositoryPath"] == {
         "Fn::Join": ["", ["s3://", {"Ref": default.ref_id("StorageDataBucket")}, "/"]]}
     assert dra["BatchImportMetaDataOnCreate"] is True
     events = ["NEW", "CHANGED", "DELETED"]
     assert dra["S3"] == {"AutoImportPolicy": {"Events": events}, "AutoExportPolicy": {"Events": events}}
-    assert default.output("FsxDataRepositoryPath") == "/s3"
+    assert default.output("FsxDataRepositoryPath") == "/"
 
 
 def test_data_repository_association_can_be_disabled_or_pointed_elsewhere(synth):

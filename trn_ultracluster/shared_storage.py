@@ -11,7 +11,15 @@ https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-feat
 
 from __future__ import annotations
 
-__all__ = ["ENV_FILE", "FSX_MOUNT_PATH", "JOBS_DIR", "NEURON_COMPILE_CACHE_DIR", "STATE_DIR"]
+__all__ = [
+    "ENV_FILE",
+    "FSX_MOUNT_PATH",
+    "JOBS_DIR",
+    "NEURON_COMPILE_CACHE_DIR",
+    "RUNS_DIR",
+    "STATE_DIR",
+    "fsx_path",
+]
 
 FSX_MOUNT_PATH = "/fsx"
 """Mount point of the FSx for Lustre file system on nodes and in training containers."""
@@ -23,3 +31,22 @@ ENV_FILE = f"{STATE_DIR}/env"
 """Shell-sourceable environment of the stack's outputs (HyperPod)."""
 JOBS_DIR = f"{STATE_DIR}/jobs"
 """Job scripts the CLI submits (HyperPod)."""
+RUNS_DIR = "runs"
+"""Directory, under the part of the file system linked to S3, of the job CLI's default
+output directories (checkpoints, metrics): ``/fsx/runs/<job>`` with the default link."""
+
+
+def fsx_path(repository_path: str, *parts: str) -> str:
+    """A path on the mounted file system under its S3-linked part.
+
+    Args:
+        repository_path: the data repository association's file system path (stack output
+            ``FsxDataRepositoryPath``): ``/`` (the whole file system) or e.g. ``/s3``.
+        parts: relative parts below it.
+
+    Returns:
+        e.g. ``fsx_path("/", "datasets/x")`` -> ``/fsx/datasets/x``,
+        ``fsx_path("/s3", "datasets/x")`` -> ``/fsx/s3/datasets/x``.
+    """
+    segments = [FSX_MOUNT_PATH, repository_path.strip("/"), *(p.strip("/") for p in parts)]
+    return "/".join(s for s in segments if s)

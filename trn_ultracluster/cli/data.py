@@ -1,8 +1,8 @@
 """``data``: stage a dataset into the stack's S3 data bucket, where FSx sees it.
 
 The stack links the data bucket to FSx for Lustre with a data repository association
-(output ``FsxDataRepositoryPath``, e.g. ``/s3``) with automatic import: objects written to
-the bucket appear under ``<FSx mount><path>/<key>`` on every node (FSx for Lustre user
+(output ``FsxDataRepositoryPath``: ``/``, the whole file system, by default) with automatic
+import: objects written to the bucket appear under ``<FSx mount><path>/<key>`` on every node (FSx for Lustre user
 guide, "Automatically import updates from your S3 bucket",
 https://docs.aws.amazon.com/fsx/latest/LustreGuide/autoimport-data-repo-dra.html). With
 ``fsx.data_repository: null`` (output ``none``) the bucket is not linked and jobs must copy
@@ -20,7 +20,7 @@ from trn_ultracluster.cli.aws import aws_errors
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.outputs import OutputKey
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
+from trn_ultracluster.shared_storage import fsx_path
 
 __all__ = ["StagedData", "stage_dataset"]
 
@@ -88,5 +88,5 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
         if bar is not None:
             bar.close()
     dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, "none")
-    cluster_path = None if dra == "none" else f"{FSX_MOUNT_PATH}{dra}/{prefix}".rstrip("/")
+    cluster_path = None if dra == "none" else fsx_path(dra, prefix)
     return StagedData(bucket, prefix, len(files), total, cluster_path)

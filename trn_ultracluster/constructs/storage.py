@@ -1,23 +1,54 @@
-"""Storage: FSx for Lustre for the nodes, an S3 bucket for datasets and checkpoints."""
+"""Storage: FSx for Lustre for the nodes, an S3 bucket for datasets and checkpoints.
+
+What ``cdk destroy`` does here (see README "Deploy and destroy"): the file system is always
+deleted; with ``retain_data`` its contents are exported to the data repository (the data
+bucket by default) first and the buckets are kept; without it the buckets are emptied and
+deleted too. No retained resource depends on a deleted one (the file system, which sits in
+the VPC's subnet and security group, is never retained), so the stack ends DELETE_COMPLETE.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from trn_ultracluster.config import DataRepositoryConfig, FsxConfig
+from trn_ultracluster.nag import (
+    OWN_FUNCTION_SKIPS,
+    acknowledge,
+    acknowledge_provider_framework,
+    checkov_skip,
+    nag_partition,
+)
 
-__all__ = ["LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
+__all__ = ["EXPORT_WAIT", "LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
-"""Lustre traffic: TCP 988 and 1018-1023, from clients and between the file servers
-(FSx for Lustre user guide, "File system access control with Amazon VPC",
-https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html)."""
+"""Lustre traffic: TCP 988 and 1018-1023 between the file servers and the clients, in both
+directions, and between the file servers (FSx for Lustre user guide, "File system access
+control with Amazon VPC", file system and Lustre client security group rules,
+https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html; the
+troubleshooting page "Creating an FSx for Lustre file system fails" repeats the ports)."""
+EXPORT_HANDLER = Path(__file__).resolve().parent / "fsx_export"
+EXPORT_WAIT = Duration.minutes(30)
+"""How long the export on delete waits for the nodes to go before exporting anyway."""
+EXPORT_TIMEOUT = Duration.hours(2)
+"""Total time the export on delete may take: the provider framework's maximum (CDK
+``custom_resources.Provider`` ``totalTimeout``, at most 2 hours)."""
+EXPORT_POLL = Duration.seconds(30)
+EXPORT_RUNTIME = lambda_.Runtime.PYTHON_3_14
+"""The newest Python runtime in aws-cdk-lib 2.275.0 (botocore's Lambda model lists
+``python3.14`` among the runtimes); it ships boto3."""
 
 DRA_EVENTS = ["NEW", "CHANGED", "DELETED"]
 """Auto import / export events of a data repository association
@@ -55,7 +86,8 @@ class StorageProps:
         subnet: the compute subnet; FSx for Lustre lives in one subnet, next to the nodes.
         client_security_group: the nodes' security group, allowed to the Lustre ports.
         fsx: FSx settings from the validated config.
-        retain_data: keep the bucket and the file system on ``cdk destroy``.
+        retain_data: keep the buckets on ``cdk destroy`` and export the file system to its
+            data repository before it is deleted. Default True.
     """
 
     vpc: ec2.IVpc
@@ -71,26 +103,36 @@ class Storage(Construct):
     - ``bucket``: SSE-S3 encryption, SSL enforced, public access blocked, versioned
       (noncurrent versions expire after 30 days), access logs to ``log_bucket``.
     - ``file_system``: Lustre with its own security group that admits the Lustre ports
-      from the nodes and from itself; PERSISTENT_2 on Lustre 2.15 gets an AUTOMATIC
-      metadata configuration.
+      from the nodes and from itself (the nodes' group admits them back from it);
+      PERSISTENT_2 on Lustre 2.15 gets an AUTOMATIC metadata configuration. Always deleted
+      on ``cdk destroy``.
     - ``data_repository_association``: when configured, links a path of the file system
-      to S3 (default: the data bucket) with auto import and export.
+      (default: the whole file system, ``/``) to S3 (default: the data bucket) with auto
+      import and export.
+    - ``export_on_delete``: with ``retain_data`` and a data repository association, a
+      custom resource that exports the file system to S3 and waits for it before the file
+      system is deleted (:mod:`trn_ultracluster.constructs.fsx_export.handler`).
 
-    Default: both bucket and file system are retained on ``cdk destroy``; with
-    ``retain_data=False`` they are deleted (the bucket is emptied first).
+    Default: the buckets are retained on ``cdk destroy`` and the file system is exported
+    first; with ``retain_data=False`` everything is deleted (the buckets are emptied first).
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: StorageProps) -> None:
         super().__init__(scope, construct_id)
         self.props = props
-        removal = RemovalPolicy.RETAIN if props.retain_data else RemovalPolicy.DESTROY
-
         self.log_bucket = private_bucket(
             self,
             "AccessLogs",
             retain=props.retain_data,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(noncurrent_version_expiration=NONCURRENT_VERSION_EXPIRATION)
+            ],
         )
+        checkov_skip(self.log_bucket, "CKV_AWS_18",
+                     "This is the access-log bucket of the stack's other buckets; S3 advises "
+                     "against a bucket logging to itself (S3 user guide, server access logging).")
         self.bucket = private_bucket(
             self,
             "DataBucket",
@@ -111,9 +153,12 @@ class Storage(Construct):
             allow_all_outbound=True,
         )
         # Between file servers: LustreFileSystem adds TCP 988-1023 from the group itself.
+        # Clients and servers both open Lustre connections, so each side admits the other.
         for port in LUSTRE_PORTS:
             self.security_group.add_ingress_rule(props.client_security_group, port,
                                                  "Lustre from the nodes")
+            props.client_security_group.add_ingress_rule(self.security_group, port,
+                                                          "Lustre from the file servers")
 
         cfg = props.fsx
         self.file_system = fsx.LustreFileSystem(
@@ -129,7 +174,9 @@ class Storage(Construct):
                 per_unit_storage_throughput=cfg.per_unit_storage_throughput,
                 data_compression_type=fsx.LustreDataCompressionType[cfg.data_compression],
             ),
-            removal_policy=removal,
+            # Always deleted: it lives in the stack's subnet and security group, which are
+            # deleted too; its contents are exported first (see export_on_delete).
+            removal_policy=RemovalPolicy.DESTROY,
         )
         if cfg.deployment_type == "PERSISTENT_2" and cfg.lustre_version == "2.15":
             # A PERSISTENT_2 file system without a metadata configuration is created with
@@ -144,8 +191,11 @@ class Storage(Construct):
                                       "AUTOMATIC")
 
         self.data_repository_association: fsx.CfnDataRepositoryAssociation | None = None
+        self.export_on_delete: CustomResource | None = None
         if cfg.data_repository is not None:
             self.data_repository_association = self._link_s3(cfg.data_repository)
+            if props.retain_data:
+                self.export_on_delete = self._export_on_delete()
 
     def _link_s3(self, dra: DataRepositoryConfig) -> fsx.CfnDataRepositoryAssociation:
         s3_path = dra.s3_path or f"s3://{self.bucket.bucket_name}/"
@@ -169,6 +219,76 @@ class Storage(Construct):
                 else None,
             ),
         )
+
+    def _export_on_delete(self) -> CustomResource:
+        """Export the file system to S3 before it is deleted, after the nodes are gone.
+
+        The custom resource depends on the file system and the data repository
+        association, so CloudFormation deletes it, and so runs the export, before either.
+        """
+        stack = Stack.of(self)
+        role = iam.Role(self, "ExportRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description="Export the FSx file system to S3 before cdk destroy deletes it")
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["fsx:CreateDataRepositoryTask"],
+            resources=[
+                stack.format_arn(service="fsx", resource="file-system",
+                                 resource_name=self.file_system.file_system_id),
+                stack.format_arn(service="fsx", resource="task", resource_name="*"),
+            ]))
+        # Describe* actions have no resource-level permissions (Service Authorization
+        # Reference, Amazon FSx and Amazon EC2: no resource type listed for them).
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["fsx:DescribeDataRepositoryTasks", "ec2:DescribeNetworkInterfaces"],
+            resources=["*"]))
+        role.add_to_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
+                                               resources=[Aws.STACK_ID]))
+        functions = {}
+        for entry in ("on_event", "is_complete"):
+            log_group = logs.LogGroup(self, f"Export-{entry}-Logs")
+            log_group.grant_write(role)
+            function = lambda_.Function(
+                self, f"Export-{entry}", runtime=EXPORT_RUNTIME,
+                code=lambda_.Code.from_asset(str(EXPORT_HANDLER), exclude=["__pycache__"]),
+                handler=f"handler.{entry}", timeout=Duration.minutes(1), role=role,
+                log_group=log_group,
+                description="TrnUltraCluster: export FSx to S3 before deletion",
+            )
+            for check, reason in OWN_FUNCTION_SKIPS.items():
+                checkov_skip(function, check, reason)
+            functions[entry] = function
+        provider = cr.Provider(
+            self, "ExportProvider",
+            on_event_handler=functions["on_event"],
+            is_complete_handler=functions["is_complete"],
+            query_interval=EXPORT_POLL,
+            total_timeout=EXPORT_TIMEOUT,
+        )
+        export = CustomResource(
+            self, "ExportOnDelete",
+            service_token=provider.service_token,
+            resource_type="Custom::FsxExportOnDelete",
+            properties={
+                "FileSystemId": self.file_system.file_system_id,
+                "NodeSecurityGroupId": self.props.client_security_group.security_group_id,
+                "WaitSeconds": str(int(EXPORT_WAIT.to_seconds())),
+            },
+        )
+        assert self.data_repository_association is not None
+        export.node.add_dependency(self.data_repository_association)
+        self._acknowledge_export(role, provider, list(functions.values()))
+        return export
+
+    def _acknowledge_export(self, role: iam.Role, provider: cr.Provider,
+                            handlers: list[lambda_.Function]) -> None:
+        acknowledge(role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5[Resource::*]",
+                    "fsx:DescribeDataRepositoryTasks and ec2:DescribeNetworkInterfaces have no "
+                    "resource-level permissions (Service Authorization Reference).")
+        acknowledge(role.node.find_child("DefaultPolicy"),
+                    f"AwsSolutions-IAM5[Resource::arn:{nag_partition(Stack.of(self))}:fsx:"
+                    f"{Stack.of(self).region}:<AWS::AccountId>:task/*]",
+                    "The export task's id is not known before CreateDataRepositoryTask.")
+        acknowledge_provider_framework(provider, handlers)
 
     @property
     def mount_name(self) -> str:

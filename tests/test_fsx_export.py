@@ -1,0 +1,161 @@
+"""The export-before-delete custom resource handler: requests checked against botocore's FSx,
+EC2 and CloudFormation models (Stubber), run through the CDK provider framework's
+onEvent -> isComplete (polled) sequence, for a stack deletion, a file system replacement,
+and the failure and edge cases."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import boto3
+import pytest
+from botocore.stub import ANY, Stubber
+
+from trn_ultracluster.constructs.fsx_export import handler
+
+FS = "fs-0123456789abcdef0"
+SG = "sg-0123456789abcdef0"
+STACK = "arn:aws:cloudformation:us-west-2:123456789012:stack/TrnUltraCluster/1c2fa620-982a-11e3-aff7-50e2416294e0"
+NOW = 1_800_000_000.0
+REQUEST = "5d5b3a2c-1111-2222-3333-444455556666"
+
+
+def _client(service):
+    client = boto3.client(service, region_name="us-west-2", aws_access_key_id="x",
+                          aws_secret_access_key="y")
+    return client, Stubber(client)
+
+
+@pytest.fixture
+def aws():
+    fsx, fsx_stub = _client("fsx")
+    ec2, ec2_stub = _client("ec2")
+    cfn, cfn_stub = _client("cloudformation")
+    with fsx_stub, ec2_stub, cfn_stub:
+        yield (fsx, ec2, cfn), (fsx_stub, ec2_stub, cfn_stub)
+        for stub in (fsx_stub, ec2_stub, cfn_stub):
+            stub.assert_no_pending_responses()
+
+
+def _event(request_type, **extra):
+    event = {"RequestType": request_type, "StackId": STACK, "RequestId": REQUEST,
+             "ResourceProperties": {"FileSystemId": FS, "NodeSecurityGroupId": SG,
+                                    "WaitSeconds": "1800"}}
+    if request_type != "Create":
+        event["PhysicalResourceId"] = FS
+    event.update(extra)
+    return event
+
+
+def _stack_status(cfn_stub, status):
+    cfn_stub.add_response("describe_stacks", {"Stacks": [{
+        "StackName": "TrnUltraCluster", "StackStatus": status,
+        "CreationTime": dt.datetime(2026, 11, 1)}]}, {"StackName": STACK})
+
+
+def _interfaces(ec2_stub, count):
+    ec2_stub.add_response("describe_network_interfaces", {"NetworkInterfaces": [
+        {"NetworkInterfaceId": f"eni-0{i:016x}"} for i in range(count)]}, {"Filters": [
+            {"Name": "group-id", "Values": [SG]}, {"Name": "status", "Values": ["in-use"]}]})
+
+
+def _tasks(fsx_stub, *lifecycles, created=NOW + 60):
+    fsx_stub.add_response("describe_data_repository_tasks", {"DataRepositoryTasks": [
+        {"TaskId": f"task-0{i:016x}", "Lifecycle": state, "Type": "EXPORT_TO_REPOSITORY",
+         "CreationTime": dt.datetime.fromtimestamp(created + i, dt.timezone.utc),
+         "FileSystemId": FS}
+        for i, state in enumerate(lifecycles)]},
+        {"Filters": [{"Name": "file-system-id", "Values": [FS]}]})
+
+
+def _create_task(fsx_stub, lifecycle="PENDING"):
+    fsx_stub.add_response("create_data_repository_task", {"DataRepositoryTask": {
+        "TaskId": "task-0aaaaaaaaaaaaaaaa", "Lifecycle": lifecycle, "Type": "EXPORT_TO_REPOSITORY",
+        "CreationTime": dt.datetime.fromtimestamp(NOW + 60, dt.timezone.utc), "FileSystemId": FS}},
+        {"Type": "EXPORT_TO_REPOSITORY", "FileSystemId": FS, "Report": {"Enabled": False},
+         "ClientRequestToken": REQUEST.replace("-", "")})
+
+
+def test_create_and_update_only_name_the_file_system(aws):
+    clients, _ = aws
+    assert handler.on_event(_event("Create"), clients=clients) == {"PhysicalResourceId": FS}
+    replaced = _event("Update")
+    replaced["ResourceProperties"]["FileSystemId"] = "fs-0fffffffffffffff0"
+    # a new physical id: CloudFormation deletes the old one (and so exports the old file
+    # system) in its cleanup phase
+    assert handler.on_event(replaced, clients=clients) == {
+        "PhysicalResourceId": "fs-0fffffffffffffff0"}
+    assert handler.is_complete(_event("Create"), clients=clients) == {"IsComplete": True}
+
+
+def test_stack_deletion_waits_for_the_nodes_then_exports_and_waits(aws):
+    clients, (fsx_stub, ec2_stub, cfn_stub) = aws
+    _stack_status(cfn_stub, "DELETE_IN_PROGRESS")
+    event = _event("Delete")
+    event.update(handler.on_event(event, now=NOW, clients=clients))
+    assert (event["StartedAt"], event["WaitUntil"]) == (NOW, NOW + 1800)
+    _interfaces(ec2_stub, 3)
+    assert handler.is_complete(event, now=NOW + 30, clients=clients) == {"IsComplete": False}
+    _interfaces(ec2_stub, 0)
+    _tasks(fsx_stub)
+    _create_task(fsx_stub)
+    assert handler.is_complete(event, now=NOW + 60, clients=clients) == {"IsComplete": False}
+    _interfaces(ec2_stub, 0)
+    _tasks(fsx_stub, "EXECUTING")
+    assert handler.is_complete(event, now=NOW + 90, clients=clients) == {"IsComplete": False}
+    _interfaces(ec2_stub, 0)
+    _tasks(fsx_stub, "SUCCEEDED")
+    assert handler.is_complete(event, now=NOW + 120, clients=clients) == {"IsComplete": True}
+
+
+def test_nodes_that_never_go_do_not_block_the_export_forever(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW + 1800)
+    _tasks(fsx_stub)
+    _create_task(fsx_stub)
+    assert handler.is_complete(event, now=NOW + 1801, clients=clients) == {"IsComplete": False}
+
+
+def test_replacing_the_file_system_exports_without_waiting_for_the_nodes(aws):
+    clients, (fsx_stub, _, cfn_stub) = aws
+    _stack_status(cfn_stub, "UPDATE_COMPLETE_CLEANUP_IN_PROGRESS")
+    event = _event("Delete")
+    event.update(handler.on_event(event, now=NOW, clients=clients))
+    assert event["WaitUntil"] == NOW  # the nodes keep running on the new file system
+    _tasks(fsx_stub, created=NOW - 600)  # an older export does not count
+    _create_task(fsx_stub, "EXECUTING")
+    assert handler.is_complete(event, now=NOW + 5, clients=clients) == {"IsComplete": False}
+
+
+def test_a_failed_export_fails_the_delete_and_keeps_the_file_system(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    _tasks(fsx_stub, "FAILED")
+    with pytest.raises(RuntimeError, match="ended FAILED.*the file system is kept.*cdk destroy again"):
+        handler.is_complete(event, now=NOW + 60, clients=clients)
+
+
+def test_another_running_task_is_waited_for(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    _tasks(fsx_stub)
+    fsx_stub.add_client_error("create_data_repository_task", "DataRepositoryTaskExecuting",
+                              "a task is running", 400)
+    assert handler.is_complete(event, now=NOW + 60, clients=clients) == {"IsComplete": False}
+
+
+@pytest.mark.parametrize("where, code", [("describe", "FileSystemNotFound"),
+                                         ("create", "BadRequest")])
+def test_nothing_to_export_completes(aws, where, code):
+    """The file system is gone already, or no data repository is linked any more."""
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    if where == "describe":
+        fsx_stub.add_client_error("describe_data_repository_tasks", code, "gone", 400)
+    else:
+        _tasks(fsx_stub)
+        fsx_stub.add_client_error("create_data_repository_task", code, "no DRA", 400,
+                                  expected_params={"Type": "EXPORT_TO_REPOSITORY",
+                                                   "FileSystemId": FS, "Report": ANY,
+                                                   "ClientRequestToken": ANY})
+    assert handler.is_complete(event, now=NOW + 60, clients=clients) == {"IsComplete": True}

@@ -1,0 +1,141 @@
+"""Export an FSx for Lustre file system to its S3 data repository before CloudFormation
+deletes it (custom resource ``Custom::FsxExportOnDelete``, CDK provider framework).
+
+The resource's physical id is the file system id:
+
+- Create / Update: nothing to do; the physical id becomes the (possibly new) file system id.
+  When the file system was replaced, CloudFormation later deletes the old physical id in
+  its cleanup phase, before it deletes the old file system (which this resource depends
+  on), so the old file system is exported then.
+- Delete: when the whole stack is being deleted, first wait (at most ``WaitSeconds``) until
+  no network interface of the nodes' security group is in use any more, so that what the
+  training jobs wrote last is on the file system; then run an ``EXPORT_TO_REPOSITORY`` data
+  repository task over every data repository association and wait for it. A failed or
+  cancelled export fails the delete: the file system stays, nothing is lost, and
+  ``cdk destroy`` can be run again.
+
+Sources: FSx API reference, ``CreateDataRepositoryTask`` (EXPORT_TO_REPOSITORY; no
+``Paths`` exports every file; ``ClientRequestToken`` makes the create idempotent, up to 63
+ASCII characters; it fails when no data repository is linked) and
+``DescribeDataRepositoryTasks`` (``Lifecycle`` PENDING, EXECUTING, FAILED, SUCCEEDED,
+CANCELED, CANCELING), as in botocore's FSx model. CDK provider framework: ``onEvent``
+returns the physical id and extra attributes that are passed to ``isComplete``, which
+returns ``{"IsComplete": bool}`` and is polled until true or the total timeout.
+
+Standard library and boto3 only (the Lambda Python runtime ships boto3).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+__all__ = ["is_complete", "on_event"]
+
+DONE_STATES = {"SUCCEEDED"}
+FAILED_STATES = {"FAILED", "CANCELED", "CANCELING"}
+STACK_DELETING = "DELETE_IN_PROGRESS"
+
+
+def _clients() -> tuple[Any, Any, Any]:
+    import boto3
+
+    return boto3.client("fsx"), boto3.client("ec2"), boto3.client("cloudformation")
+
+
+def _log(message: str, **fields: Any) -> None:
+    print(json.dumps({"message": message, **fields}, default=str))
+
+
+def on_event(event: dict[str, Any], context: Any = None, *, now: float | None = None,
+             clients: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
+    """Provider framework ``onEvent``: name the file system; on Delete, plan the wait.
+
+    Returns:
+        ``{"PhysicalResourceId": <file system id>}``; on Delete also ``StartedAt`` (epoch
+        seconds) and ``WaitUntil`` (``StartedAt`` + ``WaitSeconds`` when the stack itself is
+        being deleted, else ``StartedAt``: no wait when only the file system is replaced).
+    """
+    props = event["ResourceProperties"]
+    if event["RequestType"] in ("Create", "Update"):
+        return {"PhysicalResourceId": props["FileSystemId"]}
+    _, _, cfn = clients or _clients()
+    status = cfn.describe_stacks(StackName=event["StackId"])["Stacks"][0]["StackStatus"]
+    wait = int(props.get("WaitSeconds", 0)) if status == STACK_DELETING else 0
+    started = time.time() if now is None else now
+    _log("export before delete", file_system=event["PhysicalResourceId"], stack_status=status,
+         wait_seconds=wait)
+    return {"PhysicalResourceId": event["PhysicalResourceId"], "StartedAt": int(started),
+            "WaitUntil": int(started + wait)}
+
+
+def _nodes_still_up(ec2: Any, security_group_id: str) -> int:
+    """Network interfaces of the nodes' security group that are still attached."""
+    found = ec2.describe_network_interfaces(Filters=[
+        {"Name": "group-id", "Values": [security_group_id]},
+        {"Name": "status", "Values": ["in-use"]},
+    ])["NetworkInterfaces"]
+    return len(found)
+
+
+def _export_task(fsx: Any, file_system_id: str, since: float) -> dict[str, Any] | None:
+    """The newest EXPORT_TO_REPOSITORY task of the file system created since ``since``."""
+    tasks: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"Filters": [{"Name": "file-system-id", "Values": [file_system_id]}]}
+    while True:  # botocore has no paginator for this operation: follow NextToken
+        page = fsx.describe_data_repository_tasks(**request)
+        tasks += [t for t in page["DataRepositoryTasks"]
+                  if t["Type"] == "EXPORT_TO_REPOSITORY"
+                  and t["CreationTime"].timestamp() >= since]
+        if not page.get("NextToken"):
+            break
+        request["NextToken"] = page["NextToken"]
+    return max(tasks, key=lambda t: t["CreationTime"], default=None)
+
+
+def is_complete(event: dict[str, Any], context: Any = None, *, now: float | None = None,
+                clients: tuple[Any, Any, Any] | None = None) -> dict[str, Any]:
+    """Provider framework ``isComplete``: wait for the nodes, then export and wait for it.
+
+    Raises:
+        RuntimeError: the export task FAILED or was CANCELED (the delete then fails and the
+            file system is kept).
+    """
+    if event["RequestType"] != "Delete":
+        return {"IsComplete": True}
+    fsx, ec2, _ = clients or _clients()
+    file_system_id = event["PhysicalResourceId"]
+    current = time.time() if now is None else now
+    if current < float(event["WaitUntil"]):
+        attached = _nodes_still_up(ec2, event["ResourceProperties"]["NodeSecurityGroupId"])
+        if attached:
+            _log("waiting for the nodes to stop", attached_interfaces=attached)
+            return {"IsComplete": False}
+    try:
+        task = _export_task(fsx, file_system_id, float(event["StartedAt"]))
+    except fsx.exceptions.FileSystemNotFound:
+        _log("file system already gone", file_system=file_system_id)
+        return {"IsComplete": True}
+    if task is None:
+        try:
+            task = fsx.create_data_repository_task(
+                Type="EXPORT_TO_REPOSITORY", FileSystemId=file_system_id,
+                Report={"Enabled": False},
+                ClientRequestToken=event["RequestId"].replace("-", "")[:63],
+            )["DataRepositoryTask"]
+        except fsx.exceptions.DataRepositoryTaskExecuting:
+            _log("another data repository task is running; waiting", file_system=file_system_id)
+            return {"IsComplete": False}
+        except (fsx.exceptions.BadRequest, fsx.exceptions.UnsupportedOperation) as err:
+            # No data repository association is linked: there is nothing to export to.
+            _log("no export possible", file_system=file_system_id, error=str(err))
+            return {"IsComplete": True}
+    state = task["Lifecycle"]
+    _log("export task", task=task.get("TaskId"), lifecycle=state)
+    if state in FAILED_STATES:
+        details = task.get("FailureDetails", {}).get("Message", "")
+        raise RuntimeError(
+            f"exporting {file_system_id} to S3 ended {state} ({details}); the file system is "
+            "kept: fix the cause (FSx console, data repository tasks) and run cdk destroy again")
+    return {"IsComplete": state in DONE_STATES}
