@@ -6,6 +6,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
+CHECKOV_VENV := .venv-checkov
 STACK := TrnUltraCluster
 OUT := cdk.out
 # Optional profile file: make synth PROFILE=profiles/ultracluster-16.yaml
@@ -30,12 +31,18 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt training/requirements-cpu.tx
 	$(VPY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
+# checkov in its own venv: it pins a boto3 that the project's requirements exclude.
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 setup: $(VENV)/.runtime node_modules/.installed
-setup-dev: $(VENV)/.dev node_modules/.installed
+setup-dev: $(VENV)/.dev $(CHECKOV_VENV)/.installed node_modules/.installed
 
 ## synth: synthesize the stack offline (no AWS account needed) and print a summary
 synth: setup
@@ -50,15 +57,21 @@ test: setup-dev
 test-xla:
 	bash training/test-xla.sh
 
-## deploy / destroy / diff: need AWS credentials, `cdk bootstrap` and Docker (see README)
+## deploy / destroy / diff: need AWS credentials and `cdk bootstrap` (see README). The IAM
+## principal that deploys becomes EKS cluster admin (eks.deployer_principal_arn).
+DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
+
 deploy: setup
-	$(CDK) deploy $(STACK) $(CDK_CONTEXT) --outputs-file $(OUT)/outputs.json
+	@deployer=$(DEPLOYER) && \
+	$(CDK) deploy $(STACK) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
+	  --outputs-file $(OUT)/outputs.json
 
 destroy: setup
 	$(CDK) destroy $(STACK) $(CDK_CONTEXT)
 
 diff: setup
-	$(CDK) diff $(STACK) $(CDK_CONTEXT)
+	@deployer=$(DEPLOYER) && \
+	$(CDK) diff $(STACK) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer
 
 ## bench: synth time against a one-bucket CDK app (prints the ratio)
 bench: setup-dev

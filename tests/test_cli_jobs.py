@@ -64,7 +64,7 @@ def dry_run(capsys, tmp_path, orchestrator, *extra, command="submit", instance_t
     path = write_outputs(tmp_path, outputs_values(orchestrator, instance_type))
     args = ["--outputs-file", str(path), "--dry-run", "--name", "job-a"]
     if command == "submit":
-        args += ["--recipe", "llama-1b", "--steps", "100", "--data-dir", "/fsx/s3/datasets/wiki"]
+        args += ["--recipe", "llama-1b", "--steps", "100", "--data-dir", "/fsx/datasets/wiki"]
     code, out, err = run(capsys, command, *args, *extra)
     assert code == 0, err
     return out
@@ -103,10 +103,25 @@ def test_trainjob_command_and_resources(capsys, tmp_path):
     trainer = job["spec"]["trainer"]
     assert trainer["command"] == [
         "torchrun", "-m", "trn_train", "train", "--recipe", "llama-1b", "--data-dir",
-        "/fsx/s3/datasets/wiki", "--output-dir", "/fsx/runs/job-a", "--steps", "100",
+        "/fsx/datasets/wiki", "--output-dir", "/fsx/runs/job-a", "--steps", "100",
         "--instance-type", "trn1.32xlarge", "--lr", "3e-4"]
     assert trainer["numNodes"] == 2  # NodeCountDesired
     assert trainer["image"] == "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc"
+
+
+def test_default_output_dir_is_under_the_s3_linked_part_of_fsx(capsys, tmp_path):
+    """Checkpoints go where the data repository exports them (kept after cdk destroy)."""
+    values = outputs_values("eks")
+    for link, expected in (("/", "/fsx/runs/job-a"), ("/s3", "/fsx/s3/runs/job-a"),
+                           ("none", "/fsx/runs/job-a")):
+        values["FsxDataRepositoryPath"] = link
+        path = write_outputs(tmp_path, values)
+        code, out, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run",
+                             "--name", "job-a", "--recipe", "llama-1b", "--steps", "10",
+                             "--data-dir", "/fsx/datasets/wiki")
+        assert code == 0, err
+        command = yaml.safe_load(out)["spec"]["trainer"]["command"]
+        assert command[command.index("--output-dir") + 1] == expected, link
 
 
 @pytest.mark.parametrize("instance_type, procs, neuron, efa", [
@@ -410,17 +425,17 @@ def test_eks_submit_status_logs_cancel(capsys, tmp_path, monkeypatch):
             assert container == TRAINER_NODE == "node"
             return "loss 2.0\n"
 
-    real_init = eks.TrainJobClient.__init__
+    def connect(namespace, **kwargs):
+        assert kwargs["cluster_name"] == "value-of-EksClusterName" and kwargs["context"] is None
+        client = eks.TrainJobClient(namespace, api)
+        client.custom, client.core = Custom(), Core()
+        return client
 
-    def init(self, namespace, update_kubeconfig="", context=None, api_client=None):
-        real_init(self, namespace, update_kubeconfig, context, api)
-        self.custom, self.core = Custom(), Core()
-
-    monkeypatch.setattr(eks.TrainJobClient, "__init__", init)
+    monkeypatch.setattr(eks, "connect", connect)
     path = write_outputs(tmp_path, outputs_values("eks"))
     base = ["--outputs-file", str(path)]
     code, out, _ = run(capsys, "submit", *base, "--name", "job-a", "--recipe", "llama-1b",
-                       "--steps", "10", "--data-dir", "/fsx/s3/d")
+                       "--steps", "10", "--data-dir", "/fsx/d")
     assert code == 0 and out.startswith("submitted job-a (2 x trn1.32xlarge)")
     code, out, _ = run(capsys, "status", *base, "job-a")
     assert re.match(r"job-a\s+Complete\s+nodes=2", out)
@@ -430,12 +445,13 @@ def test_eks_submit_status_logs_cancel(capsys, tmp_path, monkeypatch):
     assert code == ExitCode.CLUSTER and "Kubernetes API 404" in err
 
 
-def test_eks_without_kubeconfig(capsys, tmp_path, monkeypatch):
+def test_eks_with_an_unusable_kube_context(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     path = write_outputs(tmp_path, outputs_values("eks"))
-    code, _, err = run(capsys, "status", "--outputs-file", str(path))
+    code, _, err = run(capsys, "status", "--outputs-file", str(path), "--kube-context", "dev")
     assert code == ExitCode.CLUSTER
-    assert "fix: run: value-of-EksUpdateKubeconfigCommand" in err
+    assert "kubeconfig context 'dev' is not usable" in err
+    assert "leave --kube-context out" in err
 
 
 # --- data ----------------------------------------------------------------------------------------
@@ -453,7 +469,7 @@ def test_data_upload_and_cluster_path(capsys, tmp_path):
     code, out, _ = run(capsys, "data", "--outputs-file", str(path), str(src), "--no-progress")
     assert code == 0
     assert "uploaded 2 files (1002 bytes) to s3://trn-data-bucket/datasets/wiki/" in out
-    assert "on the cluster: /fsx/s3/datasets/wiki" in out
+    assert "on the cluster: /fsx/datasets/wiki" in out  # the whole file system is linked
     keys = sorted(o["Key"] for o in boto3.client("s3", region_name=REGION).list_objects_v2(
         Bucket="trn-data-bucket")["Contents"])
     assert keys == ["datasets/wiki/manifest.json", "datasets/wiki/shards/0.bin"]

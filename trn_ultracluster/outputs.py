@@ -40,6 +40,8 @@ class OutputKey(str, Enum):
     NODE_COUNT_DESIRED = "NodeCountDesired"
     NODE_COUNT_MAX = "NodeCountMax"
     ORCHESTRATOR = "Orchestrator"
+    CAPACITY_TYPE = "CapacityType"
+    CAPACITY_RESERVATION_ID = "CapacityReservationId"
     # --- EKS orchestrator (present when Orchestrator = eks) ---
     EKS_CLUSTER_NAME = "EksClusterName"
     EKS_CLUSTER_ARN = "EksClusterArn"
@@ -83,6 +85,8 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",
     OutputKey.NODE_COUNT_MAX: "Maximum Trainium nodes",
     OutputKey.ORCHESTRATOR: "eks or hyperpod-slurm",
+    OutputKey.CAPACITY_TYPE: "on-demand, capacity-reservation or capacity-block",
+    OutputKey.CAPACITY_RESERVATION_ID: "Capacity Reservation or Capacity Block id, or 'none'",
     OutputKey.EKS_CLUSTER_NAME: "EKS cluster name",
     OutputKey.EKS_CLUSTER_ARN: "EKS cluster ARN",
     OutputKey.EKS_UPDATE_KUBECONFIG: "Command that writes a kubeconfig entry for the cluster",

@@ -34,7 +34,7 @@ from trn_ultracluster.k8s import (
     neuron_resource_requirements,
 )
 
-__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "train_job"]
+__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "connect", "train_job"]
 
 TRAINER_GROUP, TRAINER_VERSION = TRAINER_API_VERSION.split("/")
 """API group and version of the Trainer CRDs (the custom-objects API takes them apart)."""
@@ -107,24 +107,14 @@ class TrainJobClient:
 
     Args:
         namespace: the stack's training namespace.
-        update_kubeconfig: the stack's ``EksUpdateKubeconfigCommand`` (shown when the
-            kubeconfig is missing).
-        context: kubeconfig context (default: the current one).
-        api_client: a ready ``kubernetes.client.ApiClient`` (tests); default: from kubeconfig.
+        api_client: a ``kubernetes.client.ApiClient``: :func:`connect` builds one from the
+            stack outputs (or a kubeconfig context); tests pass their own.
     """
 
-    def __init__(self, namespace: str, update_kubeconfig: str = "", context: str | None = None,
-                 api_client: Any = None) -> None:
-        from kubernetes import client, config
+    def __init__(self, namespace: str, api_client: Any) -> None:
+        from kubernetes import client
 
         self.namespace = namespace
-        if api_client is None:
-            try:
-                config.load_kube_config(context=context)
-            except (config.ConfigException, FileNotFoundError) as err:
-                raise CliError(f"no usable kubeconfig for the EKS cluster ({err})",
-                               f"run: {update_kubeconfig or 'aws eks update-kubeconfig ...'}",
-                               ExitCode.CLUSTER) from None
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
 
@@ -136,11 +126,12 @@ class TrainJobClient:
         except ApiException as err:
             hint = {
                 401: "refresh credentials: run the stack's EksUpdateKubeconfigCommand",
-                403: "your IAM principal needs an EKS access entry (eks.admin_role_arn)",
+                403: "your IAM principal needs an EKS access entry: deploy with `make deploy` "
+                     "(it adds the deploying principal) or set eks.admin_role_arn",
                 404: "check the job name (`status` lists jobs) and that Kubeflow Trainer is "
                      "installed (kubectl get crd trainjobs.trainer.kubeflow.org)",
                 409: "a job with this name exists: pick another --name or `cancel` it",
-            }.get(err.status, "see the message above")
+            }.get(err.status, "see the Kubernetes API message in this error")
             raise CliError(f"{what}: Kubernetes API {err.status} {err.reason}: "
                            f"{(err.body or '')[:300]}", hint, ExitCode.CLUSTER) from None
         except OSError as err:  # urllib3 connection errors are OSErrors
@@ -198,3 +189,29 @@ def job_state(job: Mapping[str, Any]) -> str:
     if any(j.get("active", 0) for j in jobs):
         return "Running"
     return "Pending"
+
+
+def connect(namespace: str, *, session: Any, region: str, cluster_name: str,
+            context: str | None = None) -> TrainJobClient:
+    """A :class:`TrainJobClient` for the stack's cluster.
+
+    Default: authenticate with the caller's AWS credentials through EKS
+    (:func:`trn_ultracluster.cli.eks_auth.eks_api_client`), no kubeconfig needed. With
+    ``context``: that kubeconfig context.
+
+    Raises:
+        CliError: (CLUSTER) the kubeconfig has no such context; others as ``eks_api_client``.
+    """
+    if context is None:
+        from trn_ultracluster.cli.eks_auth import eks_api_client
+
+        return TrainJobClient(namespace, eks_api_client(session, region, cluster_name))
+    from kubernetes import config
+
+    try:
+        api_client = config.new_client_from_config(context=context)
+    except (config.ConfigException, FileNotFoundError) as err:
+        raise CliError(f"kubeconfig context {context!r} is not usable ({err})",
+                       "leave --kube-context out to reach the cluster with your AWS "
+                       "credentials, or fix the kubeconfig", ExitCode.CLUSTER) from None
+    return TrainJobClient(namespace, api_client)

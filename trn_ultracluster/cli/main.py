@@ -20,12 +20,13 @@ from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
 from trn_ultracluster.cli.stack_outputs import ORCHESTRATOR_KEYS
 from trn_ultracluster.outputs import DESCRIPTIONS, STACK_NAME, OutputKey
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, JOBS_DIR
+from trn_ultracluster.shared_storage import JOBS_DIR, RUNS_DIR, fsx_path
 
 __all__ = ["build_parser", "main"]
 
-DEFAULT_OUTPUT_ROOT = f"{FSX_MOUNT_PATH}/runs"
-"""Default parent of ``--output-dir``: one directory per job on FSx."""
+DEFAULT_OUTPUT_ROOT = fsx_path("/", RUNS_DIR)
+"""Default parent of ``--output-dir`` with the default data repository link: one directory
+per job on FSx (:func:`_default_output_dir` follows the stack's link)."""
 DEFAULT_DATA_PREFIX = "datasets"
 SMOKE_TIMEOUT_S = 3600.0
 """Default ``smoke-test --timeout``: node scale-up plus the benchmark."""
@@ -52,7 +53,9 @@ def _cluster_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ssm-transport", choices=["session", "send-command"], default="session",
                    help="HyperPod: reach the controller with `aws ssm start-session` (default) "
                         "or SSM SendCommand")
-    p.add_argument("--kube-context", help="EKS: kubeconfig context (default: current)")
+    p.add_argument("--kube-context",
+                   help="EKS: use this kubeconfig context (default: reach the cluster with "
+                        "your AWS credentials, no kubeconfig needed)")
 
 
 def _job_options(p: argparse.ArgumentParser) -> None:
@@ -119,6 +122,12 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--tail", type=int, help="last N lines only")
         _cluster_options(p)
 
+    p = sub.add_parser("scale", parents=[common], help="set the number of Trainium nodes (EKS)",
+                       description="Set the desired size of the EKS Trainium node group, e.g. "
+                                   "once a Capacity Block is active, or 0 to stop paying for "
+                                   "idle nodes.")
+    p.add_argument("--nodes", type=int, required=True, help="desired nodes, 0..NodeCountMax")
+
     p = sub.add_parser("smoke-test", parents=[common], help="2-node all-reduce over EFA",
                        description="All-reduce over every NeuronCore of 2 nodes; reports bus "
                                    "bandwidth against the instance's network bandwidth.")
@@ -165,11 +174,12 @@ def _orchestrator(outputs: Any) -> str:
 
 
 def _eks_client(args: argparse.Namespace, outputs: Any):
-    from trn_ultracluster.cli.eks import TrainJobClient
+    from trn_ultracluster.cli.eks import connect
 
-    return TrainJobClient(outputs.get(OutputKey.EKS_TRAINING_NAMESPACE),
-                          outputs.values.get(OutputKey.EKS_UPDATE_KUBECONFIG.value, ""),
-                          context=args.kube_context)
+    return connect(outputs.get(OutputKey.EKS_TRAINING_NAMESPACE), session=_session(args, outputs),
+                   region=args.region or outputs.get(OutputKey.REGION),
+                   cluster_name=outputs.get(OutputKey.EKS_CLUSTER_NAME),
+                   context=args.kube_context)
 
 
 def _slurm_jobs(args: argparse.Namespace, outputs: Any):
@@ -320,6 +330,14 @@ def _send(client: Any, orchestrator: str, name: str, job: Any) -> str:
     return str(client.submit(name, job))
 
 
+def _default_output_dir(outputs: Any, name: str) -> str:
+    """``<S3-linked part of FSx>/runs/<name>``: checkpoints are exported to the data bucket
+    (and kept after ``cdk destroy`` with ``data_removal_policy: retain``); ``/fsx/runs``
+    when the file system is not linked."""
+    link = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, "none")
+    return fsx_path("/" if link == "none" else link, RUNS_DIR, name)
+
+
 def _precompile_steps(args: argparse.Namespace) -> int | None:
     """Steps of the precompile pass: ``--precompile-steps`` (which implies ``--precompile``;
     0 or less is rejected by :func:`trn_train_launch`), :data:`PRECOMPILE_STEPS` with
@@ -340,7 +358,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     precompile = _precompile_steps(args)
     try:
         launch = trn_train_launch(recipe=args.recipe, data_dir=args.data_dir,
-                                  output_dir=args.output_dir or f"{DEFAULT_OUTPUT_ROOT}/{name}",
+                                  output_dir=args.output_dir or _default_output_dir(outputs, name),
                                   steps=args.steps, instance_type=outputs.get(OutputKey.INSTANCE_TYPE),
                                   extra_args=extra, precompile_steps=precompile)
     except ValueError as err:
@@ -467,9 +485,25 @@ def cmd_smoke_test(args: argparse.Namespace) -> int:
     return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
 
 
+def cmd_scale(args: argparse.Namespace) -> int:
+    """Scale the EKS Trainium node group."""
+    from trn_ultracluster.cli.scale import scale_eks_nodes
+
+    outputs = _load(args)
+    if _orchestrator(outputs) != "eks":
+        raise CliError("scale changes EKS node groups; HyperPod instance groups are sized by "
+                       "the stack", "set nodes.desired (or the worker group's instance_count) "
+                       "and deploy")
+    result = scale_eks_nodes(_session(args, outputs), outputs, args.nodes)
+    print(f"{result.nodegroup}: {result.before} -> {result.after} nodes "
+          "(new nodes join in a few minutes; watch with kubectl get nodes)")
+    return ExitCode.OK
+
+
 COMMANDS = {
     "preflight": cmd_preflight, "outputs": cmd_outputs, "data": cmd_data, "submit": cmd_submit,
-    "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "smoke-test": cmd_smoke_test,
+    "status": cmd_status, "logs": cmd_logs, "cancel": cmd_cancel, "scale": cmd_scale,
+    "smoke-test": cmd_smoke_test,
 }
 
 
