@@ -36,7 +36,7 @@ BAD_INPUTS = [
      "error: az_ids = ['usw2-az4', 'usw2-az4']: must not repeat an AZ ID (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
     ('FSx capacity not a step', {'fsx.storage_capacity_gib': '3000'},
      'error: fsx.storage_capacity_gib = 3000: must be 1200, 2400 or a multiple of 2400 GiB for PERSISTENT_2 (see https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity)'),
-    ('SCRATCH_1 capacity step', {'fsx.deployment_type': 'SCRATCH_1', 'fsx.storage_capacity_gib': '4800', 'fsx.per_unit_storage_throughput': 'null', 'fsx.data_repository': 'null'},
+    ('SCRATCH_1 capacity step', {'fsx.deployment_type': 'SCRATCH_1', 'fsx.storage_capacity_gib': '4800', 'fsx.per_unit_storage_throughput': 'null', 'fsx.data_repository': 'null', 'data_removal_policy': 'destroy'},
      'error: fsx.storage_capacity_gib = 4800: must be 1200, 2400 or a multiple of 3600 GiB for SCRATCH_1 (see https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity)'),
     ('throughput not allowed', {'fsx.per_unit_storage_throughput': '300'},
      'error: fsx.per_unit_storage_throughput = 300: must be 125, 250, 500 or 1000 MB/s/TiB for PERSISTENT_2 (see https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-fsx-filesystem-lustreconfiguration.html#cfn-fsx-filesystem-lustreconfiguration-perunitstoragethroughput)'),
@@ -48,8 +48,14 @@ BAD_INPUTS = [
      "error: fsx.data_repository = 'default link': needs fsx.deployment_type 'SCRATCH_2', 'PERSISTENT_1' or 'PERSISTENT_2' with fsx.lustre_version '2.12' or '2.15' (got SCRATCH_1, 2.15); set it to null otherwise (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
     ('DRA bad S3 path', {'fsx.data_repository.s3_path': 'my-bucket/data'},
      "error: fsx.data_repository.s3_path = 'my-bucket/data': must be an S3 URI like 's3://my-bucket/prefix/' or null for the stack's data bucket (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
-    ('DRA root path', {'fsx.data_repository.file_system_path': '/'},
-     "error: fsx.data_repository.file_system_path = '/': must be an absolute path below the root like '/s3' (not '/' itself) (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
+    ('DRA relative path', {'fsx.data_repository.file_system_path': 's3'},
+     "error: fsx.data_repository.file_system_path = 's3': must be '/' (the whole file system) or an absolute directory path like '/s3' (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
+    ('retain without a data repository', {'fsx.data_repository': 'null'},
+     "error: data_removal_policy = 'retain': needs fsx.data_repository: 'retain' exports the file system to S3 before cdk destroy deletes it; without a data repository there is nowhere to export to. Link one (the default), or set data_removal_policy 'destroy' to delete the file system's contents with the stack (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
+    ('deployer is an STS session', {'eks.deployer_principal_arn': 'arn:aws:sts::123456789012:assumed-role/Admin/alice'},
+     "error: eks.deployer_principal_arn = 'arn:aws:sts::123456789012:assumed-role/Admin/alice': must be an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin' (an assumed-role session ARN names its role: arn:aws:iam::<account>:role/<role name>) (see https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html)"),
+    ('unknown image build', {'training_image.build': 'docker'},
+     "error: training_image.build = 'docker': must be 'codebuild' or 'local' (see README.md#configuration)"),
     ('unknown deployment type', {'fsx.deployment_type': 'PERSISTENT_3'},
      "error: fsx.deployment_type = 'PERSISTENT_3': must be 'SCRATCH_1', 'SCRATCH_2', 'PERSISTENT_1' or 'PERSISTENT_2' (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html)"),
     ('negative node count', {'nodes.min': '-1'},
@@ -85,7 +91,7 @@ BAD_INPUTS = [
     ('hyperpod without ml. type', {'orchestrator': 'hyperpod-slurm', 'instance_type': 'trn1.2xlarge'},
      "error: orchestrator = 'hyperpod-slurm': cannot run trn1.2xlarge: SageMaker HyperPod offers 'trn1.32xlarge', 'trn1n.32xlarge' or 'trn2.48xlarge'; use orchestrator 'eks' or another instance type (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
     ('unknown top-level key', {'instance_typo': 'trn1.32xlarge'},
-     "error: instance_typo = 'trn1.32xlarge': is not a known key; known keys here: az_ids, capacity, data_removal_policy, efa_interface_layout, eks, fsx, hyperpod, instance_type, nat_gateways, nodes, orchestrator, placement_group, root_volume_gib, tags, vpc_cidr (see README.md#configuration)"),
+     "error: instance_typo = 'trn1.32xlarge': is not a known key; known keys here: az_ids, capacity, data_removal_policy, efa_interface_layout, eks, fsx, hyperpod, instance_type, nat_gateways, nodes, orchestrator, placement_group, root_volume_gib, tags, training_image, vpc_cidr (see README.md#configuration)"),
     ('unknown nested key', {'fsx.capacity': '1200'},
      'error: fsx.capacity = 1200: is not a known key; known keys here: data_compression, data_repository, deployment_type, lustre_version, per_unit_storage_throughput, storage_capacity_gib (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html)'),
     ('root volume too small', {'root_volume_gib': '8'},
@@ -167,7 +173,7 @@ def test_loading_does_not_change_the_given_context():
 
 def test_dash_c_values_are_typed_like_yaml():
     c = _load({"placement_group": "false", "nodes.max": "2", "fsx.lustre_version": "2.12",
-               "fsx.data_repository": "null"}).config
+               "fsx.data_repository": "null", "data_removal_policy": "destroy"}).config
     assert c.placement_group is False and c.nodes.max == 2
     assert c.fsx.lustre_version == "2.12" and c.fsx.data_repository is None
 

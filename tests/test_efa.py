@@ -63,10 +63,11 @@ def test_no_public_ip_no_subnet_no_instance_profile(default):
     assert data["NetworkInterfaces"][0]["AssociatePublicIpAddress"] is False
 
 
-def test_imdsv2_required_with_hop_limit_2_and_encrypted_gp3_root(default, synth):
+def test_imdsv2_required_with_hop_limit_1_and_encrypted_gp3_root(default, synth):
     data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    # hop limit 1: containers on the pod network cannot take the node role's credentials
     assert data["MetadataOptions"] == {
-        "HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 2}
+        "HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 1}
     (root,) = data["BlockDeviceMappings"]
     assert root["DeviceName"] == "/dev/xvda"
     assert root["Ebs"] == {"VolumeSize": 512, "VolumeType": "gp3", "Encrypted": True,

@@ -126,10 +126,16 @@ def test_trainium_nodegroup_uses_launch_template(default):
     assert ng["CapacityType"] == "ON_DEMAND"
 
 
-def test_trainium_nodegroup_capacity_block(trn2):
+def test_trainium_nodegroup_capacity_block_starts_empty(trn2, synth):
     ng = _nodegroups(trn2)["trainium"]["Properties"]
     assert ng["CapacityType"] == "CAPACITY_BLOCK"
-    assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 4, "MaxSize": 4}
+    # nothing can launch before the block starts: created at 0, scaled by `scale`
+    assert ng["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 4}
+    asked = synth(TRN2, **{"nodes.min": "2", "nodes.desired": "3"})
+    scaling = _nodegroups(asked)["trainium"]["Properties"]["ScalingConfig"]
+    assert scaling == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 4}
+    (warning,) = [w for w in asked.warnings if w.field == "nodes"]
+    assert "trn-ultracluster scale --nodes N" in warning.message
     assert ng["Labels"] == {"vpc.amazonaws.com/efa.present": "true"}
 
 
@@ -207,7 +213,8 @@ def test_pod_identity_roles(default):
                 if {"Ref": fsx["RoleArn"]["Fn::GetAtt"][0]} in p["Properties"]["Roles"]]
     (statement,) = policies[0]["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Action"] == "fsx:DescribeFileSystems"  # static volume: no resize
-    assert "StorageFileSystem" in json.dumps(statement["Resource"])  # this file system only
+    # no resource-level permissions exist for it (Service Authorization Reference)
+    assert statement["Resource"] == "*"
 
 
 def test_addon_ordering(default):
@@ -482,3 +489,18 @@ def test_sixteen_node_eks_within_limits_and_cfn_lint(synth, tmp_path):
     lint = subprocess.run([cfn_lint, "--ignore-checks", "W3005", "--", str(path)],
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_control_plane_logs_go_to_a_stack_owned_log_group(default):
+    """EKS writes control-plane logs to /aws/eks/<cluster>/cluster; the stack creates that
+    group first (encrypted, expiring, kept or deleted with data_removal_policy), so nothing
+    EKS-made outlives cdk destroy, and names it per stack instance so a kept one never
+    blocks the next deploy."""
+    (cluster_id, cluster), = default.resources("AWS::EKS::Cluster").items()
+    logs_id = default.ref_id("EksControlPlaneLogs")
+    group = default.template["Resources"][logs_id]
+    name = cluster["Properties"]["Name"]
+    assert group["Properties"]["LogGroupName"] == {"Fn::Join": ["", ["/aws/eks/", name, "/cluster"]]}
+    assert "AWS::StackId" in json.dumps(name)  # unique per stack instance
+    assert logs_id in cluster["DependsOn"]
+    assert cluster["Properties"]["Logging"]["ClusterLogging"]["EnabledTypes"]

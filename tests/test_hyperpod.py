@@ -183,18 +183,29 @@ def test_execution_role_trust_and_permissions(hp):
     repo = logical_id(hp, "AWS::ECR::Repository", "TrainingImage")
     assert repo in json.dumps(by_action["ecr:BatchGetImage"]["Resource"])
     assert by_action["ecr:GetAuthorizationToken"]["Resource"] == "*"
-    storage_fs = logical_id(hp, "AWS::FSx::FileSystem", "Storage")
-    assert storage_fs in json.dumps(by_action["fsx:DescribeFileSystems"]["Resource"])
+    assert by_action["fsx:DescribeFileSystems"]["Resource"] == "*"  # no resource-level form
     assert "log-group:/aws/sagemaker/Clusters/*" in json.dumps(by_action["logs:PutLogEvents"]["Resource"])
-    assert by_action["ec2:CreateNetworkInterface"]["Resource"] == "*"
     # aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/
-    # 1.AmazonSageMakerClustersExecutionRolePolicy.json, "AdditionToEnableVpcConfig"
-    assert actions_of(by_action["ec2:CreateNetworkInterface"]) == {
+    # 1.AmazonSageMakerClustersExecutionRolePolicy.json, "AdditionToEnableVpcConfig": every
+    # action is there, but none that changes an interface is granted on "*"
+    assert set(by_action) >= {
         "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission",
         "ec2:DeleteNetworkInterface", "ec2:DeleteNetworkInterfacePermission",
         "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs", "ec2:DescribeDhcpOptions",
-        "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DetachNetworkInterface"}
-    assert "network-interface/*" in json.dumps(by_action["ec2:CreateTags"]["Resource"])
+        "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups", "ec2:DetachNetworkInterface",
+        "ec2:CreateTags"}
+    for action, s in by_action.items():
+        if action.startswith("ec2:") and not action.startswith("ec2:Describe"):
+            assert s["Resource"] != "*" and "*" not in s["Resource"], action
+    create = json.dumps(by_action["ec2:CreateNetworkInterface"]["Resource"])
+    subnet = hp.stack.network.compute_subnet.node.default_child
+    assert hp.stack.get_logical_id(subnet) in create  # the compute subnet only
+    assert logical_id(hp, "AWS::EC2::SecurityGroup", "EfaSecurityGroup") in create
+    vpc = logical_id(hp, "AWS::EC2::VPC", "NetworkVpc")
+    for action in ("ec2:DeleteNetworkInterface", "ec2:DetachNetworkInterface",
+                   "ec2:CreateNetworkInterfacePermission", "ec2:CreateTags"):
+        condition = by_action[action]["Condition"]["ArnEqualsIfExists"]["ec2:Vpc"]
+        assert vpc in json.dumps(condition), action
 
 
 def test_lifecycle_bucket_is_encrypted_private_ssl_only_and_logged(hp):
@@ -243,7 +254,7 @@ def test_job_environment_holds_what_job_scripts_need(hp):
     # the Neuron/EFA environment, from the same function as the EKS runtime's
     assert resolved["NEURON_CC_FLAGS"] == "--cache_dir=/fsx/neuron-compile-cache"
     assert (resolved["FI_PROVIDER"], resolved["FI_EFA_USE_DEVICE_RDMA"]) == ("efa", "1")
-    assert resolved["TRN_DATA_PATH"] == "/fsx/s3"
+    assert resolved["TRN_DATA_PATH"] == "/fsx"  # the whole file system is linked to S3
     assert "#" in json.dumps(resolved["TRN_CONTAINER_IMAGE"])  # Pyxis registry#image form
 
 

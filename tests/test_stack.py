@@ -13,7 +13,7 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
-from tests.conftest import PROFILES
+from tests.conftest import PROFILES, REPO_ROOT
 from trn_ultracluster.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
@@ -64,6 +64,30 @@ def test_cfn_lint_clean_on_every_profile(synth, tmp_path):
     assert not failures, "\n".join(failures)
 
 
+CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
+
+
+def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synth, tmp_path):
+    """checkov (its own venv, set up by `make test`) on the template of every configuration:
+    zero failures; skips are read from each resource's Metadata, so plain checkov on a
+    synthesized template gives the same result."""
+    assert CHECKOV.is_file(), f"{CHECKOV} is missing: run `make setup-dev` (make test does)"
+    for config, name in zip(CONFIGS, IDS):
+        (tmp_path / f"{name}.template.json").write_text(json.dumps(synth(config).template))
+    done = subprocess.run([str(CHECKOV), "-d", str(tmp_path), "--framework", "cloudformation",
+                           "-o", "json"], capture_output=True, text=True, timeout=900)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    report = report[0] if isinstance(report, list) else report
+    assert report["summary"]["parsing_errors"] == 0
+    failed = [(c["file_path"], c["check_id"], c["resource"])
+              for c in report["results"]["failed_checks"]]
+    assert not failed, failed
+    for check in report["results"]["skipped_checks"]:
+        assert len(check["check_result"].get("suppress_comment", "")) >= 40, check["resource"]
+    assert report["summary"]["passed"] > 0
+
+
 NAG_FINDING = re.compile(r"^(Annotation::)?AwsSolutions-[A-Z]+[0-9]+(\[.+\])?$")
 
 
@@ -94,3 +118,59 @@ def test_an_unacknowledged_finding_fails_synth(tmp_path):
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks())
     with pytest.raises(Exception, match="(?i)validation"):
         app.synth()
+
+
+# --- what cdk destroy keeps ------------------------------------------------------------------
+
+KEPT = ("Retain", "RetainExceptOnCreate")
+
+
+def _kept(template) -> set[str]:
+    return {k for k, r in template["Resources"].items() if r.get("DeletionPolicy") in KEPT}
+
+
+def _deleted_network(template, name: str) -> set[str]:
+    """Network resources (VPC, subnets, security groups, ... all of AWS::EC2::) that ``name``
+    needs, directly or through others, and that cdk destroy deletes."""
+    from tests.template_graph import transitive_dependencies
+
+    kept = _kept(template)
+    return {d for d in transitive_dependencies(template, name, holding_only=True) - kept
+            if template["Resources"][d]["Type"].startswith("AWS::EC2::")}
+
+
+def test_nothing_kept_on_destroy_depends_on_a_deleted_network_resource(each):
+    """A kept resource that needs the VPC's subnet or a security group (the file system, say)
+    holds them in use: CloudFormation cannot delete them and ends DELETE_FAILED. (Kept log
+    groups name the deleted functions whose logs they hold; names hold nothing.)"""
+    for name in sorted(_kept(each.template)):
+        needs = _deleted_network(each.template, name)
+        assert not needs, f"{name} is kept but needs {sorted(needs)}, which are deleted"
+
+
+def test_retain_keeps_only_data_logs_and_keys(each):
+    types = {each.template["Resources"][k]["Type"] for k in _kept(each.template)}
+    if each.config.data_removal_policy == "retain":
+        assert types == {"AWS::S3::Bucket", "AWS::Logs::LogGroup", "AWS::KMS::Key"}
+    else:
+        assert types == set(), "data_removal_policy: destroy must leave nothing behind"
+
+
+def test_the_closure_check_catches_a_kept_resource_in_the_vpc(default):
+    template = json.loads(json.dumps(default.template))
+    fsx = default.ref_id("StorageFileSystem")
+    template["Resources"][fsx]["DeletionPolicy"] = "Retain"  # the old design
+    needs = _deleted_network(template, fsx)
+    assert {default.ref_id("NetworkVpc"), default.ref_id("StorageFsxSecurityGroup")} <= needs
+
+
+def test_every_log_group_is_encrypted_expires_and_follows_the_data_policy(each):
+    key = {"Fn::GetAtt": [each.ref_id("LogsKey"), "Arn"]}
+    groups = each.resources("AWS::Logs::LogGroup")
+    assert groups
+    policy = "Retain" if each.config.data_removal_policy == "retain" else "Delete"
+    for name, group in groups.items():
+        props = group["Properties"]
+        assert props["KmsKeyId"] == key, name
+        assert props["RetentionInDays"] > 0, name
+        assert group["DeletionPolicy"] == policy, name

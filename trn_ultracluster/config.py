@@ -45,6 +45,7 @@ __all__ = [
     "FsxConfig",
     "LoadedConfig",
     "NodeCounts",
+    "TrainingImageConfig",
     "load_config",
     "parse_config",
     "region_of_az_id",
@@ -78,6 +79,7 @@ DOC_FSX_THROUGHPUT = (
 DOC_FSX_VERSION = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-lustre-version.html"
 DOC_FSX_DRA = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html"
 DOC_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html"
+DOC_EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 DOC_ODCR = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
 DOC_PLACEMENT = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html"
 DOC_EBS_GP3 = "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"
@@ -192,13 +194,16 @@ class DataRepositoryConfig(_Frozen):
 
     Attributes:
         s3_path: ``s3://bucket/prefix/``; default ``None`` links the stack's data bucket.
-        file_system_path: where the S3 data appears under the mount, e.g. ``/s3``.
+        file_system_path: the part of the file system linked to S3: ``/`` (default) links
+            the whole file system, so everything written to it is exported (and, with
+            ``data_removal_policy: retain``, kept after ``cdk destroy``); a path such as
+            ``/s3`` links only that directory.
         auto_import: new and changed S3 objects appear in the file system.
         auto_export: new and changed files (checkpoints) are written back to S3.
     """
 
     s3_path: str | None = None
-    file_system_path: str = "/s3"
+    file_system_path: str = "/"
     auto_import: bool = True
     auto_export: bool = True
 
@@ -207,7 +212,7 @@ class FsxConfig(_Frozen):
     """FSx for Lustre shared storage.
 
     Default: PERSISTENT_2, 1200 GiB, 250 MB/s/TiB, LZ4 compression, Lustre 2.15, linked to
-    the stack's data bucket at ``/s3``.
+    the stack's data bucket over the whole file system (``/``).
     """
 
     deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = (
@@ -276,9 +281,12 @@ class EksConfig(_Frozen):
             VPC) or ``private`` (only from inside the VPC).
         public_access_cidrs: IPv4 CIDR blocks allowed to the public endpoint.
         admin_role_arn: IAM role given cluster admin through an EKS access entry
-            (``AmazonEKSClusterAdminPolicy``), e.g. the role you use with kubectl.
-            ``null``: only the CloudFormation execution role that created the cluster is
-            admin, so set it to reach the cluster.
+            (``AmazonEKSClusterAdminPolicy``), e.g. the role your team uses with kubectl.
+        deployer_principal_arn: the IAM role or user that runs the deploy, also given
+            cluster admin. ``make deploy`` sets it (``-c eks.deployer_principal_arn=...``)
+            to the caller of ``aws sts get-caller-identity``, an assumed role resolved to its
+            role ARN, so that whoever deployed can use kubectl and the job CLI at once.
+            With neither set, only the CloudFormation execution role is admin.
         system_instance_type: instance type of the 2 on-demand system nodes (controllers,
             add-ons); must not be a Trainium type.
         training_namespace: Kubernetes namespace of training jobs and the FSx claim.
@@ -288,6 +296,7 @@ class EksConfig(_Frozen):
     endpoint_access: Literal["public-and-private", "private"] = "public-and-private"
     public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
     admin_role_arn: str | None = None
+    deployer_principal_arn: str | None = None
     system_instance_type: str = "m6i.xlarge"
     training_namespace: str = "training"
     addon_versions: EksAddonVersionsConfig = EksAddonVersionsConfig()
@@ -344,6 +353,19 @@ class HyperPodConfig(_Frozen):
     training_plan_arn: str | None = None
 
 
+class TrainingImageConfig(_Frozen):
+    """How ``cdk deploy`` builds the training image (``training/Dockerfile``).
+
+    Attributes:
+        build: ``codebuild`` (default): built in AWS CodeBuild during the deploy and pushed
+            to the stack's ECR repository; no Docker needed where ``cdk deploy`` runs.
+            ``local``: built by the CDK CLI with the local Docker and published to the CDK
+            bootstrap repository (faster iteration when Docker is at hand).
+    """
+
+    build: Literal["codebuild", "local"] = "codebuild"
+
+
 class ClusterConfig(_Frozen):
     """The whole cluster configuration (frozen). See README "Configuration".
 
@@ -364,6 +386,7 @@ class ClusterConfig(_Frozen):
         eks: EKS settings (used with ``orchestrator: eks``).
         hyperpod: HyperPod settings (used with ``orchestrator: hyperpod-slurm``).
         capacity: on-demand, capacity reservation or Capacity Block.
+        training_image: how the training image is built.
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
         tags: tags on every resource.
     """
@@ -381,6 +404,7 @@ class ClusterConfig(_Frozen):
     eks: EksConfig = EksConfig()
     hyperpod: HyperPodConfig = HyperPodConfig()
     capacity: CapacityConfig = CapacityConfig()
+    training_image: TrainingImageConfig = TrainingImageConfig()
     data_removal_policy: Literal["retain", "destroy"] = "retain"
     tags: dict[str, str] = Field(default_factory=dict)
 
@@ -702,10 +726,34 @@ def _fsx_data_repository(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "must be an S3 URI like 's3://my-bucket/prefix/' or null for the "
                           "stack's data bucket", DOC_FSX_DRA)
     path = dra.file_system_path
-    if not re.match(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", path):
+    if path != "/" and not re.match(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", path):
         yield ConfigIssue("fsx.data_repository.file_system_path", path,
-                          "must be an absolute path below the root like '/s3' (not '/' itself)",
-                          DOC_FSX_DRA)
+                          "must be '/' (the whole file system) or an absolute directory path "
+                          "like '/s3'", DOC_FSX_DRA)
+
+
+@_rule
+def _data_removal(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """``retain`` keeps what the file system holds by exporting it to S3 before
+    ``cdk destroy`` deletes the file system (the file system itself cannot outlive the VPC
+    it sits in); that needs a data repository association."""
+    if c.data_removal_policy != "retain":
+        return
+    dra = c.fsx.data_repository
+    if dra is None:
+        yield ConfigIssue(
+            "data_removal_policy", "retain",
+            "needs fsx.data_repository: 'retain' exports the file system to S3 before cdk "
+            "destroy deletes it; without a data repository there is nowhere to export to. "
+            "Link one (the default), or set data_removal_policy 'destroy' to delete the "
+            "file system's contents with the stack", DOC_FSX_DRA)
+    elif dra.file_system_path != "/":
+        yield ConfigIssue(
+            "fsx.data_repository.file_system_path", dra.file_system_path,
+            "links only part of the file system: with data_removal_policy 'retain', files "
+            "outside it (e.g. the Neuron compile cache) are not exported and are deleted "
+            "with the file system on cdk destroy; use '/' to keep everything",
+            DOC_FSX_DRA, severity="warning")
 
 
 @_rule
@@ -723,6 +771,13 @@ def _capacity(c: ClusterConfig) -> Iterator[ConfigIssue]:
     elif not _RESOURCE_ID_RE.match(cap.reservation_id):
         yield ConfigIssue("capacity.reservation_id", cap.reservation_id,
                           "must be 'cr-' followed by 8 or 17 hex digits", DOC_RESOURCE_IDS)
+    if cap.type == "capacity-block" and c.orchestrator == "eks" and (c.nodes.min or c.nodes.desired):
+        yield ConfigIssue(
+            "nodes", {"min": c.nodes.min, "desired": c.nodes.desired},
+            "are not applied with a Capacity Block: the node group is created with 0 nodes "
+            "(no instance can launch before the block starts); when it is active, run "
+            "`trn-ultracluster scale --nodes N`",
+            DOC_EKS_CAPACITY_BLOCKS, severity="warning")
     if cap.type == "capacity-block" and c.placement_group:
         yield ConfigIssue(
             "placement_group", True,
@@ -837,6 +892,11 @@ DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entrie
 DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
 DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 _IAM_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+_IAM_PRINCIPAL_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512}$")
+"""IAM role and user ARNs (names of letters, digits and ``+=,.@_-``, with an optional path):
+IAM user guide, "IAM identifiers"; EKS access entries take either, a role with its path
+(EKS user guide, "Create access entries")."""
 _ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
 _DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
@@ -872,14 +932,22 @@ def _eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
                                   "opens the Kubernetes API endpoint to the whole internet; "
                                   "list your own networks instead", DOC_EKS_ENDPOINT,
                                   severity="warning")
-    if eks.admin_role_arn is None:
+    if eks.admin_role_arn is None and eks.deployer_principal_arn is None:
         yield ConfigIssue("eks.admin_role_arn", None,
-                          "is not set: only the CloudFormation execution role will be cluster "
-                          "admin; set the ARN of the IAM role you use with kubectl",
-                          DOC_EKS_ACCESS, severity="warning")
-    elif not _IAM_ROLE_ARN_RE.match(eks.admin_role_arn):
+                          "is not set, and neither is eks.deployer_principal_arn (make deploy "
+                          "sets it): only the CloudFormation execution role will be cluster "
+                          "admin; deploy with make deploy, or set the ARN of the IAM role you "
+                          "use with kubectl", DOC_EKS_ACCESS, severity="warning")
+    if eks.admin_role_arn is not None and not _IAM_ROLE_ARN_RE.match(eks.admin_role_arn):
         yield ConfigIssue("eks.admin_role_arn", eks.admin_role_arn,
                           "must be an IAM role ARN like 'arn:aws:iam::123456789012:role/Admin'",
+                          DOC_EKS_ACCESS)
+    deployer = eks.deployer_principal_arn
+    if deployer is not None and not _IAM_PRINCIPAL_ARN_RE.match(deployer):
+        yield ConfigIssue("eks.deployer_principal_arn", deployer,
+                          "must be an IAM role or user ARN like "
+                          "'arn:aws:iam::123456789012:role/Admin' (an assumed-role session "
+                          "ARN names its role: arn:aws:iam::<account>:role/<role name>)",
                           DOC_EKS_ACCESS)
     if not _INSTANCE_TYPE_RE.match(eks.system_instance_type) or eks.system_instance_type in CATALOG:
         yield ConfigIssue("eks.system_instance_type", eks.system_instance_type,

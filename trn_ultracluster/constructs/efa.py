@@ -18,10 +18,17 @@ ROOT_DEVICE_NAME = "/dev/xvda"
 (awslabs/amazon-eks-ami build files were not found in the search index); it is the device
 that public EKS launch templates resize (e.g. terraform-aws-eks ``block_device_mappings``).
 A wrong name adds a second volume instead of resizing the root one."""
-IMDS_HOP_LIMIT_FOR_PODS = 2
-"""IMDSv2 response hop limit 2 lets containers reach the instance metadata service: "If any
-containers ... use IMDSv2, make sure to set the Metadata response hop limit to 2" (EKS user
-guide, https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html)."""
+IMDS_HOP_LIMIT = 1
+"""IMDSv2 response hop limit 1: the node itself and host-network pods (VPC CNI, FSx CSI
+node plugin) reach the instance metadata service, containers on the pod network do not,
+so a training container cannot take the node role's credentials. EKS best practices,
+security, "Restrict access to the instance profile assigned to the worker node": require
+IMDSv2 with hop limit 1 and give pods their own identity (we use EKS Pod Identity for the
+add-ons); a limit of 2 is only needed "if any containers ... use IMDSv2" (EKS user guide,
+https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html). None of the
+stack's pods needs the metadata service: the Neuron chart's node recovery, which would, is
+off by default (aws-neuron/neuron-helm-charts ``values.yaml``,
+``npd.nodeRecovery.enabled: false``)."""
 
 
 EfaLayout = Literal["efa", "efa-only"]
@@ -114,7 +121,7 @@ class Efa(Construct):
     - ``placement_group``: a ``cluster`` placement group (None when disabled or with a
       Capacity Block).
     - ``launch_template``: one EFA interface per network card, IMDSv2 required with hop
-      limit 2, encrypted gp3 root volume, placement group, capacity options, tags. It has
+      limit 1, encrypted gp3 root volume, placement group, capacity options, tags. It has
       no IamInstanceProfile and no subnet, so EKS managed node groups can use it (EKS user
       guide, "Customize managed nodes with launch templates").
 
@@ -181,7 +188,7 @@ class Efa(Construct):
                 metadata_options=LT.MetadataOptionsProperty(
                     http_endpoint="enabled",
                     http_tokens="required",
-                    http_put_response_hop_limit=IMDS_HOP_LIMIT_FOR_PODS,
+                    http_put_response_hop_limit=IMDS_HOP_LIMIT,
                 ),
                 block_device_mappings=[
                     LT.BlockDeviceMappingProperty(

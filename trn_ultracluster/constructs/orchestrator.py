@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from aws_cdk import RemovalPolicy
+
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.efa import Efa
 from trn_ultracluster.constructs.network import Network
@@ -24,6 +26,8 @@ class OrchestratorProps:
     efa: Efa
     storage: Storage
     training_image: TrainingImage
+    data_removal: RemovalPolicy = RemovalPolicy.RETAIN
+    """What ``cdk destroy`` does with data-bearing resources (``data_removal_policy``)."""
 
 
 class Orchestrator(Protocol):

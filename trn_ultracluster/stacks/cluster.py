@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Environment, Fn, Stack, Tags
+from aws_cdk import CfnOutput, Environment, Fn, RemovalPolicy, Stack, Tags
 from constructs import Construct
 
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.efa import Efa, EfaProps
+from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
 from trn_ultracluster.constructs.orchestrator import Orchestrator, OrchestratorProps
 from trn_ultracluster.constructs.storage import Storage, StorageProps
-from trn_ultracluster.constructs.training_image import TrainingImage
+from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
+from trn_ultracluster.nag import skip_library_singleton_functions
 from trn_ultracluster.outputs import DESCRIPTIONS, OutputKey
 
 __all__ = ["TrnUltraClusterStack"]
@@ -40,6 +42,9 @@ class TrnUltraClusterStack(Stack):
             ),
         )
         self.config = config
+        self.data_removal = (RemovalPolicy.RETAIN if config.data_removal_policy == "retain"
+                             else RemovalPolicy.DESTROY)
+        self.logs = StackLogs(self, "Logs", removal_policy=self.data_removal)
         self.network = Network(
             self,
             "Network",
@@ -75,11 +80,15 @@ class TrnUltraClusterStack(Stack):
                 retain_data=config.data_removal_policy == "retain",
             ),
         )
-        self.training_image = TrainingImage(self, "TrainingImage")
+        self.training_image = TrainingImage(
+            self, "TrainingImage",
+            TrainingImageProps(build=config.training_image.build,
+                               removal_policy=self.data_removal, log_key=self.logs.key))
         self.orchestrator = self._orchestrator()
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
         self._outputs()
+        skip_library_singleton_functions(self)
 
     def _orchestrator(self) -> Orchestrator:
         props = OrchestratorProps(
@@ -88,6 +97,7 @@ class TrnUltraClusterStack(Stack):
             efa=self.efa,
             storage=self.storage,
             training_image=self.training_image,
+            data_removal=self.data_removal,
         )
         # Imported here: each orchestrator pulls in large Lambda-layer modules (kubectl,
         # AWS CLI) that the other one does not need (~0.3 s of synth each).
@@ -128,6 +138,8 @@ class TrnUltraClusterStack(Stack):
             OutputKey.NODE_COUNT_DESIRED: str(c.nodes.desired),
             OutputKey.NODE_COUNT_MAX: str(c.nodes.max),
             OutputKey.ORCHESTRATOR: c.orchestrator,
+            OutputKey.CAPACITY_TYPE: c.capacity.type,
+            OutputKey.CAPACITY_RESERVATION_ID: c.capacity.reservation_id or "none",
         }
         values.update(self.orchestrator.outputs())
         for key, value in values.items():
