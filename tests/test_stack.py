@@ -111,6 +111,43 @@ def test_every_acknowledgment_is_one_finding_on_a_narrow_construct_with_a_reason
         assert len(reason) >= 40, f"{rule} on {path}: reason too short to review"
 
 
+@pytest.mark.parametrize("profile", [None, "ultracluster-16"], ids=["eks", "hyperpod"])
+def test_every_acknowledgment_names_a_finding_that_exists(tmp_path, monkeypatch, profile):
+    """Synthesize with every acknowledgment recorded instead of applied: each must match a
+    cdk-nag finding on its construct or below, or it only misleads a reviewer."""
+    from tests.conftest import cdk_json_context, profile_path
+    from trn_ultracluster.app import build_app
+
+    recorded = []
+    real_of = cdk.Validations.of
+
+    class Recorder:
+        def __init__(self, scope):
+            self.scope, self.real = scope, real_of(scope)
+
+        def acknowledge(self, *acks):
+            recorded.extend((self.scope.node.path, a.id) for a in acks)
+
+        def add_plugins(self, *plugins):
+            self.real.add_plugins(*plugins)
+
+    monkeypatch.setattr(cdk.Validations, "of", staticmethod(Recorder))
+    context = cdk_json_context()
+    if profile:
+        context["config"] = str(profile_path(profile))
+    app, _, _ = build_app(context, outdir=str(tmp_path), base_dir=REPO_ROOT)
+    with pytest.raises(Exception):
+        app.synth()  # the findings are no longer acknowledged
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    found = [(v["ruleName"], c["constructPath"]) for plugin in report["pluginReports"]
+             for v in plugin["violations"] for c in v["violatingConstructs"]]
+    nag = [(path, finding) for path, finding in recorded if finding.startswith("AwsSolutions")]
+    assert len(nag) > 20
+    for path, finding in nag:
+        assert any(rule == finding and (where == path or where.startswith(path + "/"))
+                   for rule, where in found), f"{finding} acknowledged on {path}: no such finding"
+
+
 def test_an_unacknowledged_finding_fails_synth(tmp_path):
     app = cdk.App(outdir=str(tmp_path))
     stack = cdk.Stack(app, "Bad")

@@ -158,22 +158,27 @@ def acknowledge_provider_framework(provider: IConstruct, handlers: list[IConstru
     """
     stack = Stack.of(provider)
     framework = [c for c in provider.node.children if c.node.id.startswith("framework-")]
-    invoked = [*handlers, *(f for f in framework if f.node.id != "framework-onEvent")]
-    versions = [f"AwsSolutions-IAM5[Resource::<{stack.get_logical_id(f.node.default_child)}.Arn>:*]"
-                for f in invoked]
-    reason = ("aws-cdk-lib's custom resource provider framework (functions it defines) invokes "
-              "the handlers and its own functions by ARN with ':*' for their versions")
+
+    def versions(functions: list[IConstruct]) -> list[str]:
+        return [f"AwsSolutions-IAM5[Resource::<{stack.get_logical_id(f.node.default_child)}"
+                f".Arn>:*]" for f in functions]
+
+    reason = ("aws-cdk-lib's custom resource provider framework invokes functions by ARN with "
+              "':*' for their versions")
     for function in framework:
         skip_library_function_checks(function)
         role = function.node.find_child("ServiceRole")
         acknowledge(role, LAMBDA_BASIC_EXECUTION,
                     "The provider framework's functions only write their own CloudWatch logs; "
                     "aws-cdk-lib attaches this managed policy to their roles.")
-        for finding in versions:
-            acknowledge(role.node.find_child("DefaultPolicy"), finding, reason + ".")
+        for finding in versions(handlers):
+            acknowledge(role.node.find_child("DefaultPolicy"), finding,
+                        reason + " (the framework calls the project's handlers).")
     waiter = provider.node.find_child("waiter-state-machine")
-    for finding in versions:
-        acknowledge(waiter.node.find_child("Role"), finding, reason + " (the waiter).")
+    polled = [f for f in framework if f.node.id in ("framework-isComplete", "framework-onTimeout")]
+    for finding in versions(polled):
+        acknowledge(waiter.node.find_child("Role"), finding,
+                    reason + " (the waiter calls the framework's isComplete and onTimeout).")
     acknowledge(waiter, "AwsSolutions-SF1",
                 "The provider framework's waiter only polls isComplete; every poll logs in the "
                 "isComplete function's log group, so the state machine itself logs nothing.")
