@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 import re
 import shlex
 from pathlib import Path
@@ -72,7 +73,7 @@ def test_the_context_holds_only_the_program_and_stdlib_modules():
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in context)
     assert {f for f in context if f.startswith("trn_ultracluster/")} == {
         "trn_ultracluster/__init__.py", "trn_ultracluster/catalog.py",
-        "trn_ultracluster/shared_storage.py"}
+        "trn_ultracluster/recipes.py", "trn_ultracluster/shared_storage.py"}
 
 
 def _imports(path: Path) -> set[str]:
@@ -93,7 +94,7 @@ def test_the_image_ships_every_project_module_the_training_program_imports():
         own = {m for m in _imports(REPO_ROOT / path) if m.startswith("trn_ultracluster")}
         assert own <= used, f"{path} imports {own - used}, which the image lacks"
         third_party = {m.split(".")[0] for m in _imports(REPO_ROOT / path)} - {
-            "__future__", "dataclasses", "trn_ultracluster"}
+            "trn_ultracluster", *sys.stdlib_module_names}
         assert not third_party, f"{path} imports {third_party}"
 
 

@@ -7,7 +7,7 @@ import pytest
 from trn_train.errors import ConfigError
 from trn_train.flops import (bert_total_params, flops_per_token, llama_matmul_params,
                              llama_total_params, mfu)
-from trn_train.recipes import RECIPES, get_recipe
+from trn_ultracluster.recipes import RECIPES, get_recipe
 
 
 def test_llama3_8b_flops_per_token_matches_hand_computation():

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from trn_train.errors import ConfigError
+from trn_ultracluster.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe
+
 
 @dataclass
 class TrainConfig:
@@ -44,3 +47,15 @@ class TrainConfig:
     tensorboard: bool = True
     progress: bool = True
     verify_data: bool = True
+
+
+def recipe_for(name: str) -> Recipe:
+    """The recipe called ``name`` (the job CLI and the program share the table).
+
+    Raises:
+        ConfigError: unknown name; the message lists the known recipes.
+    """
+    try:
+        return get_recipe(name)
+    except UnknownRecipeError:
+        raise ConfigError("--recipe", name, "one of " + ", ".join(sorted(RECIPES))) from None

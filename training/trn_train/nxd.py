@@ -28,11 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.shared_storage import NEURON_COMPILE_CACHE_DIR
-
+from trn_train.config import recipe_for
 from trn_train.errors import ConfigError
 from trn_train.flops import instance_spec
-from trn_train.recipes import get_recipe
+from trn_ultracluster.shared_storage import NEURON_COMPILE_CACHE_DIR
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
             dividing the attention heads; PP not dividing the layers; TP*PP not dividing the
             world size; global batch not divisible by DP x micro batch.
     """
-    recipe = get_recipe(spec.recipe)
+    recipe = recipe_for(spec.recipe)
     if recipe.model_type != "llama" or "vocab_size" not in recipe.model_config:
         raise ConfigError("--recipe", spec.recipe, "a full-size Llama recipe (llama-1b, llama-8b)")
     if spec.nodes < 1:

@@ -25,14 +25,14 @@ import numpy as np
 import torch
 
 from trn_train import checkpoint as ckpt
-from trn_train.config import TrainConfig
+from trn_train.config import TrainConfig, recipe_for
 from trn_train.data import GlobalBatchSampler, PackedDataset
 from trn_train.errors import ConfigError
 from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
 from trn_train.model import build_model, mlm_mask, model_config
-from trn_train.recipes import Recipe, get_recipe
 from trn_train.runtime import Runtime, extracting_graphs_only
+from trn_ultracluster.recipes import Recipe
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     Every check on flags and data happens before the model is built. Raises
     :class:`~trn_train.errors.ConfigError` / :class:`~trn_train.errors.DataError` for bad input.
     """
-    recipe = get_recipe(cfg.recipe)
+    recipe = recipe_for(cfg.recipe)
     _validate(cfg, recipe)
     peak = instance_spec(cfg.instance_type).peak_bf16_tflops_per_logical_core
     ds = PackedDataset(cfg.data_dir, verify=cfg.verify_data)

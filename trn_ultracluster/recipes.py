@@ -1,5 +1,9 @@
 """Training recipes: model shape + data/batch defaults + published throughput, by name.
 
+A contract between the job CLI (which checks ``submit --recipe`` before anything is sent)
+and the training program (which builds the model from it): standard library only, shipped
+in the training image like the instance catalog.
+
 Model shapes come from the public Hugging Face configs of the models they mimic (built here
 from the config only; no weights are downloaded):
 
@@ -22,7 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trn_train.errors import ConfigError
+__all__ = ["RECIPES", "PublishedThroughput", "Recipe", "UnknownRecipeError", "get_recipe"]
+
+
+class UnknownRecipeError(ValueError):
+    """Raised by :func:`get_recipe` for a name that is not in :data:`RECIPES`."""
 
 NEURON_TRN1_PERF_URL = (
     "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/benchmarks/trn1/"
@@ -237,9 +245,10 @@ def get_recipe(name: str) -> Recipe:
     """Return the recipe called ``name``.
 
     Raises:
-        ConfigError: unknown name; the message lists the known recipes.
+        UnknownRecipeError: unknown name; the message lists the known recipes.
     """
     try:
         return RECIPES[name]
     except KeyError:
-        raise ConfigError("--recipe", name, "one of " + ", ".join(sorted(RECIPES))) from None
+        raise UnknownRecipeError(f"--recipe must be one of {', '.join(sorted(RECIPES))}, "
+                                 f"got: {name!r}") from None
