@@ -102,6 +102,30 @@ BAD_INPUTS = [
      "error: data_removal_policy = 'snapshot': must be 'retain' or 'destroy' (see README.md#configuration)"),
     ('unknown EFA layout', {'efa_interface_layout': 'ena'},
      "error: efa_interface_layout = 'ena': must be 'efa' or 'efa-only' (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html)"),
+    ('dotted key below a number', {'nodes.max.x': '1'},
+     "error: nodes.max.x = '1': cannot be set: nodes.max is the int 1, not a mapping of keys (see README.md#configuration)"),
+    ('dotted key below a list', {'az_ids.0': 'usw2-az1'},
+     "error: az_ids.0 = 'usw2-az1': cannot be set: az_ids is a list, not a mapping of keys; give the whole list: -c az_ids=a,b (see README.md#configuration)"),
+    ('public VPC range', {'vpc_cidr': '8.8.0.0/16'},
+     "error: vpc_cidr = '8.8.0.0/16': must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('loopback VPC range', {'vpc_cidr': '127.0.0.0/16'},
+     "error: vpc_cidr = '127.0.0.0/16': must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('multicast VPC range', {'vpc_cidr': '224.0.0.0/16'},
+     "error: vpc_cidr = '224.0.0.0/16': must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('too many nodes', {'nodes.max': '999999'},
+     'error: nodes.max = 999999: must be at most 5000 (the largest Kubernetes cluster) (see https://kubernetes.io/docs/setup/best-practices/cluster-large/)'),
+    ('more nodes than any VPC holds', {'nodes.max': '400'},
+     "error: vpc_cidr = '10.0.0.0/16': is too small: 400 nodes x 118 addresses (8 interfaces + 110 pods) need a /16 private subnet in each of 2 AZs plus a /24 public one; no VPC is that large (at most /16); with 2 AZ IDs at most 138 nodes fit: lower nodes.max (see https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html)"),
+    ('FSx beyond the API maximum', {'fsx.storage_capacity_gib': str(2400 * 10 ** 9)},
+     'error: fsx.storage_capacity_gib = 2400000000000: must be at most 2147483647 GiB (the FSx API\'s maximum) (see https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity)'),
+    ('float-looking Lustre version', {'fsx.lustre_version': 2.150001},
+     "error: fsx.lustre_version = '2.150001': must be '2.10', '2.12' or '2.15' (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html)"),
+    ('reserved tag key through -c', {'tags.AWS:cost': 'me'},
+     "error: tags.AWS:cost = 'me': tag keys must be 1-128 characters and not start with 'aws:' (see https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html)"),
+    ('tag value CloudFormation rejects', {'tags.team': 'a;b'},
+     "error: tags.team = 'a;b': tag values may hold letters, digits, spaces and + - = . _ : / @ only (see https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html)"),
+    ('empty profile name', {'config': ''},
+     "error: config = '': must name a YAML profile file, e.g. profiles/dev.yaml (it is empty) (see README.md#configuration)"),
     ('missing profile', {'config': 'profiles/nope.yaml'},
      "error: config = 'profiles/nope.yaml': must name an existing YAML profile file, e.g. profiles/dev.yaml (see README.md#configuration)"),
 ]
@@ -248,3 +272,61 @@ def test_readme_documents_every_configuration_key():
     keys += [f"`capacity.{k}" for k in CapacityConfig.model_fields]
     missing = [k for k in keys if k not in readme]
     assert not missing, f"README.md does not document {missing}"
+
+
+def _errors(overrides, tmp_files=None):
+    with pytest.raises(ConfigError) as err:
+        _load(overrides)
+    return [str(e) for e in err.value.issues if e.severity == "error"]
+
+
+def test_every_problem_is_reported_also_when_a_type_is_wrong():
+    errors = _errors({"nodes.max": "many", "fsx.storage_capacity_gib": "3000",
+                      "az_ids": "usw2-az4,use1-az6"})
+    assert [e.split(" = ")[0] for e in errors] == [
+        "error: nodes.max", "error: az_ids", "error: fsx.storage_capacity_gib"]
+    # no second-order complaint about the bad field's default (nodes.desired vs nodes.max)
+    assert not any("nodes.desired" in e for e in errors)
+
+
+def test_a_key_set_twice_on_the_command_line_and_below_it_is_reported_not_a_crash():
+    errors = _errors({"nodes": "5", "nodes.max": "3"})
+    assert "error: nodes.max = '3': cannot be set: nodes is the int 5, not a mapping of keys" in errors[0]
+    assert errors[1].startswith("error: nodes = 5: must be a mapping")
+
+
+def test_tag_keys_with_slashes_and_colons_are_kept():
+    tags = _load({"tags.team/owner": "ml", "tags.app:name": "trn", "tags.k8s.io/x": "y"}).config.tags
+    assert {"team/owner": "ml", "app:name": "trn", "k8s.io/x": "y"}.items() <= tags.items()
+
+
+def test_a_long_value_is_cut_in_the_message():
+    (error,) = _errors({"instance_type": "x" * 5000})
+    assert len(error) < 400 and "... (5002 characters)" in error
+
+
+def test_known_float_versions_still_read_as_text():
+    config = _load({"fsx.lustre_version": 2.1, "fsx.deployment_type": "PERSISTENT_1",
+                    "fsx.per_unit_storage_throughput": "200", "fsx.data_repository": "null",
+                    "data_removal_policy": "destroy"}).config
+    assert config.fsx.lustre_version == "2.10"
+
+
+def test_storage_above_the_default_quota_warns():
+    loaded = _load({"fsx.storage_capacity_gib": "105600"})
+    (warning,) = [w for w in loaded.warnings if w.field == "fsx.storage_capacity_gib"]
+    assert "default FSx for Lustre storage quota of 100800 GiB" in warning.message
+
+
+@pytest.mark.parametrize("content, error", [
+    (b"", "is empty: a profile holds a YAML mapping of config keys"),
+    (b"# only a comment\n", "is empty: a profile holds a YAML mapping of config keys"),
+    (b"nodes: {max: 2}\nnodes: {max: 4}\n", "found the key 'nodes' twice"),
+    (b"instance_type: trn1.32xlarge\n\xff\xfe\n", "must be UTF-8 text (byte 29 is not)"),
+])
+def test_bad_profile_files(tmp_path, content, error):
+    path = tmp_path / "p.yaml"
+    path.write_bytes(content)
+    (message,) = _errors({"config": str(path)})
+    assert message.startswith(f"error: config = {str(path)!r}: ")
+    assert error in message and "\n" not in message

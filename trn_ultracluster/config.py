@@ -24,6 +24,7 @@ import copy
 import ipaddress
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,8 @@ DOC_EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capa
 DOC_ODCR = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
 DOC_PLACEMENT = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html"
 DOC_EBS_GP3 = "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"
+DOC_K8S_LARGE = "https://kubernetes.io/docs/setup/best-practices/cluster-large/"
+DOC_FSX_QUOTAS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/limits.html"
 DOC_TAGS = "https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html"
 DOC_HYPERPOD = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html"
 DOC_RESOURCE_IDS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html"
@@ -144,6 +147,25 @@ PUBLIC_SUBNET_MASK = 24
 """Public subnets hold only NAT gateways and load balancers: a /24 each."""
 MIN_PRIVATE_SUBNET_MASK = 20
 """Private subnets get at least a /20 when the VPC has room, for growth."""
+PRIVATE_RANGES = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+"""VPC IPv4 blocks this stack accepts: the RFC 1918 private ranges and RFC 6598 shared
+address space. The VPC user guide ("VPC CIDR blocks", DOC_VPC_CIDR) recommends the RFC 1918
+ranges and lists 100.64.0.0/10 among the allowed blocks; a publicly routable block would
+shadow real internet addresses for the nodes (which reach the internet through NAT)."""
+MAX_NODES = 5000
+"""Upper bound of ``nodes.max``: Kubernetes supports clusters of at most 5,000 nodes
+(kubernetes.io, "Considerations for large clusters"), which also bounds the EKS node group;
+a HyperPod instance group takes at most 6,758 instances (botocore SageMaker model,
+``ClusterInstanceCount``), and the VPC's address space is usually the tighter bound
+(:func:`_vpc_cidr`)."""
+FSX_MAX_STORAGE_GIB = 2_147_483_647
+"""Largest ``StorageCapacity`` the FSx API takes (botocore FSx model, shape
+``StorageCapacity``: max 2147483647 GiB)."""
+FSX_DEFAULT_QUOTA_GIB = 100_800
+"""Default account quota "Total storage for all file systems" of FSx for Lustre in the
+larger Regions (FSx for Lustre user guide, "Quotas": 100,800 GiB in us-east-1, us-east-2,
+us-west-2 and others, 25,200 GiB in smaller Regions; adjustable up to petabytes)."""
 VPC_PREFIX_RANGE = (16, 28)
 """A VPC CIDR block is between /16 and /28 (DOC_VPC_CIDR)."""
 ROOT_VOLUME_GIB_RANGE = (64, 16384)
@@ -208,6 +230,9 @@ class DataRepositoryConfig(_Frozen):
     auto_export: bool = True
 
 
+_FLOAT_VERSIONS = {float(v): v for v in ("2.10", "2.12", "2.15")}
+
+
 class FsxConfig(_Frozen):
     """FSx for Lustre shared storage.
 
@@ -227,8 +252,11 @@ class FsxConfig(_Frozen):
     @field_validator("lustre_version", mode="before")
     @classmethod
     def _version_as_text(cls, value: Any) -> Any:
-        """YAML reads ``2.10`` as a float; keep the two decimals the API expects."""
-        return f"{value:.2f}" if isinstance(value, float) else value
+        """YAML reads ``2.10`` as the float 2.1: map the floats of the known versions back
+        to their text, and show any other float as written (``2.150001`` is not 2.15)."""
+        if isinstance(value, float):
+            return _FLOAT_VERSIONS.get(value, repr(value))
+        return value
 
 
 class CapacityConfig(_Frozen):
@@ -491,11 +519,26 @@ class ConfigIssue:
 
     @property
     def message(self) -> str:
-        """``field = value: allowed (see doc)``, without the severity."""
-        return f"{self.field} = {self.value!r}: {self.allowed} (see {self.doc})"
+        """``field = value: allowed (see doc)``, without the severity, on one line; a long
+        value is cut (:data:`MAX_VALUE_CHARS`) and says how long it was."""
+        field = self.field if self.field.isprintable() and " " not in self.field \
+            else _shown(self.field)
+        return (f"{field} = {_shown(self.value)}: {' '.join(self.allowed.split())} "
+                f"(see {self.doc})")
 
     def __str__(self) -> str:
         return f"{self.severity}: {self.message}"
+
+
+MAX_VALUE_CHARS = 120
+"""Longest value shown in a message; longer ones are cut with their length."""
+
+
+def _shown(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    if len(text) <= MAX_VALUE_CHARS:
+        return text
+    return f"{text[:MAX_VALUE_CHARS - 3]}... ({len(repr(value))} characters)"
 
 
 class ConfigError(ValueError):
@@ -563,6 +606,10 @@ def _node_counts(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if n.max == 0:
         yield ConfigIssue("nodes.max", 0, "must be at least 1 (use nodes.desired = 0 to idle)",
                           README_CONFIG)
+    if n.max > MAX_NODES:
+        yield ConfigIssue("nodes.max", n.max,
+                          f"must be at most {MAX_NODES} (the largest Kubernetes cluster)",
+                          DOC_K8S_LARGE)
 
 
 @_rule
@@ -633,20 +680,38 @@ def _vpc_cidr(c: ClusterConfig) -> Iterator[ConfigIssue]:
         yield ConfigIssue("vpc_cidr", c.vpc_cidr,
                           f"must be an IPv4 block between /{lo} and /{hi}", DOC_VPC_CIDR)
         return
-    if c.nodes.max < 0 or c.instance_type not in CATALOG or not c.az_ids:
+    if not any(net.subnet_of(r) for r in PRIVATE_RANGES):
+        yield ConfigIssue("vpc_cidr", c.vpc_cidr,
+                          "must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or "
+                          "192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598)", DOC_VPC_CIDR)
         return
+    if not 0 <= c.nodes.max <= MAX_NODES or c.instance_type not in CATALOG or not c.az_ids:
+        return  # reported by their own rules
     mask = c.private_subnet_mask
     if not _fits(net.prefixlen, len(c.az_ids), mask):
         azs = len(c.az_ids)
         need_prefix = 32 - math.ceil(math.log2(azs * (2 ** (32 - mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))))
+        if need_prefix >= lo:
+            advice = f"use a /{need_prefix} or larger"
+        else:
+            advice = (f"no VPC is that large (at most /{lo}); with {azs} AZ IDs at most "
+                      f"{_max_nodes(c, lo)} nodes fit: lower nodes.max")
         yield ConfigIssue(
             "vpc_cidr", c.vpc_cidr,
             f"is too small: {c.nodes.max} nodes x {c.ips_per_node} addresses "
             f"({c.ips_per_node - PODS_PER_NODE} interfaces + {PODS_PER_NODE} pods) need a "
             f"/{mask} private subnet in each of {azs} AZs plus a /{PUBLIC_SUBNET_MASK} public "
-            f"one; use a /{need_prefix} or larger",
+            f"one; {advice}",
             DOC_SUBNET_IPS,
         )
+
+
+def _max_nodes(c: ClusterConfig, vpc_prefix: int) -> int:
+    """Most nodes whose subnets fit a VPC of ``vpc_prefix`` with ``c``'s AZ IDs."""
+    for mask in range(17, 29):
+        if _fits(vpc_prefix, len(c.az_ids), mask):
+            return (2 ** (32 - mask) - SUBNET_RESERVED_IPS) // c.ips_per_node
+    return 0
 
 
 @_rule
@@ -677,6 +742,16 @@ def _fsx_capacity(c: ClusterConfig) -> Iterator[ConfigIssue]:
             "fsx.storage_capacity_gib", gib,
             f"must be 1200, 2400 or a multiple of {step} GiB for {kind}", DOC_FSX_CAPACITY,
         )
+    elif gib > FSX_MAX_STORAGE_GIB:
+        yield ConfigIssue("fsx.storage_capacity_gib", gib,
+                          f"must be at most {FSX_MAX_STORAGE_GIB} GiB (the FSx API's maximum)",
+                          DOC_FSX_CAPACITY)
+    elif gib > FSX_DEFAULT_QUOTA_GIB:
+        yield ConfigIssue("fsx.storage_capacity_gib", gib,
+                          f"is above the default FSx for Lustre storage quota of "
+                          f"{FSX_DEFAULT_QUOTA_GIB} GiB per account and Region (25,200 in "
+                          "smaller Regions): make sure yours was raised, or the file system "
+                          "fails to create", DOC_FSX_QUOTAS, severity="warning")
 
 
 @_rule
@@ -975,16 +1050,35 @@ def _eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
 
 @_rule
 def _tags(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    # Source: tagging best practices (DOC_TAGS): keys 1-128 and values 0-256 characters;
-    # the "aws:" prefix is reserved for AWS.
+    # Source: AWS tagging guide, "Tag naming limits and requirements" (DOC_TAGS): keys 1-128
+    # and values 0-256 characters of letters, numbers and spaces representable in UTF-8 and
+    # + - = . _ : / @; the "aws:" prefix is reserved for AWS. CloudFormation refuses other
+    # characters only at deploy time, after the template is written.
     for key, value in c.tags.items():
         if not 1 <= len(key) <= 128 or key.lower().startswith("aws:"):
             yield ConfigIssue(f"tags.{key}", value,
                               "tag keys must be 1-128 characters and not start with 'aws:'",
                               DOC_TAGS)
+        elif not _tag_text(key):
+            yield ConfigIssue(f"tags.{key}", value, f"tag keys may hold letters, digits, spaces "
+                              f"and {TAG_PUNCTUATION} only", DOC_TAGS)
         elif len(value) > 256:
             yield ConfigIssue(f"tags.{key}", value, "tag values must be at most 256 characters",
                               DOC_TAGS)
+        elif not _tag_text(value):
+            yield ConfigIssue(f"tags.{key}", value, f"tag values may hold letters, digits, "
+                              f"spaces and {TAG_PUNCTUATION} only", DOC_TAGS)
+
+
+TAG_PUNCTUATION = "+ - = . _ : / @"
+
+
+def _tag_text(text: str) -> bool:
+    """Letters, numbers and space separators (Unicode categories L*, N*, Zs) and
+    :data:`TAG_PUNCTUATION`."""
+    allowed = set(TAG_PUNCTUATION.replace(" ", ""))
+    return all(ch in allowed or unicodedata.category(ch)[0] in "LN"
+               or unicodedata.category(ch) == "Zs" for ch in text)
 
 
 # --- parsing ---------------------------------------------------------------------------
@@ -1061,8 +1155,39 @@ def _issues_from_pydantic(err: ValidationError) -> list[ConfigIssue]:
     return issues
 
 
+def _without(raw: dict[str, Any], locations: list[tuple[Any, ...]]) -> tuple[dict[str, Any], set[str]]:
+    """``raw`` without the values at ``locations`` (pydantic error locations), so that they
+    take their defaults; returns the copy and the dotted fields that were taken out. A
+    location inside a list takes out the whole list."""
+    out = copy.deepcopy(raw)
+    removed: set[str] = set()
+    for loc in locations:
+        path = []
+        for part in loc:
+            if isinstance(part, int):
+                break
+            path.append(str(part))
+        node: Any = out
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if path and isinstance(node, dict) and path[-1] in node:
+            del node[path[-1]]
+            removed.add(".".join(path))
+    return out, removed
+
+
+def _about(issue: ConfigIssue, fields: set[str]) -> bool:
+    """Whether ``issue`` is about (or mentions) one of ``fields``."""
+    return any(issue.field == f or issue.field.startswith(f + ".") or f.startswith(issue.field + ".")
+               or f in issue.allowed for f in fields)
+
+
 def parse_config(raw: Mapping[str, Any]) -> LoadedConfig:
-    """Validate a raw configuration mapping.
+    """Validate a raw configuration mapping, reporting every problem at once.
+
+    Pydantic checks shape and types first. When some fields are of the wrong type, the
+    rules still run on the rest (the bad fields take their defaults for that), and their
+    findings are reported too, except those about the bad fields.
 
     Args:
         raw: configuration keys as in a profile file (nested mappings).
@@ -1073,12 +1198,20 @@ def parse_config(raw: Mapping[str, Any]) -> LoadedConfig:
     Raises:
         ConfigError: one or more fields are invalid; every issue names its field.
     """
+    shape_issues: list[ConfigIssue] = []
+    replaced: set[str] = set()
     try:
         config = ClusterConfig.model_validate(dict(raw))
     except ValidationError as err:
-        raise ConfigError(_issues_from_pydantic(err)) from None
-    issues = [issue for rule in RULES for issue in rule(config)]
-    errors = [i for i in issues if i.severity == "error"]
+        shape_issues = _issues_from_pydantic(err)
+        rest, replaced = _without(dict(raw), [e["loc"] for e in err.errors()])
+        try:
+            config = ClusterConfig.model_validate(rest)
+        except ValidationError:
+            raise ConfigError(shape_issues) from None
+    issues = [issue for rule in RULES for issue in rule(config)
+              if not (replaced and _about(issue, replaced))]
+    errors = shape_issues + [i for i in issues if i.severity == "error"]
     warnings = tuple(i for i in issues if i.severity == "warning")
     if errors:
         raise ConfigError(errors + list(warnings))
@@ -1097,20 +1230,41 @@ def _parse_scalar(value: Any) -> Any:
 
 
 _LIST_FIELDS = {"az_ids", "eks.public_access_cidrs"}
+_MAPPING_FIELDS = {"tags"}
+"""Fields whose keys are free text: ``-c tags.team/owner=ml`` sets the key ``team/owner``
+(everything after the first dot), even with dots, colons or slashes in it."""
 
 
-def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> None:
-    parts = dotted.split(".")
+def _kind(value: Any) -> str:
+    return {list: "a list", tuple: "a list", dict: "a mapping"}.get(
+        type(value), f"the {type(value).__name__} {_shown(value)}")
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> ConfigIssue | None:
+    """Set a ``-c`` key in ``target``; nested keys use dots, lists use commas.
+
+    Returns:
+        ``None``, or the issue when the key goes below a value that is not a mapping
+        (``-c nodes.max.x=1``, ``-c az_ids.0=...``); ``target`` is then unchanged.
+    """
+    head, _, rest = dotted.partition(".")
+    parts = [head, rest] if head in _MAPPING_FIELDS and rest else dotted.split(".")
     node = target
-    for part in parts[:-1]:
+    for depth, part in enumerate(parts[:-1]):
         child = node.get(part)
+        if child is None:
+            child = node[part] = {}
         if not isinstance(child, dict):
-            child = {} if child is None else child
-            node[part] = child
+            where = ".".join(parts[:depth + 1])
+            hint = (f"; give the whole list: -c {where}=a,b" if isinstance(child, (list, tuple))
+                    else "")
+            return ConfigIssue(dotted, value, f"cannot be set: {where} is {_kind(child)}, not a "
+                               f"mapping of keys{hint}", README_CONFIG)
         node = child
     if dotted in _LIST_FIELDS and isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
     node[parts[-1]] = _parse_scalar(value)
+    return None
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -1124,33 +1278,65 @@ def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a key given twice in one mapping (YAML 1.2 says
+    keys must be unique; PyYAML would keep the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"found the key {key!r} twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _profile_issue(path_text: str, allowed: str) -> ConfigError:
+    return ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text, allowed, README_CONFIG)])
+
+
 def _read_profile(path_text: str, base_dir: Path) -> dict[str, Any]:
+    if not path_text.strip():
+        raise _profile_issue(path_text, "must name a YAML profile file, e.g. profiles/dev.yaml "
+                                        "(it is empty)")
     path = Path(path_text)
     if not path.is_absolute():
         path = base_dir / path
     if not path.is_file():
-        raise ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text,
-                                       "must name an existing YAML profile file, e.g. "
-                                       "profiles/dev.yaml", README_CONFIG)])
+        raise _profile_issue(path_text, "must name an existing YAML profile file, e.g. "
+                                        "profiles/dev.yaml")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _profile_issue(path_text, f"must be UTF-8 text (byte {err.start} is not)") from None
+    except OSError as err:
+        raise _profile_issue(path_text, f"must be a readable file ({err.strerror})") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
-        raise ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text,
-                                       f"must be valid YAML ({err})".replace("\n", " "),
-                                       README_CONFIG)]) from None
+        raise _profile_issue(path_text, f"must be valid YAML ({err})") from None
     if data is None:
-        return {}
+        raise _profile_issue(path_text, "is empty: a profile holds a YAML mapping of config keys "
+                                        "(see profiles/dev.yaml)")
     if not isinstance(data, dict):
-        raise ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text,
-                                       f"must hold a YAML mapping of config keys, got "
-                                       f"{type(data).__name__}", README_CONFIG)])
+        raise _profile_issue(path_text, f"must hold a YAML mapping of config keys, got "
+                                        f"{type(data).__name__}")
     return data
 
 
 def _is_our_key(key: str) -> bool:
-    """Context keys that belong to the configuration (not CDK feature flags or lookups)."""
-    return ":" not in key and "@" not in key and "/" not in key and key not in (
-        CONTEXT_KEY, PROFILE_CONTEXT_KEY)
+    """Context keys that belong to the configuration: any key under a configuration field
+    (``tags.team/owner``), and other plain keys (reported as unknown when they are not
+    fields); keys with ``:``, ``@`` or ``/`` outside a field are CDK's (feature flags,
+    ``aws:cdk:...``)."""
+    if key in (CONTEXT_KEY, PROFILE_CONTEXT_KEY):
+        return False
+    if key.split(".", 1)[0] in ClusterConfig.model_fields:
+        return True
+    return ":" not in key and "@" not in key and "/" not in key
 
 
 def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> LoadedConfig:
@@ -1174,9 +1360,15 @@ def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> Loade
                                        "must be a mapping of config keys in cdk.json context",
                                        README_CONFIG)])
     raw = _deep_merge(raw, copy.deepcopy(dict(defaults)))
-    profile = context.get(PROFILE_CONTEXT_KEY)
-    if profile:
-        raw = _deep_merge(raw, _read_profile(str(profile), Path(base_dir)))
-    for key in sorted(k for k in context if _is_our_key(k)):
-        _set_dotted(raw, key, context[key])
-    return parse_config(raw)
+    if PROFILE_CONTEXT_KEY in context:
+        raw = _deep_merge(raw, _read_profile(str(context[PROFILE_CONTEXT_KEY] or ""),
+                                             Path(base_dir)))
+    key_issues = [issue for key in sorted(k for k in context if _is_our_key(k))
+                  if (issue := _set_dotted(raw, key, context[key])) is not None]
+    try:
+        loaded = parse_config(raw)
+    except ConfigError as err:
+        raise ConfigError(key_issues + err.issues) from None
+    if key_issues:
+        raise ConfigError(key_issues + list(loaded.warnings))
+    return loaded
