@@ -201,7 +201,8 @@ def test_api_client_from_the_stack_outputs_needs_no_kubeconfig(tmp_path, monkeyp
     assert config.host == "https://ABC.gr7.us-west-2.eks.amazonaws.com"
     with open(config.ssl_ca_cert, "rb") as ca:
         assert ca.read() == CA
-    header = config.get_api_key_with_prefix("authorization")
+    # what the client really sends (auth_settings, not a helper with another lookup)
+    header = config.auth_settings()["BearerToken"]["value"]
     assert header.startswith("Bearer " + TOKEN_PREFIX)
     # every request signs afresh, so long waits never carry an expired token
     assert config.refresh_api_key_hook is not None

@@ -94,10 +94,13 @@ def eks_api_client(session: Any, region: str, cluster_name: str) -> Any:
     configuration = client.Configuration()
     configuration.host = cluster["endpoint"]
     configuration.ssl_ca_cert = ca_path
-    configuration.api_key_prefix["authorization"] = "Bearer"
+    # The client's auth settings read the token under "BearerToken" and take the prefix from
+    # that key only (kubernetes 36.x configuration.py auth_settings, issue #2595), as its own
+    # kubeconfig loader sets them.
+    configuration.api_key_prefix["BearerToken"] = "Bearer"
 
     def refresh(config: Any) -> None:
-        config.api_key["authorization"] = eks_token(session, region, cluster_name, sts)
+        config.api_key["BearerToken"] = eks_token(session, region, cluster_name, sts)
 
     configuration.refresh_api_key_hook = refresh
     refresh(configuration)
