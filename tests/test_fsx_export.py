@@ -18,6 +18,7 @@ SG = "sg-0123456789abcdef0"
 STACK = "arn:aws:cloudformation:us-west-2:123456789012:stack/TrnUltraCluster/1c2fa620-982a-11e3-aff7-50e2416294e0"
 NOW = 1_800_000_000.0
 REQUEST = "5d5b3a2c-1111-2222-3333-444455556666"
+REPORT = "s3://trn-data/.trn-ultracluster/export-reports"
 
 
 def _client(service):
@@ -40,7 +41,7 @@ def aws():
 def _event(request_type, **extra):
     event = {"RequestType": request_type, "StackId": STACK, "RequestId": REQUEST,
              "ResourceProperties": {"FileSystemId": FS, "NodeSecurityGroupId": SG,
-                                    "WaitSeconds": "1800"}}
+                                    "WaitSeconds": "1200", "ReportPath": REPORT}}
     if request_type != "Create":
         event["PhysicalResourceId"] = FS
     event.update(extra)
@@ -72,7 +73,9 @@ def _create_task(fsx_stub, lifecycle="PENDING"):
     fsx_stub.add_response("create_data_repository_task", {"DataRepositoryTask": {
         "TaskId": "task-0aaaaaaaaaaaaaaaa", "Lifecycle": lifecycle, "Type": "EXPORT_TO_REPOSITORY",
         "CreationTime": dt.datetime.fromtimestamp(NOW + 60, dt.timezone.utc), "FileSystemId": FS}},
-        {"Type": "EXPORT_TO_REPOSITORY", "FileSystemId": FS, "Report": {"Enabled": False},
+        {"Type": "EXPORT_TO_REPOSITORY", "FileSystemId": FS,
+         "Report": {"Enabled": True, "Path": REPORT, "Format": "REPORT_CSV_20191124",
+                    "Scope": "FAILED_FILES_ONLY"},
          "ClientRequestToken": REQUEST.replace("-", "")})
 
 
@@ -93,7 +96,7 @@ def test_stack_deletion_waits_for_the_nodes_then_exports_and_waits(aws):
     _stack_status(cfn_stub, "DELETE_IN_PROGRESS")
     event = _event("Delete")
     event.update(handler.on_event(event, now=NOW, clients=clients))
-    assert (event["StartedAt"], event["WaitUntil"]) == (NOW, NOW + 1800)
+    assert (event["StartedAt"], event["WaitUntil"]) == (NOW, NOW + 1200)
     _interfaces(ec2_stub, 3)
     assert handler.is_complete(event, now=NOW + 30, clients=clients) == {"IsComplete": False}
     _interfaces(ec2_stub, 0)
@@ -110,10 +113,10 @@ def test_stack_deletion_waits_for_the_nodes_then_exports_and_waits(aws):
 
 def test_nodes_that_never_go_do_not_block_the_export_forever(aws):
     clients, (fsx_stub, _, _) = aws
-    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW + 1800)
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW + 1200)
     _tasks(fsx_stub)
     _create_task(fsx_stub)
-    assert handler.is_complete(event, now=NOW + 1801, clients=clients) == {"IsComplete": False}
+    assert handler.is_complete(event, now=NOW + 1201, clients=clients) == {"IsComplete": False}
 
 
 def test_replacing_the_file_system_exports_without_waiting_for_the_nodes(aws):
@@ -131,7 +134,8 @@ def test_a_failed_export_fails_the_delete_and_keeps_the_file_system(aws):
     clients, (fsx_stub, _, _) = aws
     event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
     _tasks(fsx_stub, "FAILED")
-    with pytest.raises(RuntimeError, match="ended FAILED.*the file system is kept.*cdk destroy again"):
+    with pytest.raises(RuntimeError, match=f"ended FAILED.*{REPORT}/task-.*/failures.csv.*"
+                                           "the file system is kept.*cdk destroy again"):
         handler.is_complete(event, now=NOW + 60, clients=clients)
 
 
@@ -144,18 +148,34 @@ def test_another_running_task_is_waited_for(aws):
     assert handler.is_complete(event, now=NOW + 60, clients=clients) == {"IsComplete": False}
 
 
-@pytest.mark.parametrize("where, code", [("describe", "FileSystemNotFound"),
-                                         ("create", "BadRequest")])
-def test_nothing_to_export_completes(aws, where, code):
-    """The file system is gone already, or no data repository is linked any more."""
+def _associations(fsx_stub, count):
+    fsx_stub.add_response("describe_data_repository_associations", {"Associations": [
+        {"AssociationId": f"dra-0{i:016x}", "FileSystemId": FS} for i in range(count)]},
+        {"Filters": [{"Name": "file-system-id", "Values": [FS]}]})
+
+
+@pytest.mark.parametrize("where", ["file system gone", "no association left"])
+def test_nothing_to_export_completes(aws, where):
     clients, (fsx_stub, _, _) = aws
     event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
-    if where == "describe":
-        fsx_stub.add_client_error("describe_data_repository_tasks", code, "gone", 400)
+    if where == "file system gone":
+        fsx_stub.add_client_error("describe_data_repository_tasks", "FileSystemNotFound", "gone", 400)
     else:
         _tasks(fsx_stub)
-        fsx_stub.add_client_error("create_data_repository_task", code, "no DRA", 400,
+        fsx_stub.add_client_error("create_data_repository_task", "BadRequest", "no DRA", 400,
                                   expected_params={"Type": "EXPORT_TO_REPOSITORY",
                                                    "FileSystemId": FS, "Report": ANY,
                                                    "ClientRequestToken": ANY})
+        _associations(fsx_stub, 0)
     assert handler.is_complete(event, now=NOW + 60, clients=clients) == {"IsComplete": True}
+
+
+def test_a_refused_export_with_a_linked_repository_keeps_the_file_system(aws):
+    """Only a file system without any association may be deleted unexported."""
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    _tasks(fsx_stub)
+    fsx_stub.add_client_error("create_data_repository_task", "BadRequest", "not AVAILABLE", 400)
+    _associations(fsx_stub, 1)
+    with pytest.raises(RuntimeError, match="FSx refused to export.*the file system is kept"):
+        handler.is_complete(event, now=NOW + 60, clients=clients)

@@ -97,7 +97,10 @@ def test_by_default_the_buckets_are_kept_and_the_file_system_exported_then_delet
     assert props["FileSystemId"] == {"Ref": default.ref_id("StorageFileSystem")}
     assert props["NodeSecurityGroupId"] == {"Fn::GetAtt": [default.ref_id("EfaSecurityGroup"),
                                                           "GroupId"]}
-    assert props["WaitSeconds"] == "1800"
+    assert props["WaitSeconds"] == "1200"
+    # CloudFormation waits at most an hour for a custom resource; the provider stops first
+    assert export["Properties"]["ServiceTimeout"] == "3600"
+    assert json.dumps(props["ReportPath"]).endswith('/.trn-ultracluster/export-reports"]]}')
     # deleted before the association and the file system: it depends on both
     from tests.template_graph import dependencies
 
@@ -113,6 +116,7 @@ def test_export_handler_may_only_export_this_file_system_and_read(default):
     actions = {a for st in statements for a in ([st["Action"]] if isinstance(st["Action"], str)
                                                   else st["Action"])}
     assert actions == {"fsx:CreateDataRepositoryTask", "fsx:DescribeDataRepositoryTasks",
+                       "fsx:DescribeDataRepositoryAssociations",
                        "ec2:DescribeNetworkInterfaces", "cloudformation:DescribeStacks",
                        "logs:CreateLogStream", "logs:PutLogEvents"}
     (create,) = [st for st in statements if st["Action"] == "fsx:CreateDataRepositoryTask"]

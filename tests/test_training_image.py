@@ -202,3 +202,12 @@ def test_local_build_publishes_the_asset_and_copies_nothing(synth):
     assert not s.resources("Custom::CDKECRDeployment")
     assert not s.resources("AWS::ECR::Repository")
     assert "container-assets" in json.dumps(s.output("TrainingImageUri"))
+
+
+def test_the_eks_runtime_that_names_the_image_waits_for_the_build(default):
+    """On an update that changes the tag, the runtime switches only once the image exists."""
+    from tests.template_graph import transitive_dependencies
+
+    runtime = default.ref_id("EksClustermanifestNeuronTrainingRuntime")
+    (build,) = default.resources("Custom::CDKContainerImageBuild")
+    assert build in transitive_dependencies(default.template, runtime)

@@ -410,8 +410,10 @@ class EksOrchestrator(Construct):
             k8s.neuron_training_runtime(config.instance,
                                         image=self.props.training_image.image_uri),
         )
-        # The ClusterTrainingRuntime CRD and its validating webhook come with the chart.
+        # The ClusterTrainingRuntime CRD and its validating webhook come with the chart; the
+        # image it names exists once the build is done (the tag is known before).
         self.training_runtime.node.add_dependency(self.trainer_chart)
+        self.training_runtime.node.add_dependency(self.props.training_image.build)
 
     def _acknowledge(self) -> None:
         """cdk-nag findings on roles and functions that EKS or aws-eks-v2 define."""

@@ -40,11 +40,19 @@ control with Amazon VPC", file system and Lustre client security group rules,
 https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html; the
 troubleshooting page "Creating an FSx for Lustre file system fails" repeats the ports)."""
 EXPORT_HANDLER = Path(__file__).resolve().parent / "fsx_export"
-EXPORT_WAIT = Duration.minutes(30)
+EXPORT_WAIT = Duration.minutes(20)
 """How long the export on delete waits for the nodes to go before exporting anyway."""
-EXPORT_TIMEOUT = Duration.hours(2)
-"""Total time the export on delete may take: the provider framework's maximum (CDK
-``custom_resources.Provider`` ``totalTimeout``, at most 2 hours)."""
+EXPORT_SERVICE_TIMEOUT = Duration.hours(1)
+"""CloudFormation waits for a custom resource at most 3600 s (``ServiceTimeout``, 1-3600,
+default 3600: CloudFormation template reference, ``AWS::CloudFormation::CustomResource``)."""
+EXPORT_TIMEOUT = Duration.minutes(55)
+"""The provider framework's own limit, inside CloudFormation's: on timeout it reports a clean
+failure (the file system is kept; ``cdk destroy`` can be run again, and a still-running
+export is waited for then)."""
+EXPORT_REPORT_PREFIX = ".trn-ultracluster/export-reports"
+"""Where in the linked bucket the export's report of failed files goes (FSx API reference,
+``CompletionReport``: the path must be in the linked S3 data repository; the report lands
+in ``<path>/task-<id>/failures.csv``)."""
 EXPORT_POLL = Duration.seconds(30)
 EXPORT_RUNTIME = lambda_.Runtime.PYTHON_3_14
 """The newest Python runtime in aws-cdk-lib 2.275.0 (botocore's Lambda model lists
@@ -199,6 +207,7 @@ class Storage(Construct):
 
     def _link_s3(self, dra: DataRepositoryConfig) -> fsx.CfnDataRepositoryAssociation:
         s3_path = dra.s3_path or f"s3://{self.bucket.bucket_name}/"
+        self._repository_path = s3_path  # the export report goes below it
         return fsx.CfnDataRepositoryAssociation(
             self,
             "DataRepositoryAssociation",
@@ -239,7 +248,8 @@ class Storage(Construct):
         # Describe* actions have no resource-level permissions (Service Authorization
         # Reference, Amazon FSx and Amazon EC2: no resource type listed for them).
         role.add_to_policy(iam.PolicyStatement(
-            actions=["fsx:DescribeDataRepositoryTasks", "ec2:DescribeNetworkInterfaces"],
+            actions=["fsx:DescribeDataRepositoryTasks", "fsx:DescribeDataRepositoryAssociations",
+                     "ec2:DescribeNetworkInterfaces"],
             resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
                                                resources=[Aws.STACK_ID]))
@@ -268,10 +278,12 @@ class Storage(Construct):
             self, "ExportOnDelete",
             service_token=provider.service_token,
             resource_type="Custom::FsxExportOnDelete",
+            service_timeout=EXPORT_SERVICE_TIMEOUT,
             properties={
                 "FileSystemId": self.file_system.file_system_id,
                 "NodeSecurityGroupId": self.props.client_security_group.security_group_id,
                 "WaitSeconds": str(int(EXPORT_WAIT.to_seconds())),
+                "ReportPath": f"{self._repository_path.rstrip('/')}/{EXPORT_REPORT_PREFIX}",
             },
         )
         assert self.data_repository_association is not None

@@ -79,6 +79,13 @@ def _nodes_still_up(ec2: Any, security_group_id: str) -> int:
     return len(found)
 
 
+def _linked(fsx: Any, file_system_id: str) -> bool:
+    """Whether any data repository association still links the file system to S3."""
+    found = fsx.describe_data_repository_associations(
+        Filters=[{"Name": "file-system-id", "Values": [file_system_id]}])["Associations"]
+    return bool(found)
+
+
 def _export_task(fsx: Any, file_system_id: str, since: float) -> dict[str, Any] | None:
     """The newest EXPORT_TO_REPOSITORY task of the file system created since ``since``."""
     tasks: list[dict[str, Any]] = []
@@ -117,25 +124,31 @@ def is_complete(event: dict[str, Any], context: Any = None, *, now: float | None
     except fsx.exceptions.FileSystemNotFound:
         _log("file system already gone", file_system=file_system_id)
         return {"IsComplete": True}
+    report = event["ResourceProperties"]["ReportPath"]
     if task is None:
         try:
             task = fsx.create_data_repository_task(
                 Type="EXPORT_TO_REPOSITORY", FileSystemId=file_system_id,
-                Report={"Enabled": False},
+                Report={"Enabled": True, "Path": report, "Format": "REPORT_CSV_20191124",
+                        "Scope": "FAILED_FILES_ONLY"},
                 ClientRequestToken=event["RequestId"].replace("-", "")[:63],
             )["DataRepositoryTask"]
         except fsx.exceptions.DataRepositoryTaskExecuting:
             _log("another data repository task is running; waiting", file_system=file_system_id)
             return {"IsComplete": False}
         except (fsx.exceptions.BadRequest, fsx.exceptions.UnsupportedOperation) as err:
-            # No data repository association is linked: there is nothing to export to.
-            _log("no export possible", file_system=file_system_id, error=str(err))
+            if _linked(fsx, file_system_id):
+                raise RuntimeError(
+                    f"FSx refused to export {file_system_id} to S3 ({err}); the file system is "
+                    "kept: fix the cause and run cdk destroy again") from None
+            _log("no data repository association: nothing to export", file_system=file_system_id)
             return {"IsComplete": True}
     state = task["Lifecycle"]
     _log("export task", task=task.get("TaskId"), lifecycle=state)
     if state in FAILED_STATES:
         details = task.get("FailureDetails", {}).get("Message", "")
         raise RuntimeError(
-            f"exporting {file_system_id} to S3 ended {state} ({details}); the file system is "
-            "kept: fix the cause (FSx console, data repository tasks) and run cdk destroy again")
+            f"exporting {file_system_id} to S3 ended {state} ({details}); the files that failed "
+            f"are listed in {report}/task-{task.get('TaskId')}/failures.csv; the file system is "
+            "kept: fix the cause and run cdk destroy again")
     return {"IsComplete": state in DONE_STATES}
