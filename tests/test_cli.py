@@ -42,7 +42,7 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
     values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS}
     values.update({
         "Region": REGION, "ComputeAzId": "usw2-az4", "InstanceType": instance_type,
-        "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "2",
+        "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "16",
         "Orchestrator": orchestrator, "DataBucketName": "trn-data-bucket",
         "FsxDataRepositoryPath": "/", "CapacityType": "on-demand", "CapacityReservationId": "none",
         "TrainingImageUri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc",
@@ -209,7 +209,7 @@ def test_preflight_all_pass():
     account, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}),
                                     preflight_config(), docker_ok)
     assert account == "123456789012"
-    assert [c.ok for c in checks] == [True] * 5, format_table(checks)
+    assert [c.ok for c in checks] == [True] * 6, format_table(checks)
 
 
 @moto.mock_aws
@@ -232,8 +232,8 @@ def test_preflight_quota_too_low_exits_1(capsys, monkeypatch):
 
     bootstrap()
     real = preflight.run_preflight
-    monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r: real(
-        Session(**{"service-quotas": quota_client(128)}), c, docker_ok))
+    monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
+        Session(**{"service-quotas": quota_client(128)}), c, docker_ok, **kw))
     monkeypatch.chdir(REPO_ROOT)
     code, out, err = run(capsys, "preflight", "-c", "nodes.max=2", "-c", "nodes.desired=2")
     assert code == ExitCode.CHECK_FAILED == 1

@@ -76,7 +76,7 @@ def dry_run(capsys, tmp_path, orchestrator, *extra, command="submit", instance_t
 @needs_shared
 @pytest.mark.parametrize("command, extra", [
     ("submit", ()), ("submit", ("--precompile",)), ("submit", ("--nodes", "4", "--env", "A=1")),
-    ("submit", ("--", "--lr", "3e-4")), ("smoke-test", ()),
+    ("submit", ("--", "--lr", "3e-4")), ("submit", ("--time", "2-00:00:00")), ("smoke-test", ()),
 ])
 @pytest.mark.parametrize("instance_type", EFA_TYPES)
 def test_every_trainjob_validates_against_the_crd(capsys, tmp_path, trainjob_schema, command,
@@ -172,8 +172,9 @@ def test_precompile_steps_imply_precompile(capsys, tmp_path, extra, precompile_l
 @pytest.mark.parametrize("steps", ["0", "-1"])
 def test_precompile_steps_below_one_are_rejected(capsys, tmp_path, steps):
     path = write_outputs(tmp_path, outputs_values("eks"))
-    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe", "x",
-                       "--steps", "10", "--data-dir", "/d", "--precompile", "--precompile-steps", steps)
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe",
+                       "llama-tiny", "--steps", "10", "--data-dir", "/fsx/d", "--precompile",
+                       "--precompile-steps", steps)
     assert code == ExitCode.USAGE
     assert f"error: --precompile-steps must be at least 1, got: {steps}" in err
 
@@ -277,8 +278,8 @@ def test_sbatch_option_checker_rejects(bad, message):
 
 def test_single_node_type_refuses_multi_node(capsys, tmp_path):
     path = write_outputs(tmp_path, outputs_values("eks", "trn1.2xlarge"))
-    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe", "x",
-                       "--steps", "1", "--data-dir", "/d", "--nodes", "2")
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe",
+                       "llama-tiny", "--steps", "1", "--data-dir", "/fsx/d", "--nodes", "2")
     assert code == ExitCode.USAGE
     assert "trn1.2xlarge has no EFA: multi-node jobs need an EFA instance type" in err
 
@@ -423,7 +424,8 @@ def test_eks_submit_status_logs_cancel(capsys, tmp_path, monkeypatch):
 
         def read_namespaced_pod_log(self, pod, ns, container, **kw):
             assert container == TRAINER_NODE == "node"
-            return "loss 2.0\n"
+            assert kw == {"_preload_content": False}  # the raw body (test_cli_eks_api.py)
+            return SimpleNamespace(data=b"loss 2.0\n", release_conn=lambda: None)
 
     def connect(namespace, **kwargs):
         assert kwargs["cluster_name"] == "value-of-EksClusterName" and kwargs["context"] is None

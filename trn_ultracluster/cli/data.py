@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.cli.aws import aws_errors
+from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.outputs import OutputKey
@@ -43,6 +43,23 @@ def _files(source: Path) -> list[tuple[Path, str]]:
     return [(p, p.relative_to(source).as_posix()) for p in sorted(source.rglob("*")) if p.is_file()]
 
 
+def _upload_failed(err: Exception, bucket: str, action: str) -> CliError:
+    """The error for boto3's ``S3UploadFailedError``, which wraps the ``ClientError`` of the
+    failed request (boto3 ``s3/transfer.py`` ``upload_file``: raised while handling it, so
+    it is the exception's ``__context__``)."""
+    from trn_ultracluster.cli.aws import client_error
+
+    cause = err.__context__
+    if error_code(cause) == "NoSuchBucket":
+        return CliError(f"{action}: bucket {bucket} does not exist",
+                        "the outputs are of a deleted stack or another account: read them "
+                        "again (leave --outputs-file out) or deploy the stack",
+                        ExitCode.STACK)
+    if cause is not None and error_code(cause):
+        return client_error(action, cause)
+    return CliError(f"{action}: {err}", "retry; check the network and the bucket", ExitCode.AWS)
+
+
 def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str,
                   progress: bool = True) -> StagedData:
     """Upload ``source`` (a file or a directory tree) to ``s3://<data bucket>/<prefix>/``.
@@ -55,35 +72,48 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
         progress: show a byte progress bar (tqdm) on stderr.
 
     Raises:
-        CliError: USAGE when the source is missing or empty; CREDENTIALS as
-            :func:`aws_errors`; CLUSTER when the bucket refuses the upload.
+        CliError: USAGE when the source is missing, empty, not a regular file or directory,
+            or a file cannot be read; STACK when the data bucket does not exist;
+            CREDENTIALS and AWS as :func:`aws_errors`.
     """
-    from botocore.exceptions import ClientError
+    from boto3.exceptions import S3UploadFailedError
+    from botocore.exceptions import BotoCoreError
 
     if not source.exists():
         raise CliError(f"{source} does not exist", "pass a local file or directory")
-    files = _files(source)
+    if not (source.is_file() or source.is_dir()):
+        raise CliError(f"{source} is not a regular file or directory",
+                       "pass a local file or directory")
+    try:
+        files = _files(source)
+        total = sum(p.stat().st_size for p, _ in files)
+    except OSError as err:
+        raise CliError(f"cannot read {source}: {err}", "check the permissions of the files",
+                       ExitCode.USAGE) from None
     if not files:
         raise CliError(f"{source} holds no files", "pass a directory with the dataset files")
     bucket = outputs.get(OutputKey.DATA_BUCKET_NAME)
     prefix = prefix.strip("/")
-    total = sum(p.stat().st_size for p, _ in files)
+    action = f"upload to s3://{bucket}/{prefix}"
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"s3://{bucket}/{prefix}")
-    s3 = session.client("s3")
     try:
-        with aws_errors(f"upload to s3://{bucket}/{prefix}"):
+        with aws_errors(action):
+            s3 = session.client("s3")
             for path, rel in files:
                 try:
                     s3.upload_file(str(path), bucket, f"{prefix}/{rel}" if prefix else rel,
                                    Callback=bar.update if bar else None)
-                except ClientError as err:
-                    raise CliError(f"upload of {path} to s3://{bucket} failed: {err}",
-                                   "check the bucket exists (the stack outputs) and your "
-                                   "s3:PutObject permission", ExitCode.CLUSTER) from None
+                except S3UploadFailedError as err:
+                    raise _upload_failed(err, bucket, action) from None
+                except BotoCoreError:  # some are OSErrors too: aws_errors explains them
+                    raise
+                except OSError as err:  # a file vanished or cannot be read mid-upload
+                    raise CliError(f"{action}: cannot read {path}: {err.strerror or err}",
+                                   "check the file and run `data` again", ExitCode.USAGE) from None
     finally:
         if bar is not None:
             bar.close()

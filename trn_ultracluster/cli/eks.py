@@ -58,7 +58,8 @@ def container_command(launch: Launch) -> list[str]:
 
 def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: Launch,
               num_nodes: int, spec: InstanceSpec,
-              env: Mapping[str, str] | None = None) -> dict[str, Any]:
+              env: Mapping[str, str] | None = None,
+              active_deadline_s: int | None = None) -> dict[str, Any]:
     """A ``TrainJob`` manifest (a dict ready for the API or ``kubectl apply``).
 
     Args:
@@ -71,9 +72,13 @@ def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: La
         spec: catalog entry of the stack's instance type: processes per node
             (``logical_neuron_cores``) and resources per node come from it.
         env: extra environment of the trainer container.
+        active_deadline_s: ``spec.activeDeadlineSeconds``: seconds the TrainJob may be
+            active (from its start, reset on resume) before its pods are stopped and it
+            fails with ``DeadlineExceeded`` (Trainer 2.3.0 CRD); ``None`` for no limit.
 
     Raises:
-        ValueError: bad name or node count; more than one node on a type without EFA.
+        ValueError: bad name, node count or time limit; more than one node on a type
+            without EFA.
     """
     validate_job_name(name)
     if num_nodes < 1:
@@ -89,16 +94,21 @@ def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: La
     }
     if env:
         trainer["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
+    job_spec: dict[str, Any] = {
+        "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
+                       "name": runtime},
+        "trainer": trainer,
+    }
+    if active_deadline_s is not None:
+        if active_deadline_s < 1:
+            raise ValueError(f"the job's time limit must be at least 1 s, got: {active_deadline_s}")
+        job_spec["activeDeadlineSeconds"] = active_deadline_s
     return {
         "apiVersion": TRAINER_API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": namespace,
                      "labels": {PROJECT_LABEL: "trn-ultracluster"}},
-        "spec": {
-            "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
-                           "name": runtime},
-            "trainer": trainer,
-        },
+        "spec": job_spec,
     }
 
 
@@ -119,24 +129,36 @@ class TrainJobClient:
         self.core = client.CoreV1Api(api_client)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` with the client's failures turned into :class:`CliError`.
+
+        Raises:
+            CliError: (CLUSTER) the API server answered with an error, or cannot be reached
+                (urllib3's ``MaxRetryError`` and friends are not ``OSError``s).
+        """
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         try:
             return fn(*args, **kwargs)
         except ApiException as err:
             hint = {
+                0: "the connection to the API server failed (TLS): check the cluster endpoint "
+                   "and its certificate authority (redeploy, or fix --kube-context)",
                 401: "refresh credentials: run the stack's EksUpdateKubeconfigCommand",
                 403: "your IAM principal needs an EKS access entry: deploy with `make deploy` "
                      "(it adds the deploying principal) or set eks.admin_role_arn",
                 404: "check the job name (`status` lists jobs) and that Kubeflow Trainer is "
                      "installed (kubectl get crd trainjobs.trainer.kubeflow.org)",
                 409: "a job with this name exists: pick another --name or `cancel` it",
-            }.get(err.status, "see the Kubernetes API message in this error")
+            }.get(err.status, "the Kubernetes API's reason is in this error; fix the request "
+                              "or the cluster and retry")
+            body = err.body.decode("utf-8", "replace") if isinstance(err.body, bytes) else err.body
             raise CliError(f"{what}: Kubernetes API {err.status} {err.reason}: "
-                           f"{(err.body or '')[:300]}", hint, ExitCode.CLUSTER) from None
-        except OSError as err:  # urllib3 connection errors are OSErrors
-            raise CliError(f"{what}: cannot reach the EKS API server ({err})",
-                           "check the network and eks.endpoint_access", ExitCode.CLUSTER) from None
+                           f"{(body or '')[:300]}", hint, ExitCode.CLUSTER) from None
+        except (HTTPError, OSError) as err:
+            raise CliError(f"{what}: cannot reach the Kubernetes API server ({err})",
+                           "check the network, the cluster's endpoint access "
+                           "(eks.endpoint_access) and --kube-context", ExitCode.CLUSTER) from None
 
     def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
         """Create the TrainJob; returns the stored object."""
@@ -161,7 +183,11 @@ class TrainJobClient:
                    TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, name)
 
     def logs(self, name: str, tail_lines: int | None = None) -> str:
-        """Log of the first node's trainer container (rank 0 prints the metrics)."""
+        """Log of the first node's trainer container (rank 0 prints the metrics), as text.
+
+        Raises:
+            CliError: (CLUSTER) no pod yet, or the API server failed the request.
+        """
         selector = f"{JOBSET_NAME_LABEL}={name},{COMPLETION_INDEX_LABEL}=0"
         pods = self._call(f"list pods of {name}", self.core.list_namespaced_pod,
                           self.namespace, label_selector=selector)
@@ -170,11 +196,30 @@ class TrainJobClient:
                            f"wait and check `status {name}` (nodes may be scaling up)",
                            ExitCode.CLUSTER)
         pod = pods.items[0].metadata.name
-        kwargs: dict[str, Any] = {"container": TRAINER_NODE}
+        kwargs: dict[str, Any] = {"container": TRAINER_NODE, "_preload_content": False}
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
-        return self._call(f"logs of {pod}", self.core.read_namespaced_pod_log, pod,
-                          self.namespace, **kwargs)
+        response = self._call(f"logs of {pod}", self.core.read_namespaced_pod_log, pod,
+                              self.namespace, **kwargs)
+        try:
+            body = self._call(f"logs of {pod}", lambda: response.data)
+        finally:
+            response.release_conn()
+        return decode_log(body)
+
+
+def decode_log(body: bytes | str) -> str:
+    """The text of a pod log body (UTF-8; bytes that are not UTF-8 become U+FFFD).
+
+    :meth:`TrainJobClient.logs` reads the raw body (``_preload_content=False``) because the
+    kubernetes client 36.x returns ``read_namespaced_pod_log`` as the repr of the body's
+    bytes (``"b'...'"``), or of a dict when the log is one JSON line
+    (kubernetes-client/python issue #2596; the ``str`` response type skips the decode and
+    is deserialized with ``json.loads`` then ``str``). A log may hold a multi-byte character
+    cut by concurrent writers (progress bars), so undecodable bytes are replaced rather than
+    failing the read.
+    """
+    return body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
 
 
 def job_state(job: Mapping[str, Any]) -> str:
@@ -206,11 +251,17 @@ def connect(namespace: str, *, session: Any, region: str, cluster_name: str,
         from trn_ultracluster.cli.eks_auth import eks_api_client
 
         return TrainJobClient(namespace, eks_api_client(session, region, cluster_name))
+    import os
+
+    import yaml
     from kubernetes import config
 
+    # KUBECONFIG is read here, not when the kubernetes package was imported (its default),
+    # so the environment of the call counts; ':'-separated lists work as with kubectl.
+    config_file = os.environ.get("KUBECONFIG") or "~/.kube/config"
     try:
-        api_client = config.new_client_from_config(context=context)
-    except (config.ConfigException, FileNotFoundError) as err:
+        api_client = config.new_client_from_config(config_file=config_file, context=context)
+    except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
         raise CliError(f"kubeconfig context {context!r} is not usable ({err})",
                        "leave --kube-context out to reach the cluster with your AWS "
                        "credentials, or fix the kubeconfig", ExitCode.CLUSTER) from None

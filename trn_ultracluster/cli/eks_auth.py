@@ -90,7 +90,8 @@ def eks_api_client(session: Any, region: str, cluster_name: str) -> Any:
     with os.fdopen(handle, "wb") as ca_file:
         ca_file.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
     atexit.register(lambda: os.path.exists(ca_path) and os.unlink(ca_path))
-    sts = _sts_client(session, region)
+    with aws_errors("STS client for the EKS token"):
+        sts = _sts_client(session, region)
     configuration = client.Configuration()
     configuration.host = cluster["endpoint"]
     configuration.ssl_ca_cert = ca_path

@@ -2,25 +2,27 @@
 
 Every command reads the stack outputs (``--stack-name``, default ``TrnUltraCluster``) from
 CloudFormation in ``--region``, or from ``--outputs-file`` (``cdk deploy --outputs-file``
-JSON). Exit codes: :class:`trn_ultracluster.cli.errors.ExitCode`.
+JSON). Exit codes: :class:`trn_ultracluster.cli.errors.ExitCode` (``--help`` lists them).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.catalog import UnknownInstanceTypeError, get_instance
-from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
 from trn_ultracluster.cli.stack_outputs import ORCHESTRATOR_KEYS
 from trn_ultracluster.outputs import DESCRIPTIONS, STACK_NAME, OutputKey
-from trn_ultracluster.shared_storage import JOBS_DIR, RUNS_DIR, fsx_path
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, JOBS_DIR, RUNS_DIR, fsx_path
 
 __all__ = ["build_parser", "main"]
 
@@ -32,9 +34,48 @@ SMOKE_TIMEOUT_S = 3600.0
 """Default ``smoke-test --timeout``: node scale-up plus the benchmark."""
 POLL_S = 15.0
 """Seconds between job state polls of ``smoke-test``."""
+DESCRIPTION = """\
+The TrnUltraCluster job CLI: check the account, stage data, submit, watch and smoke-test
+training jobs. Every command reads the stack outputs (--stack-name, default TrnUltraCluster)
+from CloudFormation in --region (default: AWS_REGION, then AWS_DEFAULT_REGION / the AWS
+config), or from --outputs-file (the JSON of `cdk deploy --outputs-file`).
+Run `trn-ultracluster COMMAND --help` for a command's options."""
 
 
 # --- argument parsing -------------------------------------------------------------------------
+
+
+def _at_least_one(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    """argparse type: seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _ratio(text: str) -> float:
+    """argparse type: a fraction in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1, got {text}")
+    return value
 
 
 def _common() -> argparse.ArgumentParser:
@@ -42,7 +83,8 @@ def _common() -> argparse.ArgumentParser:
     group = common.add_argument_group("stack")
     group.add_argument("--stack-name", default=STACK_NAME,
                        help=f"CloudFormation stack name (default: {STACK_NAME})")
-    group.add_argument("--region", help="AWS Region of the stack (default: AWS config / AWS_REGION)")
+    group.add_argument("--region", help="AWS Region of the stack (default: AWS_REGION, then "
+                                        "AWS_DEFAULT_REGION / the AWS config)")
     group.add_argument("--outputs-file", type=Path,
                        help="read outputs from `cdk deploy --outputs-file` JSON instead of AWS")
     return common
@@ -63,44 +105,61 @@ def _job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image", help="container image (default: the stack's TrainingImageUri)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the TrainJob manifest (EKS) or sbatch script (Slurm); change nothing")
-    p.add_argument("--time", dest="time_limit", help="Slurm --time limit, e.g. 2-00:00:00")
+    p.add_argument("--time", dest="time_limit",
+                   help="time limit in Slurm's format, e.g. 2-00:00:00 or 90 (minutes): "
+                        "sbatch --time on HyperPod, the TrainJob's activeDeadlineSeconds on EKS")
     _cluster_options(p)
+
+
+def _command(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A sub-command parser whose ``--help`` ends with the exit codes."""
+    if "description" in kwargs:
+        kwargs["description"] = textwrap.fill(kwargs["description"], width=92)
+    return sub.add_parser(name, epilog=exit_codes_help(),
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``trn-ultracluster`` parser (one sub-parser per command)."""
     parser = argparse.ArgumentParser(
-        prog="trn-ultracluster", description=__doc__,
+        prog="trn-ultracluster", description=DESCRIPTION, epilog=exit_codes_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     common = _common()
 
-    p = sub.add_parser("preflight", parents=[common], help="check the account before deploy",
-                       description="Check instance offering, quota, CDK bootstrap, Docker and "
-                                   "capacity for the configuration; exit 1 if any check fails.")
+    p = _command(sub, "preflight", parents=[common], help="check the account before deploy",
+                 description="Check instance offering, quota, CDK bootstrap, Docker, "
+                             "capacity and the stack (--stack-name: does it exist, in "
+                             "which state) for the configuration, in the configuration's "
+                             "Region (derived from az_ids; --region, if given, must be "
+                             "it). --outputs-file is refused: nothing is deployed yet. "
+                             "Exit 1 if any check fails.")
     p.add_argument("--profile", help="profile YAML, as `-c config=path.yaml` for the CDK")
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
 
-    p = sub.add_parser("outputs", parents=[common], help="print the stack outputs",
-                       description="Print the stack outputs as a table (or JSON); say which "
-                                   "are missing.")
+    p = _command(sub, "outputs", parents=[common], help="print the stack outputs",
+                 description="Print the stack outputs as a table (or JSON); say which "
+                             "are missing.")
     p.add_argument("--json", action="store_true", help="print JSON")
 
-    p = sub.add_parser("data", parents=[common], help="stage a dataset to the shared storage",
-                       description="Upload a file or directory to the stack's S3 data bucket; "
-                                   "the data repository association shows it on FSx.")
+    p = _command(sub, "data", parents=[common], help="stage a dataset to the shared storage",
+                 description="Upload a file or directory to the stack's S3 data bucket; "
+                             "the data repository association shows it on FSx.")
     p.add_argument("source", type=Path, help="local file or directory")
     p.add_argument("--prefix", help=f"S3 key prefix (default: {DEFAULT_DATA_PREFIX}/<source name>)")
     p.add_argument("--no-progress", action="store_true")
 
-    p = sub.add_parser("submit", parents=[common], help="submit a training job",
-                       description="Submit `torchrun -m trn_train train ...` on the stack's "
-                                   "orchestrator; extra `train` flags go after `--`.")
+    p = _command(sub, "submit", parents=[common], help="submit a training job",
+                 description="Submit `torchrun -m trn_train train ...` on the stack's "
+                             "orchestrator; extra `train` flags go after `--`.")
     p.add_argument("--recipe", required=True, help="trn_train recipe (python -m trn_train recipes)")
     p.add_argument("--steps", type=int, required=True, help="total optimizer steps")
-    p.add_argument("--data-dir", required=True, help="prepared data on FSx, e.g. /fsx/s3/datasets/x")
-    p.add_argument("--output-dir", help=f"checkpoints (default: {DEFAULT_OUTPUT_ROOT}/<name>)")
+    p.add_argument("--data-dir", required=True,
+                   help=f"prepared data on the shared file system (under {FSX_MOUNT_PATH}), "
+                        f"e.g. {FSX_MOUNT_PATH}/datasets/x")
+    p.add_argument("--output-dir", help=f"checkpoints, under {FSX_MOUNT_PATH} (default: "
+                                        f"{DEFAULT_OUTPUT_ROOT}/<name>)")
     p.add_argument("--nodes", type=int, help="nodes (default: the stack's NodeCountDesired)")
     p.add_argument("--precompile", action="store_true",
                    help="run a neuron_parallel_compile pass first")
@@ -108,36 +167,38 @@ def build_parser() -> argparse.ArgumentParser:
                    help="steps of the precompile trial run (default: "
                         f"{PRECOMPILE_STEPS}); implies --precompile")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="EKS: extra container environment; repeatable")
+                   help="extra environment of the training processes (EKS: the trainer "
+                        "container; HyperPod: exported in the sbatch script); repeatable")
     _job_options(p)
     p.add_argument("train_args", nargs=argparse.REMAINDER,
                    help="after `--`: more `python -m trn_train train` flags")
 
     for name, text in (("status", "show jobs or one job"), ("logs", "print a job's log"),
                        ("cancel", "cancel a job")):
-        p = sub.add_parser(name, parents=[common], help=text, description=text.capitalize() + ".")
+        p = _command(sub, name, parents=[common], help=text, description=text.capitalize() + ".")
         p.add_argument("job", nargs="?" if name == "status" else None,
                        help="EKS: TrainJob name; Slurm: job id")
         if name == "logs":
-            p.add_argument("--tail", type=int, help="last N lines only")
+            p.add_argument("--tail", type=_at_least_one, help="last N lines only (N >= 1)")
         _cluster_options(p)
 
-    p = sub.add_parser("scale", parents=[common], help="set the number of Trainium nodes (EKS)",
-                       description="Set the desired size of the EKS Trainium node group, e.g. "
-                                   "once a Capacity Block is active, or 0 to stop paying for "
-                                   "idle nodes.")
+    p = _command(sub, "scale", parents=[common], help="set the number of Trainium nodes (EKS)",
+                 description="Set the desired size of the EKS Trainium node group, e.g. "
+                             "once a Capacity Block is active, or 0 to stop paying for "
+                             "idle nodes.")
     p.add_argument("--nodes", type=int, required=True, help="desired nodes, 0..NodeCountMax")
 
-    p = sub.add_parser("smoke-test", parents=[common], help="2-node all-reduce over EFA",
-                       description="All-reduce over every NeuronCore of 2 nodes; reports bus "
-                                   "bandwidth against the instance's network bandwidth.")
+    p = _command(sub, "smoke-test", parents=[common], help="2-node all-reduce over EFA",
+                 description="All-reduce over every NeuronCore of 2 nodes; reports bus "
+                             "bandwidth against the instance's network bandwidth.")
     _job_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return")
-    p.add_argument("--timeout", type=float, default=SMOKE_TIMEOUT_S,
+    p.add_argument("--timeout", type=_positive_seconds, default=SMOKE_TIMEOUT_S,
                    help=f"seconds to wait (default {SMOKE_TIMEOUT_S:g})")
     p.add_argument("--from-log", type=Path, help="judge a saved job log instead of running")
-    p.add_argument("--min-ratio", type=float, default=MIN_EFA_RATIO,
-                   help=f"pass threshold, bus/network bandwidth (default {MIN_EFA_RATIO:g})")
+    p.add_argument("--min-ratio", type=_ratio, default=MIN_EFA_RATIO,
+                   help="pass threshold, bus/network bandwidth, more than 0 and at most 1 "
+                        f"(default {MIN_EFA_RATIO:g})")
     return parser
 
 
@@ -145,18 +206,37 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _load(args: argparse.Namespace):
+    """The stack outputs of ``args`` (printing their warnings).
+
+    Raises:
+        CliError: as :func:`load_outputs`; USAGE when ``--region`` contradicts the stack's
+            ``Region`` output (an outputs file of a stack in another Region).
+    """
     from trn_ultracluster.cli.stack_outputs import load_outputs
 
     outputs = load_outputs(args.stack_name, args.region, args.outputs_file)
+    stack_region = outputs.values.get(OutputKey.REGION.value)
+    if args.region and stack_region and args.region != stack_region:
+        raise CliError(f"--region {args.region} does not match the stack's Region {stack_region} "
+                       f"({outputs.source})", "leave --region out, or pass the outputs of the "
+                       f"stack in {args.region}")
     for warning in outputs.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return outputs
 
 
+def _region(args: argparse.Namespace, outputs: Any) -> str | None:
+    """The stack's Region: its ``Region`` output, else ``--region`` / ``AWS_REGION``
+    (``None``: the AWS config's)."""
+    from trn_ultracluster.cli.aws import resolve_region
+
+    return outputs.values.get(OutputKey.REGION.value) or resolve_region(args.region)
+
+
 def _session(args: argparse.Namespace, outputs: Any) -> Any:
     from trn_ultracluster.cli.aws import make_session
 
-    return make_session(args.region or outputs.values.get(OutputKey.REGION.value))
+    return make_session(_region(args, outputs))
 
 
 def _spec(outputs: Any):
@@ -176,8 +256,9 @@ def _orchestrator(outputs: Any) -> str:
 def _eks_client(args: argparse.Namespace, outputs: Any):
     from trn_ultracluster.cli.eks import connect
 
-    return connect(outputs.get(OutputKey.EKS_TRAINING_NAMESPACE), session=_session(args, outputs),
-                   region=args.region or outputs.get(OutputKey.REGION),
+    session = _session(args, outputs)
+    return connect(outputs.get(OutputKey.EKS_TRAINING_NAMESPACE), session=session,
+                   region=session.region_name,
                    cluster_name=outputs.get(OutputKey.EKS_CLUSTER_NAME),
                    context=args.kube_context)
 
@@ -214,20 +295,51 @@ def _key_value(items: list[str], option: str) -> dict[str, str]:
     return out
 
 
+def _cdk_context(repo: Path) -> dict[str, Any]:
+    """The ``context`` of ``cdk.json`` in ``repo`` (empty without the file), as the CDK app
+    reads it.
+
+    Raises:
+        CliError: (USAGE) the file cannot be read or is not a JSON object.
+    """
+    from trn_ultracluster.cli.files import read_text
+
+    path = repo / "cdk.json"
+    if not path.exists():
+        return {}
+    fix = "fix cdk.json (the repository's copy is valid JSON), or run from the repository"
+    try:
+        data = json.loads(read_text(path, "file", fix).strip() or "null")
+    except json.JSONDecodeError as err:
+        raise CliError(f"{path} is not JSON ({err})", fix) from None
+    context = data.get("context", {}) if isinstance(data, dict) else None
+    if not isinstance(context, dict):
+        raise CliError(f"{path} has no \"context\" object", fix)
+    return dict(context)
+
+
 # --- commands -------------------------------------------------------------------------------
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
-    """Load the config like the CDK app does, then run the checks."""
+    """Load the config like the CDK app does, then run the checks in its Region.
+
+    ``--outputs-file`` is refused (nothing is deployed yet); ``--region`` must be the
+    configuration's Region; ``--stack-name`` names the stack whose state is reported.
+    """
     import subprocess
 
-    from trn_ultracluster.cli.aws import make_session
+    from trn_ultracluster.cli import aws
     from trn_ultracluster.cli.preflight import format_table, run_preflight
     from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
 
+    if args.outputs_file is not None:
+        raise CliError("preflight checks the account before a deploy and reads no outputs: "
+                       "--outputs-file has no meaning here",
+                       "leave --outputs-file out (`outputs --outputs-file ...` reads a "
+                       "deployed stack's outputs)")
     repo = Path.cwd()
-    cdk_json = repo / "cdk.json"
-    context: dict[str, Any] = json.loads(cdk_json.read_text())["context"] if cdk_json.is_file() else {}
+    context = _cdk_context(repo)
     if args.profile:
         context[PROFILE_CONTEXT_KEY] = args.profile
     context.update(_key_value(args.context, "-c"))
@@ -235,7 +347,13 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         config = load_config(context, base_dir=repo).config
     except ConfigError as err:
         raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
-    account, checks = run_preflight(make_session(config.region), config, subprocess.run)
+    if args.region and args.region != config.region:
+        raise CliError(f"--region {args.region} is not the configuration's Region {config.region} "
+                       f"(derived from az_ids {', '.join(config.az_ids)})",
+                       "leave --region out, or set az_ids to AZ IDs of "
+                       f"{args.region} (-c az_ids=... or a profile)")
+    account, checks = run_preflight(aws.make_session(config.region), config, subprocess.run,
+                                    stack_name=args.stack_name)
     print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
           f"({config.region}), orchestrator {config.orchestrator}, account {account}")
     print(format_table(checks))
@@ -289,10 +407,18 @@ def cmd_data(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace, outputs: Any, launch: Any, name: str, nodes: int,
             env: dict[str, str]) -> tuple[str, Any]:
     """Build the job for the stack's orchestrator: ``("eks", manifest)`` or
-    ``("hyperpod-slurm", script)``."""
+    ``("hyperpod-slurm", script)``. ``--env`` and ``--time`` are honoured by both.
+
+    Raises:
+        CliError: (USAGE) an option the orchestrator cannot honour (``--image`` on HyperPod),
+            a bad ``--time``, or what the job builders reject.
+    """
+    from trn_ultracluster.cli.job_args import time_limit_seconds
+
     spec = _spec(outputs)
     orchestrator = _orchestrator(outputs)
     image = args.image or outputs.get(OutputKey.TRAINING_IMAGE_URI)
+    deadline = time_limit_seconds(args.time_limit) if args.time_limit is not None else None
     try:
         if orchestrator == "eks":
             from trn_ultracluster.cli.eks import train_job
@@ -300,16 +426,16 @@ def _render(args: argparse.Namespace, outputs: Any, launch: Any, name: str, node
             return orchestrator, train_job(
                 name=name, namespace=outputs.get(OutputKey.EKS_TRAINING_NAMESPACE),
                 runtime=outputs.get(OutputKey.EKS_TRAINING_RUNTIME), image=image, launch=launch,
-                num_nodes=nodes, spec=spec, env=env)
+                num_nodes=nodes, spec=spec, env=env, active_deadline_s=deadline)
         from trn_ultracluster.cli.slurm import sbatch_script
 
         if args.image:
             raise CliError("--image is not supported on HyperPod Slurm: jobs run the stack's "
                            "image (TRN_CONTAINER_IMAGE)", "leave --image out")
         return orchestrator, sbatch_script(job_name=name, nodes=nodes, spec=spec, launch=launch,
-                                           time_limit=args.time_limit)
+                                           time_limit=args.time_limit, env=env)
     except ValueError as err:
-        raise CliError(str(err), "fix the arguments") from None
+        raise CliError(str(err), "fix the arguments (trn-ultracluster submit --help)") from None
 
 
 def _print_job(orchestrator: str, job: Any) -> None:
@@ -348,22 +474,34 @@ def _precompile_steps(args: argparse.Namespace) -> int | None:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    """Submit (or print) a training job."""
+    """Check the arguments against the recipes, the shared file system and the stack, then
+    submit (or print) a training job. Nothing is sent when a check fails."""
+    from trn_ultracluster.cli.job_args import (
+        check_env,
+        check_nodes,
+        check_shared_dir,
+        check_train_recipe,
+    )
     from trn_ultracluster.cli.launch import default_job_name, trn_train_launch
 
+    check_train_recipe(args.recipe)
+    data_dir = check_shared_dir("--data-dir", args.data_dir)
+    output_dir = check_shared_dir("--output-dir", args.output_dir) if args.output_dir else None
+    env = check_env(args.env)
     outputs = _load(args)
     name = args.name or default_job_name(args.recipe)
     nodes = args.nodes if args.nodes is not None else max(outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
+    check_nodes(nodes, outputs.int_value(OutputKey.NODE_COUNT_MAX))
     extra = tuple(a for a in args.train_args if a != "--")
     precompile = _precompile_steps(args)
     try:
-        launch = trn_train_launch(recipe=args.recipe, data_dir=args.data_dir,
-                                  output_dir=args.output_dir or _default_output_dir(outputs, name),
+        launch = trn_train_launch(recipe=args.recipe, data_dir=data_dir,
+                                  output_dir=output_dir or _default_output_dir(outputs, name),
                                   steps=args.steps, instance_type=outputs.get(OutputKey.INSTANCE_TYPE),
                                   extra_args=extra, precompile_steps=precompile)
     except ValueError as err:
-        raise CliError(str(err), "fix the arguments") from None
-    orchestrator, job = _render(args, outputs, launch, name, nodes, _key_value(args.env, "--env"))
+        raise CliError(str(err), "fix the arguments (trn-ultracluster submit --help)") from None
+    orchestrator, job = _render(args, outputs, launch, name, nodes, env)
     if args.dry_run:
         _print_job(orchestrator, job)
         return ExitCode.OK
@@ -374,19 +512,26 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """One job, or every job (saying so when there is none)."""
     outputs = _load(args)
     if _orchestrator(outputs) == "eks":
         from trn_ultracluster.cli.eks import job_state
 
         client = _eks_client(args, outputs)
         jobs = [client.get(args.job)] if args.job else client.list()
+        if not jobs:
+            print(f"no TrainJobs in namespace {client.namespace}")
         for job in jobs:
             trainer = job.get("spec", {}).get("trainer", {})
             print(f"{job['metadata']['name']:<40} {job_state(job):<10} nodes={trainer.get('numNodes')}")
         return ExitCode.OK
+    from trn_ultracluster.cli.slurm import SLURM_USER
+
     rows = _slurm_jobs(args, outputs).status(_slurm_job_id(args.job) if args.job else None)
     if args.job and not rows:
         raise CliError(f"Slurm job {args.job} not found", "`status` lists the jobs", ExitCode.CLUSTER)
+    if not rows:
+        print(f"no Slurm jobs of user {SLURM_USER} in the queue (`status <job id>` shows ended jobs)")
     for r in rows:
         print(f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} nodes={r['nodes']} {r['reason']}")
     return ExitCode.OK
@@ -452,7 +597,10 @@ def cmd_smoke_test(args: argparse.Namespace) -> int:
     outputs = _load(args)
     spec = _spec(outputs)
     if args.from_log:
-        log = args.from_log.read_text(encoding="utf-8")
+        from trn_ultracluster.cli.files import read_text
+
+        log = read_text(args.from_log, "log file", "pass a job log saved with "
+                        "`trn-ultracluster logs <job> > FILE`", strict=False)
     else:
         if not spec.supports_efa:
             raise CliError(f"{spec.name} has no EFA: the 2-node smoke test needs an EFA type",
@@ -507,18 +655,38 @@ COMMANDS = {
 }
 
 
+def _stdout_gone() -> int:
+    """The reader of stdout went away (``| head``): stop quietly with 141.
+
+    Python ignores SIGPIPE, so a write to a closed pipe raises ``BrokenPipeError``; a shell
+    tool stopped by SIGPIPE says nothing and its status is 128 + 13. stdout is pointed at
+    /dev/null so the interpreter's final flush does not fail again (Python docs, signal
+    module, "Note on SIGPIPE").
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (tests, embedding)
+        pass
+    return int(ExitCode.PIPE_CLOSED)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status and prints ``error:``/``fix:`` lines on failure."""
     args = build_parser().parse_args(argv)
     try:
-        return int(COMMANDS[args.command](args))
+        code = int(COMMANDS[args.command](args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
     except CliError as err:
         print(f"error: {err.message}", file=sys.stderr)
         if err.fix:
             print(f"fix: {err.fix}", file=sys.stderr)
         return int(err.exit_code)
+    except BrokenPipeError:
+        return _stdout_gone()
     except KeyboardInterrupt:
-        return 130
+        return int(ExitCode.INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,15 @@ Checks (each a :class:`Check` with the fix for a failure):
 5. with ``capacity.type`` ``capacity-reservation`` / ``capacity-block``: the reservation is
    ``active``, in the compute AZ ID, of the instance type, large enough (EC2
    ``DescribeCapacityReservations``; a Capacity Block has ``ReservationType
-   capacity-block``).
+   capacity-block``);
+6. the stack (``--stack-name``): absent (the deploy creates it), or in a state a deploy can
+   update; a stack whose creation failed (``ROLLBACK_COMPLETE``) can only be deleted, one in
+   progress must finish first, ``UPDATE_ROLLBACK_FAILED`` needs its rollback continued
+   (CloudFormation user guide, "Stack status codes",
+   https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/view-stack-events.html).
+
+A check that AWS cannot answer (denied, throttled, a service error) fails with AWS's error
+code and message and the others still run; only missing credentials stop everything.
 """
 
 from __future__ import annotations
@@ -33,8 +41,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
+from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
+from trn_ultracluster.outputs import STACK_NAME
 
 __all__ = ["Check", "EC2_TRN_QUOTA_NAME", "format_table", "run_preflight"]
 
@@ -55,9 +65,9 @@ class Check:
 
 
 def _offering(session: Any, config: ClusterConfig) -> Check:
-    ec2 = session.client("ec2")
     az, itype = config.compute_az_id, config.instance_type
     with aws_errors("DescribeInstanceTypeOfferings"):
+        ec2 = session.client("ec2")
         found = ec2.describe_instance_type_offerings(
             LocationType="availability-zone-id",
             Filters=[{"Name": "location", "Values": [az]},
@@ -79,8 +89,8 @@ def _offering(session: Any, config: ClusterConfig) -> Check:
 def _quota_by_name(session: Any, service: str, name: str) -> float | None:
     """The applied value of the ``service`` quota called ``name`` (case-insensitive), or
     ``None`` when the Region has no such quota."""
-    client = session.client("service-quotas")
     with aws_errors(f"ListServiceQuotas {service}"):
+        client = session.client("service-quotas")
         for page in client.get_paginator("list_service_quotas").paginate(ServiceCode=service):
             for quota in page["Quotas"]:
                 if quota["QuotaName"].lower() == name.lower():
@@ -196,25 +206,72 @@ def _capacity(session: Any, config: ClusterConfig) -> Check:
                  f"{r['TotalInstanceCount']} x {r['InstanceType']}")
 
 
+def _stack(session: Any, config: ClusterConfig, stack_name: str) -> Check:
+    from botocore.exceptions import ClientError
+
+    with aws_errors(f"DescribeStacks {stack_name}"):
+        try:
+            stack = session.client("cloudformation").describe_stacks(
+                StackName=stack_name)["Stacks"][0]
+        except ClientError as err:
+            if error_code(err) == "ValidationError" and "does not exist" in str(err):
+                return Check("stack", True, f"stack {stack_name} does not exist in "
+                             f"{config.region}: the deploy creates it")
+            raise
+    status = stack["StackStatus"]
+    detail = f"stack {stack_name} is {status}"
+    if status in USABLE_STATES:
+        return Check("stack", True, f"{detail}: the deploy updates it")
+    events = f"aws cloudformation describe-stack-events --stack-name {stack_name}"
+    if status.endswith("_IN_PROGRESS"):
+        fix = "wait for the operation to finish (aws cloudformation wait / the console), then deploy"
+    elif status in ("ROLLBACK_COMPLETE", "ROLLBACK_FAILED", "CREATE_FAILED", "DELETE_FAILED"):
+        fix = (f"its creation or deletion failed: read the first FAILED event ({events}), "
+               "then delete it (npx cdk destroy) before deploying again")
+    elif status == "UPDATE_ROLLBACK_FAILED":
+        fix = (f"continue the rollback (aws cloudformation continue-update-rollback "
+               f"--stack-name {stack_name}), then deploy")
+    else:
+        fix = f"read the stack events ({events}) and fix the stack before deploying"
+    return Check("stack", False, detail, fix)
+
+
+def _guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:
+    """``check(*args)``, or a failed :class:`Check` with the error when AWS could not answer
+    (denied, throttled, a service error), so the other checks still run."""
+    try:
+        return check(*args)
+    except CliError as err:
+        return Check(name, False, err.message, err.fix)
+
+
 def run_preflight(session: Any, config: ClusterConfig,
-                  runner: Callable[..., Any] = subprocess.run) -> tuple[str, list[Check]]:
+                  runner: Callable[..., Any] = subprocess.run,
+                  stack_name: str = STACK_NAME) -> tuple[str, list[Check]]:
     """Run every check in the configuration's Region.
 
     Args:
         session: boto3 session in the config's Region (anything with ``client(name)``).
         config: validated configuration.
         runner: ``subprocess.run`` (tests pass a fake for ``docker info``).
+        stack_name: the stack whose state is reported (``--stack-name``).
 
     Returns:
-        The account id and the checks, in order.
+        The account id and the checks, in order; a check AWS could not answer is failed
+        with AWS's error.
 
     Raises:
-        CliError: (CREDENTIALS) no usable credentials: nothing can be checked.
+        CliError: no usable credentials, or ``GetCallerIdentity`` failed: nothing can be
+            checked (CREDENTIALS or AWS, as :func:`aws_errors`).
     """
     with aws_errors("GetCallerIdentity"):
         account = session.client("sts").get_caller_identity()["Account"]
-    checks = [_offering(session, config), _quota(session, config), _bootstrap(session, config),
-              _docker(runner, config), _capacity(session, config)]
+    checks = [_guarded("instance type offered", _offering, session, config),
+              _guarded("service quota", _quota, session, config),
+              _guarded("CDK bootstrap", _bootstrap, session, config),
+              _docker(runner, config),
+              _guarded("capacity", _capacity, session, config),
+              _guarded("stack", _stack, session, config, stack_name)]
     return account, checks
 
 

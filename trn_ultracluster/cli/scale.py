@@ -19,13 +19,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trn_ultracluster.cli.aws import aws_errors
+from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.outputs import OutputKey
 
 __all__ = ["ScaleResult", "scale_eks_nodes"]
 
 RESERVED = ("capacity-reservation", "capacity-block")
+_REFUSED = {"InvalidParameterException", "InvalidRequestException", "ResourceInUseException",
+            "ClientException"}
+"""EKS ``UpdateNodegroupConfig`` errors that mean the node group refused this change
+(botocore EKS service model)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,8 @@ def scale_eks_nodes(session: Any, outputs: Any, nodes: int) -> ScaleResult:
 
     Raises:
         CliError: USAGE for a count out of range; CHECK_FAILED when the stack's reservation
-            is not active or does not fit; CLUSTER when EKS refuses the update.
+            is not active or does not fit; STACK when the node group is gone; CLUSTER when
+            EKS refuses the update; CREDENTIALS / AWS as :func:`aws_errors`.
     """
     from botocore.exceptions import ClientError
 
@@ -83,8 +88,8 @@ def scale_eks_nodes(session: Any, outputs: Any, nodes: int) -> ScaleResult:
         _check_reservation(session, outputs, nodes)
     cluster = outputs.get(OutputKey.EKS_CLUSTER_NAME)
     nodegroup = outputs.get(OutputKey.EKS_TRAINIUM_NODEGROUP).split("/")[-1]
-    eks = session.client("eks")
     with aws_errors(f"UpdateNodegroupConfig {nodegroup}"):
+        eks = session.client("eks")
         try:
             current = eks.describe_nodegroup(clusterName=cluster, nodegroupName=nodegroup)[
                 "nodegroup"]["scalingConfig"]
@@ -94,6 +99,13 @@ def scale_eks_nodes(session: Any, outputs: Any, nodes: int) -> ScaleResult:
             eks.update_nodegroup_config(clusterName=cluster, nodegroupName=nodegroup,
                                         scalingConfig=scaling)
         except ClientError as err:
+            if error_code(err) == "ResourceNotFoundException":
+                raise CliError(f"EKS node group {nodegroup} of cluster {cluster} not found",
+                               "check --stack-name/--region; redeploy the stack",
+                               ExitCode.STACK) from None
+            if error_code(err) not in _REFUSED:
+                raise  # credentials, throttling, ...: aws_errors explains them
             raise CliError(f"EKS refused to scale {nodegroup}: {err}",
-                           "check the node group in the EKS console", ExitCode.CLUSTER) from None
+                           "check the node group in the EKS console (an update in progress? "
+                           "wait and retry)", ExitCode.CLUSTER) from None
     return ScaleResult(nodegroup, int(current.get("desiredSize", 0)), nodes)

@@ -164,6 +164,8 @@ class SmokeReport:
     network_gbps: float
     ok: bool
     reasons: tuple[str, ...]
+    min_ratio: float = MIN_EFA_RATIO
+    """The pass threshold the report was judged with (``smoke-test --min-ratio``)."""
 
     @property
     def ratio(self) -> float:
@@ -181,7 +183,7 @@ class SmokeReport:
         if self.results:
             rows.append(f"bus bandwidth {self.results[-1].busbw_gbytes * 8:.1f} Gbit/s = "
                         f"{self.ratio:.0%} of the instance's {self.network_gbps:.0f} Gbit/s "
-                        f"(pass at >= {MIN_EFA_RATIO:.0%})")
+                        f"(pass at >= {self.min_ratio:.0%})")
         rows.append("PASS: EFA carries the collectives" if self.ok
                     else "FAIL: " + "; ".join(self.reasons))
         return "\n".join(rows)
@@ -213,4 +215,4 @@ def smoke_report(results: list[AllReduceResult], spec: InstanceSpec, nodes: int 
                        "Gbit/s: EFA is probably not used (check FI_PROVIDER=efa, the EFA device "
                        "plugin / interfaces and the security group)")
     return SmokeReport(tuple(results), expected, spec.network_bandwidth_gbps, not reasons,
-                       tuple(reasons))
+                       tuple(reasons), min_ratio)

@@ -15,6 +15,7 @@ from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.outputs import (
     DESCRIPTIONS,
     EKS_KEYS,
@@ -101,15 +102,15 @@ def outputs_from_file(path: Path, stack_name: str) -> StackOutputs:
     """Read ``cdk deploy --outputs-file`` JSON.
 
     Raises:
-        CliError: USAGE when the file is missing or not such JSON; STACK when it holds no
-            entry for ``stack_name``.
+        CliError: USAGE when the file is missing, a directory, unreadable, not UTF-8 or
+            not such JSON; STACK when it holds no entry for ``stack_name``.
     """
+    text = read_text(Path(path), "outputs file",
+                     "pass the JSON written by `cdk deploy --outputs-file` (make deploy writes "
+                     "cdk.out/outputs.json), or leave --outputs-file out to read the stack "
+                     "from AWS")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CliError(f"outputs file {path} does not exist",
-                       "deploy with `--outputs-file` (make deploy writes cdk.out/outputs.json) "
-                       "or leave --outputs-file out to read the stack from AWS") from None
+        data = json.loads(text)
     except json.JSONDecodeError as err:
         raise CliError(f"outputs file {path} is not JSON ({err})",
                        "pass the file written by `cdk deploy --outputs-file`") from None
@@ -173,7 +174,12 @@ def _check_status(stack_name: str, region: str, status: str, reason: str) -> Non
 
 
 def load_outputs(stack_name: str, region: str | None, outputs_file: Path | None) -> StackOutputs:
-    """Outputs from ``outputs_file`` when given, else from AWS in ``region``."""
+    """Outputs from ``outputs_file`` when given, else from AWS in ``region`` (``None``: the
+    Region of :func:`trn_ultracluster.cli.aws.resolve_region`).
+
+    Raises:
+        CliError: as :func:`outputs_from_file` / :func:`outputs_from_aws`.
+    """
     if outputs_file is not None:
         return outputs_from_file(outputs_file, stack_name)
     from trn_ultracluster.cli.aws import make_session

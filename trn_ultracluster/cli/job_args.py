@@ -1,0 +1,129 @@
+"""Checks of ``submit`` / ``smoke-test`` arguments, made before anything is sent.
+
+Each check raises :class:`CliError` (USAGE) with the fix, so a job that cannot run never
+reaches the cluster: the recipe must run with ``trn_train train``, the directories must be
+on the shared file system every node mounts, the node count must fit the stack, and options
+are honoured on both orchestrators (``--env``, ``--time``) or rejected, never dropped.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+
+from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.recipes import RECIPES, UnknownRecipeError, get_recipe
+from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
+
+__all__ = ["check_env", "check_nodes", "check_shared_dir", "check_train_recipe",
+           "time_limit_seconds"]
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""Environment names ``--env`` accepts: what bash can export (POSIX "Name": letters, digits
+and ``_``, not starting with a digit), which Kubernetes accepts too; one rule for both
+orchestrators."""
+_TIME_RE = re.compile(
+    r"^(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
+    r"|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$")
+TIME_FORMATS = ("minutes", "minutes:seconds", "hours:minutes:seconds", "days-hours",
+                "days-hours:minutes", "days-hours:minutes:seconds")
+"""``sbatch --time`` formats (Slurm sbatch man page, ``--time``,
+https://slurm.schedmd.com/sbatch.html)."""
+
+
+def _data_parallel_recipes() -> str:
+    return ", ".join(sorted(n for n, r in RECIPES.items() if not r.needs_model_parallel))
+
+
+def check_train_recipe(name: str) -> None:
+    """The recipe exists and runs with ``python -m trn_train train`` (plain data parallel).
+
+    Raises:
+        CliError: unknown recipe (the message lists them); a TP/PP recipe, which runs through
+            ``python -m trn_train nxd-config`` instead.
+    """
+    try:
+        recipe = get_recipe(name)
+    except UnknownRecipeError as err:
+        raise CliError(str(err), "`python -m trn_train recipes` describes each recipe") from None
+    if recipe.needs_model_parallel:
+        raise CliError(
+            f"recipe {name} uses tensor parallelism {recipe.tensor_parallel} / pipeline "
+            f"parallelism {recipe.pipeline_parallel}: it runs with `python -m trn_train "
+            "nxd-config`, not `train`",
+            f"submit runs the data-parallel recipes ({_data_parallel_recipes()}); run {name} "
+            f"with `python -m trn_train nxd-config --recipe {name} --launch` in a job "
+            "(training/README.md)")
+
+
+def check_shared_dir(option: str, path: str) -> str:
+    """``path`` is absolute and below the shared file system's mount (``/fsx``), where every
+    node and container sees it; returns it normalised.
+
+    Raises:
+        CliError: relative, elsewhere, the mount itself, or escaping it with ``..``.
+    """
+    normal = posixpath.normpath(path) if path.startswith("/") else ""
+    if not normal.startswith(FSX_MOUNT_PATH + "/"):
+        raise CliError(
+            f"{option} {path} must be an absolute path under {FSX_MOUNT_PATH} (the shared file "
+            "system every node mounts)",
+            f"e.g. {option} {FSX_MOUNT_PATH}/datasets/<name> (`trn-ultracluster data` prints "
+            "where an upload appears)")
+    return normal
+
+
+def check_nodes(nodes: int, most: int) -> None:
+    """``1 <= nodes <= most`` (the stack's ``NodeCountMax``).
+
+    Raises:
+        CliError: out of range.
+    """
+    if not 1 <= nodes <= most:
+        raise CliError(f"--nodes must be between 1 and the stack's NodeCountMax ({most}), "
+                       f"got {nodes}", "raise nodes.max and deploy to allow more nodes"
+                       if nodes > most else "leave --nodes out for the stack's default")
+
+
+def check_env(items: Iterable[str]) -> dict[str, str]:
+    """``NAME=VALUE`` items as a dict (a later item wins).
+
+    Raises:
+        CliError: an item without ``=`` or with a name bash cannot export.
+    """
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise CliError(f"--env {item!r} must be NAME=VALUE",
+                           "e.g. --env NEURON_RT_LOG_LEVEL=INFO")
+        if not ENV_NAME_RE.match(key):
+            raise CliError(f"--env {item!r}: the name must be letters, digits and '_', not "
+                           "starting with a digit", "e.g. --env NEURON_RT_LOG_LEVEL=INFO")
+        out[key] = value
+    return out
+
+
+def time_limit_seconds(value: str) -> int:
+    """Seconds of a Slurm ``--time`` value (:data:`TIME_FORMATS`).
+
+    Raises:
+        CliError: not one of the formats, or zero (Slurm reads 0 as "no limit"; leave
+            ``--time`` out for that).
+    """
+    match = _TIME_RE.match(value.strip())
+    if not match:
+        raise CliError(f"--time {value!r} is not a Slurm time ({', '.join(TIME_FORMATS)})",
+                       "e.g. --time 2-00:00:00 for two days, --time 90 for 90 minutes")
+    g = {k: int(v) for k, v in match.groupdict().items() if v is not None}
+    if "days" in g:
+        seconds = ((g["days"] * 24 + g["dh"]) * 60 + g.get("dm", 0)) * 60 + g.get("ds", 0)
+    elif "c" in g:
+        seconds = (g["a"] * 60 + g["b"]) * 60 + g["c"]
+    else:
+        seconds = g["a"] * 60 + g.get("b", 0)
+    if seconds < 1:
+        raise CliError(f"--time must be more than 0, got {value!r}",
+                       "leave --time out for no limit of its own (Slurm: the partition's)")
+    return seconds
