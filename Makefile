@@ -73,9 +73,11 @@ diff: setup
 	@deployer=$(DEPLOYER) && \
 	$(CDK) diff $(STACK) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer
 
-## bench: synth time against a one-bucket CDK app (prints the ratio)
+## bench: synth time against a one-bucket CDK app (prints the ratio), and each profile's
+## estimated create time (critical path of its template)
 bench: setup-dev
 	$(VPY) benchmarks/synth.py
+	$(VPY) benchmarks/deploy_time.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache

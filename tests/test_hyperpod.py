@@ -15,6 +15,7 @@ from botocore.validate import validate_parameters
 
 from tests.conftest import REPO_ROOT
 from trn_ultracluster.config import ConfigError, parse_config
+from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS
 from trn_ultracluster.outputs import HYPERPOD_KEYS
 
 PROFILE_16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
@@ -49,7 +50,8 @@ def test_cluster_groups_match_the_config(hp):
     cluster = hp.only("AWS::SageMaker::Cluster")
     assert cluster["ClusterName"] == "trn-ultracluster"
     assert cluster["NodeRecovery"] == "Automatic"
-    assert "Orchestrator" not in cluster  # Slurm via provisioning_parameters.json
+    # API-driven Slurm configuration, strategy set explicitly (the docs disagree on its default)
+    assert cluster["Orchestrator"] == {"Slurm": {"SlurmConfigStrategy": "Managed"}}
     g = groups(hp)
     assert list(g) == ["controller", "login", "workers"]
     assert (g["controller"]["InstanceType"], g["controller"]["InstanceCount"]) == ("ml.c5.xlarge", 1)
@@ -63,6 +65,10 @@ def test_cluster_groups_match_the_config(hp):
     assert "TrainingPlanArn" not in workers
     for name in ("controller", "login"):
         assert not {"ThreadsPerCore", "OnStartDeepHealthChecks", "InstanceStorageConfigs"} & set(g[name])
+    # one Controller, one Login, Compute groups with their partition (and only they have one)
+    assert g["controller"]["SlurmConfig"] == {"NodeType": "Controller"}
+    assert g["login"]["SlurmConfig"] == {"NodeType": "Login"}
+    assert workers["SlurmConfig"] == {"NodeType": "Compute", "PartitionNames": ["trainium"]}
 
 
 def test_every_group_runs_our_lifecycle_scripts_with_our_role(hp):
@@ -70,7 +76,7 @@ def test_every_group_runs_our_lifecycle_scripts_with_our_role(hp):
     role = logical_id(hp, "AWS::IAM::Role", "HyperPodExecutionRole")
     for group in groups(hp).values():
         assert group["LifeCycleConfig"] == {
-            "OnCreate": "on_create.sh",
+            "OnInitComplete": "on_init_complete.sh",
             "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/lifecycle/"]]}}
         assert group["ExecutionRole"] == {"Fn::GetAtt": [role, "Arn"]}
 
@@ -89,12 +95,28 @@ def test_cluster_waits_for_scripts_role_and_nat_route(hp):
     assert any(d.startswith("NetworkVpcPrivateSubnet1DefaultRoute") for d in depends)
 
 
+def test_cluster_and_file_system_are_created_in_parallel(hp):
+    """Nothing the cluster needs, directly or through others, is the file system (the
+    lifecycle script finds it by its tag), so CloudFormation creates both at once."""
+    from trn_ultracluster.template_graph import transitive_dependencies
+
+    (cluster,) = hp.resources("AWS::SageMaker::Cluster")
+    fsx = logical_id(hp, "AWS::FSx::FileSystem", "Storage")
+    needs = transitive_dependencies(hp.template, cluster)
+    assert fsx not in needs
+    assert not any(hp.template["Resources"][n]["Type"].startswith("AWS::FSx::") for n in needs)
+    tags = hp.resources("AWS::FSx::FileSystem")[fsx]["Properties"]["Tags"]
+    assert {"Key": "trn-ultracluster:stack-id", "Value": {"Ref": "AWS::StackId"}} in tags
+
+
 def test_variant_two_worker_groups_training_plan_no_login(variant):
     g = groups(variant)
     assert list(g) == ["controller", "train", "dev"]
     assert [g["train"]["InstanceCount"], g["dev"]["InstanceCount"]] == [2, 1]
     assert g["train"]["TrainingPlanArn"] == g["dev"]["TrainingPlanArn"] == PLAN
     assert "TrainingPlanArn" not in g["controller"]
+    assert [g[n]["SlurmConfig"]["PartitionNames"] for n in ("train", "dev")] == [["train"], ["dev"]]
+    assert "login" not in g
     assert variant.output("HyperPodWorkerGroupNames") == "train,dev"
 
 
@@ -134,13 +156,18 @@ def test_instance_groups_and_vpc_pass_botocore_validation(name, request):
     s = request.getfixturevalue(name)
     cluster = s.only("AWS::SageMaker::Cluster")
     params = resolve({k: cluster[k] for k in ("ClusterName", "InstanceGroups", "VpcConfig",
-                                              "NodeRecovery")}, s.template)
+                                              "NodeRecovery", "Orchestrator")}, s.template)
     assert "Fn::" not in json.dumps(params) and '"Ref"' not in json.dumps(params)
     model = botocore.session.get_session().get_service_model("sagemaker")
     shape = model.operation_model("CreateCluster").input_shape
     validate_parameters(params, shape)  # raises ParamValidationError
     enum = model.shape_for("ClusterInstanceType").enum
     assert {g["InstanceType"] for g in params["InstanceGroups"]} <= set(enum)
+    # validate_parameters does not check enums
+    node_types = model.shape_for("ClusterSlurmNodeType").enum
+    assert {g["SlurmConfig"]["NodeType"] for g in params["InstanceGroups"]} <= set(node_types)
+    strategy = params["Orchestrator"]["Slurm"]["SlurmConfigStrategy"]
+    assert strategy in model.shape_for("ClusterSlurmConfigStrategy").enum
 
 
 def test_botocore_validation_would_catch_a_bad_group():
@@ -224,24 +251,24 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
     (upload,) = hp.resources("Custom::CDKBucketDeployment").values()
     props = upload["Properties"]
     assert props["DestinationBucketKeyPrefix"] == "lifecycle"
-    assert props["Prune"] is True
-    assert len(props["SourceObjectKeys"]) == 3  # assets/hyperpod + two JSON files
+    assert props["Prune"] is True  # removes provisioning_parameters.json of older stacks
+    assert len(props["SourceObjectKeys"]) == 2  # assets/hyperpod + trn_ultracluster.json
     markers = json.dumps(props.get("SourceMarkers", []))
-    storage_fs = logical_id(hp, "AWS::FSx::FileSystem", "Storage")
-    assert storage_fs in markers  # FSx DNS / mount name filled in at deploy time
+    assert logical_id(hp, "AWS::FSx::FileSystem", "Storage") not in markers
+    assert "AWS::StackId" in markers  # the file system's tag value, filled in at deploy time
 
 
-def test_provisioning_parameters_name_groups_partitions_and_fsx(variant):
-    from trn_ultracluster.constructs.hyperpod import provisioning_parameters
+def test_lifecycle_file_names_groups_fsx_tag_and_environment(variant):
+    from trn_ultracluster.constructs.hyperpod import lifecycle_file
 
-    params = provisioning_parameters(variant.config, "fs-1.fsx", "abc")
-    assert params == {
-        "version": "1.0.0", "workload_manager": "slurm", "controller_group": "controller",
-        "worker_groups": [{"instance_group_name": "train", "partition_name": "train"},
-                          {"instance_group_name": "dev", "partition_name": "dev"}],
-        "fsx_dns_name": "fs-1.fsx", "fsx_mountname": "abc"}
-    assert "login_group" in provisioning_parameters(parse_config(
-        {"orchestrator": "hyperpod-slurm"}).config, "d", "m")
+    data = lifecycle_file(variant.config, {"TRN_X": "1"}, "arn:stack")
+    assert data == {
+        "groups": {"controller": "controller", "login": None, "workers": ["train", "dev"]},
+        "fsx": {"tag_key": "trn-ultracluster:stack-id", "tag_value": "arn:stack"},
+        "env": {"TRN_X": "1"}}
+    with_login = lifecycle_file(parse_config({"orchestrator": "hyperpod-slurm"}).config, {}, "s")
+    assert with_login["groups"]["login"] == "login"
+    assert not (LIFECYCLE_ASSETS / "provisioning_parameters.json").exists()
 
 
 def test_job_environment_holds_what_job_scripts_need(hp):

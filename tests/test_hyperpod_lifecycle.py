@@ -1,8 +1,10 @@
-"""HyperPod lifecycle scripts: lint, the Python helper, and on_create.sh against a fake root.
+"""HyperPod lifecycle script: lint, the Python helper, and on_init_complete.sh against a fake
+root.
 
-``on_create.sh`` runs with ``TRN_ROOT`` pointing at a temporary directory and a PATH whose
-``mount``, ``systemctl``, ``usermod``, ``chown``, ``curl``, ``apt-get``, ``git``, ``make``,
-``dpkg``, ``enroot`` and ``sleep`` are stubs that record their arguments.
+``on_init_complete.sh`` runs with ``TRN_ROOT`` pointing at a temporary directory and a PATH
+whose ``aws``, ``mount``, ``usermod``, ``chown``, ``scontrol``, ``enroot`` and ``sleep`` are
+stubs that record their arguments; the ``aws`` stub answers ``describe-file-systems`` with
+the next of a list of prepared answers (the last one repeats).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from trn_ultracluster.config import parse_config
-from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS, provisioning_parameters
+from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS, ON_INIT_COMPLETE, lifecycle_file
 from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 sys.path.insert(0, str(LIFECYCLE_ASSETS))
@@ -25,22 +27,39 @@ import lcs  # noqa: E402
 
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
 CONTROLLER_IP, LOGIN_IP, WORKER_IPS = "10.0.0.10", "10.0.0.11", ("10.0.0.20", "10.0.0.21")
-FSX_DNS, FSX_MOUNT = "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", "abcdefgh"
+FS_ID = "fs-0123456789abcdef0"
+FSX_DNS, FSX_MOUNT = f"{FS_ID}.fsx.us-west-2.amazonaws.com", "abcdefgh"
 REGISTRY = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+STACK_ID = "arn:aws:cloudformation:us-west-2:123456789012:stack/TrnUltraCluster/1111"
+TAG = {"Key": "trn-ultracluster:stack-id", "Value": STACK_ID}
 
-# What the stack writes for the default HyperPod config (controller, login, "workers" in
-# partition "trainium").
-PARAMS = provisioning_parameters(parse_config({"orchestrator": "hyperpod-slurm"}).config,
-                                 FSX_DNS, FSX_MOUNT)
 RESOURCES = {"InstanceGroups": [
     {"Name": "controller", "Instances": [{"CustomerIpAddress": CONTROLLER_IP}]},
     {"Name": "login", "Instances": [{"CustomerIpAddress": LOGIN_IP}]},
     {"Name": "workers", "Instances": [{"CustomerIpAddress": ip} for ip in WORKER_IPS]},
 ]}
-CLUSTER = {"env": {"TRN_REGION": "us-west-2", "TRN_ECR_REGISTRY": REGISTRY,
-                   "TRN_CONTAINER_IMAGE": f"{REGISTRY}#repo:abc", "TRN_PARTITIONS": "trainium",
-                   "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
-                   "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR}}
+# What the stack writes for the default HyperPod config (controller, login, "workers" in
+# partition "trainium"), with the environment the script reads.
+CLUSTER = lifecycle_file(
+    parse_config({"orchestrator": "hyperpod-slurm"}).config,
+    {"TRN_REGION": "us-west-2", "TRN_ECR_REGISTRY": REGISTRY,
+     "TRN_CONTAINER_IMAGE": f"{REGISTRY}#repo:abc", "TRN_PARTITIONS": "trainium",
+     "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH, "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR},
+    STACK_ID)
+GROUPS = CLUSTER["groups"]
+
+
+def file_system(state: str, *, tags: list[dict[str, str]] | None = None,
+                fs_id: str = FS_ID) -> dict:
+    """One ``FileSystems`` entry of a DescribeFileSystems answer (botocore fsx model)."""
+    return {"FileSystemId": fs_id, "Lifecycle": state, "DNSName": FSX_DNS,
+            "FileSystemType": "LUSTRE", "Tags": [TAG] if tags is None else tags,
+            "LustreConfiguration": {"MountName": FSX_MOUNT}}
+
+
+OTHER = file_system("AVAILABLE", tags=[{"Key": "Name", "Value": "someone else's"}],
+                    fs_id="fs-0fffffffffffffff0")
+AVAILABLE = {"FileSystems": [OTHER, file_system("AVAILABLE")]}
 
 STUB = """#!/bin/bash
 echo "$(basename "$0") $*" >> "$STUB_LOG"
@@ -48,18 +67,28 @@ name="$(basename "$0")"
 if [[ "$name" == mount && "${STUB_MOUNT_FAIL:-}" == 1 ]]; then
   echo "mount.lustre: mount failed: Connection timed out" >&2; exit 32
 fi
-if [[ "$name" == dpkg ]]; then echo amd64; fi
+if [[ "$name" == scontrol && "${STUB_SCONTROL_FAIL:-}" == 1 ]]; then
+  echo "Partition $4 not found" >&2; exit 1
+fi
+if [[ "$name" == aws ]]; then
+  n=$(cat "$STUB_AWS_DIR/next" 2>/dev/null || echo 0)
+  answer="$STUB_AWS_DIR/$n.json"
+  if [[ -f "$STUB_AWS_DIR/$((n + 1)).json" || -f "$STUB_AWS_DIR/$((n + 1)).err" ]]; then
+    echo $((n + 1)) > "$STUB_AWS_DIR/next"
+  fi
+  if [[ -f "$STUB_AWS_DIR/$n.err" ]]; then cat "$STUB_AWS_DIR/$n.err" >&2; exit 254; fi
+  cat "$answer"
+fi
 exit 0
 """
-STUBS = ("mount", "systemctl", "usermod", "chown", "curl", "apt-get", "git", "make", "dpkg",
-         "sleep")
+STUBS = ("aws", "mount", "usermod", "chown", "scontrol", "sleep", "enroot")
 
 
 # --- lint ------------------------------------------------------------------------------
 
 def test_scripts_parse_and_are_shellcheck_clean():
     scripts = sorted(LIFECYCLE_ASSETS.glob("*.sh"))
-    assert scripts
+    assert [s.name for s in scripts] == [ON_INIT_COMPLETE]
     for script in scripts:
         subprocess.run(["bash", "-n", str(script)], check=True)
     result = subprocess.run([str(SHELLCHECK), *map(str, scripts)], capture_output=True, text=True)
@@ -71,63 +100,134 @@ def test_scripts_parse_and_are_shellcheck_clean():
 @pytest.mark.parametrize("ip, role", [(CONTROLLER_IP, "controller"), (LOGIN_IP, "login"),
                                       (WORKER_IPS[1], "compute")])
 def test_node_role_from_resource_config(ip, role):
-    assert lcs.node_role(RESOURCES, PARAMS, ip) == role
+    assert lcs.node_role(RESOURCES, GROUPS, ip) == role
 
 
 def test_unknown_address_is_an_error():
     with pytest.raises(lcs.LifecycleError, match="10.9.9.9"):
-        lcs.node_role(RESOURCES, PARAMS, "10.9.9.9")
+        lcs.node_role(RESOURCES, GROUPS, "10.9.9.9")
 
 
-def test_env_file_quotes_values_and_rejects_bad_names():
-    text = lcs.env_file({"env": {"TRN_B": "it's", "TRN_A": "x y"}})
-    assert text.splitlines()[1:] == ["export TRN_A='x y'", "export TRN_B='it'\"'\"'s'"]
+def test_node_ip_is_the_source_address_towards_the_vpc():
+    address = lcs.node_ip()  # a real UDP "connect": no packet is sent
+    assert address.count(".") == 3
+
+
+def test_node_ip_retries_with_doubling_delays_then_fails():
+    delays: list[float] = []
+    answers = iter([OSError("Network is unreachable"), OSError("still"), "10.1.2.3"])
+
+    def probe() -> str:
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    assert lcs.node_ip(probe, delays.append) == "10.1.2.3"
+    assert delays == [5, 10]
+
+    def never() -> str:
+        raise OSError("Network is unreachable")
+
+    with pytest.raises(lcs.LifecycleError, match="after 7 attempts"):
+        lcs.node_ip(never, delays.append)
+
+
+@pytest.mark.parametrize("answer, status", [
+    ({"FileSystems": []}, "wait - NOT_CREATED - -"),
+    ({"FileSystems": [OTHER]}, "wait - NOT_CREATED - -"),
+    ({"FileSystems": [file_system("CREATING")]}, f"wait {FS_ID} CREATING {FSX_DNS} {FSX_MOUNT}"),
+    ({"FileSystems": [file_system("UPDATING")]}, f"wait {FS_ID} UPDATING {FSX_DNS} {FSX_MOUNT}"),
+    (AVAILABLE, f"ready {FS_ID} AVAILABLE {FSX_DNS} {FSX_MOUNT}"),
+    ({"FileSystems": [file_system("FAILED")]}, f"failed {FS_ID} FAILED {FSX_DNS} {FSX_MOUNT}"),
+    ({"FileSystems": [file_system("MISCONFIGURED")]},
+     f"failed {FS_ID} MISCONFIGURED {FSX_DNS} {FSX_MOUNT}"),
+])
+def test_file_system_status_by_tag(answer, status):
+    assert lcs.file_system_status(answer, TAG["Key"], TAG["Value"]) == status
+
+
+def test_two_file_systems_with_the_tag_are_an_error():
+    answer = {"FileSystems": [file_system("AVAILABLE"), file_system("AVAILABLE", fs_id="fs-2")]}
+    with pytest.raises(lcs.LifecycleError, match="2 file systems are tagged"):
+        lcs.file_system_status(answer, TAG["Key"], TAG["Value"])
+
+
+def test_env_file_quotes_values_lets_extra_win_and_rejects_bad_names():
+    text = lcs.env_file({"env": {"TRN_B": "it's", "TRN_A": "x y"}}, {"TRN_A": "z"})
+    assert text.splitlines()[1:] == ["export TRN_A=z", "export TRN_B='it'\"'\"'s'"]
     with pytest.raises(lcs.LifecycleError, match="lower"):
         lcs.env_file({"env": {"lower": "1"}})
 
 
+@pytest.mark.parametrize("conf, expected", [
+    (None, "/fsx/home/ubuntu/.config/enroot"),  # Enroot's default, no enroot.conf
+    ("#ENROOT_CONFIG_PATH /nope\n", "/fsx/home/ubuntu/.config/enroot"),  # commented out
+    ("ENROOT_CONFIG_PATH         ${HOME}/enroot\n", "/fsx/home/ubuntu/enroot"),  # base-config
+    ("ENROOT_CONFIG_PATH /var/enroot/config/user-$(id -u)\n", "/var/enroot/config/user-1000"),
+])
+def test_enroot_config_dir_follows_enroot_conf(tmp_path, conf, expected):
+    path = tmp_path / "enroot.conf"
+    if conf is not None:
+        path.write_text(conf)
+    assert lcs.enroot_config_dir("/fsx/home/ubuntu", 1000, 1000, path) == expected
+
+
+def test_enroot_config_dir_that_cannot_be_expanded_is_an_error(tmp_path):
+    path = tmp_path / "enroot.conf"
+    path.write_text("ENROOT_CONFIG_PATH ${SOMETHING}/enroot\n")
+    with pytest.raises(lcs.LifecycleError, match="cannot expand"):
+        lcs.enroot_config_dir("/home/u", 1000, 1000, path)
+
+
 def test_cli_reports_a_missing_file_with_status_2(tmp_path, capsys):
-    assert lcs.main(["--params", str(tmp_path / "nope.json"), "get", "x"]) == 2
+    assert lcs.main(["--cluster", str(tmp_path / "nope.json"), "env-get", "X"]) == 2
     assert "nope.json: file not found" in capsys.readouterr().err
 
 
-# --- on_create.sh against a fake root ------------------------------------------------------
+# --- on_init_complete.sh against a fake root -----------------------------------------------
 
 @pytest.fixture
 def node(tmp_path):
-    """A fake root, lifecycle dir and stub PATH; returns a runner of on_create.sh."""
-    root, lcs_dir, bin_dir = tmp_path / "root", tmp_path / "lcs", tmp_path / "bin"
-    for d in (root / "etc", root / "opt/slurm/etc", root / "home/ubuntu", root / "opt/ml/config",
-              root / "usr/local/lib/slurm", lcs_dir, bin_dir):
+    """A fake root, lifecycle dir and stub PATH; returns a runner of on_init_complete.sh."""
+    root, lcs_dir, bin_dir, aws_dir = (tmp_path / "root", tmp_path / "lcs", tmp_path / "bin",
+                                       tmp_path / "aws")
+    for d in (root / "etc", root / "home/ubuntu", root / "opt/ml/config", lcs_dir, bin_dir,
+              aws_dir):
         d.mkdir(parents=True)
     (root / "etc/passwd").write_text(
         "root:x:0:0:root:/root:/bin/bash\n"
         "ubuntu:x:1000:1000:Ubuntu:/home/ubuntu:/bin/bash\n"
         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
     (root / "home/ubuntu/.bashrc").write_text("# rc\n")
-    (root / "opt/slurm/etc/slurm.conf").write_text(
-        f"SlurmctldHost=ip-10-0-0-10({CONTROLLER_IP})\n"
-        "PartitionName=trainium Nodes=ALL Default=YES\n")
-    (root / "usr/local/lib/slurm/spank_pyxis.so").write_text("")
     (root / "opt/ml/config/resource_config.json").write_text(json.dumps(RESOURCES))
-    for name in ("on_create.sh", "lcs.py"):
+    for name in (ON_INIT_COMPLETE, "lcs.py"):
         (lcs_dir / name).write_text((LIFECYCLE_ASSETS / name).read_text())
-    (lcs_dir / "provisioning_parameters.json").write_text(json.dumps(PARAMS))
     (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(CLUSTER))
-    for name in (*STUBS, "enroot"):
+    for name in STUBS:
         path = bin_dir / name
         path.write_text(STUB)
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
     log = tmp_path / "calls.log"
     log.touch()
 
-    def run(ip: str, **env: str) -> subprocess.CompletedProcess:
+    def run(ip: str, answers: list[dict | str] | None = None, **env: str) -> subprocess.CompletedProcess:
+        """Run the script as node ``ip``; ``answers`` are the aws stub's answers in order
+        (a ``str`` is an error message on stderr with exit status 254)."""
+        for old in aws_dir.iterdir():
+            old.unlink()
+        for n, answer in enumerate(answers or [AVAILABLE]):
+            if isinstance(answer, str):
+                (aws_dir / f"{n}.err").write_text(answer)
+            else:
+                (aws_dir / f"{n}.json").write_text(json.dumps(answer))
         full_env = {
             "PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_LOG": str(log),
-            "TRN_ROOT": str(root), "TRN_LCS_DIR": str(lcs_dir), "TRN_NODE_IP": ip,
-            "TRN_RETRY_DELAY_S": "0", "TRN_SLURM_WAIT_S": "0", **env,
+            "STUB_AWS_DIR": str(aws_dir), "TRN_ROOT": str(root), "TRN_LCS_DIR": str(lcs_dir),
+            "TRN_NODE_IP": ip, "TRN_RETRY_DELAY_S": "0", "TRN_FSX_POLL_S": "0",
+            "TRN_SLURM_CHECK_S": "0", "TRN_FAIL_LOG_WAIT_S": "0", **env,
         }
-        return subprocess.run(["bash", str(lcs_dir / "on_create.sh")], env=full_env,
+        return subprocess.run(["bash", str(lcs_dir / ON_INIT_COMPLETE)], env=full_env,
                               capture_output=True, text=True, timeout=60)
 
     run.root, run.log, run.bin, run.lcs_dir = root, log, bin_dir, lcs_dir  # type: ignore[attr-defined]
@@ -138,10 +238,18 @@ def calls(node, name: str) -> list[str]:
     return [line for line in node.log.read_text().splitlines() if line.split(" ", 1)[0] == name]
 
 
-def test_compute_node_mounts_fsx_and_configures_everything(node):
-    result = node(WORKER_IPS[0])
+DESCRIBE = "aws fsx describe-file-systems --region us-west-2 --output json"
+
+
+def test_compute_node_waits_for_the_file_system_mounts_it_and_configures_everything(node):
+    answers = [{"FileSystems": [OTHER]}, {"FileSystems": [OTHER, file_system("CREATING")]},
+               AVAILABLE]
+    result = node(WORKER_IPS[0], answers)
     assert result.returncode == 0, result.stdout + result.stderr
     root = node.root
+    assert calls(node, "aws") == [DESCRIBE] * 3
+    assert "waiting for FSx for Lustre: file system - is NOT_CREATED" in result.stdout
+    assert f"waiting for FSx for Lustre: file system {FS_ID} is CREATING" in result.stdout
     assert calls(node, "mount") == [
         f"mount -t lustre -o relatime,flock {FSX_DNS}@tcp:/{FSX_MOUNT} {root}/fsx"]
     assert (root / "etc/fstab").read_text().splitlines() == [
@@ -151,30 +259,33 @@ def test_compute_node_mounts_fsx_and_configures_everything(node):
     assert (root / "fsx/home/ubuntu/.bashrc").read_text() == "# rc\n"
     assert calls(node, "usermod") == ["usermod -d /fsx/home/ubuntu ubuntu"]
     assert "chown -R 1000:1000 " + str(root / "fsx/home/ubuntu") in calls(node, "chown")
-    creds = (root / "fsx/home/ubuntu/.config/enroot/.credentials").read_text()
-    assert creds == (f"machine {REGISTRY} login AWS password "
-                     "$(aws ecr get-login-password --region us-west-2)\n")
-    # stack outputs for job scripts, Neuron/EFA environment, compile cache on FSx
+    creds = root / "fsx/home/ubuntu/.config/enroot/.credentials"
+    assert creds.read_text() == (f"machine {REGISTRY} login AWS password "
+                                 "$(aws ecr get-login-password --region us-west-2)\n")
+    assert stat.S_IMODE(creds.stat().st_mode) == 0o600
+    # stack outputs for job scripts with the file system found, compile cache on FSx
     env = (root / "fsx/.trn-ultracluster/env").read_text()
     assert f"export TRN_CONTAINER_IMAGE='{REGISTRY}#repo:abc'" in env
+    assert f"export TRN_FSX_FILE_SYSTEM_ID={FS_ID}" in env.splitlines()
     profile = (root / "etc/profile.d/trn-ultracluster.sh").read_text()
     assert ("if [ -r /fsx/.trn-ultracluster/env ]; then . /fsx/.trn-ultracluster/env; fi"
             in profile.splitlines())
     assert (root / "fsx/neuron-compile-cache").is_dir()
-    # containers: Pyxis in plugstack.conf, Enroot on the EBS volume
-    assert "required /usr/local/lib/slurm/spank_pyxis.so" in (
-        root / "opt/slurm/etc/plugstack.conf").read_text().splitlines()
-    assert "ENROOT_CACHE_PATH /opt/sagemaker/enroot/cache" in (
-        root / "etc/enroot/enroot.conf").read_text()
-    assert not calls(node, "curl") and not calls(node, "git")  # already installed
-    # Slurm: slurmd from the controller's configuration
-    assert (root / "etc/systemd/system/slurmd.service.d/trn-ultracluster.conf").read_text() == (
-        f'[Service]\nEnvironment="SLURMD_OPTIONS=--conf-server {CONTROLLER_IP}"\n')
-    assert calls(node, "systemctl") == ["systemctl daemon-reload",
-                                        "systemctl enable --now slurmd"]
+    # HyperPod runs Slurm: nothing here starts or checks it on a compute node
+    assert calls(node, "scontrol") == []
+    assert calls(node, "enroot") == ["enroot version"]
     log = (root / "var/log/trn-ultracluster/lifecycle.log").read_text()
     assert f"node {WORKER_IPS[0]} is a Slurm compute node" in log
-    assert log.rstrip().endswith("on_create done")
+    assert log.rstrip().endswith("on_init_complete done")
+
+
+def test_enroot_credentials_go_where_the_amis_enroot_conf_says(node):
+    (node.root / "etc/enroot").mkdir(parents=True)
+    (node.root / "etc/enroot/enroot.conf").write_text("ENROOT_CONFIG_PATH ${HOME}/enroot\n")
+    result = node(WORKER_IPS[0])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (node.root / "fsx/home/ubuntu/enroot/.credentials").is_file()
+    assert not (node.root / "fsx/home/ubuntu/.config/enroot").exists()
 
 
 def test_rerun_is_idempotent(node):
@@ -190,40 +301,34 @@ def test_rerun_is_idempotent(node):
     assert calls(node, "mount") == [] and calls(node, "usermod") == []
     assert len((root / "etc/fstab").read_text().splitlines()) == 1
     assert len((root / "fsx/home/ubuntu/.config/enroot/.credentials").read_text().splitlines()) == 1
-    assert (root / "opt/slurm/etc/plugstack.conf").read_text().count("spank_pyxis") == 1
     assert "already mounted" in result.stdout
 
 
-def test_controller_checks_partitions_and_starts_slurmctld(node):
-    result = node(CONTROLLER_IP)
+def test_describe_errors_are_retried_until_the_file_system_is_available(node):
+    denied = ("An error occurred (AccessDeniedException) when calling the DescribeFileSystems "
+              "operation: not authorized")
+    result = node(WORKER_IPS[0], [denied, AVAILABLE])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert calls(node, "systemctl") == ["systemctl enable --now slurmctld"]
-    assert "Slurm partition trainium is configured" in result.stdout
+    assert "waiting for FSx for Lustre: aws fsx describe-file-systems failed: An error occurred" \
+        in result.stdout
+    assert len(calls(node, "mount")) == 1
 
 
-def test_controller_fails_when_a_partition_is_missing(node):
-    (node.root / "opt/slurm/etc/slurm.conf").write_text(f"SlurmctldHost=x({CONTROLLER_IP})\n")
-    result = node(CONTROLLER_IP)
-    assert result.returncode != 0
-    assert "Slurm partition trainium is missing" in result.stdout
-    assert calls(node, "systemctl") == []
+def test_a_failed_file_system_stops_at_once(node):
+    result = node(WORKER_IPS[0], [{"FileSystems": [file_system("FAILED")]}],
+                  TRN_FSX_WAIT_S="3600")
+    assert result.returncode == 1
+    assert f"ERROR: FSx for Lustre {FS_ID} is FAILED; it will not become AVAILABLE" in result.stdout
+    assert len(calls(node, "aws")) == 1 and calls(node, "mount") == []
 
 
-def test_controller_checks_every_partition_of_the_stack(node):
-    set_env(node, TRN_PARTITIONS="trainium,dev")
-    result = node(CONTROLLER_IP)
-    assert result.returncode != 0
-    assert "Slurm partition trainium is configured" in result.stdout
-    assert "Slurm partition dev is missing" in result.stdout
-    assert calls(node, "systemctl") == []
-
-
-def test_controller_fails_without_partitions(node):
-    set_env(node, TRN_PARTITIONS=None)
-    result = node(CONTROLLER_IP)
-    assert result.returncode != 0
-    assert "ERROR: TRN_PARTITIONS missing" in result.stdout
-    assert calls(node, "systemctl") == []
+def test_a_file_system_that_stays_creating_fails_at_the_deadline(node):
+    result = node(WORKER_IPS[0], [{"FileSystems": [file_system("CREATING")]}], TRN_FSX_WAIT_S="0")
+    assert result.returncode == 1
+    assert ("ERROR: the stack's FSx for Lustre file system was not AVAILABLE within 0s "
+            f"(file system {FS_ID} is CREATING)") in result.stdout
+    assert calls(node, "mount") == []
+    assert "ERROR" in (node.root / "var/log/trn-ultracluster/lifecycle.log").read_text()
 
 
 def test_failed_mount_exits_non_zero_with_a_clear_message(node):
@@ -232,40 +337,49 @@ def test_failed_mount_exits_non_zero_with_a_clear_message(node):
     assert len(calls(node, "mount")) == 3
     assert (f"ERROR: could not mount FSx for Lustre {FSX_DNS}@tcp:/{FSX_MOUNT} at /fsx "
             "after 3 attempts") in result.stdout
-    assert "ERROR: could not mount" in (
-        node.root / "var/log/trn-ultracluster/lifecycle.log").read_text()
-    assert calls(node, "systemctl") == []  # stopped before Slurm
+    assert not (node.root / "fsx/.trn-ultracluster/env").exists()
 
 
-def test_missing_storage_layout_stops_before_mounting(node):
-    set_env(node, TRN_NEURON_CACHE_DIR=None)
+def test_errors_wait_before_exiting_so_the_log_reaches_cloudwatch(node):
+    result = node(WORKER_IPS[0], [{"FileSystems": [file_system("FAILED")]}],
+                  TRN_FAIL_LOG_WAIT_S="60")
+    assert result.returncode == 1
+    assert calls(node, "sleep")[-1] == "sleep 60"
+
+
+def test_controller_reports_that_slurmctld_serves_the_partitions(node):
+    result = node(CONTROLLER_IP)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls(node, "scontrol") == ["scontrol show partition trainium"]
+    assert "slurmctld serves the partitions trainium" in result.stdout
+
+
+def test_controller_without_its_partitions_warns_but_does_not_fail(node):
+    result = node(CONTROLLER_IP, STUB_SCONTROL_FAIL="1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING: slurmctld does not serve partition(s) trainium after 0s" in result.stdout
+    assert result.stdout.rstrip().endswith("on_init_complete done")
+
+
+def test_an_address_in_no_group_warns_and_carries_on(node):
+    result = node("10.9.9.9")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING: 10.9.9.9 is in no instance group" in result.stdout
+    assert calls(node, "scontrol") == [] and len(calls(node, "mount")) == 1
+
+
+def test_missing_storage_layout_stops_before_anything(node):
+    cluster = json.loads(json.dumps(CLUSTER))
+    del cluster["env"]["TRN_NEURON_CACHE_DIR"]
+    (node.lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
     result = node(WORKER_IPS[0])
     assert result.returncode == 1
-    assert "ERROR: TRN_FSX_MOUNT_POINT and TRN_NEURON_CACHE_DIR missing" in result.stdout
-    assert calls(node, "mount") == []
+    assert "ERROR: TRN_FSX_MOUNT_POINT, TRN_NEURON_CACHE_DIR and TRN_REGION must be" in result.stdout
+    assert calls(node, "aws") == [] and calls(node, "mount") == []
 
 
-def set_env(node, **values: str | None) -> None:
-    """Change the stack environment of ``trn_ultracluster.json`` (``None`` removes a name)."""
-    path = node.lcs_dir / "trn_ultracluster.json"
-    cluster = json.loads(path.read_text())
-    for name, value in values.items():
-        if value is None:
-            cluster["env"].pop(name, None)
-        else:
-            cluster["env"][name] = value
-    path.write_text(json.dumps(cluster))
-
-
-def test_missing_tools_are_installed_at_pinned_versions(node):
+def test_without_enroot_the_log_says_so(node):
     (node.bin / "enroot").unlink()
-    (node.root / "usr/local/lib/slurm/spank_pyxis.so").unlink()
     result = node(LOGIN_IP)
     assert result.returncode == 0, result.stdout + result.stderr
-    urls = [c.split()[-1] for c in calls(node, "curl")]
-    assert urls == [
-        "https://github.com/NVIDIA/enroot/releases/download/v3.4.1/enroot_3.4.1-1_amd64.deb",
-        "https://github.com/NVIDIA/enroot/releases/download/v3.4.1/enroot+caps_3.4.1-1_amd64.deb"]
-    assert any("--branch v0.19.0 https://github.com/NVIDIA/pyxis.git" in c
-               for c in calls(node, "git"))
-    assert calls(node, "systemctl")[-1] == "systemctl enable --now slurmd"
+    assert "WARNING: enroot is not installed" in result.stdout

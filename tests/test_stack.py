@@ -169,7 +169,7 @@ def _kept(template) -> set[str]:
 def _deleted_network(template, name: str) -> set[str]:
     """Network resources (VPC, subnets, security groups, ... all of AWS::EC2::) that ``name``
     needs, directly or through others, and that cdk destroy deletes."""
-    from tests.template_graph import transitive_dependencies
+    from trn_ultracluster.template_graph import transitive_dependencies
 
     kept = _kept(template)
     return {d for d in transitive_dependencies(template, name, holding_only=True) - kept

@@ -102,7 +102,7 @@ def test_by_default_the_buckets_are_kept_and_the_file_system_exported_then_delet
     assert export["Properties"]["ServiceTimeout"] == "3600"
     assert json.dumps(props["ReportPath"]).endswith('/.trn-ultracluster/export-reports"]]}')
     # deleted before the association and the file system: it depends on both
-    from tests.template_graph import dependencies
+    from trn_ultracluster.template_graph import dependencies
 
     dra = default.ref_id("StorageDataRepositoryAssociation")
     assert {dra, default.ref_id("StorageFileSystem")} <= dependencies(default.template)[export_id]

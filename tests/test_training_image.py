@@ -152,7 +152,7 @@ def each_synth(synth):
 
 
 def test_consumers_name_the_image_without_waiting_for_the_build(default):
-    from tests.template_graph import references
+    from trn_ultracluster.template_graph import references
 
     uri = default.output("TrainingImageUri")
     assert default.stack.training_image.image_tag in json.dumps(uri)
@@ -206,7 +206,7 @@ def test_local_build_publishes_the_asset_and_copies_nothing(synth):
 
 def test_the_eks_runtime_that_names_the_image_waits_for_the_build(default):
     """On an update that changes the tag, the runtime switches only once the image exists."""
-    from tests.template_graph import transitive_dependencies
+    from trn_ultracluster.template_graph import transitive_dependencies
 
     runtime = default.ref_id("EksClustermanifestNeuronTrainingRuntime")
     (build,) = default.resources("Custom::CDKContainerImageBuild")

@@ -14,6 +14,7 @@ from __future__ import annotations
 __all__ = [
     "ENV_FILE",
     "FSX_MOUNT_PATH",
+    "FSX_STACK_TAG",
     "JOBS_DIR",
     "NEURON_COMPILE_CACHE_DIR",
     "RUNS_DIR",
@@ -23,6 +24,10 @@ __all__ = [
 
 FSX_MOUNT_PATH = "/fsx"
 """Mount point of the FSx for Lustre file system on nodes and in training containers."""
+FSX_STACK_TAG = "trn-ultracluster:stack-id"
+"""Tag key of the stack's FSx file system; the value is the stack's id (ARN), unique per
+stack instance even when a stack name is reused. Node scripts that run while CloudFormation
+may still be creating the file system (HyperPod's lifecycle script) find it by this tag."""
 NEURON_COMPILE_CACHE_DIR = f"{FSX_MOUNT_PATH}/neuron-compile-cache"
 """Neuron compiler cache (``NEURON_CC_FLAGS=--cache_dir=...``)."""
 STATE_DIR = f"{FSX_MOUNT_PATH}/.trn-ultracluster"

@@ -1,28 +1,30 @@
 #!/usr/bin/env python3
-"""Helpers of the TrnUltraCluster HyperPod lifecycle scripts (standard library only).
+"""Helpers of the TrnUltraCluster HyperPod lifecycle script (standard library only).
 
-``on_create.sh`` calls this module for everything that reads JSON:
+``on_init_complete.sh`` calls this module for everything that reads JSON or needs Python:
 
-- ``role``: which Slurm role this node has (``controller``, ``login`` or ``compute``), found
-  by looking up the node's IP address in HyperPod's resource config;
-- ``controller-ips``: the controller addresses, comma separated;
-- ``get KEY``: one value of the provisioning parameters;
-- ``env-file``: the shell-sourceable ``/fsx/.trn-ultracluster/env`` content;
-- ``env-get NAME``: one value of that environment (empty when absent).
+- ``node-ip``: this node's address in the VPC;
+- ``role ADDRESS``: the node's Slurm role (``controller``, ``login`` or ``compute``);
+- ``fsx-status``: the state of the stack's file system, from ``aws fsx describe-file-systems``
+  JSON on stdin;
+- ``env-file [--set NAME=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
+- ``env-get NAME``: one value of that environment (empty when absent);
+- ``enroot-config-dir HOME UID GID``: where Enroot reads a user's ``.credentials``.
 
 Inputs:
 
-- ``provisioning_parameters.json`` (written by the stack next to this file): keys
-  ``version``, ``workload_manager``, ``controller_group``, ``login_group``,
-  ``worker_groups`` (``instance_group_name``, ``partition_name``), ``fsx_dns_name``,
-  ``fsx_mountname`` — the format of the AWS HyperPod base lifecycle scripts
-  (aws-samples/awsome-distributed-training,
-  ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/provisioning_parameters.json``).
+- ``trn_ultracluster.json`` (written by the stack next to this file,
+  ``trn_ultracluster/constructs/hyperpod.py`` ``lifecycle_file``)::
+
+      {"groups": {"controller": str, "login": str | null, "workers": [str, ...]},
+       "fsx": {"tag_key": str, "tag_value": str},
+       "env": {NAME: value, ...}}
+
 - HyperPod's resource config (``$SAGEMAKER_RESOURCE_CONFIG_PATH``, default
   ``/opt/ml/config/resource_config.json``): ``InstanceGroups[].Name`` and
-  ``InstanceGroups[].Instances[].CustomerIpAddress`` (same source, ``lifecycle_script.py``).
-- ``trn_ultracluster.json`` (written by the stack): ``{"env": {NAME: value}}``, the stack
-  outputs that job scripts read.
+  ``InstanceGroups[].Instances[].CustomerIpAddress`` (the fields AWS's HyperPod base
+  lifecycle scripts read, aws-samples/awsome-distributed-training
+  ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/lifecycle_script.py``).
 
 Errors exit with status 2 and one line on stderr naming the file and the problem.
 """
@@ -33,11 +35,25 @@ import argparse
 import json
 import re
 import shlex
+import socket
 import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+ROUTE_PROBE = ("10.254.254.254", 1)
+"""A private address no packet is sent to: ``connect`` on a UDP socket only picks the
+interface and source address the kernel would route towards the VPC, which is the node's
+primary address even on a trn1 with many network interfaces (the same probe as
+``get_ip_address`` in AWS's base-config ``lifecycle_script.py``)."""
+IP_ATTEMPTS, IP_FIRST_DELAY_S = 7, 5
+"""Attempts and first delay (doubling) of :func:`node_ip` (base-config: 7 and 5 s)."""
+FSX_FAILED_STATES = {"FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE", "DELETING"}
+"""``FileSystem.Lifecycle`` values after which the file system will not become AVAILABLE
+(botocore 1.44 ``fsx`` model, ``FileSystemLifecycle``: AVAILABLE, CREATING, FAILED,
+DELETING, MISCONFIGURED, UPDATING, MISCONFIGURED_UNAVAILABLE)."""
+ENROOT_CONF = "/etc/enroot/enroot.conf"
 
 
 class LifecycleError(Exception):
@@ -58,83 +74,183 @@ def load_json(path: str | Path) -> Any:
         raise LifecycleError(f"{path}: not valid JSON ({err})") from None
 
 
-def group_addresses(resource_config: dict[str, Any], group_name: str) -> list[str]:
-    """IP addresses of the instances of one instance group (empty if the group is absent)."""
-    for group in resource_config.get("InstanceGroups", []):
-        if group.get("Name") == group_name:
-            return [i["CustomerIpAddress"] for i in group.get("Instances", [])
-                    if i.get("CustomerIpAddress")]
-    return []
+def node_ip(probe: Callable[[], str] | None = None, sleep: Callable[[float], None] = time.sleep,
+            attempts: int = IP_ATTEMPTS, first_delay_s: float = IP_FIRST_DELAY_S) -> str:
+    """This node's address towards the VPC (see :data:`ROUTE_PROBE`).
+
+    Retries while the network is not up yet (base-config retries the same way).
+
+    Raises:
+        LifecycleError: no route after ``attempts`` tries (base-config falls back to
+            127.0.0.1, which no instance group holds; we say so instead).
+    """
+    probe = probe or _route_source_address
+    delay = first_delay_s
+    for attempt in range(1, attempts + 1):
+        try:
+            return probe()
+        except OSError as err:
+            if attempt == attempts:
+                raise LifecycleError(f"no route towards the VPC after {attempts} attempts "
+                                     f"({err})") from None
+            sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
 
 
-def node_role(resource_config: dict[str, Any], params: dict[str, Any], address: str) -> str:
+def _route_source_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(ROUTE_PROBE)
+        return str(sock.getsockname()[0])
+
+
+def node_role(resource_config: dict[str, Any], groups: dict[str, Any], address: str) -> str:
     """Slurm role of the node with ``address``: ``controller``, ``login`` or ``compute``.
+
+    Args:
+        resource_config: HyperPod's ``resource_config.json``.
+        groups: ``trn_ultracluster.json`` ``groups``.
 
     Raises:
         LifecycleError: no instance group holds ``address``.
     """
     for group in resource_config.get("InstanceGroups", []):
         if any(i.get("CustomerIpAddress") == address for i in group.get("Instances", [])):
-            if group.get("Name") == params.get("controller_group"):
+            if group.get("Name") == groups.get("controller"):
                 return "controller"
-            if group.get("Name") == params.get("login_group"):
+            if group.get("Name") == groups.get("login"):
                 return "login"
             return "compute"
     raise LifecycleError(f"no instance group in the resource config holds address {address}")
 
 
-def env_file(cluster: dict[str, Any]) -> str:
-    """Shell-sourceable ``NAME='value'`` lines of ``cluster["env"]``, sorted by name.
+def file_system_status(described: dict[str, Any], tag_key: str, tag_value: str) -> str:
+    """What the script should do about the stack's file system, from a
+    ``DescribeFileSystems`` answer: ``"<verdict> <id> <Lifecycle> <DNSName> <MountName>"``.
+
+    The verdict is ``ready`` (``AVAILABLE``), ``failed`` (:data:`FSX_FAILED_STATES`) or
+    ``wait``: ``CREATING``; ``UPDATING``, while which the file system "may be unavailable
+    for a few minutes" (FSx for Lustre user guide, "Managing storage capacity",
+    https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html);
+    or no file system has the tag yet (CloudFormation creates it alongside the cluster).
+    Unknown fields are ``-``.
+
+    ``DescribeFileSystems`` has no tag filter (botocore 1.44 ``fsx`` model:
+    ``FileSystemIds``, ``MaxResults``, ``NextToken`` only), so the caller lists the
+    account's file systems (the AWS CLI follows ``NextToken`` itself) and this filters on
+    ``tag_key=tag_value``.
+
+    Raises:
+        LifecycleError: more than one file system has the tag.
+    """
+    found = [fs for fs in described.get("FileSystems", [])
+             if {"Key": tag_key, "Value": tag_value} in fs.get("Tags", [])]
+    if len(found) > 1:
+        ids = ", ".join(fs.get("FileSystemId", "?") for fs in found)
+        raise LifecycleError(f"{len(found)} file systems are tagged {tag_key}={tag_value}: {ids}")
+    if not found:
+        return "wait - NOT_CREATED - -"
+    fs = found[0]
+    state = fs.get("Lifecycle") or "-"
+    verdict = ("ready" if state == "AVAILABLE"
+               else "failed" if state in FSX_FAILED_STATES else "wait")
+    fields = [fs.get("FileSystemId"), state, fs.get("DNSName"),
+              fs.get("LustreConfiguration", {}).get("MountName")]
+    return " ".join([verdict, *(f or "-" for f in fields)])
+
+
+def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> str:
+    """Shell-sourceable ``export NAME='value'`` lines of ``cluster["env"]`` and ``extra``
+    (which wins), sorted by name.
 
     Raises:
         LifecycleError: a name is not an upper-case shell variable name.
     """
     lines = ["# Written by the TrnUltraCluster lifecycle scripts; source it in job scripts."]
-    for name, value in sorted(cluster.get("env", {}).items()):
+    values = {**cluster.get("env", {}), **(extra or {})}
+    for name, value in sorted(values.items()):
         if not ENV_NAME_RE.match(name):
             raise LifecycleError(f"env name {name!r} is not an upper-case shell variable name")
         lines.append(f"export {name}={shlex.quote(str(value))}")
     return "\n".join(lines) + "\n"
 
 
+def enroot_config_dir(home: str, uid: int, gid: int, conf: str | Path = ENROOT_CONF) -> str:
+    """The directory where Enroot looks for a user's ``.credentials``.
+
+    ``ENROOT_CONFIG_PATH`` from ``enroot.conf`` if it sets one, else Enroot's default
+    ``${XDG_CONFIG_HOME}/enroot`` with ``XDG_CONFIG_HOME`` unset, i.e. ``$HOME/.config/enroot``
+    (Enroot docs, ``doc/configuration.md``, runtime configuration table; the HyperPod
+    base-config ``utils/enroot.conf`` sets ``${HOME}/enroot``). The expressions such files
+    use are expanded for the user: ``$HOME``/``${HOME}``, ``${XDG_CONFIG_HOME}``,
+    ``$(id -u)``, ``$(id -g)``.
+
+    Raises:
+        LifecycleError: the value holds another expression this function cannot expand.
+    """
+    value = "${XDG_CONFIG_HOME}/enroot"
+    path = Path(conf)
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[0] == "ENROOT_CONFIG_PATH":
+                value = parts[1].strip()
+    for text, replacement in (("${XDG_CONFIG_HOME}", f"{home}/.config"),
+                              ("$XDG_CONFIG_HOME", f"{home}/.config"),
+                              ("${HOME}", home), ("$HOME", home),
+                              ("$(id -u)", str(uid)), ("$(id -g)", str(gid))):
+        value = value.replace(text, replacement)
+    if "$" in value or "`" in value or not value.startswith("/"):
+        raise LifecycleError(f"{conf}: cannot expand ENROOT_CONFIG_PATH {value!r}")
+    return value
+
+
+def _assignment(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE")
+    return name, value
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry; see the module docstring for the commands."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="provisioning_parameters.json")
     parser.add_argument("--resource-config", default="/opt/ml/config/resource_config.json")
     parser.add_argument("--cluster", default="trn_ultracluster.json")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("node-ip")
     role = sub.add_parser("role")
     role.add_argument("address")
-    sub.add_parser("controller-ips")
-    get = sub.add_parser("get")
-    get.add_argument("key")
-    sub.add_parser("env-file")
+    sub.add_parser("fsx-status")
+    env = sub.add_parser("env-file")
+    env.add_argument("--set", type=_assignment, action="append", default=[])
     env_get = sub.add_parser("env-get")
     env_get.add_argument("name")
+    enroot = sub.add_parser("enroot-config-dir")
+    enroot.add_argument("home")
+    enroot.add_argument("uid", type=int)
+    enroot.add_argument("gid", type=int)
+    enroot.add_argument("--conf", default=ENROOT_CONF)
     args = parser.parse_args(argv)
     try:
-        if args.command == "env-file":
-            sys.stdout.write(env_file(load_json(args.cluster)))
-            return 0
-        if args.command == "env-get":
+        if args.command == "node-ip":
+            print(node_ip())
+        elif args.command == "enroot-config-dir":
+            print(enroot_config_dir(args.home, args.uid, args.gid, args.conf))
+        elif args.command == "fsx-status":
+            fsx = load_json(args.cluster).get("fsx", {})
+            try:
+                described = json.loads(sys.stdin.read())
+            except json.JSONDecodeError as err:
+                raise LifecycleError(f"describe-file-systems output is not JSON ({err})") from None
+            print(file_system_status(described, fsx.get("tag_key", ""), fsx.get("tag_value", "")))
+        elif args.command == "env-file":
+            sys.stdout.write(env_file(load_json(args.cluster), dict(args.set)))
+        elif args.command == "env-get":
             print(load_json(args.cluster).get("env", {}).get(args.name, ""))
-            return 0
-        params = load_json(args.params)
-        if args.command == "get":
-            if args.key not in params:
-                raise LifecycleError(f"{args.params}: no key {args.key!r}")
-            print(params[args.key])
         else:
-            resources = load_json(args.resource_config)
-            if args.command == "role":
-                print(node_role(resources, params, args.address))
-            else:
-                ips = group_addresses(resources, params.get("controller_group", ""))
-                if not ips:
-                    raise LifecycleError(f"{args.resource_config}: controller group "
-                                         f"{params.get('controller_group')!r} has no instances")
-                print(",".join(ips))
+            groups = load_json(args.cluster).get("groups", {})
+            print(node_role(load_json(args.resource_config), groups, args.address))
     except LifecycleError as err:
         print(f"lcs.py: {err}", file=sys.stderr)
         return 2

@@ -1,4 +1,4 @@
-"""HyperPod Slurm orchestrator (issue 4): a SageMaker HyperPod cluster with Slurm.
+"""HyperPod Slurm orchestrator: a SageMaker HyperPod cluster with Slurm.
 
 What it creates:
 
@@ -6,26 +6,42 @@ What it creates:
   or more Trainium worker groups (one Slurm partition each), in the compute subnet with the
   EFA security group;
 - a stack-owned, encrypted lifecycle bucket holding our lifecycle scripts
-  (``assets/hyperpod``) plus two files generated from the config and the FSx outputs:
-  ``provisioning_parameters.json`` (controller/login/worker groups, partitions, FSx) and
-  ``trn_ultracluster.json`` (the stack outputs that job scripts read);
+  (``assets/hyperpod``) plus ``trn_ultracluster.json``, generated from the config: the
+  instance groups, the tag that finds the stack's FSx file system, and the environment that
+  job scripts read;
 - the instance groups' execution role.
+
+Slurm is configured through the API (issue 11): each instance group has a ``SlurmConfig``
+(``NodeType`` Controller / Login / Compute, the worker group's partition in
+``PartitionNames``) and the cluster ``Orchestrator.Slurm.SlurmConfigStrategy``; there is no
+``provisioning_parameters.json`` (SageMaker developer guide, "SageMaker HyperPod
+references", section "SageMaker HyperPod Slurm configuration",
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html: the
+``provisioning_parameters.json`` route is "the legacy method"; "Migrating to API-driven
+Slurm configuration", https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-slurm-api-config-migration.html:
+HyperPod refuses a cluster with both). Every group uses ``OnInitComplete``: HyperPod runs
+its AMI-based configuration first (Slurm configured and started, Docker, Enroot, Pyxis) and
+then our ``on_init_complete.sh`` ("Getting started with SageMaker HyperPod using the AWS
+CLI", "Node lifecycle configuration options",
+https://docs.aws.amazon.com/sagemaker/latest/dg/smcluster-getting-started-slurm-cli.html).
+API-driven configuration needs a HyperPod AMI of January 2026 or later (migration page);
+new clusters get the current AMI.
+
+FSx for Lustre is not an ``InstanceStorageConfigs`` entry (``FsxLustreConfig`` needs the
+file system's DNS and mount names, which would make the cluster wait for the file system):
+the script finds the file system by the stack's tag, waits until it is ``AVAILABLE`` and
+mounts it, so CloudFormation creates the file system and the cluster in parallel.
 
 Sources of the property names and limits (checked against both):
 
 - CloudFormation schema of ``AWS::SageMaker::Cluster`` as bundled with cfn-lint 1.58.0
-  (``cfnlint/data/schemas/...``; template reference
+  (template reference
   https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-sagemaker-cluster.html);
 - botocore 1.44.5 ``data/sagemaker/2017-07-24/service-2.json``, operation ``CreateCluster``
-  (shapes ``ClusterInstanceGroupSpecification``, ``ClusterLifeCycleConfig``,
-  ``ClusterEbsVolumeConfig``, ``OnStartDeepHealthChecks``, ``ClusterNodeRecovery``,
-  ``VpcConfig``). ``tests/test_hyperpod.py`` validates the synthesized groups against it.
-
-Slurm is configured the "legacy" way that the published HyperPod recipes use: no
-``Orchestrator``/``SlurmConfig`` in the API call, HyperPod's agents read
-``provisioning_parameters.json`` from the lifecycle prefix and write ``slurm.conf``; our
-``on_create.sh`` checks the partitions and starts the daemons. (The API-driven
-``SlurmConfig`` per instance group is newer; see docs/hyperpod.md.)
+  (shapes ``ClusterInstanceGroupSpecification``, ``ClusterSlurmConfig``,
+  ``ClusterOrchestratorSlurmConfig``, ``ClusterLifeCycleConfig``, ``ClusterEbsVolumeConfig``,
+  ``OnStartDeepHealthChecks``, ``VpcConfig``). ``tests/test_hyperpod.py`` validates the
+  synthesized request against it.
 """
 
 from __future__ import annotations
@@ -57,7 +73,12 @@ from trn_ultracluster.nag import (
 )
 from trn_ultracluster.outputs import OutputKey
 from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR, fsx_path
+from trn_ultracluster.shared_storage import (
+    FSX_MOUNT_PATH,
+    FSX_STACK_TAG,
+    NEURON_COMPILE_CACHE_DIR,
+    fsx_path,
+)
 
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
 """HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see the bucket)."""
@@ -66,18 +87,24 @@ __all__ = [
     "HyperPodSlurmOrchestrator",
     "LIFECYCLE_ASSETS",
     "LIFECYCLE_PREFIX",
-    "ON_CREATE",
-    "provisioning_parameters",
+    "ON_INIT_COMPLETE",
+    "lifecycle_file",
 ]
 
 LIFECYCLE_ASSETS = Path(__file__).resolve().parents[2] / "assets" / "hyperpod"
 """Our lifecycle scripts (uploaded as they are)."""
 LIFECYCLE_PREFIX = "lifecycle"
 """Key prefix of the lifecycle files in the lifecycle bucket."""
-ON_CREATE = "on_create.sh"
-"""Entry point HyperPod runs on every new or replaced node."""
-PROVISIONING_PARAMETERS = "provisioning_parameters.json"
+ON_INIT_COMPLETE = "on_init_complete.sh"
+"""Script HyperPod runs on every new or replaced node after its AMI-based configuration."""
 CLUSTER_FILE = "trn_ultracluster.json"
+"""The stack's generated lifecycle input (:func:`lifecycle_file`)."""
+SLURM_CONFIG_STRATEGY = "Managed"
+"""``Orchestrator.Slurm.SlurmConfigStrategy``: HyperPod owns the partitions of
+``slurm.conf`` and an ``UpdateCluster`` fails rather than overwrite manual partition edits
+(SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration). Set
+explicitly because the guide's pages disagree on the default (reference page: Managed;
+migration page: Merge)."""
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on workers (``ThreadsPerCore`` 1), as the AWS HyperPod Slurm samples
 configure worker groups (aws-samples/awsome-distributed-training
@@ -136,35 +163,32 @@ def _ml_name(config: ClusterConfig) -> str:
     return name
 
 
-def provisioning_parameters(config: ClusterConfig, fsx_dns_name: str,
-                            fsx_mount_name: str) -> dict[str, Any]:
-    """``provisioning_parameters.json`` for HyperPod's Slurm setup and our scripts.
+def lifecycle_file(config: ClusterConfig, env: dict[str, str],
+                   fsx_tag_value: str) -> dict[str, Any]:
+    """``trn_ultracluster.json``, what ``on_init_complete.sh`` reads (values may be tokens).
 
-    Keys as in the AWS HyperPod base lifecycle scripts
-    (aws-samples/awsome-distributed-training,
-    ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/base-config/provisioning_parameters.json``
-    and ``lifecycle_script.py``): ``version``, ``workload_manager``, ``controller_group``,
-    ``login_group`` (only with a login group), ``worker_groups`` (``instance_group_name``,
-    ``partition_name``), ``fsx_dns_name``, ``fsx_mountname``.
+    Shape::
 
-    Args:
-        config: validated config with ``orchestrator: hyperpod-slurm``.
-        fsx_dns_name, fsx_mount_name: FSx for Lustre DNS and mount names (tokens allowed).
+        {"groups": {"controller": str, "login": str | None, "workers": [str, ...]},
+         "fsx": {"tag_key": str, "tag_value": str},
+         "env": {NAME: value, ...}}
+
+    ``groups`` tells the script a node's Slurm role (with HyperPod's
+    ``resource_config.json``); ``fsx`` finds the stack's file system (tagged with
+    :data:`~trn_ultracluster.shared_storage.FSX_STACK_TAG`); ``env`` is the job environment.
+    Nothing in it refers to the file system itself, so the lifecycle files, and the cluster
+    that waits for them, do not wait for FSx.
     """
-    params: dict[str, Any] = {
-        "version": "1.0.0",
-        "workload_manager": "slurm",
-        "controller_group": HYPERPOD_CONTROLLER_GROUP,
-        "worker_groups": [
-            {"instance_group_name": g.name, "partition_name": g.partition}
-            for g in config.hyperpod.worker_groups
-        ],
-        "fsx_dns_name": fsx_dns_name,
-        "fsx_mountname": fsx_mount_name,
+    hp = config.hyperpod
+    return {
+        "groups": {
+            "controller": HYPERPOD_CONTROLLER_GROUP,
+            "login": HYPERPOD_LOGIN_GROUP if hp.login_instance_type is not None else None,
+            "workers": [g.name for g in hp.worker_groups],
+        },
+        "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value},
+        "env": env,
     }
-    if config.hyperpod.login_instance_type is not None:
-        params["login_group"] = HYPERPOD_LOGIN_GROUP
-    return params
 
 
 class HyperPodSlurmOrchestrator(Construct):
@@ -214,11 +238,8 @@ class HyperPodSlurmOrchestrator(Construct):
             sources=[
                 s3deploy.Source.asset(str(LIFECYCLE_ASSETS), exclude=["__pycache__", "*.pyc"]),
                 s3deploy.Source.json_data(
-                    PROVISIONING_PARAMETERS,
-                    provisioning_parameters(config, props.storage.dns_name,
-                                            props.storage.mount_name),
-                ),
-                s3deploy.Source.json_data(CLUSTER_FILE, {"env": self._job_environment()}),
+                    CLUSTER_FILE,
+                    lifecycle_file(config, self._job_environment(), Aws.STACK_ID)),
             ],
             prune=True,
         )
@@ -233,9 +254,13 @@ class HyperPodSlurmOrchestrator(Construct):
                 subnets=[props.network.compute_subnet.subnet_id],
             ),
             node_recovery=hp.node_recovery,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
+                    slurm_config_strategy=SLURM_CONFIG_STRATEGY)),
         )
-        # Nodes run the lifecycle scripts at creation: the files, the role's policies and
-        # the route to the NAT gateway (Enroot/Pyxis downloads) must exist first.
+        # Nodes run the lifecycle script at creation: the files, the role's policies and
+        # the route to the NAT gateway (the script calls the FSx and ECR APIs) must exist
+        # first. The file system is not among them (see lifecycle_file).
         self.cluster.node.add_dependency(self.deployment)
         self.cluster.node.add_dependency(self.role)
         self.cluster.node.add_dependency(props.network.compute_subnet.internet_connectivity_established)
@@ -276,24 +301,34 @@ class HyperPodSlurmOrchestrator(Construct):
     def _lifecycle_config(self) -> sagemaker.CfnCluster.ClusterLifeCycleConfigProperty:
         return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
             source_s3_uri=self.bucket.s3_url_for_object(LIFECYCLE_PREFIX) + "/",
-            on_create=ON_CREATE,
+            on_init_complete=ON_INIT_COMPLETE,
         )
 
     def _instance_groups(self) -> list[sagemaker.CfnCluster.ClusterInstanceGroupProperty]:
+        """Controller, optional login and worker groups, each with its ``SlurmConfig``.
+
+        ``NodeType``: exactly one Controller group, at most one Login group, Compute groups
+        with one partition each (``PartitionNames`` required for Compute, not allowed for
+        the others, at most one); every node is also in HyperPod's ``dev`` partition
+        (SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration).
+        """
         config = self.props.config
         hp = config.hyperpod
         Group = sagemaker.CfnCluster.ClusterInstanceGroupProperty
+        Slurm = sagemaker.CfnCluster.ClusterSlurmConfigProperty
         common = dict(execution_role=self.role.role_arn,
                       life_cycle_config=self._lifecycle_config())
         groups = [Group(instance_group_name=HYPERPOD_CONTROLLER_GROUP,
-                        instance_type=hp.controller_instance_type, instance_count=1, **common)]
+                        instance_type=hp.controller_instance_type, instance_count=1,
+                        slurm_config=Slurm(node_type="Controller"), **common)]
         if hp.login_instance_type is not None:
             groups.append(Group(instance_group_name=HYPERPOD_LOGIN_GROUP,
                                 instance_type=hp.login_instance_type, instance_count=1,
-                                **common))
+                                slurm_config=Slurm(node_type="Login"), **common))
         storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
             ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
                 volume_size_in_gb=hp.worker_ebs_volume_gib))]
+        partitions = {g.name: g.partition for g in hp.worker_groups}
         for name, count in config.hyperpod_worker_counts.items():
             groups.append(Group(
                 instance_group_name=name,
@@ -303,12 +338,18 @@ class HyperPodSlurmOrchestrator(Construct):
                 instance_storage_configs=storage,
                 on_start_deep_health_checks=list(hp.deep_health_checks) or None,
                 training_plan_arn=hp.training_plan_arn,
+                slurm_config=Slurm(node_type="Compute", partition_names=[partitions[name]]),
                 **common,
             ))
         return groups
 
     def _job_environment(self) -> dict[str, str]:
-        """What job scripts read from ``/fsx/.trn-ultracluster/env`` (values may be tokens)."""
+        """What job scripts read from ``/fsx/.trn-ultracluster/env`` (values may be tokens).
+
+        The file system's id is not here (it would make the lifecycle files wait for the
+        file system): the lifecycle script adds ``TRN_FSX_FILE_SYSTEM_ID`` once it has
+        found the file system by its tag.
+        """
         config, storage, image = self.props.config, self.props.storage, self.props.training_image
         spec = config.instance
         registry = Fn.select(0, Fn.split("/", image.repository.repository_uri))
@@ -331,7 +372,6 @@ class HyperPodSlurmOrchestrator(Construct):
             # --container-image).
             "TRN_CONTAINER_IMAGE": f"{registry}#{repository}:{image.image_tag}",
             "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
-            "TRN_FSX_FILE_SYSTEM_ID": storage.file_system.file_system_id,
             "TRN_DATA_BUCKET": storage.bucket.bucket_name,
             "TRN_DATA_PATH": fsx_path(dra.file_system_path) if dra else "",
             "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
@@ -349,7 +389,6 @@ class HyperPodSlurmOrchestrator(Construct):
         )
         self.bucket.grant_read(role)
         self.props.training_image.repository.grant_pull(role)
-        storage = self.props.storage
         # fsx:DescribeFileSystems has no resource-level permissions (Service Authorization
         # Reference, Amazon FSx: no resource type listed), so it can only be granted on "*".
         role.add_to_policy(iam.PolicyStatement(

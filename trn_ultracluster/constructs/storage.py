@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
@@ -30,6 +30,7 @@ from trn_ultracluster.nag import (
     checkov_skip,
     nag_partition,
 )
+from trn_ultracluster.shared_storage import FSX_STACK_TAG
 
 __all__ = ["EXPORT_WAIT", "LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
 
@@ -186,6 +187,9 @@ class Storage(Construct):
             # deleted too; its contents are exported first (see export_on_delete).
             removal_policy=RemovalPolicy.DESTROY,
         )
+        # Found by this tag, not by a reference, where a reference would make a resource
+        # wait for the file system (the HyperPod lifecycle script; FSX_STACK_TAG).
+        Tags.of(self.file_system).add(FSX_STACK_TAG, Aws.STACK_ID)
         if cfg.deployment_type == "PERSISTENT_2" and cfg.lustre_version == "2.15":
             # A PERSISTENT_2 file system without a metadata configuration is created with
             # Lustre 2.12 whatever version is asked for; AUTOMATIC mode sizes metadata IOPS

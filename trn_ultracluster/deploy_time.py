@@ -1,0 +1,182 @@
+"""How long a first ``cdk deploy`` takes: the critical path of a synthesized template.
+
+CloudFormation creates a resource once everything it refers to (``Ref``, ``Fn::GetAtt``,
+``Fn::Sub``) and everything in its ``DependsOn`` is created, and creates independent
+resources in parallel (CloudFormation user guide, "DependsOn attribute",
+https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-dependson.html).
+So a stack's create time is the longest chain of the dependency graph
+(:mod:`trn_ultracluster.template_graph`) weighted by each resource's create time.
+
+Create times per resource type (:data:`CREATE_MINUTES`) carry their source; where no
+published figure exists the entry says so and gives our estimate. There is no AWS account
+here: nothing in this module is measured, and the totals are estimates for planning, not
+promises.
+
+Besides the template's edges, :data:`RUNTIME_WAITS` models waits the template cannot show:
+HyperPod nodes' lifecycle script waits for the file system to be AVAILABLE (it finds it by
+its tag, so that CloudFormation creates both in parallel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from trn_ultracluster.template_graph import dependencies
+
+__all__ = ["CREATE_MINUTES", "CriticalPath", "Minutes", "RUNTIME_WAITS", "create_minutes",
+           "critical_path"]
+
+
+@dataclass(frozen=True)
+class Minutes:
+    """A resource type's typical create time.
+
+    Attributes:
+        minutes: typical create time, in minutes.
+        source: where the figure comes from.
+        published: ``True`` when the source states the figure (or a range whose upper end
+            it is); ``False`` for our estimate.
+    """
+
+    minutes: float
+    source: str
+    published: bool = False
+
+
+_ESTIMATE = "no published figure found; our estimate"
+CREATE_MINUTES: dict[str, Minutes] = {
+    "AWS::SageMaker::Cluster": Minutes(
+        15, "SageMaker developer guide, 'Getting started with SageMaker HyperPod using the AWS "
+            "CLI': InService 'typically 10 to 15 minutes' (upper end)", True),
+    "AWS::FSx::FileSystem": Minutes(
+        10, "aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/"
+            "README.md: the FSx for Lustre PERSISTENT_2 stack 'will take about 10 minutes'",
+        True),
+    "AWS::EKS::Cluster": Minutes(
+        9, "AWS What's New 2021-03-19, 'Amazon EKS reduces cluster creation time by 40%': "
+           "a control plane 'in 9 minutes or less, on average'", True),
+    "AWS::EC2::NatGateway": Minutes(
+        5, "aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/"
+           "README.md: the VPC stack with its NAT gateway 'takes about 5 minutes' (the whole "
+           "stack; an upper bound for the gateway)", True),
+    "AWS::FSx::DataRepositoryAssociation": Minutes(
+        3, f"{_ESTIMATE} (includes the metadata import of an empty or small bucket)"),
+    "AWS::EKS::Nodegroup": Minutes(
+        4, f"{_ESTIMATE} (instances launch and join; botocore's NodegroupActive waiter "
+           "allows 40 min)"),
+    "AWS::EKS::Addon": Minutes(1, _ESTIMATE),
+    "Custom::CDKContainerImageBuild": Minutes(
+        20, f"{_ESTIMATE}: CodeBuild pulls the Neuron base image (several GB), installs the "
+            "training program and pushes to ECR (README, 'Training image')"),
+    "Custom::AWSCDK-EKS-HelmChart": Minutes(
+        2, f"{_ESTIMATE} (helm install --wait of a small chart)"),
+    "Custom::AWSCDK-EKS-KubernetesResource": Minutes(0.5, _ESTIMATE),
+    "Custom::CDKBucketDeployment": Minutes(1, f"{_ESTIMATE} (a Lambda function copies a few "
+                                              "files)"),
+    "AWS::Lambda::Function": Minutes(0.5, _ESTIMATE),
+    "AWS::Lambda::LayerVersion": Minutes(0.5, _ESTIMATE),
+    "AWS::CodeBuild::Project": Minutes(0.2, _ESTIMATE),
+}
+"""Create minutes by resource type (types not listed: :data:`DEFAULT`)."""
+DEFAULT = Minutes(0.2, "API-call resources (IAM, S3, VPC parts, log groups, ...): seconds; "
+                       "our estimate")
+RUNTIME_WAITS: dict[str, tuple[str, Minutes]] = {
+    "AWS::SageMaker::Cluster": ("AWS::FSx::FileSystem", Minutes(
+        2, f"{_ESTIMATE}: after the file system is AVAILABLE the lifecycle script mounts it, "
+           "writes homes and the job environment, and HyperPod reports the nodes")),
+}
+"""Resource type -> (type it waits for while it is being created, minutes it still needs
+once that one is created): waits outside the template's graph."""
+
+
+def create_minutes(resource_type: str) -> Minutes:
+    """The create time of ``resource_type`` (:data:`CREATE_MINUTES`, else :data:`DEFAULT`)."""
+    return CREATE_MINUTES.get(resource_type, DEFAULT)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One resource on the critical path.
+
+    Attributes:
+        logical_id, resource_type: the resource.
+        start, finish: minutes since the deploy started.
+        minutes: its create time (:class:`Minutes`).
+        waits_for_runtime: the resource whose creation it waited for outside the template's
+            graph (:data:`RUNTIME_WAITS`), or ``None``.
+    """
+
+    logical_id: str
+    resource_type: str
+    start: float
+    finish: float
+    minutes: Minutes
+    waits_for_runtime: str | None = None
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The longest chain of a template's create.
+
+    Attributes:
+        total_minutes: when the last resource is created (the stack's CREATE_COMPLETE).
+        steps: the chain, first resource first.
+        finish: every resource's finish time (minutes), by logical id.
+    """
+
+    total_minutes: float
+    steps: list[Step]
+    finish: dict[str, float]
+
+
+def critical_path(template: dict[str, Any]) -> CriticalPath:
+    """The critical path of creating ``template`` (a synthesized CloudFormation template).
+
+    Each resource starts when all it depends on (:func:`~trn_ultracluster.template_graph.dependencies`)
+    are created and takes :func:`create_minutes`; a resource with a runtime wait
+    (:data:`RUNTIME_WAITS`) also finishes no earlier than that wait allows.
+
+    Raises:
+        ValueError: the template has a dependency cycle (CloudFormation rejects those too).
+    """
+    resources = template["Resources"]
+    graph = dependencies(template)
+    by_type: dict[str, list[str]] = {}
+    for name, resource in resources.items():
+        by_type.setdefault(resource["Type"], []).append(name)
+    visiting: set[str] = set()
+
+    @cache
+    def timing(name: str) -> tuple[float, float, str | None, str | None]:
+        """(start, finish, the dependency that set the start, the runtime wait that set
+        the finish or None)."""
+        if name in visiting:
+            raise ValueError(f"dependency cycle through {name}")
+        visiting.add(name)
+        start, before = 0.0, None
+        for dep in graph[name]:
+            if timing(dep)[1] > start:
+                start, before = timing(dep)[1], dep
+        kind = resources[name]["Type"]
+        finish, waited = start + create_minutes(kind).minutes, None
+        if kind in RUNTIME_WAITS:
+            other_type, after = RUNTIME_WAITS[kind]
+            for other in by_type.get(other_type, []):
+                if timing(other)[1] + after.minutes > finish:
+                    finish, waited = timing(other)[1] + after.minutes, other
+        visiting.discard(name)
+        return start, finish, before, waited
+
+    finish = {name: timing(name)[1] for name in resources}
+    last = max(finish, key=lambda n: finish[n])
+    steps: list[Step] = []
+    name: str | None = last
+    while name is not None:
+        start, end, before, waited = timing(name)
+        kind = resources[name]["Type"]
+        steps.append(Step(name, kind, start, end, create_minutes(kind), waited))
+        name = waited if waited is not None else before
+    steps.reverse()
+    return CriticalPath(finish[last], steps, finish)
