@@ -146,3 +146,47 @@ def test_cli_prepare_data_errors_exit_2_with_message(tmp_path, bpe_tokenizer):
                        capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2
     assert "error: --input '/no/such' does not exist" in p.stderr
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda m: m.pop("seq_len"), "manifest.json: missing key 'seq_len'"),
+    (lambda m: m.pop("shards"), "manifest.json: missing key 'shards'"),
+    (lambda m: m["shards"][0].pop("sha256"), r"manifest.json: shards\[0\] is missing key 'sha256'"),
+    (lambda m: m.update(seq_len="64"), "manifest.json: seq_len must be a positive integer, got: '64'"),
+    (lambda m: m.update(dtype="float64"), "manifest.json: dtype must be 'uint16' or 'uint32', got: 'float64'"),
+    (lambda m: m.update(task_format="xyz"), "manifest.json: task_format must be 'clm' or 'mlm', got: 'xyz'"),
+    (lambda m: m["shards"][1].update(name="../../etc/passwd"),
+     r"manifest.json: shards\[1\]\.name must be a file name in the data directory"),
+    (lambda m: m["shards"][0].update(num_sequences=-1), r"shards\[0\]\.num_sequences must be an integer >= 0"),
+    (lambda m: m.update(special_tokens=[]), "manifest.json: special_tokens must be an object"),
+])
+def test_manifest_with_a_missing_or_bad_key_is_named(tmp_path, clm_data, edit, match):
+    d = _copy(clm_data, tmp_path / "d")
+    m = json.loads((d / "manifest.json").read_text())
+    edit(m)
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DataError, match=match):
+        PackedDataset(d, verify=False)
+
+
+def test_mlm_manifest_without_a_mask_token_is_named(tmp_path, mlm_data):
+    d = _copy(mlm_data, tmp_path / "d")
+    m = json.loads((d / "manifest.json").read_text())
+    del m["special_tokens"]["mask"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(DataError,
+                       match="special_tokens must be ids of 'cls', 'sep', 'mask' and 'pad' for task_format mlm"):
+        PackedDataset(d, verify=False)
+
+
+def test_cli_train_with_a_broken_manifest_exits_2_without_traceback(tmp_path, clm_data, capsys):
+    from trn_train.cli import main
+
+    d = _copy(clm_data, tmp_path / "d")
+    m = json.loads((d / "manifest.json").read_text())
+    del m["vocab_size"]
+    (d / "manifest.json").write_text(json.dumps(m))
+    code = main(["train", "--recipe", "llama-tiny", "--data-dir", str(d), "--output-dir", str(tmp_path / "o"),
+                 "--steps", "1", "--device", "cpu", "--no-progress", "--no-tensorboard"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "missing key 'vocab_size'" in err, err

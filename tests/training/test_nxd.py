@@ -54,6 +54,14 @@ def test_pipeline_parallel_and_dp_degree(tmp_path):
     (dict(nodes=0), "--nodes"),
     (dict(instance_type="trn9.huge"), "--instance-type"),
     (dict(seq_len=100_000), "--seq-len"),
+    # 0 and negative values never fall back to the recipe's default or pass silently
+    (dict(tp=0), "--tp must be a divisor of the 32 NeuronCores .*got: 0"),
+    (dict(pp=0), "--pp must be a divisor of the 32 layers, got: 0"),
+    (dict(seq_len=0), r"--seq-len must be an integer in 1\.\.8192, got: 0"),
+    (dict(seq_len=-8), r"--seq-len must be an integer in 1\.\.8192, got: -8"),
+    (dict(global_batch_size=0), "--global-batch-size must be a positive integer, got: 0"),
+    (dict(global_batch_size=-1024), "--global-batch-size must be a positive integer, got: -1024"),
+    (dict(steps=0), "--steps must be a positive integer, got: 0"),
 ])
 def test_inconsistent_parallelism_is_rejected(kw, match):
     with pytest.raises(ConfigError, match=match):
@@ -78,3 +86,36 @@ def test_cli_writes_config_and_rejects_bad_tp(tmp_path):
     assert json.loads(ok.stdout.splitlines()[-1])["event"] == "nxd-config"
     bad = subprocess.run(base + ["--tp", "7"], capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--tp must be" in bad.stderr
+
+
+NXDT_REPO = "https://github.com/aws-neuron/neuronx-distributed-training"
+
+
+def test_dockerfile_pins_the_nxdt_examples_the_adapter_was_checked_against():
+    """One pin: the commit trn_train.nxd documents (and copies the Llama-3-8B hyperparameters
+    from) is the one the image downloads, and only its examples/ are extracted."""
+    import re
+
+    from trn_train.nxd import NXDT_EXAMPLES_COMMIT
+    from training_helpers import REPO
+
+    dockerfile = (REPO / "training" / "Dockerfile").read_text()
+    pinned = re.findall(r"^ARG NXDT_EXAMPLES_COMMIT=([0-9a-f]{40})$", dockerfile, re.M)
+    assert pinned == [NXDT_EXAMPLES_COMMIT]
+    assert f"{NXDT_REPO}/archive/${{NXDT_EXAMPLES_COMMIT}}.tar.gz" in dockerfile
+    assert '"neuronx-distributed-training-${NXDT_EXAMPLES_COMMIT}/examples"' in dockerfile
+    assert not re.search(r"^# *syntax=", dockerfile, re.M)  # no frontend from Docker Hub
+
+
+def test_llama8b_hyperparameters_are_nxdt_hf_llama3_8b_config():
+    """Values of examples/conf/hf_llama3_8B_config.yaml at the pinned commit
+    (9169aa03f39efd4eb02da63891a7ed98defb1714, neuronx-distributed-training 1.6.0)."""
+    cfg, _ = build_config(NxdRun(recipe="llama-8b", nodes=32, steps=10000))
+    optim = cfg["model"]["optim"]
+    assert optim == {"name": "adamw_fp32OptState", "lr": 1.5e-4, "weight_decay": 0.01, "capturable": False,
+                     "betas": [0.9, 0.999],
+                     "sched": {"name": "LinearAnnealingWithWarmUp", "warmup_steps": 100, "max_steps": 10000}}
+    assert cfg["trainer"]["gradient_clip_val"] == 1.0 and cfg["model"]["do_layer_norm_weight_decay"] is True
+    assert cfg["compiler_flags"] == "--model-type transformer"
+    assert cfg["distributed_strategy"]["context_parallel_size"] == 1
+    assert cfg["precision"]["type"] == "mixed_precision"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -98,11 +99,105 @@ def test_bad_batch_geometry(kw, world, match):
     (dict(instance_type="p5.48xlarge"), ConfigError, "--instance-type"),
     (dict(steps=0), ConfigError, "--steps"),
     (dict(global_batch_size=100_000), ConfigError, "at most the number of prepared sequences"),
+    # 0, negative, NaN and infinity never fall back to a default or pass silently
+    (dict(seq_len=0), ConfigError, "--seq-len must be between 1 and the prepared sequence length 64, got: 0"),
+    (dict(seq_len=-3), ConfigError, "--seq-len must be between 1"),
+    (dict(warmup_steps=-1), ConfigError, r"--warmup-steps must be an integer in 0\.\.--steps \(20\), got: -1"),
+    (dict(warmup_steps=21), ConfigError, "--warmup-steps must be an integer in 0"),
+    (dict(max_grad_norm=-1.0), ConfigError,
+     r"--max-grad-norm must be a finite number >= 0 \(0 disables clipping\), got: -1\.0"),
+    (dict(max_grad_norm=float("nan")), ConfigError, "--max-grad-norm must be a finite number >= 0"),
+    (dict(weight_decay=-1.0), ConfigError, "--weight-decay must be a finite number >= 0, got: -1.0"),
+    (dict(weight_decay=float("inf")), ConfigError, "--weight-decay must be a finite number >= 0"),
+    (dict(lr=float("inf")), ConfigError, "--lr must be a positive finite number, got: inf"),
+    (dict(lr=float("nan")), ConfigError, "--lr must be a positive finite number"),
+    (dict(min_lr_ratio=float("nan")), ConfigError, "--min-lr-ratio"),
+    (dict(seed=-1), ConfigError, r"--seed must be an integer in 0\.\.2\*\*64-1, got: -1"),
+    (dict(zero1="on"), ConfigError, "--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"),
 ])
 def test_bad_input_fails_before_training(tmp_path, clm_data, kw, exc, match):
     with pytest.raises(exc, match=match):
         run(cfg(clm_data, tmp_path / "run", **kw))
     assert not (tmp_path / "run" / "checkpoints").exists()
+
+
+def test_every_train_flag_error_exits_2_without_traceback(tmp_path, clm_data, capsys):
+    from trn_train.cli import main
+
+    base = ["train", "--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(tmp_path / "r"),
+            "--steps", "5", "--device", "cpu", "--no-progress", "--no-tensorboard"]
+    for extra in (["--seq-len", "0"], ["--weight-decay", "-1"], ["--max-grad-norm", "-0.5"],
+                  ["--warmup-steps", "-2"], ["--zero1", "on"], ["--lr", "inf"], ["--seed", "-1"]):
+        assert main(base + extra) == 2, extra
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {extra[0]} must be ") and "Traceback" not in err, err
+
+
+# ----------------------------------------------------------------------- non-finite loss
+
+
+def _poison_weights_after(monkeypatch, call: int) -> None:
+    """Make the weights NaN right after optimizer step number ``call`` (a diverging run)."""
+    import torch
+
+    from trn_train.runtime import Runtime
+
+    original = Runtime.optimizer_step
+    calls = {"n": 0}
+
+    def step(self, optimizer, model, max_grad_norm):
+        norm = original(self, optimizer, model, max_grad_norm)
+        calls["n"] += 1
+        if calls["n"] == call:
+            with torch.no_grad():
+                next(model.parameters()).fill_(float("nan"))
+        return norm
+
+    monkeypatch.setattr(Runtime, "optimizer_step", step)
+
+
+@pytest.mark.parametrize("poison_after, log_every, stop_at", [
+    (6, 1, 7),     # the next loss is NaN: seen at once when every step is logged
+    (6, 100, 8),   # with sparse logging: seen before the checkpoint of step 8 is written
+    (8, 100, 8),   # the loss of step 8 was still finite, its weights are not: no checkpoint
+])
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, clm_data, capsys, monkeypatch,
+                                                                  poison_after, log_every, stop_at):
+    from trn_train.errors import TrainingDiverged
+
+    _poison_weights_after(monkeypatch, poison_after)
+    out = tmp_path / "run"
+    with pytest.raises(TrainingDiverged, match=f"non-finite .* step {stop_at}") as e:
+        run(cfg(clm_data, out, steps=12, ckpt_every=4, log_every=log_every, tensorboard=False))
+    assert e.value.exit_code == 3
+    assert "step_00000004" in str(e.value)
+    events = read_events(capsys.readouterr().out)
+    stop = [ev for ev in events if ev["event"] == "nonfinite"]
+    assert len(stop) == 1 and stop[0]["step"] == stop_at
+    assert stop[0]["last_checkpoint"] == str(out / "checkpoints" / "step_00000004")
+    assert not any(ev["event"] == "end" for ev in events)
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_00000004"]
+
+
+def test_cli_huge_lr_diverges_exits_3_and_writes_no_nan_checkpoint(tmp_path, clm_data, capsys):
+    """lr 1e30: the first update leaves finite (huge) weights, the second gradient norm is inf."""
+    import torch
+
+    from trn_train.cli import main
+
+    out = tmp_path / "run"
+    code = main(["train", "--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(out),
+                 "--steps", "6", "--global-batch-size", "8", "--micro-batch-size", "4", "--lr", "1e30",
+                 "--ckpt-every", "1", "--log-every", "1", "--device", "cpu", "--no-progress", "--no-tensorboard"])
+    captured = capsys.readouterr()
+    assert code == 3
+    assert captured.err.startswith("error: training diverged") and "Traceback" not in captured.err
+    events = read_events(captured.out)
+    assert next(e for e in events if e["event"] == "nonfinite")["step"] == 2
+    kept = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert kept == ["step_00000001"]
+    state = torch.load(out / "checkpoints" / kept[0] / "model.pt", weights_only=True)
+    assert all(torch.isfinite(t).all() for t in state.values())
 
 
 # ----------------------------------------------------------------------- checkpoints
@@ -181,7 +276,7 @@ def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoin
 def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_path, clm_data, capsys):
     """Tolerance: 1e-5 absolute per logged loss (measured: about 1.4e-6). The 2-process
     gradient is the mean of two per-rank means instead of one mean over 8 sequences, so only
-    float rounding differs."""
+    float rounding differs. The checkpoint's manifest lists both ranks' files."""
     steps = 15
     run(cfg(clm_data, tmp_path / "one", steps=steps))
     one = train_losses(read_events(capsys.readouterr().out))
@@ -201,3 +296,7 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_pat
     print("max 1-vs-2 process loss diff", max(diffs.values()))
     assert max(diffs.values()) < 1e-5, diffs
     assert one[steps] < one[1] - 0.5
+    final = tmp_path / "two" / "checkpoints" / f"step_{steps:08d}"
+    files = json.loads((final / ckpt.MANIFEST).read_text())["files"]
+    assert set(files) == {"model.pt", "optim_rank00000.pt", "rng_rank00000.pt", "rng_rank00001.pt", "trainer.json"}
+    assert sorted(p.name for p in final.iterdir()) == sorted([*files, ckpt.MANIFEST, ckpt.MARKER])

@@ -21,14 +21,19 @@ STEPS = 16
 ENV = subprocess_env(PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="2")
 
 
-def torchrun(data: Path, out: Path, *extra: str, env: dict | None = None) -> list[dict]:
-    args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "1", "--nnodes", "1",
+def torchrun_process(data: Path, out: Path, *extra: str, env: dict | None = None, nproc: int = 1,
+                     steps: int = STEPS, timeout: int = 600) -> subprocess.CompletedProcess:
+    args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--nnodes", "1",
             "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
             "-m", "trn_train", "train", "--recipe", "llama-tiny", "--data-dir", str(data),
-            "--output-dir", str(out), "--steps", str(STEPS), "--global-batch-size", "8",
+            "--output-dir", str(out), "--steps", str(steps), "--global-batch-size", "8",
             "--micro-batch-size", "4", "--log-every", "1", "--ckpt-every", "8", "--lr", "3e-3",
             "--no-progress", "--device", "xla", *extra]
-    p = subprocess.run(args, capture_output=True, text=True, env=env or ENV, timeout=600)
+    return subprocess.run(args, capture_output=True, text=True, env=env or ENV, timeout=timeout)
+
+
+def torchrun(data: Path, out: Path, *extra: str, env: dict | None = None) -> list[dict]:
+    p = torchrun_process(data, out, *extra, env=env)
     assert p.returncode == 0, p.stderr[-4000:]
     return read_events(p.stdout)
 
@@ -71,3 +76,31 @@ def test_neuron_parallel_compile_trial_run_writes_no_checkpoint(xla_data, tmp_pa
     assert next(e for e in events if e["event"] == "start")["compile_only"] is True
     assert not any(e["event"] == "checkpoint" for e in events)
     assert not (tmp_path / "checkpoints").exists()
+
+
+def test_xla_world_size_that_differs_from_torchrun_stops_every_process(xla_data, tmp_path):
+    """The real failure: torch-xla 2.9 on XLA:CPU reports world size 1 in each of 2 torchrun
+    processes (DESIGN.md §7). Each process must stop with the clear error (exit 2) instead of
+    training as a duplicate and writing the same checkpoint."""
+    p = torchrun_process(xla_data, tmp_path, nproc=2, steps=4, timeout=300)
+    assert p.returncode != 0
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error: the XLA runtime reports world size 1")]
+    assert len(lines) == 2 and "WORLD_SIZE=2" in lines[0], p.stderr[-4000:]
+    assert "exitcode  : 2" in p.stderr  # torchrun's summary of the failed workers
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_xla_non_finite_loss_exits_3_without_a_nan_checkpoint(xla_data, tmp_path):
+    """lr 1e30 with ZeRO-1 and bf16 autocast: the run stops at the first non-finite gradient
+    norm or loss; every checkpoint left is finite and older than that step."""
+    p = torchrun_process(xla_data, tmp_path, "--lr", "1e30", "--ckpt-every", "1", steps=6)
+    assert "error: training diverged" in p.stderr, p.stderr[-4000:]
+    assert "exitcode  : 3" in p.stderr
+    events = read_events(p.stdout)
+    stop = next(e for e in events if e["event"] == "nonfinite")
+    kept = sorted((tmp_path / "checkpoints").glob("step_*"))
+    assert kept and all(int(d.name[5:]) < stop["step"] for d in kept)
+    assert stop["last_checkpoint"] == str(kept[-1])
+    for d in kept:
+        state = torch.load(d / "model.pt", weights_only=True)
+        assert all(torch.isfinite(t.float()).all() for t in state.values()), d

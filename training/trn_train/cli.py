@@ -7,6 +7,13 @@ Commands:
     nxd-config       write the NxD Training YAML + HF config for TP/PP recipes (llama-8b),
                      and optionally launch it
     recipes          list the recipes with their shapes, FLOPs/token and published throughput
+
+Exit codes (one `error:` line on stderr, no traceback):
+    0  done
+    2  bad input: a flag, the prepared data, no usable checkpoint, or processes that disagree
+       about the job (XLA runtime vs torchrun); argparse also exits 2 for unknown flags
+    3  training diverged (non-finite loss, gradient norm or weights): no checkpoint of them
+       was written, the last good one is kept
 """
 
 from __future__ import annotations
@@ -99,22 +106,24 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
              "up to the recipe's)")
     opt("--seq-len", type=int, help="tokens per sequence, <= the prepared length (default: the recipe's, "
                                     "capped at the prepared length)")
-    opt("--lr", type=float, help="peak learning rate (default: the recipe's)")
+    opt("--lr", type=float, help="peak learning rate, > 0 (default: the recipe's)")
     opt("--min-lr-ratio", type=float, help="cosine decay ends at lr x this")
-    opt("--warmup-steps", type=int, help="linear warm-up (default: the recipe's, at most steps/10)")
-    opt("--weight-decay", type=float)
-    opt("--max-grad-norm", type=float, help="0 disables clipping")
+    opt("--warmup-steps", type=int, help="linear warm-up, 0..--steps (default: the recipe's, at most steps/10)")
+    opt("--weight-decay", type=float, help=">= 0")
+    opt("--max-grad-norm", type=float, help=">= 0; 0 disables clipping")
     opt("--log-every", type=int, help="metrics every N steps")
     opt("--ckpt-every", type=int, help="checkpoint every N steps (0: at the end only)")
     opt("--keep-last", type=int, help="complete checkpoints to keep")
-    opt("--seed", type=int)
+    opt("--seed", type=int, help="0..2**64-1")
     opt("--precision", choices=["auto", "bf16", "fp32"], help="auto: bf16 autocast on XLA/Neuron, fp32 on CPU")
     opt("--device", choices=["auto", "xla", "cpu"], help="auto: XLA when torch_xla is importable")
-    opt("--zero1", choices=["auto", "on", "off"], help="ZeRO-1 optimizer sharding on XLA; auto = on")
+    opt("--zero1", choices=["auto", "on", "off"],
+        help="ZeRO-1 optimizer sharding (torch-xla): auto = on with XLA, off on CPU; 'on' is an error on CPU")
     opt("--instance-type", help="catalog entry whose peak BF16 gives MFU")
     opt("--max-steps-this-run", "--steps-this-run", type=int,
         help="stop after this many steps (neuron_parallel_compile trial runs)")
-    opt("--resume", help="'auto', 'none' or a checkpoint directory")
+    opt("--resume", help="'auto' (the newest verified checkpoint; damaged ones are skipped), 'none' or a "
+                         "checkpoint directory")
     opt("--no-tensorboard", dest="tensorboard", action="store_false", help="write no TensorBoard event files")
     opt("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     opt("--no-verify-data", dest="verify_data", action="store_false",
@@ -166,13 +175,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; returns the exit status (2 for bad input, with a one-line reason)."""
+    """CLI entry point; returns the exit status: 0 done, 2 bad input (flag, data, checkpoint,
+    launch), 3 training diverged (:mod:`trn_train.errors`), each with a one-line ``error:``
+    reason on stderr and no traceback."""
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
     except TrnTrainError as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
-        return 2
+        return e.exit_code
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -409,6 +409,62 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _is_int(v: object, minimum: int) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+
+
+def check_manifest(m: Any, mpath: Path) -> None:
+    """Check a prepared-data ``manifest.json`` (already parsed) has every key with a usable value.
+
+    Keys: ``format`` (:data:`FORMAT`), ``task_format`` (``clm``/``mlm``), ``seq_len`` (>= 1),
+    ``dtype`` (``uint16``/``uint32``), ``vocab_size`` (>= 1), ``num_sequences`` (>= 0),
+    ``special_tokens`` (optional object of ids; ``mlm`` needs ``cls``, ``sep``, ``mask``, ``pad``)
+    and ``shards``: a list of ``{name, num_sequences, bytes, sha256}`` where ``name`` is a plain
+    file name in the data directory (never a path out of it).
+
+    Raises:
+        DataError: ``<manifest>: missing key 'k'`` or ``<manifest>: k must be <allowed>, got: <value>``.
+    """
+    def bad(key: str, allowed: str, value: object) -> DataError:
+        return DataError(f"{mpath}: {key} must be {allowed}, got: {value!r}; re-run prepare-data")
+
+    if not isinstance(m, dict):
+        raise bad("the manifest", "a JSON object", type(m).__name__)
+    for key in ("format", "task_format", "seq_len", "dtype", "vocab_size", "num_sequences", "shards"):
+        if key not in m:
+            raise DataError(f"{mpath}: missing key {key!r}; re-run prepare-data")
+    if m["format"] != FORMAT:
+        raise bad("format", repr(FORMAT), m["format"])
+    if m["task_format"] not in ("clm", "mlm"):
+        raise bad("task_format", "'clm' or 'mlm'", m["task_format"])
+    for key, minimum in (("seq_len", 1), ("vocab_size", 1), ("num_sequences", 0)):
+        if not _is_int(m[key], minimum):
+            raise bad(key, "a positive integer" if minimum else "an integer >= 0", m[key])
+    if m["dtype"] not in ("uint16", "uint32"):
+        raise bad("dtype", "'uint16' or 'uint32'", m["dtype"])
+    special = m.get("special_tokens", {})
+    if not isinstance(special, dict) or not all(_is_int(v, 0) for v in special.values()):
+        raise bad("special_tokens", "an object of token ids", special)
+    if m["task_format"] == "mlm" and not {"cls", "sep", "mask", "pad"} <= special.keys():
+        raise bad("special_tokens", "ids of 'cls', 'sep', 'mask' and 'pad' for task_format mlm", special)
+    if not isinstance(m["shards"], list):
+        raise bad("shards", "a list", m["shards"])
+    for i, sh in enumerate(m["shards"]):
+        if not isinstance(sh, dict):
+            raise bad(f"shards[{i}]", "an object", sh)
+        for key in ("name", "num_sequences", "bytes", "sha256"):
+            if key not in sh:
+                raise DataError(f"{mpath}: shards[{i}] is missing key {key!r}; re-run prepare-data")
+        name = sh["name"]
+        if not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name:
+            raise bad(f"shards[{i}].name", "a file name in the data directory", name)
+        for key in ("num_sequences", "bytes"):
+            if not _is_int(sh[key], 0):
+                raise bad(f"shards[{i}].{key}", "an integer >= 0", sh[key])
+        if not (isinstance(sh["sha256"], str) and len(sh["sha256"]) == 64):
+            raise bad(f"shards[{i}].sha256", "64 hex digits", sh["sha256"])
+
+
 class PackedDataset:
     """Read-only view of a prepared data directory: ``num_sequences`` rows of ``seq_len`` ids.
 
@@ -417,8 +473,9 @@ class PackedDataset:
     memory-mapped; :meth:`get` gathers rows by global index.
 
     Raises (from ``__init__``):
-        DataError: directory or manifest missing/unreadable, shard missing, truncated
-            (size differs from the manifest) or corrupt (SHA-256 differs).
+        DataError: directory or manifest missing/unreadable, a manifest key missing or bad
+            (:func:`check_manifest`), shard missing, truncated (size differs from the manifest)
+            or corrupt (SHA-256 differs).
     """
 
     def __init__(self, data_dir: str | os.PathLike[str], verify: bool = True) -> None:
@@ -436,12 +493,11 @@ class PackedDataset:
             self.manifest: dict[str, Any] = json.loads(mpath.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise DataError(f"{mpath} is not valid JSON: {e}") from e
-        if self.manifest.get("format") != FORMAT:
-            raise DataError(f"{mpath}: format {self.manifest.get('format')!r}, expected {FORMAT!r}")
-        self.seq_len = int(self.manifest["seq_len"])
+        check_manifest(self.manifest, mpath)
+        self.seq_len = self.manifest["seq_len"]
         self.dtype = np.dtype(self.manifest["dtype"]).newbyteorder("<")
-        self.vocab_size = int(self.manifest["vocab_size"])
-        self.task_format = str(self.manifest["task_format"])
+        self.vocab_size = self.manifest["vocab_size"]
+        self.task_format = self.manifest["task_format"]
         self.special_tokens: dict[str, int] = dict(self.manifest.get("special_tokens", {}))
         row_bytes = self.seq_len * self.dtype.itemsize
         self._maps: list[np.ndarray] = []
@@ -465,7 +521,7 @@ class PackedDataset:
             counts.append(sh["num_sequences"])
         self._starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self.num_sequences = int(self._starts[-1])
-        if self.num_sequences != int(self.manifest["num_sequences"]):
+        if self.num_sequences != self.manifest["num_sequences"]:
             raise DataError(f"{mpath}: shards hold {self.num_sequences} sequences, manifest says "
                             f"{self.manifest['num_sequences']}")
 

@@ -14,8 +14,26 @@ own tensor/pipeline-parallel library, which the pinned Neuron training image shi
 3. exports our packed shards to the Hugging Face ``datasets`` directory NxDT's
    ``HFDataModule`` reads with ``datasets.load_from_disk(data.train_dir)``.
 
-CI checks the generated config (shapes, TP/PP/DP consistent with the world size) and the
-command; only a Trainium cluster runs it.
+CI checks the generated config (shapes, TP/PP/DP consistent with the world size, the
+hyperparameters of NxDT's own Llama-3-8B config) and the command; only a Trainium cluster
+runs it.
+
+Which NxDT (checked 2026-11-22):
+
+- The base image ``pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04`` is
+  built from github.com/aws-neuron/deep-learning-containers tag ``2.30.0`` (its README row for
+  that image links ``blob/2.30.0/pytorch/training/2.9.0/Dockerfile.neuronx``), whose Dockerfile
+  pins ``ARG NEURONX_DISTRIBUTED_TRAINING_VERSION=1.7.0``. The Neuron containers release notes
+  (aws-neuron-sdk ``release-notes/components/containers.rst``, Neuron 2.29.0 callout) say the
+  same: the DLC "has been pinned to include neuronx_distributed_training-1.7.0", NxDT being in
+  maintenance mode from Neuron 2.30 (``announce-maintenance-nxdt-nxd-core-training.rst``).
+- github.com/aws-neuron/neuronx-distributed-training has no 1.7.0 source: its newest release
+  commit is :data:`NXDT_EXAMPLES_COMMIT` ("Neuron SDK Release 2.26.0 changes", 2025-09-22,
+  ``src/neuronx_distributed_training/_version.py`` = ``1.6.0``); no later release commit on any
+  branch, and the repository has no tags (as mirrored on 2026-11-22; the previous pin, ff83d7b,
+  was 1.0.0 of Neuron 2.20). Its ``examples/`` therefore are the
+  newest published ones; that they run unchanged with the 1.7.0 wheel is NOT verified here
+  (it needs a Trainium run).
 """
 
 from __future__ import annotations
@@ -32,6 +50,22 @@ from trn_train.config import recipe_for
 from trn_train.errors import ConfigError
 from trn_train.flops import instance_spec
 from trn_ultracluster.shared_storage import NEURON_COMPILE_CACHE_DIR
+
+
+NXDT_EXAMPLES_COMMIT = "9169aa03f39efd4eb02da63891a7ed98defb1714"
+"""neuronx-distributed-training commit whose ``examples/`` the image ADDs (``training/Dockerfile``
+``ARG NXDT_EXAMPLES_COMMIT``, kept equal by a test) and whose
+``examples/conf/hf_llama3_8B_config.yaml`` the Llama-3-8B hyperparameters below are copied
+from: NxDT 1.6.0, the newest published source (see the module docstring)."""
+
+# examples/conf/hf_llama3_8B_config.yaml at NXDT_EXAMPLES_COMMIT: model.optim and the
+# trainer/precision/compiler keys a recipe does not decide. lr 1.5e-4 and warmup 100 are the
+# llama-8b recipe's (trn_ultracluster/recipes.py), equal to that file's.
+NXDT_LLAMA3_8B_OPTIM = {"name": "adamw_fp32OptState", "weight_decay": 0.01, "capturable": False,
+                        "betas": [0.9, 0.999], "sched": "LinearAnnealingWithWarmUp"}
+# the same file's compiler_flags; NxDT 1.2.0 (Neuron 2.22) "Removes --llm-training flag by default
+# in all configs, except llama2" (aws-neuron-sdk release-notes/components/nxd-training.rst)
+NXDT_COMPILER_FLAGS = "--model-type transformer"
 
 
 @dataclass(frozen=True)
@@ -76,12 +110,14 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
         raise ConfigError("--recipe", spec.recipe, "a full-size Llama recipe (llama-1b, llama-8b)")
     if spec.nodes < 1:
         raise ConfigError("--nodes", spec.nodes, "a positive integer")
+    if spec.steps < 1:
+        raise ConfigError("--steps", spec.steps, "a positive integer")
     inst = instance_spec(spec.instance_type)
     cores = inst.logical_neuron_cores
     world = spec.nodes * cores
     mc = recipe.model_config
-    tp = spec.tp or recipe.tensor_parallel
-    pp = spec.pp or recipe.pipeline_parallel
+    tp = spec.tp if spec.tp is not None else recipe.tensor_parallel
+    pp = spec.pp if spec.pp is not None else recipe.pipeline_parallel
     heads, kv, layers = mc["num_attention_heads"], mc["num_key_value_heads"], mc["num_hidden_layers"]
     if tp < 1 or tp > cores or cores % tp:
         raise ConfigError("--tp", tp, f"a divisor of the {cores} NeuronCores of one {inst.name} (TP stays in a node)")
@@ -94,13 +130,15 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
     if world % (tp * pp):
         raise ConfigError("--tp x --pp", tp * pp, f"a divisor of the world size {world} ({spec.nodes} x {cores})")
     dp = world // (tp * pp)
-    gbs = spec.global_batch_size or recipe.global_batch_size
+    gbs = spec.global_batch_size if spec.global_batch_size is not None else recipe.global_batch_size
+    if gbs < 1:
+        raise ConfigError("--global-batch-size", gbs, "a positive integer")
     if gbs % (dp * spec.micro_batch_size):
         raise ConfigError("--global-batch-size", gbs,
                           f"divisible by data-parallel degree {dp} x micro batch {spec.micro_batch_size}")
-    seq = spec.seq_len or recipe.seq_len
-    if seq > mc["max_position_embeddings"]:
-        raise ConfigError("--seq-len", seq, f"at most {mc['max_position_embeddings']}")
+    seq = spec.seq_len if spec.seq_len is not None else recipe.seq_len
+    if not 1 <= seq <= mc["max_position_embeddings"]:
+        raise ConfigError("--seq-len", seq, f"an integer in 1..{mc['max_position_embeddings']}")
     name = f"trn_train_{recipe.name.replace('-', '_')}"
     hf = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **mc, "torch_dtype": "bfloat16"}
     cfg: dict[str, Any] = {
@@ -120,15 +158,18 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
             "checkpoint_callback_params": {
                 "monitor": "step", "save_top_k": 2, "mode": "max", "save_last": False,
                 "filename": f"{name}--{{step}}-{{consumed_samples}}", "model_parallel_size": tp * pp,
-                "every_n_train_steps": 100,
+                # our checkpoint policy, not NxDT's example's (save_top_k 1, every 10 steps): a
+                # full 8B checkpoint every 10 steps would cost more time than it saves
+                "every_n_train_steps": 100, "use_master_weights_in_ckpt": False,
             },
-            "log_parameter_norm": True, "log_gradient_norm": True, "save_xser": True, "load_xser": True,
-            "async_checkpointing": False, "resume_from_checkpoint": None,
+            "log_parameter_norm": True, "log_gradient_norm": True,
+            "enable_recovery_time_instrumentation": False, "save_xser": True, "load_xser": True,
+            "save_bf16": False, "async_checkpointing": False, "resume_from_checkpoint": None,
         },
         "distributed_strategy": {
             "tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp,
-            "virtual_pipeline_model_parallel_size": 1, "zero1": True, "sequence_parallel": tp > 1,
-            "kv_replicator": max(1, tp // kv),
+            "virtual_pipeline_model_parallel_size": 1, "context_parallel_size": 1, "zero1": True,
+            "sequence_parallel": tp > 1, "kv_replicator": max(1, tp // kv),
         },
         "data": {"micro_batch_size": spec.micro_batch_size, "global_batch_size": gbs, "train_dir": spec.data_dir},
         "model": {
@@ -139,15 +180,16 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
             "activations_checkpoint_granularity": "selective", "activations_checkpoint_recompute": ["CoreAttention"],
             "fusions": {"softmax": True, "flash_attention": True}, "do_layer_norm_weight_decay": True,
             "optim": {
-                "name": "adamw_fp32OptState", "lr": recipe.lr, "weight_decay": 0.01, "capturable": False,
-                "betas": [0.9, 0.95],
-                "sched": {"name": "LinearAnnealingWithWarmUp", "warmup_steps": recipe.warmup_steps,
+                "name": NXDT_LLAMA3_8B_OPTIM["name"], "lr": recipe.lr,
+                "weight_decay": NXDT_LLAMA3_8B_OPTIM["weight_decay"],
+                "capturable": NXDT_LLAMA3_8B_OPTIM["capturable"], "betas": list(NXDT_LLAMA3_8B_OPTIM["betas"]),
+                "sched": {"name": NXDT_LLAMA3_8B_OPTIM["sched"], "warmup_steps": recipe.warmup_steps,
                           "max_steps": spec.steps},
             },
         },
         "precision": {"type": "mixed_precision", "master_weights": False, "fp32_grad_acc": False,
                       "xla_use_bf16": "0", "xla_downcast_bf16": "0", "neuron_rt_stochastic_rounding_en": "0"},
-        "compiler_flags": "--model-type transformer --distribution-strategy=llm-training",
+        "compiler_flags": NXDT_COMPILER_FLAGS,
         "compiler_cache_url": spec.compile_cache,
         "aync_exec_max_inflight_requests": 5,  # sic: NxDT's key name
         "bucket_size_collectives": 1024,

@@ -22,12 +22,12 @@ import contextlib
 import datetime
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 import torch.distributed as dist
 
-from trn_train.errors import ConfigError
+from trn_train.errors import ConfigError, LaunchError
 
 
 def xla_available() -> bool:
@@ -82,6 +82,8 @@ class Runtime:
 
         Raises:
             ConfigError: unknown ``device``, or ``"xla"`` without torch-xla installed.
+            LaunchError: under torchrun, the XLA runtime's world size or ordinal is not
+                torchrun's ``WORLD_SIZE`` / ``RANK`` (see :func:`_check_xla_matches_torchrun`).
         """
         if device not in ("auto", "xla", "cpu"):
             raise ConfigError("--device", device, "'auto', 'xla' or 'cpu'")
@@ -98,9 +100,12 @@ class Runtime:
                 import torch_xla.distributed.xla_backend  # noqa: F401  registers the "xla" backend
 
                 dist.init_process_group("xla", init_method="xla://")
+            world, rank = xr.world_size(), xr.global_ordinal()
+            if launched:
+                _check_xla_matches_torchrun(world, rank, os.environ)
             return cls(
-                kind="xla", device=torch_xla.device(), rank=xr.global_ordinal(),
-                world_size=xr.world_size(), distributed=dist.is_initialized(), _xm=xm,
+                kind="xla", device=torch_xla.device(), rank=rank,
+                world_size=world, distributed=dist.is_initialized(), _xm=xm,
             )
         if launched and not dist.is_initialized():
             dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=10))
@@ -108,6 +113,24 @@ class Runtime:
             return cls(kind="cpu", device=torch.device("cpu"), rank=dist.get_rank(),
                        world_size=dist.get_world_size(), distributed=True)
         return cls(kind="cpu", device=torch.device("cpu"))
+
+    def resolve_zero1(self, flag: str) -> bool:
+        """Whether to shard the optimizer state (ZeRO-1) for ``--zero1 flag`` on this back end.
+
+        ZeRO-1 here is torch-xla's ``ZeroRedundancyOptimizer``: ``auto`` and ``on`` use it on
+        XLA; on CPU ``auto`` means off (plain DDP with replicated AdamW state).
+
+        Raises:
+            ConfigError: ``on`` on the CPU device (it would be ignored), or an unknown value.
+        """
+        if flag not in ("auto", "on", "off"):
+            raise ConfigError("--zero1", flag, "'auto', 'on' or 'off'")
+        if self.kind != "xla":
+            if flag == "on":
+                raise ConfigError("--zero1", flag, f"'auto' or 'off' on the {self.kind} device",
+                                  hint="ZeRO-1 is torch-xla's ZeroRedundancyOptimizer: XLA/NeuronCores only")
+            return False
+        return flag != "off"
 
     def shutdown(self) -> None:
         """Leave the process group (if any)."""
@@ -141,6 +164,18 @@ class Runtime:
         t = t.clone()
         dist.all_reduce(t)
         return t / self.world_size
+
+    def count_true(self, flag: bool) -> int:
+        """How many ranks passed ``flag=True`` (a collective: every rank must call it, also
+        when its own flag is False, or the others wait forever)."""
+        if self.world_size <= 1:
+            return int(flag)
+        t = torch.tensor(float(flag), device=self.device)
+        if self.kind == "xla":
+            t = self._xm.all_reduce(self._xm.REDUCE_SUM, t)
+        else:
+            dist.all_reduce(t)
+        return int(round(float(t.item())))
 
     # ---------------------------------------------------------------- model/optimizer
 
@@ -243,6 +278,33 @@ class Runtime:
         """Copy every tensor in a nested structure to CPU (after an XLA sync)."""
         self.sync()
         return _map_tensors(obj, lambda t: t.detach().to("cpu"))
+
+
+def _check_xla_matches_torchrun(world: int, rank: int, env: Mapping[str, str]) -> None:
+    """Stop when the XLA runtime's view of the job is not torchrun's.
+
+    torch-xla 2.9 on XLA:CPU under torchrun with 2 processes was seen reporting world size 1
+    in every process (DESIGN.md §7): each process then trains alone as a duplicate of the
+    others, on the same batches, and all write the same checkpoint files.
+
+    Args:
+        world / rank: ``torch_xla.runtime.world_size()`` / ``global_ordinal()``.
+        env: torchrun's environment (``WORLD_SIZE``, ``RANK``).
+
+    Raises:
+        LaunchError: they differ.
+    """
+    want_world, want_rank = int(env["WORLD_SIZE"]), int(env["RANK"])
+    if world != want_world:
+        raise LaunchError(
+            f"the XLA runtime reports world size {world}, but torchrun started WORLD_SIZE={want_world} "
+            "processes: each would train as a duplicate on the same batches and write the same checkpoint. "
+            "Check the launch: torchrun --nproc_per_node (one process per NeuronCore), PJRT_DEVICE and any "
+            "NEURON_RT_* core settings in the environment")
+    if rank != want_rank:
+        raise LaunchError(
+            f"the XLA runtime reports ordinal {rank} for the process torchrun started as RANK={want_rank}: "
+            "ranks would read the wrong batches and overwrite each other's checkpoint files")
 
 
 def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:

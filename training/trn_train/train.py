@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ import torch
 from trn_train import checkpoint as ckpt
 from trn_train.config import TrainConfig, recipe_for
 from trn_train.data import GlobalBatchSampler, PackedDataset
-from trn_train.errors import ConfigError
+from trn_train.errors import CheckpointError, ConfigError, TrainingDiverged
 from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
 from trn_train.model import build_model, mlm_mask, model_config
@@ -98,7 +99,17 @@ def lr_lambda(warmup: int, total: int, min_ratio: float):
     return f
 
 
+def _finite(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
+    """Check the flags that need neither the data nor the device.
+
+    Raises:
+        ConfigError: the first bad flag; 0, negative, NaN and infinite values are named, never
+            replaced by a default.
+    """
     if cfg.steps < 1:
         raise ConfigError("--steps", cfg.steps, "a positive integer")
     if cfg.log_every < 1:
@@ -109,14 +120,20 @@ def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
         raise ConfigError("--keep-last", cfg.keep_last, "a positive integer")
     if cfg.precision not in ("auto", "bf16", "fp32"):
         raise ConfigError("--precision", cfg.precision, "'auto', 'bf16' or 'fp32'")
-    if cfg.zero1 not in ("auto", "on", "off"):
-        raise ConfigError("--zero1", cfg.zero1, "'auto', 'on' or 'off'")
     if cfg.max_steps_this_run is not None and cfg.max_steps_this_run < 1:
         raise ConfigError("--max-steps-this-run", cfg.max_steps_this_run, "a positive integer")
     if not 0 <= cfg.min_lr_ratio <= 1:
         raise ConfigError("--min-lr-ratio", cfg.min_lr_ratio, "a number in [0, 1]")
-    if cfg.lr is not None and not cfg.lr > 0:
-        raise ConfigError("--lr", cfg.lr, "a positive number")
+    if cfg.lr is not None and not (_finite(cfg.lr) and cfg.lr > 0):
+        raise ConfigError("--lr", cfg.lr, "a positive finite number")
+    if cfg.warmup_steps is not None and not 0 <= cfg.warmup_steps <= cfg.steps:
+        raise ConfigError("--warmup-steps", cfg.warmup_steps, f"an integer in 0..--steps ({cfg.steps})")
+    if not (_finite(cfg.weight_decay) and cfg.weight_decay >= 0):
+        raise ConfigError("--weight-decay", cfg.weight_decay, "a finite number >= 0")
+    if not (_finite(cfg.max_grad_norm) and cfg.max_grad_norm >= 0):
+        raise ConfigError("--max-grad-norm", cfg.max_grad_norm, "a finite number >= 0 (0 disables clipping)")
+    if not 0 <= cfg.seed < 2**64:  # numpy's default_rng takes no negative seed, torch.manual_seed < 2**64
+        raise ConfigError("--seed", cfg.seed, "an integer in 0..2**64-1")
     if recipe.needs_model_parallel:
         raise ConfigError(
             "--recipe", recipe.name, "a data-parallel recipe for `train`",
@@ -124,11 +141,147 @@ def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
                  "run it through NxD Training with `python -m trn_train nxd-config`")
 
 
+@dataclass
+class _Resume:
+    """What a verified checkpoint gives this rank: its trainer state and CPU state dicts."""
+
+    checkpoint: ckpt.Checkpoint
+    trainer: dict[str, Any]
+    model: dict[str, Any]
+    optim: dict[str, Any]
+    rng: dict[str, Any]
+
+    @property
+    def step(self) -> int:
+        return int(self.trainer["step"])
+
+
+def _read_resume(info: ckpt.CheckpointInfo, rt: Runtime, fingerprint: dict[str, Any], zero1: bool) -> _Resume:
+    """Open ``info`` and load (verified) what this rank needs from it.
+
+    Raises:
+        CheckpointError: a file is missing, truncated, corrupt or unreadable.
+        ConfigError: the checkpoint is of a different run (fingerprint), or holds ZeRO-1
+            optimizer shards of another world size.
+    """
+    c = ckpt.open_checkpoint(info)
+    trainer = c.trainer_state()
+    old = trainer.get("fingerprint", {})
+    diff = {k: (old.get(k), v) for k, v in fingerprint.items() if k != "steps" and old.get(k) != v}
+    if diff:
+        raise ConfigError("--resume", str(c.path), "a checkpoint of the same run",
+                          hint="differs in " + ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
+                          + "; use a new --output-dir or --resume none")
+    if zero1 and trainer.get("zero1") and trainer.get("world_size") != rt.world_size:
+        raise ConfigError("world size", rt.world_size,
+                          f"{trainer.get('world_size')} to resume ZeRO-1 optimizer shards from {c.path}")
+    rng_file = f"rng_rank{rt.rank:05d}.pt"
+    if not c.has(rng_file):  # resumed with more ranks than wrote the checkpoint (no ZeRO-1)
+        rng_file = "rng_rank00000.pt"
+    return _Resume(c, trainer, c.load("model.pt"), c.load(f"optim_rank{rt.rank if zero1 else 0:05d}.pt"),
+                   c.load(rng_file))
+
+
+def _find_resume(cfg: TrainConfig, rt: Runtime, ckpt_root: Path, fingerprint: dict[str, Any], zero1: bool,
+                 log: MetricsLogger) -> _Resume | None:
+    """The checkpoint to resume from: ``--resume auto`` tries the complete checkpoints newest
+    first and falls back past damaged ones (event ``checkpoint_corrupt`` for each); an explicit
+    directory is used or refused, never replaced by another.
+
+    Every rank verifies the files it loads; the ranks then agree (:meth:`Runtime.count_true`)
+    so that all of them resume from the same checkpoint.
+
+    Returns:
+        ``None`` to start at step 0 (``--resume none``, or no complete checkpoint yet).
+
+    Raises:
+        ConfigError: ``--resume`` is not a complete checkpoint directory, or of another run.
+        CheckpointError: the explicit checkpoint is damaged, or every complete checkpoint of
+            ``--resume auto`` is. Starting from step 0 instead would silently throw the run's
+            compute away and rotate the damaged checkpoints (the evidence) out; the message says
+            how to start over on purpose.
+    """
+    if cfg.resume == "none":
+        return None
+    if cfg.resume == "auto":
+        candidates = list(reversed(ckpt.scan(ckpt_root, warn=lambda m: log.event("checkpoint_ignored", message=m))))
+    else:
+        p = Path(cfg.resume)
+        if not (p / ckpt.MARKER).is_file():
+            raise ConfigError("--resume", cfg.resume, "'auto', 'none' or a complete checkpoint directory",
+                              hint=f"no {ckpt.MARKER} marker in it")
+        candidates = [ckpt.CheckpointInfo(p, -1)]  # its step comes from its trainer.json
+    reasons = []
+    for i, info in enumerate(candidates):
+        err: CheckpointError | None = None
+        try:
+            state = _read_resume(info, rt, fingerprint, zero1)
+        except CheckpointError as e:
+            err = e
+        failed = rt.count_true(err is not None)
+        if not failed:
+            if not state.checkpoint.verified:
+                log.event("checkpoint_unverified", step=state.step, path=str(info.path),
+                          reason=f"no {ckpt.MANIFEST}: written before checkpoints had checksums")
+            return state
+        if err is not None and not rt.is_main:
+            print(f"rank {rt.rank}: {err}", file=sys.stderr, flush=True)
+        reason = str(err) if err is not None else (
+            f"{info.path}: a file failed verification on {failed} other rank(s) (each printed it on stderr)")
+        if cfg.resume != "auto":
+            raise CheckpointError(reason, path=info.path, file=err.file if err else None)
+        fallback = candidates[i + 1].path if i + 1 < len(candidates) else None
+        log.event("checkpoint_corrupt", step=info.step, path=str(info.path), reason=reason, failed_ranks=failed,
+                  fallback=None if fallback is None else str(fallback))
+        reasons.append(reason)
+    if not reasons:
+        return None
+    raise CheckpointError(
+        f"no usable checkpoint in {ckpt_root}: " + "; ".join(reasons) + ". Nothing was written. To start over on "
+        "purpose, use a new --output-dir (or delete the damaged checkpoints after inspecting them); to resume "
+        "from a copy you trust, pass --resume DIR", path=ckpt_root)
+
+
+def _hparams(lr: float, cfg: TrainConfig, warmup: int) -> dict[str, float]:
+    """The optimizer and schedule settings a checkpoint records (``trainer.json`` ``hparams``)."""
+    return {"lr": lr, "weight_decay": cfg.weight_decay, "warmup_steps": warmup, "min_lr_ratio": cfg.min_lr_ratio,
+            "max_grad_norm": cfg.max_grad_norm}
+
+
+def _apply_hparams(optimizer: Any, scheduler: Any, lr: float, weight_decay: float, lam: Any) -> None:
+    """Make the flags win over the optimizer/scheduler state loaded from a checkpoint.
+
+    ``optimizer.load_state_dict`` restores the checkpoint's peak lr (``initial_lr``) and weight
+    decay, and ``LambdaLR.load_state_dict`` its ``base_lrs``: without this a new ``--lr`` or
+    ``--weight-decay`` on resume would be ignored. The lr of the next step is set as the
+    scheduler would set it (``base_lr * lam(last_epoch)``), so new ``--warmup-steps`` /
+    ``--min-lr-ratio`` also apply from the first resumed step. Groups: ``[decay, no_decay]``
+    (:meth:`Runtime.make_optimizer`).
+    """
+    scheduler.base_lrs = [lr] * len(optimizer.param_groups)
+    for group, wd in zip(optimizer.param_groups, (weight_decay, 0.0)):
+        group["initial_lr"] = lr
+        group["weight_decay"] = wd
+        group["lr"] = lr * lam(scheduler.last_epoch)
+
+
+def _all_finite(params: list[torch.nn.Parameter]) -> torch.Tensor:
+    """0-d bool tensor on the parameters' device: every element of every tensor is finite."""
+    return torch.stack([torch.isfinite(p.detach()).all() for p in params]).all()
+
+
 def run(cfg: TrainConfig) -> dict[str, Any]:
     """Train (or resume) as configured; returns a summary dict (rank 0's view).
 
     Every check on flags and data happens before the model is built. Raises
-    :class:`~trn_train.errors.ConfigError` / :class:`~trn_train.errors.DataError` for bad input.
+    :class:`~trn_train.errors.ConfigError` / :class:`~trn_train.errors.DataError` for bad input,
+    :class:`~trn_train.errors.CheckpointError` when no checkpoint can be resumed from,
+    :class:`~trn_train.errors.LaunchError` when the XLA runtime disagrees with torchrun, and
+    :class:`~trn_train.errors.TrainingDiverged` (exit 3) when the loss, gradient norm or weights
+    become non-finite: then no checkpoint of them is written (event ``nonfinite``).
+
+    Non-finite values are collected on the device every step (no host sync) and checked at
+    every ``--log-every`` step and before every checkpoint, where the weights are checked too.
     """
     recipe = recipe_for(cfg.recipe)
     _validate(cfg, recipe)
@@ -138,7 +291,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
         raise ConfigError("--data-dir", str(cfg.data_dir),
                           f"data prepared with --format {recipe.task} for recipe {recipe.name}",
                           hint=f"it was prepared with --format {ds.task_format}")
-    seq_len = cfg.seq_len or min(recipe.seq_len, ds.seq_len)
+    seq_len = cfg.seq_len if cfg.seq_len is not None else min(recipe.seq_len, ds.seq_len)
     if not 1 <= seq_len <= ds.seq_len:
         raise ConfigError("--seq-len", seq_len, f"between 1 and the prepared sequence length {ds.seq_len}",
                           hint="re-run prepare-data with a larger --seq-len")
@@ -148,12 +301,13 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
                           f"{mcfg.max_position_embeddings}")
 
     rt = Runtime.init(cfg.device)
+    zero1 = rt.resolve_zero1(cfg.zero1)
     plan = plan_batches(cfg, recipe, rt.world_size)
     sampler = GlobalBatchSampler(len(ds), plan.global_batch_size, cfg.seed)
     precision = cfg.precision if cfg.precision != "auto" else ("bf16" if rt.kind == "xla" else "fp32")
-    zero1 = rt.kind == "xla" and cfg.zero1 != "off"
     lr = cfg.lr if cfg.lr is not None else recipe.lr
     warmup = cfg.warmup_steps if cfg.warmup_steps is not None else min(recipe.warmup_steps, max(1, cfg.steps // 10))
+    hparams = _hparams(lr, cfg, warmup)
     fpt = flops_per_token(recipe.model_type, mcfg, seq_len)
     compile_only = extracting_graphs_only()
     fingerprint = {"recipe": recipe.name, "seq_len": seq_len, "global_batch_size": plan.global_batch_size,
@@ -161,131 +315,144 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     ckpt_root = cfg.output_dir / "checkpoints"
     log = MetricsLogger(rt.is_main, (cfg.output_dir / "tensorboard") if cfg.tensorboard else None,
                         total_steps=cfg.steps, progress=cfg.progress)
+    try:  # closes the progress bar and flushes TensorBoard also when the run stops with an error
+        resume = _find_resume(cfg, rt, ckpt_root, fingerprint, zero1, log)
 
-    # ---------------------------------------------------------------- resume point
-    resume_from: ckpt.CheckpointInfo | None = None
-    trainer_state: dict[str, Any] = {}
-    if cfg.resume == "auto":
-        found = ckpt.scan(ckpt_root, warn=lambda m: log.event("checkpoint_ignored", message=m))
-        if found:
-            resume_from = found[-1]
-            trainer_state = ckpt.load_trainer_state(resume_from.path)
-    elif cfg.resume != "none":
-        p = Path(cfg.resume)
-        if not (p / ckpt.MARKER).is_file():
-            raise ConfigError("--resume", cfg.resume, "'auto', 'none' or a complete checkpoint directory",
-                              hint=f"no {ckpt.MARKER} marker in it")
-        trainer_state = ckpt.load_trainer_state(p)
-        resume_from = ckpt.CheckpointInfo(p, int(trainer_state["step"]))
-    if resume_from is not None:
-        old = trainer_state.get("fingerprint", {})
-        diff = {k: (old.get(k), v) for k, v in fingerprint.items() if k != "steps" and old.get(k) != v}
-        if diff:
-            raise ConfigError("--resume", str(resume_from.path), "a checkpoint of the same run",
-                              hint="differs in " + ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
-                              + "; use a new --output-dir or --resume none")
-        if zero1 and trainer_state.get("zero1") and trainer_state["world_size"] != rt.world_size:
-            raise ConfigError("world size", rt.world_size,
-                              f"{trainer_state['world_size']} to resume ZeRO-1 optimizer shards from {resume_from.path}")
+        # ---------------------------------------------------------------- model + optimizer
+        model = build_model(recipe, mcfg, cfg.seed)
+        if resume is not None:
+            model.load_state_dict(resume.model)
+        model.to(rt.device)
+        model.train()
+        params = list(model.parameters())
+        n_params = sum(p.numel() for p in params)
+        optimizer = rt.make_optimizer(params, lr=lr, weight_decay=cfg.weight_decay,
+                                      betas=(0.9, 0.95) if recipe.model_type == "llama" else (0.9, 0.999),
+                                      max_grad_norm=cfg.max_grad_norm, zero1=zero1)
+        lam = lr_lambda(warmup, cfg.steps, cfg.min_lr_ratio)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lam)
+        start_step = 0
+        changed: dict[str, list[float]] = {}
+        if resume is not None:
+            optimizer.load_state_dict(resume.optim)
+            scheduler.load_state_dict(resume.trainer["scheduler"])
+            _apply_hparams(optimizer, scheduler, lr, cfg.weight_decay, lam)
+            rt.set_rng_state(resume.rng)
+            start_step = resume.step
+            old = resume.trainer.get("hparams", {})
+            changed = {k: [old[k], v] for k, v in hparams.items() if k in old and old[k] != v}
+        train_model = rt.wrap_model(model)
 
-    # ---------------------------------------------------------------- model + optimizer
-    model = build_model(recipe, mcfg, cfg.seed)
-    if resume_from is not None:
-        model.load_state_dict(ckpt.load_file(resume_from, "model.pt"))
-    model.to(rt.device)
-    model.train()
-    n_params = sum(p.numel() for p in model.parameters())
-    optimizer = rt.make_optimizer(list(model.parameters()), lr=lr, weight_decay=cfg.weight_decay,
-                                  betas=(0.9, 0.95) if recipe.model_type == "llama" else (0.9, 0.999),
-                                  max_grad_norm=cfg.max_grad_norm, zero1=zero1)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(warmup, cfg.steps, cfg.min_lr_ratio))
-    start_step = 0
-    if resume_from is not None:
-        optim_file = f"optim_rank{rt.rank if zero1 else 0:05d}.pt"
-        optimizer.load_state_dict(ckpt.load_file(resume_from, optim_file))
-        scheduler.load_state_dict(trainer_state["scheduler"])
-        rng_file = f"rng_rank{rt.rank:05d}.pt"
-        if not (resume_from.path / rng_file).exists():
-            rng_file = "rng_rank00000.pt"
-        rt.set_rng_state(ckpt.load_file(resume_from, rng_file))
-        start_step = int(trainer_state["step"])
-    train_model = rt.wrap_model(model)
+        log.event("start", recipe=recipe.name, device=rt.kind, world_size=rt.world_size, precision=precision,
+                  zero1=zero1, params=n_params, seq_len=seq_len, global_batch_size=plan.global_batch_size,
+                  micro_batch_size=plan.micro_batch_size, grad_accum=plan.grad_accum, scaling=cfg.scaling,
+                  steps=cfg.steps, start_step=start_step, flops_per_token=fpt, instance_type=cfg.instance_type,
+                  peak_tflops_per_core=peak, compile_only=compile_only, data_sequences=len(ds))
+        last_ckpt: Path | None = None
+        if resume is not None:
+            last_ckpt = resume.checkpoint.path
+            log.event("resume", step=start_step, path=str(last_ckpt), **({"changed": changed} if changed else {}))
+            del resume  # free the loaded state dicts
+        log.start_at(start_step)
 
-    log.event("start", recipe=recipe.name, device=rt.kind, world_size=rt.world_size, precision=precision,
-              zero1=zero1, params=n_params, seq_len=seq_len, global_batch_size=plan.global_batch_size,
-              micro_batch_size=plan.micro_batch_size, grad_accum=plan.grad_accum, scaling=cfg.scaling,
-              steps=cfg.steps, start_step=start_step, flops_per_token=fpt, instance_type=cfg.instance_type,
-              peak_tflops_per_core=peak, compile_only=compile_only, data_sequences=len(ds))
-    if resume_from is not None:
-        log.event("resume", step=start_step, path=str(resume_from.path))
-    log.start_at(start_step)
-
-    # ---------------------------------------------------------------- loop
-    special = ds.special_tokens
-    last_log_t = time.perf_counter()
-    last_log_step = start_step
-    last: dict[str, Any] = {}
-    end_step = cfg.steps if cfg.max_steps_this_run is None else min(cfg.steps, start_step + cfg.max_steps_this_run)
-    step = start_step
-    saved_at = start_step if resume_from is not None else -1
-    while step < end_step:
-        idx = sampler.rank_indices(step, rt.rank, rt.world_size)
-        loss_sum = torch.zeros((), device=rt.device)
-        for m in range(plan.grad_accum):
-            sl = slice(m * plan.micro_batch_size, (m + 1) * plan.micro_batch_size)
-            tokens = ds.get(idx[sl], seq_len)
-            if recipe.task == "mlm":
-                pos = rt.rank * plan.per_core_batch_size + np.arange(sl.start, sl.stop)
-                inp, labels = mlm_mask(tokens, pos, step, cfg.seed, special, mcfg.vocab_size)
-            else:
-                inp, labels = tokens, tokens
-            input_ids = torch.from_numpy(inp).to(rt.device)
-            label_t = torch.from_numpy(labels).to(rt.device)
-            with rt.no_grad_sync(train_model, active=m < plan.grad_accum - 1), rt.autocast(precision):
-                out = train_model(input_ids=input_ids, labels=label_t)
-                loss = out.loss / plan.grad_accum
-            loss.backward()
-            loss_sum = loss_sum + loss.detach().float()
-        grad_norm = rt.optimizer_step(optimizer, train_model, cfg.max_grad_norm)
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        # ---------------------------------------------------------------- loop
+        special = ds.special_tokens
+        last_log_t = time.perf_counter()
+        last_log_step = start_step
+        last: dict[str, Any] = {}
+        end_step = cfg.steps if cfg.max_steps_this_run is None else min(cfg.steps, start_step + cfg.max_steps_this_run)
+        step = start_step
+        saved_at = start_step if last_ckpt is not None else -1
+        checked_at = start_step
+        # set on the device when a loss or gradient norm is not finite; read only at checks, so the
+        # loop keeps its single host sync per log step. Materialised before the first step so every
+        # step traces the same XLA graph.
+        nonfinite = torch.zeros((), dtype=torch.bool, device=rt.device)
         rt.sync()
-        step += 1
-        postfix: dict[str, str] = {}
-        if step % cfg.log_every == 0 or step == end_step:
-            loss_v = float(rt.mean_across_ranks(loss_sum).item())
-            gn = float(grad_norm.item()) if isinstance(grad_norm, torch.Tensor) else float(grad_norm)
-            now = time.perf_counter()
-            dt = max(now - last_log_t, 1e-9)
-            tokens_s = (step - last_log_step) * plan.global_batch_size * seq_len / dt
-            last = {"step": step, "loss": loss_v, "lr": scheduler.get_last_lr()[0], "grad_norm": gn,
-                    "tokens_per_s": tokens_s, "mfu": mfu(tokens_s, fpt, rt.world_size, peak),
-                    "step_time_s": dt / (step - last_log_step)}
-            log.event("train", **last)
-            log.scalars(step, {k: v for k, v in last.items() if k != "step"})
-            postfix["loss"] = f"{loss_v:.3f}"
-            last_log_t, last_log_step = time.perf_counter(), step
-        log.advance(**postfix)
-        want_ckpt = (cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == end_step
-        if want_ckpt and step != saved_at and not compile_only:
-            path = _save(rt, ckpt_root, step, model, optimizer, scheduler, zero1, fingerprint, cfg.keep_last)
-            saved_at = step
-            log.event("checkpoint", step=step, path=str(path))
-            last_log_t = time.perf_counter()  # do not charge checkpoint time to throughput
-    summary = {**last, "final_step": step, "world_size": rt.world_size, "plan": asdict(plan),
-               "compile_only": compile_only}
-    log.event("end", **{k: v for k, v in summary.items() if k != "plan"})
-    log.close()
-    rt.barrier()
-    rt.shutdown()
-    return summary
+
+        def stop_if_diverged(bad: bool) -> None:
+            if not bad:
+                return
+            log.event("nonfinite", step=step, since_step=checked_at,
+                      last_checkpoint=None if last_ckpt is None else str(last_ckpt))
+            kept = f"the last good checkpoint is {last_ckpt}" if last_ckpt else "no checkpoint was written"
+            raise TrainingDiverged(
+                f"training diverged: non-finite loss, gradient norm or weights at step {step} (last seen "
+                f"finite at step {checked_at}); no checkpoint of them was written, {kept}. Lower --lr (or "
+                "raise --warmup-steps, or clip with a smaller --max-grad-norm) and run again: it resumes "
+                "from that checkpoint with the new flags")
+
+        while step < end_step:
+            idx = sampler.rank_indices(step, rt.rank, rt.world_size)
+            loss_sum = torch.zeros((), device=rt.device)
+            for m in range(plan.grad_accum):
+                sl = slice(m * plan.micro_batch_size, (m + 1) * plan.micro_batch_size)
+                tokens = ds.get(idx[sl], seq_len)
+                if recipe.task == "mlm":
+                    pos = rt.rank * plan.per_core_batch_size + np.arange(sl.start, sl.stop)
+                    inp, labels = mlm_mask(tokens, pos, step, cfg.seed, special, mcfg.vocab_size)
+                else:
+                    inp, labels = tokens, tokens
+                input_ids = torch.from_numpy(inp).to(rt.device)
+                label_t = torch.from_numpy(labels).to(rt.device)
+                with rt.no_grad_sync(train_model, active=m < plan.grad_accum - 1), rt.autocast(precision):
+                    out = train_model(input_ids=input_ids, labels=label_t)
+                    loss = out.loss / plan.grad_accum
+                loss.backward()
+                loss_sum = loss_sum + loss.detach().float()
+            grad_norm = rt.optimizer_step(optimizer, train_model, cfg.max_grad_norm)
+            nonfinite = nonfinite | ~torch.isfinite(loss_sum)
+            if isinstance(grad_norm, torch.Tensor):
+                nonfinite = nonfinite | ~torch.isfinite(grad_norm.detach().float())
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            rt.sync()
+            step += 1
+            postfix: dict[str, str] = {}
+            if step % cfg.log_every == 0 or step == end_step:
+                stats = rt.mean_across_ranks(torch.stack([loss_sum, nonfinite.float()]))
+                loss_v, bad = (float(v) for v in stats.tolist())
+                gn = float(grad_norm.item()) if isinstance(grad_norm, torch.Tensor) else float(grad_norm)
+                now = time.perf_counter()
+                dt = max(now - last_log_t, 1e-9)
+                tokens_s = (step - last_log_step) * plan.global_batch_size * seq_len / dt
+                last = {"step": step, "loss": loss_v, "lr": scheduler.get_last_lr()[0], "grad_norm": gn,
+                        "tokens_per_s": tokens_s, "mfu": mfu(tokens_s, fpt, rt.world_size, peak),
+                        "step_time_s": dt / (step - last_log_step)}
+                log.event("train", **last)
+                log.scalars(step, {k: v for k, v in last.items() if k != "step"})
+                stop_if_diverged(bad > 0)
+                checked_at = step
+                postfix["loss"] = f"{loss_v:.3f}"
+                last_log_t, last_log_step = time.perf_counter(), step
+            log.advance(**postfix)
+            want_ckpt = (cfg.ckpt_every and step % cfg.ckpt_every == 0) or step == end_step
+            if want_ckpt and step != saved_at:
+                # also in neuron_parallel_compile's trial run, so the real run finds this graph compiled
+                flags = torch.stack([nonfinite, ~_all_finite(params)]).any().float()
+                stop_if_diverged(float(rt.mean_across_ranks(flags).item()) > 0)
+                checked_at = step
+                if not compile_only:
+                    last_ckpt = _save(rt, ckpt_root, step, model, optimizer, scheduler, zero1, fingerprint, hparams,
+                                      cfg.keep_last)
+                    saved_at = step
+                    log.event("checkpoint", step=step, path=str(last_ckpt))
+                    last_log_t = time.perf_counter()  # do not charge checkpoint time to throughput
+        summary = {**last, "final_step": step, "world_size": rt.world_size, "plan": asdict(plan),
+                   "compile_only": compile_only}
+        log.event("end", **{k: v for k, v in summary.items() if k != "plan"})
+        rt.barrier()
+        rt.shutdown()
+        return summary
+    finally:
+        log.close()
 
 
 def _save(rt: Runtime, root: Path, step: int, model: torch.nn.Module, optimizer: Any, scheduler: Any,
-          zero1: bool, fingerprint: dict[str, Any], keep_last: int) -> Path:
+          zero1: bool, fingerprint: dict[str, Any], hparams: dict[str, float], keep_last: int) -> Path:
     rng = rt.rng_state()
     model_state = rt.to_cpu(model.state_dict()) if rt.is_main else None
     optim_state = rt.to_cpu(optimizer.state_dict()) if (zero1 or rt.is_main) else None
-    trainer = {"scheduler": scheduler.state_dict(), "fingerprint": fingerprint, "zero1": zero1,
+    trainer = {"scheduler": scheduler.state_dict(), "fingerprint": fingerprint, "hparams": hparams, "zero1": zero1,
                "saved_at": time.time(), "pid": os.getpid()}
     return ckpt.save(root, step, rt.rank, rt.world_size, rt.barrier, model_state, optim_state, rng, trainer, keep_last)
