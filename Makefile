@@ -19,7 +19,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test test-xla deploy destroy diff bench setup setup-dev clean
+.PHONY: synth test test-xla test-slurm deploy destroy diff bench setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,12 @@ test: setup-dev
 ## test-xla: the training program on XLA:CPU in its own venv (.venv-xla, torch-xla 2.9.0)
 test-xla:
 	bash training/test-xla.sh
+
+## test-slurm: the HyperPod job path on a real Slurm started here (2 nodes on this host; as
+## root, installs Slurm and MUNGE with apt-get when missing; see tests/slurm)
+test-slurm: $(VENV)/.dev
+	bash tests/slurm/ensure-slurm.sh
+	TRN_REQUIRE_SLURM=1 $(VPY) -m pytest -m slurm tests/slurm
 
 ## deploy / destroy / diff: need AWS credentials and `cdk bootstrap` (see README). The IAM
 ## principal that deploys becomes EKS cluster admin (eks.deployer_principal_arn).

@@ -186,7 +186,7 @@ SBATCH_OPTIONS = {
     # option -> takes a value; the sbatch options the CLI writes (Slurm sbatch man page,
     # https://slurm.schedmd.com/sbatch.html).
     "job-name": True, "nodes": True, "ntasks-per-node": True, "exclusive": False,
-    "output": True, "partition": True, "time": True,
+    "output": True, "open-mode": True, "requeue": False, "partition": True, "time": True,
 }
 
 
@@ -243,9 +243,14 @@ def test_every_sbatch_script_passes_bash_n_shellcheck_and_options(capsys, tmp_pa
     assert options["output"] == f"{JOBS_DIR}/%x-%j.out" == "/fsx/.trn-ultracluster/jobs/%x-%j.out"
     expected_nodes = extra[extra.index("--nodes") + 1] if "--nodes" in extra else "2"
     assert options["nodes"] == expected_nodes
+    assert options["open-mode"] == "append"  # a requeued run keeps the earlier output
+    assert "requeue" in options and options["requeue"] is None
     assert f"source {ENV_FILE}" in script and ENV_FILE == "/fsx/.trn-ultracluster/env"
-    assert 'srun --container-image="${TRN_CONTAINER_IMAGE}"' in script
+    srun_lines = [ln for ln in script.splitlines() if ln.startswith("srun ")]
+    assert srun_lines and all(ln.startswith(
+        'srun --auto-resume=1 --container-image="${TRN_CONTAINER_IMAGE}" ') for ln in srun_lines)
     assert "--rdzv-backend=c10d" in script
+    assert "(restart ${SLURM_RESTART_COUNT:-0})" in script
 
 
 def test_sbatch_relies_on_the_env_file_for_the_neuron_environment(capsys, tmp_path):
@@ -373,16 +378,79 @@ class FakeTransport:
 
 def test_slurm_status_logs_cancel():
     jobs = SlurmJobs(FakeTransport(
-        "17|job-a|RUNNING|1:02|2|ip-10-0-0-1\n17|job-a|RUNNING|00:01:02|2|None\n",
-        "step 10 loss 7.1\n", ""))
+        "17|job-a|RUNNING|1:02|2|ip-10-0-0-1\n", "step 10 loss 7.1\n", "", ""))
     assert jobs.status(17) == [{"id": "17", "name": "job-a", "state": "RUNNING", "elapsed": "1:02",
                                 "nodes": "2", "reason": "ip-10-0-0-1"}]
     assert jobs.logs(17, 5) == "step 10 loss 7.1\n"
     jobs.cancel(17)
+    assert jobs.status() == []
     scripts = jobs.transport.scripts
-    assert "squeue -h -j 17" in scripts[0] and "sacct -n -P -X -j 17" in scripts[0]
+    assert "squeue -h -t all -j 17" in scripts[0] and "sacct -n -P -X -j 17" in scripts[0]
+    assert "sacct -c -n -P -X -j 17" in scripts[0]
     assert "tail -n 5" in scripts[1] and "-17.out" in scripts[1]
     assert scripts[2] == "scancel 17\n"
+    assert "squeue -h -u ubuntu " in scripts[3] and "-t all" not in scripts[3]
+
+
+def test_slurm_status_user_is_a_field():
+    transport = FakeTransport("")
+    SlurmJobs(transport, user="root").status()
+    assert "squeue -h -u root " in transport.scripts[0]
+
+
+STATUS_FIELDS = "JobID,JobName,State,Elapsed,NNodes,Reason"
+
+
+@pytest.mark.parametrize("squeue, sacct, sacct_c, expected", [
+    # squeue -t all knows the job (running, or ended less than MinJobAge ago): sacct not asked
+    ("17|job-a|COMPLETED|0:20|2|None", "fail", "fail", "COMPLETED"),
+    # slurmctld forgot it, accounting (slurmdbd) has it
+    ("", "17|job-a|FAILED|00:00:20|2|None", "fail", "FAILED"),
+    # no accounting ("accounting storage is disabled"): the jobcomp/filetxt log, newest run last
+    ("", "fail", "17|job-a|PENDING|00:00:04|2|\n17|job-a|COMPLETED|00:00:20|2|", "COMPLETED"),
+    # nothing knows it
+    ("", "fail", "fail", None),
+])
+def test_slurm_status_sources_in_order(tmp_path, squeue, sacct, sacct_c, expected):
+    """The remote status script with stand-ins for squeue and sacct that print what a real
+    Slurm prints in each case (tests/slurm runs it against a real one)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+
+    def stub(name: str, body: str) -> None:
+        (bin_dir / name).write_text(f"#!/bin/bash\necho \"{name} $*\" >> {calls}\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+
+    def answer(text: str) -> str:
+        return "echo 'error' >&2; exit 1" if text == "fail" else f"printf '%s\\n' '{text}'"
+
+    stub("squeue", answer(squeue) if squeue else "exit 0")
+    stub("sacct", f'if [ "$1" = -c ]; then {answer(sacct_c)}; else {answer(sacct)}; fi')
+
+    class BashTransport:
+        script = ""
+
+        def run(self, script: str) -> str:
+            BashTransport.script = script
+            done = subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                                  env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+
+    rows = SlurmJobs(BashTransport()).status(17)
+    assert [r["state"] for r in rows] == ([expected] if expected else [])
+    asked = calls.read_text().splitlines()
+    assert asked[0] == "squeue -h -t all -j 17 -o %i|%j|%T|%M|%D|%R"
+    if squeue:
+        assert len(asked) == 1
+    else:
+        assert asked[1] == f"sacct -n -P -X -j 17 -o {STATUS_FIELDS}"
+        assert asked[2:] == ([] if sacct != "fail" else [f"sacct -c -n -P -X -j 17 -o {STATUS_FIELDS}"])
+    path = tmp_path / "status.sh"
+    path.write_text("#!/bin/bash\n" + BashTransport.script)
+    done = subprocess.run([shellcheck(), "-s", "bash", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
 
 
 def test_sbatch_without_job_id_is_a_cluster_error():

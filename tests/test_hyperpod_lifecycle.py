@@ -190,6 +190,13 @@ def test_cli_reports_a_missing_file_with_status_2(tmp_path, capsys):
 @pytest.fixture
 def node(tmp_path):
     """A fake root, lifecycle dir and stub PATH; returns a runner of on_init_complete.sh."""
+    return make_node(tmp_path)
+
+
+def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | None = None):
+    """A fake root in ``tmp_path`` with ``cluster`` (default :data:`CLUSTER`) as the stack's
+    ``trn_ultracluster.json`` and ``stubs`` first on PATH; returns a runner of the script
+    (``run(ip, answers=None, **env)``) with attributes ``root``, ``log``, ``bin``, ``lcs_dir``."""
     root, lcs_dir, bin_dir, aws_dir = (tmp_path / "root", tmp_path / "lcs", tmp_path / "bin",
                                        tmp_path / "aws")
     for d in (root / "etc", root / "home/ubuntu", root / "opt/ml/config", lcs_dir, bin_dir,
@@ -203,8 +210,8 @@ def node(tmp_path):
     (root / "opt/ml/config/resource_config.json").write_text(json.dumps(RESOURCES))
     for name in (ON_INIT_COMPLETE, "lcs.py"):
         (lcs_dir / name).write_text((LIFECYCLE_ASSETS / name).read_text())
-    (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(CLUSTER))
-    for name in STUBS:
+    (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster or CLUSTER))
+    for name in stubs:
         path = bin_dir / name
         path.write_text(STUB)
         path.chmod(path.stat().st_mode | stat.S_IEXEC)

@@ -60,6 +60,17 @@ def test_tiny_llama_learns_real_text_and_reports_metrics(tmp_path, clm_data, cap
     assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
 
 
+def test_precompile_trial_run_writes_no_checkpoint_and_no_tensorboard(tmp_path, clm_data, capsys, monkeypatch):
+    """Under neuron_parallel_compile (NEURON_EXTRACT_GRAPHS_ONLY) the values are not real: they
+    must not land beside the real run's in TensorBoard, nor become a checkpoint."""
+    monkeypatch.setenv("NEURON_EXTRACT_GRAPHS_ONLY", "1")
+    out = tmp_path / "run"
+    run(cfg(clm_data, out, steps=10, max_steps_this_run=3, ckpt_every=1))
+    assert not (out / "tensorboard").exists()
+    assert not list(out.glob("checkpoints/step_*"))
+    assert next(e for e in read_events(capsys.readouterr().out) if e["event"] == "start")["compile_only"]
+
+
 def test_tiny_bert_mlm_learns(tmp_path, mlm_data, capsys):
     run(cfg(mlm_data, tmp_path / "run", recipe="bert-tiny", steps=30, lr=2e-3))
     losses = train_losses(read_events(capsys.readouterr().out))

@@ -313,7 +313,9 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     fingerprint = {"recipe": recipe.name, "seq_len": seq_len, "global_batch_size": plan.global_batch_size,
                    "seed": cfg.seed, "data_sequences": len(ds), "steps": cfg.steps}
     ckpt_root = cfg.output_dir / "checkpoints"
-    log = MetricsLogger(rt.is_main, (cfg.output_dir / "tensorboard") if cfg.tensorboard else None,
+    # neuron_parallel_compile's trial run computes no real values: none go to TensorBoard,
+    # where they would sit beside the real run's steps.
+    log = MetricsLogger(rt.is_main, (cfg.output_dir / "tensorboard") if cfg.tensorboard and not compile_only else None,
                         total_steps=cfg.steps, progress=cfg.progress)
     try:  # closes the progress bar and flushes TensorBoard also when the run stops with an error
         resume = _find_resume(cfg, rt, ckpt_root, fingerprint, zero1, log)

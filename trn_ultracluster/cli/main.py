@@ -525,13 +525,12 @@ def cmd_status(args: argparse.Namespace) -> int:
             trainer = job.get("spec", {}).get("trainer", {})
             print(f"{job['metadata']['name']:<40} {job_state(job):<10} nodes={trainer.get('numNodes')}")
         return ExitCode.OK
-    from trn_ultracluster.cli.slurm import SLURM_USER
-
-    rows = _slurm_jobs(args, outputs).status(_slurm_job_id(args.job) if args.job else None)
+    jobs = _slurm_jobs(args, outputs)
+    rows = jobs.status(_slurm_job_id(args.job) if args.job else None)
     if args.job and not rows:
         raise CliError(f"Slurm job {args.job} not found", "`status` lists the jobs", ExitCode.CLUSTER)
     if not rows:
-        print(f"no Slurm jobs of user {SLURM_USER} in the queue (`status <job id>` shows ended jobs)")
+        print(f"no Slurm jobs of user {jobs.user} in the queue (`status <job id>` shows ended jobs)")
     for r in rows:
         print(f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} nodes={r['nodes']} {r['reason']}")
     return ExitCode.OK

@@ -3,9 +3,23 @@
 The script (:func:`sbatch_script`):
 
 - takes whole nodes (``--exclusive``), one task per node; every task runs
-  ``srun --container-image`` of the training image (Pyxis, installed by the lifecycle
-  scripts; Pyxis names a registry image ``<registry>#<repository>:<tag>``, NVIDIA/pyxis
-  README) with ``/fsx`` mounted;
+  ``srun --container-image`` of the training image (Pyxis, on HyperPod's nodes; Pyxis
+  names a registry image ``<registry>#<repository>:<tag>``, NVIDIA/pyxis README) with
+  ``/fsx`` mounted;
+- runs every step with HyperPod's auto-resume, ``srun --auto-resume=1``: after a hardware
+  fault HyperPod replaces the faulty nodes and restarts the job from its last checkpoint
+  (SageMaker developer guide, "Automatic node recovery and auto-resume",
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-auto-resume.html).
+  The option belongs to each srun, so the precompile step has it too: it only fills the
+  compile cache and may run again, and a fault during a long precompile would otherwise
+  fail the job; the training step resumes from the program's newest complete checkpoint;
+- lets Slurm requeue the job (node failure, preemption, ``scontrol requeue``): ``--requeue``
+  makes it eligible whatever the cluster's ``JobRequeue`` default, and the script then
+  starts again from its first line (sbatch man page, ``--requeue``); ``--open-mode=append``
+  keeps the earlier runs' output in the log, which Slurm truncates at the restart otherwise
+  (``JobFileAppend=0`` by default; measured with Slurm 22.05 in ``tests/slurm``); the log's
+  first line of each run names it (``SLURM_RESTART_COUNT``, sbatch man page, "OUTPUT
+  ENVIRONMENT VARIABLES");
 - starts ``torchrun`` with one process per logical NeuronCore (catalog) and a c10d
   rendezvous on the first node of the allocation (PyTorch "torchrun (Elastic Launch)",
   ``--rdzv-backend=c10d --rdzv-endpoint=host:port --rdzv-id``);
@@ -102,6 +116,8 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
         "--ntasks-per-node=1",
         "--exclusive",
         f"--output={JOBS_DIR}/%x-%j.out",
+        "--open-mode=append",
+        "--requeue",
     ]
     if time_limit:
         directives.append(f"--time={time_limit}")
@@ -110,7 +126,7 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
         "--rdzv-backend=c10d --rdzv-endpoint=\"${MASTER_ADDR}:${MASTER_PORT}\" "
         "--rdzv-id=\"${SLURM_JOB_ID}\""
     )
-    srun = ("srun --container-image=\"${TRN_CONTAINER_IMAGE}\" "
+    srun = ("srun --auto-resume=1 --container-image=\"${TRN_CONTAINER_IMAGE}\" "
             "--container-mounts=\"${TRN_FSX_MOUNT_POINT}:${TRN_FSX_MOUNT_POINT}\" "
             "--no-container-mount-home")
     body = launch.shell_lines(torchrun, runner=srun)
@@ -132,7 +148,7 @@ source {ENV_FILE}
 {exports}MASTER_ADDR="$(scontrol show hostnames "${{SLURM_JOB_NODELIST}}" | head -n 1)"
 MASTER_PORT={RENDEZVOUS_PORT}
 export MASTER_ADDR MASTER_PORT
-echo "job ${{SLURM_JOB_ID}}: ${{SLURM_JOB_NUM_NODES}} nodes, rendezvous ${{MASTER_ADDR}}:${{MASTER_PORT}}"
+echo "job ${{SLURM_JOB_ID}} (restart ${{SLURM_RESTART_COUNT:-0}}): ${{SLURM_JOB_NUM_NODES}} nodes, rendezvous ${{MASTER_ADDR}}:${{MASTER_PORT}}"
 """ + "\n".join(body) + "\n"
 
 
@@ -261,9 +277,16 @@ class SessionTransport:
 
 @dataclass
 class SlurmJobs:
-    """Submit, inspect, read and cancel Slurm jobs on the controller."""
+    """Submit, inspect, read and cancel Slurm jobs on the controller.
+
+    Attributes:
+        transport: runs the scripts on the controller.
+        user: whose jobs :meth:`status` lists when no job id is given (the user the
+            transports run the scripts as; tests with a local Slurm pass their own).
+    """
 
     transport: Transport
+    user: str = SLURM_USER
 
     def submit(self, job_name: str, script: str) -> int:
         """Write the script under :data:`JOBS_DIR` and ``sbatch`` it; returns the job id."""
@@ -285,21 +308,52 @@ class SlurmJobs:
         return int(match.group(1))
 
     def status(self, job_id: int | None = None) -> list[dict[str, str]]:
-        """Jobs (or one job) as ``{"id", "name", "state", "elapsed", "nodes", "reason"}``,
-        from ``squeue``, or from ``sacct`` once the job has left the queue."""
-        select = f"-j {job_id}" if job_id is not None else f"-u {SLURM_USER}"
-        remote = (
-            f"squeue -h {select} -o '%i|%j|%T|%M|%D|%R' 2>/dev/null || true\n"
-            + (f"sacct -n -P -X -j {job_id} -o JobID,JobName,State,Elapsed,NNodes,Reason "
-               "2>/dev/null || true\n" if job_id is not None else "")
-        )
-        rows = []
+        """Jobs (or one job) as ``{"id", "name", "state", "elapsed", "nodes", "reason"}``.
+
+        Without ``job_id``: :attr:`user`'s pending and running jobs (``squeue -u``).
+
+        With ``job_id``, the first source that knows the job:
+
+        1. ``squeue -t all``: queued and running jobs, and ended ones for as long as
+           slurmctld keeps them (``MinJobAge``, 300 s by default; squeue and slurm.conf man
+           pages). Plain ``squeue -j`` shows only pending, running and completing jobs, so
+           an ended job would look unknown at once (measured, Slurm 22.05).
+        2. ``sacct -X``: Slurm accounting (slurmdbd), the newest record of a requeued job
+           (sacct man page, ``--duplicates``). HyperPod's AMI-based configuration, which the
+           stack uses, sets up Slurm accounting with MariaDB on the controller (SageMaker
+           developer guide, "Getting started with SageMaker HyperPod using the AWS CLI",
+           "Node lifecycle configuration options"); clusters configured by
+           lifecycle scripts have it only if the scripts install it (AWS's base-config runs
+           ``setup_mariadb_accounting.sh`` on the controller, aws-samples/
+           awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/
+           LifecycleScripts/base-config``). Without it sacct fails ("Slurm accounting
+           storage is disabled").
+        3. ``sacct -c``: the job completion log of ``JobCompType=jobcomp/filetxt`` (Slurm
+           without slurmdbd, like the test cluster of ``tests/slurm``), one record per run of
+           a requeued job, the newest last.
+
+        A job none of them knows gives ``[]``.
+        """
+        fields = "JobID,JobName,State,Elapsed,NNodes,Reason"
+        if job_id is None:
+            remote = f"squeue -h -u {self.user} -o '%i|%j|%T|%M|%D|%R' 2>/dev/null || true\n"
+        else:
+            remote = (
+                f"rows=\"$(squeue -h -t all -j {job_id} -o '%i|%j|%T|%M|%D|%R' 2>/dev/null)\" "
+                "|| rows=''\n"
+                "if [ -z \"$rows\" ]; then\n"
+                f"  rows=\"$(sacct -n -P -X -j {job_id} -o {fields} 2>/dev/null)\" \\\n"
+                f"    || rows=\"$(sacct -c -n -P -X -j {job_id} -o {fields} 2>/dev/null)\" "
+                "|| rows=''\n"
+                "fi\n"
+                "printf '%s\\n' \"$rows\"\n"
+            )
+        rows: dict[str, dict[str, str]] = {}
         for line in self.transport.run(remote).splitlines():
             parts = line.strip().split("|")
             if len(parts) == 6 and parts[0].split("_")[0].isdigit():
-                rows.append(dict(zip(("id", "name", "state", "elapsed", "nodes", "reason"), parts)))
-        unique = {r["id"]: r for r in reversed(rows)}  # squeue (live) wins over sacct
-        return list(reversed(unique.values()))
+                rows[parts[0]] = dict(zip(("id", "name", "state", "elapsed", "nodes", "reason"), parts))
+        return list(rows.values())  # one row per job; a later record of a job replaces an earlier
 
     def logs(self, job_id: int, tail_lines: int | None = None) -> str:
         """The job's output file (``%x-%j.out`` under :data:`JOBS_DIR`)."""

@@ -1,0 +1,1 @@
+"""Real-Slurm tests of the HyperPod job path (make test-slurm)."""

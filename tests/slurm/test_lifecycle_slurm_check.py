@@ -1,0 +1,36 @@
+"""The Slurm part of the HyperPod lifecycle script against the real slurmctld of
+``conftest.py``: on the controller, ``on_init_complete.sh`` reports whether slurmctld serves
+the stack's partitions (it starts no daemon: HyperPod does). Everything else the script does
+(AWS, mount, users) runs against the stubs of ``tests/test_hyperpod_lifecycle.py``; only
+``scontrol`` is real."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.slurm.conftest import PARTITION
+from tests.test_hyperpod_lifecycle import CLUSTER, CONTROLLER_IP, STUBS, make_node
+
+pytestmark = pytest.mark.slurm
+
+
+def run_on_controller(tmp_path, slurm, partitions: str, check_s: str):
+    cluster = json.loads(json.dumps(CLUSTER))
+    cluster["env"]["TRN_PARTITIONS"] = partitions
+    node = make_node(tmp_path, stubs=tuple(s for s in STUBS if s != "scontrol"), cluster=cluster)
+    return node(CONTROLLER_IP, SLURM_CONF=slurm.env["SLURM_CONF"], TRN_SLURM_CHECK_S=check_s)
+
+
+def test_controller_sees_the_partitions_slurmctld_serves(tmp_path, slurm):
+    result = run_on_controller(tmp_path, slurm, PARTITION, "30")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"slurmctld serves the partitions {PARTITION}" in result.stdout
+
+
+def test_controller_warns_about_a_partition_slurmctld_does_not_serve(tmp_path, slurm):
+    result = run_on_controller(tmp_path, slurm, f"{PARTITION},gpu", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING: slurmctld does not serve partition(s) gpu after 2s" in result.stdout
+    assert result.stdout.rstrip().endswith("on_init_complete done")
