@@ -67,16 +67,18 @@ def report(name: str, template: dict) -> list[str]:
                      f"{step.logical_id} ({step.minutes.minutes:g} min, {kind}{wait})")
     resources = template["Resources"]
     clusters = [n for n, r in resources.items() if r["Type"] == "AWS::SageMaker::Cluster"]
-    file_systems = [n for n, r in resources.items() if r["Type"] == "AWS::FSx::FileSystem"]
+    storage = [n for n, r in resources.items()
+               if r["Type"] in ("AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation")]
+    file_systems = [n for n in storage if resources[n]["Type"] == "AWS::FSx::FileSystem"]
     for cluster in clusters:
-        waits = [fs for fs in file_systems if fs in transitive_dependencies(template, cluster)]
+        waits = [fs for fs in storage if fs in transitive_dependencies(template, cluster)]
         ready = path.finish[cluster]
         lines.append(f"  HyperPod cluster: waits for FSx in the template: "
                      f"{'yes' if waits else 'no'}; InService at about {ready:.0f} min")
         if file_systems and not waits:
             series = (max(path.finish[fs] for fs in file_systems)
                       + create_minutes("AWS::SageMaker::Cluster").minutes)
-            lines.append(f"  with FSx then the cluster in series it would be about {series:.0f} "
+            lines.append(f"  with the cluster created after FSx it would be about {series:.0f} "
                          f"min: ratio {ready / series:.2f}")
     return lines
 

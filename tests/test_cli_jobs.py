@@ -270,6 +270,31 @@ def test_sbatch_relies_on_the_env_file_for_the_neuron_environment(capsys, tmp_pa
     assert " neuron_parallel_compile torchrun " in run_lines[0]
 
 
+@pytest.mark.parametrize("command", ["submit", "smoke-test"])
+def test_sbatch_runs_the_stacks_current_image_not_the_env_files(capsys, tmp_path, command):
+    """The env file is written when a node is created; after a deploy that rebuilt the image,
+    the job must still run the stack's current TrainingImageUri (in Pyxis form)."""
+    script = dry_run(capsys, tmp_path, "hyperpod-slurm", command=command)
+    current = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn:abc"
+    assert f"export TRN_CONTAINER_IMAGE='{current}'" in script.splitlines()
+    fake_env = tmp_path / "env"
+    fake_env.write_text("export TRN_CONTAINER_IMAGE=old#trn:stale NEURON_CC_FLAGS=x\n")
+    head = script.split("MASTER_ADDR=")[0].replace(ENV_FILE, str(fake_env))
+    done = subprocess.run(["bash", "-c", head + 'echo "$TRN_CONTAINER_IMAGE"'],
+                          capture_output=True, text=True)
+    assert done.stdout.strip() == current, done.stderr
+
+
+def test_image_option_on_hyperpod(capsys, tmp_path):
+    other = "123456789012.dkr.ecr.us-west-2.amazonaws.com/mine:v2"
+    script = dry_run(capsys, tmp_path, "hyperpod-slurm", "--image", other)
+    assert "export TRN_CONTAINER_IMAGE='123456789012.dkr.ecr.us-west-2.amazonaws.com#mine:v2'" in script
+    path = write_outputs(tmp_path, outputs_values("hyperpod-slurm", "trn1.32xlarge"))
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe",
+                       "llama-1b", "--steps", "1", "--data-dir", "/fsx/d", "--image", "ubuntu")
+    assert code == ExitCode.USAGE and "image 'ubuntu' must be <registry>/<repository>:<tag>" in err
+
+
 @pytest.mark.parametrize("bad, message", [
     ("#!/bin/bash\n#SBATCH --gpus=8\n", "unknown sbatch option --gpus"),
     ("#!/bin/bash\n#SBATCH --nodes\n", "--nodes needs value"),

@@ -21,7 +21,7 @@ from trn_ultracluster.outputs import HYPERPOD_KEYS
 PROFILE_16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
 PLAN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn-plan-0001"
 TWO_GROUPS = [{"name": "train", "partition": "train", "instance_count": 2},
-              {"name": "dev", "partition": "dev", "instance_count": 1}]
+              {"name": "dev", "partition": "debug", "instance_count": 1}]
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_variant_two_worker_groups_training_plan_no_login(variant):
     assert [g["train"]["InstanceCount"], g["dev"]["InstanceCount"]] == [2, 1]
     assert g["train"]["TrainingPlanArn"] == g["dev"]["TrainingPlanArn"] == PLAN
     assert "TrainingPlanArn" not in g["controller"]
-    assert [g[n]["SlurmConfig"]["PartitionNames"] for n in ("train", "dev")] == [["train"], ["dev"]]
+    assert [g[n]["SlurmConfig"]["PartitionNames"] for n in ("train", "dev")] == [["train"], ["debug"]]
     assert "login" not in g
     assert variant.output("HyperPodWorkerGroupNames") == "train,dev"
 
@@ -210,7 +210,9 @@ def test_execution_role_trust_and_permissions(hp):
     repo = logical_id(hp, "AWS::ECR::Repository", "TrainingImage")
     assert repo in json.dumps(by_action["ecr:BatchGetImage"]["Resource"])
     assert by_action["ecr:GetAuthorizationToken"]["Resource"] == "*"
-    assert by_action["fsx:DescribeFileSystems"]["Resource"] == "*"  # no resource-level form
+    for action in ("fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
+                   "fsx:DescribeDataRepositoryTasks"):  # the lifecycle script's calls
+        assert by_action[action]["Resource"] == "*"  # no resource-level form
     assert "log-group:/aws/sagemaker/Clusters/*" in json.dumps(by_action["logs:PutLogEvents"]["Resource"])
     # aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/
     # 1.AmazonSageMakerClustersExecutionRolePolicy.json, "AdditionToEnableVpcConfig": every
@@ -264,10 +266,14 @@ def test_lifecycle_file_names_groups_fsx_tag_and_environment(variant):
     data = lifecycle_file(variant.config, {"TRN_X": "1"}, "arn:stack")
     assert data == {
         "groups": {"controller": "controller", "login": None, "workers": ["train", "dev"]},
-        "fsx": {"tag_key": "trn-ultracluster:stack-id", "tag_value": "arn:stack"},
+        "fsx": {"tag_key": "trn-ultracluster:stack-id", "tag_value": "arn:stack",
+                "data_repository": True},
         "env": {"TRN_X": "1"}}
     with_login = lifecycle_file(parse_config({"orchestrator": "hyperpod-slurm"}).config, {}, "s")
     assert with_login["groups"]["login"] == "login"
+    unlinked = parse_config({"orchestrator": "hyperpod-slurm", "fsx": {"data_repository": None},
+                             "data_removal_policy": "destroy"})
+    assert lifecycle_file(unlinked.config, {}, "s")["fsx"]["data_repository"] is False
     assert not (LIFECYCLE_ASSETS / "provisioning_parameters.json").exists()
 
 
@@ -313,6 +319,8 @@ def test_outputs(hp):
      "must differ"),
     ({"hyperpod": {"worker_groups": [{"partition": "a_b"}]}}, "hyperpod.worker_groups[0].partition",
      "partition name"),
+    ({"hyperpod": {"worker_groups": [{"partition": "dev"}]}}, "hyperpod.worker_groups[0].partition",
+     "every node of the cluster"),
     ({"hyperpod": {"worker_groups": [{"instance_count": 5}]}}, "hyperpod.worker_groups",
      "nodes.max"),
     ({"hyperpod": {"worker_ebs_volume_gib": 0}}, "hyperpod.worker_ebs_volume_gib", "1 and 16384"),

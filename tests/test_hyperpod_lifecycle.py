@@ -61,23 +61,47 @@ OTHER = file_system("AVAILABLE", tags=[{"Key": "Name", "Value": "someone else's"
                     fs_id="fs-0fffffffffffffff0")
 AVAILABLE = {"FileSystems": [OTHER, file_system("AVAILABLE")]}
 
+
+def association(state: str) -> dict:
+    """A DescribeDataRepositoryAssociations answer with one association (botocore fsx model)."""
+    return {"Associations": [{"AssociationId": "dra-0123456789abcdef0", "FileSystemId": FS_ID,
+                              "Lifecycle": state, "FileSystemPath": "/",
+                              "DataRepositoryPath": "s3://bucket/"}]}
+
+
+def import_task(state: str) -> dict:
+    """A DescribeDataRepositoryTasks answer with the association's metadata import."""
+    return {"DataRepositoryTasks": [
+        {"TaskId": "task-0123456789abcdef0", "Type": "EXPORT_TO_REPOSITORY",
+         "Lifecycle": "EXECUTING", "CreationTime": "2026-11-22T10:00:00Z"},
+        {"TaskId": "task-0123456789abcdef1", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
+         "Lifecycle": state, "CreationTime": "2026-11-22T10:01:00Z"}]}
+
+
+LINKED = association("AVAILABLE")
+IMPORTED = import_task("SUCCEEDED")
+
 STUB = """#!/bin/bash
 echo "$(basename "$0") $*" >> "$STUB_LOG"
 name="$(basename "$0")"
 if [[ "$name" == mount && "${STUB_MOUNT_FAIL:-}" == 1 ]]; then
   echo "mount.lustre: mount failed: Connection timed out" >&2; exit 32
 fi
+if [[ "$name" == usermod && "${STUB_USERMOD_FAIL:-}" == 1 ]]; then
+  echo "usermod: user ubuntu is currently used by process 4242" >&2; exit 8
+fi
 if [[ "$name" == scontrol && "${STUB_SCONTROL_FAIL:-}" == 1 ]]; then
   echo "Partition $4 not found" >&2; exit 1
 fi
 if [[ "$name" == aws ]]; then
-  n=$(cat "$STUB_AWS_DIR/next" 2>/dev/null || echo 0)
-  answer="$STUB_AWS_DIR/$n.json"
-  if [[ -f "$STUB_AWS_DIR/$((n + 1)).json" || -f "$STUB_AWS_DIR/$((n + 1)).err" ]]; then
-    echo $((n + 1)) > "$STUB_AWS_DIR/next"
+  [[ -n "${STUB_AWS_WARN:-}" ]] && echo "$STUB_AWS_WARN" >&2
+  dir="$STUB_AWS_DIR/$2"
+  n=$(cat "$dir/next" 2>/dev/null || echo 0)
+  if [[ -f "$dir/$((n + 1)).json" || -f "$dir/$((n + 1)).err" ]]; then
+    echo $((n + 1)) > "$dir/next"
   fi
-  if [[ -f "$STUB_AWS_DIR/$n.err" ]]; then cat "$STUB_AWS_DIR/$n.err" >&2; exit 254; fi
-  cat "$answer"
+  if [[ -f "$dir/$n.err" ]]; then cat "$dir/$n.err" >&2; exit 254; fi
+  cat "$dir/$n.json"
 fi
 exit 0
 """
@@ -218,16 +242,29 @@ def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | No
     log = tmp_path / "calls.log"
     log.touch()
 
-    def run(ip: str, answers: list[dict | str] | None = None, **env: str) -> subprocess.CompletedProcess:
-        """Run the script as node ``ip``; ``answers`` are the aws stub's answers in order
-        (a ``str`` is an error message on stderr with exit status 254)."""
-        for old in aws_dir.iterdir():
-            old.unlink()
-        for n, answer in enumerate(answers or [AVAILABLE]):
-            if isinstance(answer, str):
-                (aws_dir / f"{n}.err").write_text(answer)
-            else:
-                (aws_dir / f"{n}.json").write_text(json.dumps(answer))
+    def run(ip: str, answers: list[dict | str | bytes] | None = None, *,
+            associations: list[dict | str] | None = None, tasks: list[dict | str] | None = None,
+            **env: str) -> subprocess.CompletedProcess:
+        """Run the script as node ``ip``; ``answers``, ``associations`` and ``tasks`` are the
+        aws stub's answers to describe-file-systems, describe-data-repository-associations
+        and describe-data-repository-tasks, in order, the last repeating (a ``str`` is an
+        error message on stderr with exit status 254, ``bytes`` a raw answer)."""
+        for command, given, default in (
+                ("describe-file-systems", answers, [AVAILABLE]),
+                ("describe-data-repository-associations", associations, [LINKED]),
+                ("describe-data-repository-tasks", tasks, [IMPORTED])):
+            folder = aws_dir / command
+            if folder.exists():
+                for old in folder.iterdir():
+                    old.unlink()
+            folder.mkdir(exist_ok=True)
+            for n, answer in enumerate(given or default):
+                if isinstance(answer, str):
+                    (folder / f"{n}.err").write_text(answer)
+                elif isinstance(answer, bytes):  # a raw, possibly unreadable, answer
+                    (folder / f"{n}.json").write_bytes(answer)
+                else:
+                    (folder / f"{n}.json").write_text(json.dumps(answer))
         full_env = {
             "PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_LOG": str(log),
             "STUB_AWS_DIR": str(aws_dir), "TRN_ROOT": str(root), "TRN_LCS_DIR": str(lcs_dir),
@@ -246,6 +283,11 @@ def calls(node, name: str) -> list[str]:
 
 
 DESCRIBE = "aws fsx describe-file-systems --region us-west-2 --output json"
+LINK_CALLS = [
+    f"aws fsx describe-data-repository-associations --filters Name=file-system-id,Values={FS_ID} "
+    "--region us-west-2 --output json",
+    f"aws fsx describe-data-repository-tasks --filters Name=file-system-id,Values={FS_ID} "
+    "--region us-west-2 --output json"]
 
 
 def test_compute_node_waits_for_the_file_system_mounts_it_and_configures_everything(node):
@@ -254,14 +296,14 @@ def test_compute_node_waits_for_the_file_system_mounts_it_and_configures_everyth
     result = node(WORKER_IPS[0], answers)
     assert result.returncode == 0, result.stdout + result.stderr
     root = node.root
-    assert calls(node, "aws") == [DESCRIBE] * 3
+    assert calls(node, "aws") == [DESCRIBE] * 3 + LINK_CALLS
     assert "waiting for FSx for Lustre: file system - is NOT_CREATED" in result.stdout
     assert f"waiting for FSx for Lustre: file system {FS_ID} is CREATING" in result.stdout
     assert calls(node, "mount") == [
         f"mount -t lustre -o relatime,flock {FSX_DNS}@tcp:/{FSX_MOUNT} {root}/fsx"]
     assert (root / "etc/fstab").read_text().splitlines() == [
         f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,_netdev,"
-        "x-systemd.automount,x-systemd.requires=network.service 0 0"]
+        "x-systemd.automount,x-systemd.requires=network-online.target 0 0"]
     # home on FSx, with the old home's files, and Enroot credentials for ECR
     assert (root / "fsx/home/ubuntu/.bashrc").read_text() == "# rc\n"
     assert calls(node, "usermod") == ["usermod -d /fsx/home/ubuntu ubuntu"]
@@ -311,14 +353,34 @@ def test_rerun_is_idempotent(node):
     assert "already mounted" in result.stdout
 
 
-def test_describe_errors_are_retried_until_the_file_system_is_available(node):
-    denied = ("An error occurred (AccessDeniedException) when calling the DescribeFileSystems "
-              "operation: not authorized")
-    result = node(WORKER_IPS[0], [denied, AVAILABLE])
+DENIED = ("An error occurred (AccessDeniedException) when calling the DescribeFileSystems "
+          "operation: not authorized")
+
+
+def test_describe_errors_and_unreadable_answers_are_retried(node):
+    throttled = ("An error occurred (ThrottlingException) when calling the DescribeFileSystems "
+                 "operation: Rate exceeded")
+    result = node(WORKER_IPS[0], [DENIED, throttled, b'{"FileSystems": [', AVAILABLE])
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "waiting for FSx for Lustre: aws fsx describe-file-systems failed: An error occurred" \
+    assert f"waiting for FSx for Lustre: aws fsx describe-file-systems failed: {DENIED}" \
         in result.stdout
+    assert "ThrottlingException" in result.stdout
+    assert "file system - is UNREADABLE_ANSWER" in result.stdout
     assert len(calls(node, "mount")) == 1
+
+
+def test_warnings_on_stderr_do_not_spoil_the_answer(node):
+    result = node(WORKER_IPS[0], STUB_AWS_WARN="urllib3 warning: something is deprecated")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(calls(node, "aws")) == 3  # one answer each, read at once
+    assert "urllib3 warning" in result.stdout  # in the log, not in the JSON
+
+
+def test_a_lasting_permission_error_fails_the_node(node):
+    result = node(WORKER_IPS[0], [DENIED], TRN_DENIED_WAIT_S="0", TRN_FSX_WAIT_S="3600")
+    assert result.returncode == 1
+    assert ("needs fsx:DescribeFileSystems" in result.stdout
+            and "not authorized (for 0s)" in result.stdout), result.stdout
 
 
 def test_a_failed_file_system_stops_at_once(node):
@@ -390,3 +452,67 @@ def test_without_enroot_the_log_says_so(node):
     result = node(LOGIN_IP)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING: enroot is not installed" in result.stdout
+
+
+def test_nothing_is_written_before_the_link_and_its_import_are_done(node):
+    result = node(WORKER_IPS[0], associations=[{"Associations": []}, association("CREATING"), LINKED],
+                  tasks=[import_task("EXECUTING")] * 3 + [IMPORTED])  # read with each association
+    assert result.returncode == 0, result.stdout + result.stderr
+    for waited in ("association-not-created", "association-CREATING", "import-EXECUTING"):
+        assert f"waiting for the data repository association: {waited}" in result.stdout
+    assert "data repository association ready (import-SUCCEEDED)" in result.stdout
+    order = [line.split()[0] + (" " + line.split()[2] if line.startswith("aws") else "")
+             for line in node.log.read_text().splitlines()]
+    last_tasks = max(i for i, c in enumerate(order) if c == "aws describe-data-repository-tasks")
+    assert order.index("mount") > last_tasks
+    assert len([c for c in order if c == "aws describe-data-repository-tasks"]) == 4
+
+
+def test_a_failed_link_fails_the_node_before_mounting(node):
+    result = node(WORKER_IPS[0], associations=[association("FAILED")])
+    assert result.returncode == 1
+    assert f"ERROR: the data repository association of {FS_ID} is FAILED" in result.stdout
+    assert calls(node, "mount") == []
+
+
+def test_a_link_without_an_import_task_goes_on_after_the_grace_time(node):
+    result = node(WORKER_IPS[0], tasks=[{"DataRepositoryTasks": []}], TRN_IMPORT_GRACE_S="0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no metadata import listed after 0s; going on" in result.stdout
+
+
+def test_without_a_link_there_is_nothing_to_wait_for(tmp_path):
+    cluster = json.loads(json.dumps(CLUSTER))
+    cluster["fsx"]["data_repository"] = False
+    node = make_node(tmp_path, cluster=cluster)
+    result = node(WORKER_IPS[0])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls(node, "aws") == [DESCRIBE]
+
+
+def test_a_user_that_cannot_be_moved_keeps_a_local_home(node):
+    result = node(WORKER_IPS[0], STUB_USERMOD_FAIL="1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert len(calls(node, "usermod")) == 3
+    assert "WARNING: could not move the home of ubuntu to /fsx/home/ubuntu" in result.stdout
+    assert (node.root / "home/ubuntu/.config/enroot/.credentials").is_file()
+
+
+def test_the_environment_is_written_through_a_unique_temporary_file(node):
+    assert node(WORKER_IPS[0]).returncode == 0
+    state = node.root / "fsx/.trn-ultracluster"
+    assert sorted(p.name for p in state.iterdir()) == ["env"]
+    assert stat.S_IMODE((state / "env").stat().st_mode) == 0o644
+
+
+@pytest.mark.parametrize("associations, tasks, status", [
+    ({"Associations": []}, {}, "wait association-not-created"),
+    (association("CREATING"), {}, "wait association-CREATING"),
+    (association("FAILED"), {}, "failed association-FAILED"),
+    (LINKED, {"DataRepositoryTasks": []}, "no-import association-AVAILABLE"),
+    (LINKED, import_task("PENDING"), "wait import-PENDING"),
+    (LINKED, import_task("FAILED"), "ready import-FAILED"),  # its report names the files
+    (LINKED, IMPORTED, "ready import-SUCCEEDED"),
+])
+def test_link_status(associations, tasks, status):
+    assert lcs.link_status(associations, tasks) == status

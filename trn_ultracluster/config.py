@@ -889,6 +889,11 @@ DOC_HYPERPOD_GROUP = (
 _HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 _HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
 _TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
+HYPERPOD_ALL_NODES_PARTITION = "dev"
+"""HyperPod adds every node to its own ``dev`` partition besides the group's partition
+(SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration: "All nodes
+are automatically added to the universal dev partition")."""
+DOC_HYPERPOD_SLURM = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html"
 HYPERPOD_MAX_INSTANCE_COUNT = 6758
 HYPERPOD_EBS_GIB_RANGE = (1, 16384)
 HYPERPOD_CONTROLLER_GROUP = "controller"
@@ -929,6 +934,10 @@ def _hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
             yield ConfigIssue(f"{where}.partition", group.partition,
                               "must be a Slurm partition name of letters, digits and single "
                               "hyphens", DOC_HYPERPOD_GROUP)
+        elif group.partition == HYPERPOD_ALL_NODES_PARTITION:
+            yield ConfigIssue(f"{where}.partition", group.partition,
+                              f"must not be '{HYPERPOD_ALL_NODES_PARTITION}': HyperPod puts every "
+                              "node of the cluster in that partition itself", DOC_HYPERPOD_SLURM)
         count = c.worker_group_count(group)
         if not 0 <= count <= HYPERPOD_MAX_INSTANCE_COUNT:
             yield ConfigIssue(f"{where}.instance_count", count,

@@ -82,13 +82,16 @@ CREATE_MINUTES: dict[str, Minutes] = {
 """Create minutes by resource type (types not listed: :data:`DEFAULT`)."""
 DEFAULT = Minutes(0.2, "API-call resources (IAM, S3, VPC parts, log groups, ...): seconds; "
                        "our estimate")
-RUNTIME_WAITS: dict[str, tuple[str, Minutes]] = {
-    "AWS::SageMaker::Cluster": ("AWS::FSx::FileSystem", Minutes(
-        2, f"{_ESTIMATE}: after the file system is AVAILABLE the lifecycle script mounts it, "
-           "writes homes and the job environment, and HyperPod reports the nodes")),
+_AFTER_STORAGE = Minutes(
+    2, f"{_ESTIMATE}: once the file system (and its S3 link) is ready the lifecycle script "
+       "mounts it, writes homes and the job environment, and HyperPod reports the nodes")
+RUNTIME_WAITS: dict[str, tuple[tuple[str, Minutes], ...]] = {
+    "AWS::SageMaker::Cluster": (("AWS::FSx::FileSystem", _AFTER_STORAGE),
+                                ("AWS::FSx::DataRepositoryAssociation", _AFTER_STORAGE)),
 }
 """Resource type -> (type it waits for while it is being created, minutes it still needs
-once that one is created): waits outside the template's graph."""
+once that one is created), ...: waits outside the template's graph (the HyperPod lifecycle
+script waits for the file system and its data repository association)."""
 
 
 def create_minutes(resource_type: str) -> Minutes:
@@ -161,8 +164,7 @@ def critical_path(template: dict[str, Any]) -> CriticalPath:
                 start, before = timing(dep)[1], dep
         kind = resources[name]["Type"]
         finish, waited = start + create_minutes(kind).minutes, None
-        if kind in RUNTIME_WAITS:
-            other_type, after = RUNTIME_WAITS[kind]
+        for other_type, after in RUNTIME_WAITS.get(kind, ()):
             for other in by_type.get(other_type, []):
                 if timing(other)[1] + after.minutes > finish:
                     finish, waited = timing(other)[1] + after.minutes, other

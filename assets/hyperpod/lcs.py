@@ -7,8 +7,11 @@
 - ``role ADDRESS``: the node's Slurm role (``controller``, ``login`` or ``compute``);
 - ``fsx-status``: the state of the stack's file system, from ``aws fsx describe-file-systems``
   JSON on stdin;
+- ``link-status ASSOCIATIONS TASKS``: the state of its data repository association and the
+  association's metadata import, from two saved JSON answers;
 - ``env-file [--set NAME=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
 - ``env-get NAME``: one value of that environment (empty when absent);
+- ``fsx-get KEY``: one value of the ``fsx`` section (JSON booleans as ``true``/``false``);
 - ``enroot-config-dir HOME UID GID``: where Enroot reads a user's ``.credentials``.
 
 Inputs:
@@ -17,7 +20,7 @@ Inputs:
   ``trn_ultracluster/constructs/hyperpod.py`` ``lifecycle_file``)::
 
       {"groups": {"controller": str, "login": str | null, "workers": [str, ...]},
-       "fsx": {"tag_key": str, "tag_value": str},
+       "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
        "env": {NAME: value, ...}}
 
 - HyperPod's resource config (``$SAGEMAKER_RESOURCE_CONFIG_PATH``, default
@@ -54,6 +57,10 @@ FSX_FAILED_STATES = {"FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE", "DE
 (botocore 1.44 ``fsx`` model, ``FileSystemLifecycle``: AVAILABLE, CREATING, FAILED,
 DELETING, MISCONFIGURED, UPDATING, MISCONFIGURED_UNAVAILABLE)."""
 ENROOT_CONF = "/etc/enroot/enroot.conf"
+IMPORT_TASK = "IMPORT_METADATA_FROM_REPOSITORY"
+TASK_RUNNING = {"PENDING", "EXECUTING", "CANCELING"}
+"""``DataRepositoryTaskLifecycle`` values of a task not finished yet (botocore 1.44 ``fsx``
+model: PENDING, EXECUTING, FAILED, SUCCEEDED, CANCELED, CANCELING)."""
 
 
 class LifecycleError(Exception):
@@ -159,6 +166,41 @@ def file_system_status(described: dict[str, Any], tag_key: str, tag_value: str) 
     return " ".join([verdict, *(f or "-" for f in fields)])
 
 
+def link_status(associations: dict[str, Any], tasks: dict[str, Any]) -> str:
+    """Whether the file system's data repository association is ready for files to be
+    written: ``"<verdict> <detail>"`` from ``DescribeDataRepositoryAssociations`` and
+    ``DescribeDataRepositoryTasks`` answers (both filtered on the file system).
+
+    The stack creates the association with ``BatchImportMetaDataOnCreate``: "an import data
+    repository task to import metadata should run after the data repository association is
+    created" (FSx API reference, ``DataRepositoryAssociation``). Files a node writes before
+    that import ends (home directories, the job environment) would meet the linked bucket's
+    objects of the same names, e.g. those a previous stack exported, so the script waits for:
+
+    - ``wait association-not-created`` / ``wait association-<Lifecycle>``;
+    - ``failed association-FAILED``;
+    - ``wait import-<Lifecycle>``: an import task is PENDING, EXECUTING or CANCELING;
+    - ``ready import-<Lifecycle>``: the newest import task has ended (FAILED too: its
+      report says which files, and the bucket's other objects are there);
+    - ``no-import association-AVAILABLE``: no import task is listed yet (the caller waits
+      a little for one to appear).
+    """
+    found = associations.get("Associations", [])
+    if not found:
+        return "wait association-not-created"
+    state = found[0].get("Lifecycle") or "UNKNOWN"
+    if state == "FAILED":
+        return "failed association-FAILED"
+    if state != "AVAILABLE":
+        return f"wait association-{state}"
+    imports = sorted((t for t in tasks.get("DataRepositoryTasks", []) if t.get("Type") == IMPORT_TASK),
+                     key=lambda t: str(t.get("CreationTime", "")))
+    if not imports:
+        return "no-import association-AVAILABLE"
+    last = imports[-1].get("Lifecycle") or "UNKNOWN"
+    return f"{'wait' if last in TASK_RUNNING else 'ready'} import-{last}"
+
+
 def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> str:
     """Shell-sourceable ``export NAME='value'`` lines of ``cluster["env"]`` and ``extra``
     (which wins), sorted by name.
@@ -222,10 +264,15 @@ def main(argv: list[str] | None = None) -> int:
     role = sub.add_parser("role")
     role.add_argument("address")
     sub.add_parser("fsx-status")
+    link = sub.add_parser("link-status")
+    link.add_argument("associations")
+    link.add_argument("tasks")
     env = sub.add_parser("env-file")
     env.add_argument("--set", type=_assignment, action="append", default=[])
     env_get = sub.add_parser("env-get")
     env_get.add_argument("name")
+    fsx_get = sub.add_parser("fsx-get")
+    fsx_get.add_argument("key")
     enroot = sub.add_parser("enroot-config-dir")
     enroot.add_argument("home")
     enroot.add_argument("uid", type=int)
@@ -241,13 +288,19 @@ def main(argv: list[str] | None = None) -> int:
             fsx = load_json(args.cluster).get("fsx", {})
             try:
                 described = json.loads(sys.stdin.read())
-            except json.JSONDecodeError as err:
-                raise LifecycleError(f"describe-file-systems output is not JSON ({err})") from None
+            except json.JSONDecodeError:  # a cut or mixed answer: ask again
+                print("wait - UNREADABLE_ANSWER - -")
+                return 0
             print(file_system_status(described, fsx.get("tag_key", ""), fsx.get("tag_value", "")))
+        elif args.command == "link-status":
+            print(link_status(load_json(args.associations), load_json(args.tasks)))
         elif args.command == "env-file":
             sys.stdout.write(env_file(load_json(args.cluster), dict(args.set)))
         elif args.command == "env-get":
             print(load_json(args.cluster).get("env", {}).get(args.name, ""))
+        elif args.command == "fsx-get":
+            value = load_json(args.cluster).get("fsx", {}).get(args.key, "")
+            print(json.dumps(value) if isinstance(value, bool) else value)
         else:
             groups = load_json(args.cluster).get("groups", {})
             print(node_role(load_json(args.resource_config), groups, args.address))

@@ -25,7 +25,9 @@
 #   TRN_LCS_DIR          directory of this script and its JSON input
 #   TRN_NODE_IP          this node's IP address (default: `lcs.py node-ip`)
 #   TRN_FSX_WAIT_S       seconds to wait for the file system to be AVAILABLE (default 1800)
-#   TRN_FSX_POLL_S       seconds between DescribeFileSystems calls (default 30)
+#   TRN_FSX_POLL_S       seconds between FSx API calls, plus up to 10 s of jitter (default 30)
+#   TRN_DENIED_WAIT_S    seconds a permission error may last before the script fails (default 300)
+#   TRN_IMPORT_GRACE_S   seconds to wait for the association's metadata import to show up (default 300)
 #   TRN_MOUNT_ATTEMPTS   FSx mount attempts (default 5)
 #   TRN_RETRY_DELAY_S    seconds before the second mount attempt, doubled each time (default 10)
 #   TRN_SLURM_CHECK_S    seconds the controller waits for its partitions (default 60)
@@ -42,6 +44,8 @@ CLUSTER_JSON="${LCS_DIR}/trn_ultracluster.json"
 RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-${ROOT}/opt/ml/config/resource_config.json}"
 FSX_WAIT_S="${TRN_FSX_WAIT_S:-1800}"
 FSX_POLL_S="${TRN_FSX_POLL_S:-30}"
+DENIED_WAIT_S="${TRN_DENIED_WAIT_S:-300}"
+IMPORT_GRACE_S="${TRN_IMPORT_GRACE_S:-300}"
 MOUNT_ATTEMPTS="${TRN_MOUNT_ATTEMPTS:-5}"
 RETRY_DELAY_S="${TRN_RETRY_DELAY_S:-10}"
 SLURM_CHECK_S="${TRN_SLURM_CHECK_S:-60}"
@@ -88,22 +92,62 @@ retry() {
   done
 }
 
+# aws_json OUT_FILE ARGS...: run `aws ARGS... --region REGION --output json` with stdout in
+# OUT_FILE; stderr (warnings, errors) goes to the log, never into the JSON. On failure sets
+# AWS_ERROR to its last stderr line and returns non-zero.
+AWS_ERROR=""
+aws_json() {
+  local out="$1" err
+  shift
+  err="$(mktemp)"
+  if aws "$@" --region "${REGION}" --output json > "${out}" 2> "${err}"; then
+    cat "${err}"
+    rm -f "${err}"
+    return 0
+  fi
+  AWS_ERROR="$(tail -n 1 "${err}")"
+  cat "${err}"
+  rm -f "${err}"
+  return 1
+}
+
+# denied_too_long: true when the last AWS error is a permission error that has lasted more
+# than TRN_DENIED_WAIT_S (IAM changes take a little while to reach every endpoint; longer
+# than that, the role lacks the permission and waiting only delays the failure).
+DENIED_SINCE=""
+denied_too_long() {
+  if [[ "${AWS_ERROR}" =~ AccessDenied|UnauthorizedOperation|not\ authorized ]]; then
+    DENIED_SINCE="${DENIED_SINCE:-${SECONDS}}"
+    (( SECONDS - DENIED_SINCE >= DENIED_WAIT_S ))
+  else
+    DENIED_SINCE=""
+    return 1
+  fi
+}
+
+# pause: the poll interval plus up to 10 s of jitter, so that the nodes of a large cluster
+# do not call the FSx API in step.
+pause() { sleep $(( FSX_POLL_S + RANDOM % 10 )); }
+
 # Find the stack's file system by its tag and wait until it is AVAILABLE; sets FSX_ID,
 # FSX_DNS and FSX_MOUNT_NAME. The AWS CLI is on HyperPod nodes (AWS's base-config
 # mount_fsx.sh calls `aws fsx describe-file-systems` the same way) and follows NextToken
 # itself; the node's credentials are the instance group's execution role, which may call
-# fsx:DescribeFileSystems. Calls that fail (throttling, credentials not there yet) are
-# retried until the deadline.
+# fsx:DescribeFileSystems. Failed calls (throttling, credentials not there yet) and
+# unreadable answers are retried until the deadline; a permission error fails after
+# TRN_DENIED_WAIT_S.
 wait_for_file_system() {
-  local deadline=$(( SECONDS + FSX_WAIT_S )) described status verdict id state dns mount_name
+  local deadline=$(( SECONDS + FSX_WAIT_S )) answer status verdict id state dns mount_name
   local last="no answer yet"
+  answer="$(mktemp)"
   while true; do
-    if described="$(aws fsx describe-file-systems --region "${REGION}" --output json 2>&1)"; then
-      status="$(lcs fsx-status <<< "${described}")" || fail "cannot read the file systems (lcs.py's error is above)"
+    if aws_json "${answer}" fsx describe-file-systems; then
+      status="$(lcs fsx-status < "${answer}")" || fail "cannot read the file systems (lcs.py's error is above)"
       read -r verdict id state dns mount_name <<< "${status}"
       case "${verdict}" in
         ready)
           FSX_ID="${id}" FSX_DNS="${dns}" FSX_MOUNT_NAME="${mount_name}"
+          rm -f "${answer}"
           log "FSx for Lustre ${id} is ${state}"
           return 0 ;;
         failed)
@@ -111,13 +155,64 @@ wait_for_file_system() {
       esac
       last="file system ${id} is ${state}"
     else
-      last="aws fsx describe-file-systems failed: ${described}"
+      last="aws fsx describe-file-systems failed: ${AWS_ERROR}"
+      if denied_too_long; then
+        fail "${last} (for ${DENIED_WAIT_S}s): the instance group's execution role needs fsx:DescribeFileSystems"
+      fi
     fi
     if (( SECONDS >= deadline )); then
       fail "the stack's FSx for Lustre file system was not AVAILABLE within ${FSX_WAIT_S}s (${last})"
     fi
     log "waiting for FSx for Lustre: ${last}"
-    sleep "${FSX_POLL_S}"
+    pause
+  done
+}
+
+# With a data repository association (trn_ultracluster.json fsx.data_repository), wait until
+# it is AVAILABLE and its metadata import has ended (lcs.py link-status says why) before
+# anything is written to the file system. When no import task shows up within
+# TRN_IMPORT_GRACE_S of the association being AVAILABLE, go on.
+wait_for_link() {
+  if [[ "$(lcs fsx-get data_repository)" != "true" ]]; then
+    return 0
+  fi
+  local deadline=$(( SECONDS + FSX_WAIT_S )) associations tasks status verdict detail
+  local last="no answer yet" no_import_since=""
+  local filter="Name=file-system-id,Values=${FSX_ID}"
+  associations="$(mktemp)"
+  tasks="$(mktemp)"
+  while true; do
+    if aws_json "${associations}" fsx describe-data-repository-associations --filters "${filter}" \
+       && aws_json "${tasks}" fsx describe-data-repository-tasks --filters "${filter}"; then
+      status="$(lcs link-status "${associations}" "${tasks}")" || status="wait unreadable-answer"
+      read -r verdict detail <<< "${status}"
+      case "${verdict}" in
+        ready)
+          log "data repository association ready (${detail})"
+          rm -f "${associations}" "${tasks}"
+          return 0 ;;
+        failed)
+          fail "the data repository association of ${FSX_ID} is ${detail#association-} (aws fsx describe-data-repository-associations --filters ${filter} gives FailureDetails)" ;;
+        no-import)
+          no_import_since="${no_import_since:-${SECONDS}}"
+          if (( SECONDS - no_import_since >= IMPORT_GRACE_S )); then
+            log "data repository association AVAILABLE, no metadata import listed after ${IMPORT_GRACE_S}s; going on"
+            rm -f "${associations}" "${tasks}"
+            return 0
+          fi ;;
+      esac
+      last="${detail}"
+    else
+      last="aws fsx failed: ${AWS_ERROR}"
+      if denied_too_long; then
+        fail "${last} (for ${DENIED_WAIT_S}s): the instance group's execution role needs fsx:DescribeDataRepositoryAssociations and fsx:DescribeDataRepositoryTasks"
+      fi
+    fi
+    if (( SECONDS >= deadline )); then
+      fail "the data repository association of ${FSX_ID} was not ready within ${FSX_WAIT_S}s (${last})"
+    fi
+    log "waiting for the data repository association: ${last}"
+    pause
   done
 }
 
@@ -129,7 +224,9 @@ mount_fsx() {
   # EC2 instance" and "Mounting Amazon FSx automatically"
   # (https://docs.aws.amazon.com/fsx/latest/LustreGuide/mount-fs-auto-mount-onreboot.html).
   mkdir -p "${ROOT}${FSX_MOUNT_POINT}"
-  local fstab_line="${source} ${FSX_MOUNT_POINT} lustre defaults,${options},_netdev,x-systemd.automount,x-systemd.requires=network.service 0 0"
+  # After the network is up: network-online.target, as AWS's base-config mount_fsx.sh; the
+  # FSx guide's example names network.service, which Ubuntu (HyperPod's AMIs) does not have.
+  local fstab_line="${source} ${FSX_MOUNT_POINT} lustre defaults,${options},_netdev,x-systemd.automount,x-systemd.requires=network-online.target 0 0"
   touch "${ROOT}/etc/fstab"
   if ! grep -qF "${source} ${FSX_MOUNT_POINT} lustre" "${ROOT}/etc/fstab"; then
     echo "${fstab_line}" >> "${ROOT}/etc/fstab"
@@ -166,10 +263,16 @@ setup_homes() {
       chmod 700 "${ROOT}${target}"
     fi
     if [[ "${home}" != "${target}" ]]; then
-      usermod -d "${target}" "${user}"
+      # usermod refuses while the user has a process (usermod(8), -d); a node still works
+      # with a local home, so say so rather than fail the node.
+      if retry 3 5 usermod -d "${target}" "${user}"; then
+        home="${target}"
+      else
+        log "WARNING: could not move the home of ${user} to ${target} (is ${user} logged in?); it stays ${home}"
+      fi
     fi
-    log "home of ${user} is ${target}"
-    setup_enroot_credentials "${user}" "${uid}" "${gid}" "${target}" "${registry}"
+    log "home of ${user} is ${home}"
+    setup_enroot_credentials "${user}" "${uid}" "${gid}" "${home}" "${registry}"
   done < "${ROOT}/etc/passwd"
 }
 
@@ -205,7 +308,8 @@ setup_enroot_credentials() {
 write_environment() {
   mkdir -p "${ROOT}${STATE_DIR}" "${ROOT}${NEURON_CACHE_DIR}"
   chmod 1777 "${ROOT}${NEURON_CACHE_DIR}"
-  local tmp="${ROOT}${STATE_DIR}/env.tmp.$$"
+  local tmp
+  tmp="$(mktemp "${ROOT}${STATE_DIR}/env.XXXXXX")"
   lcs env-file --set "TRN_FSX_FILE_SYSTEM_ID=${FSX_ID}" > "${tmp}"
   chmod 644 "${tmp}"
   mv -f "${tmp}" "${ROOT}${STATE_DIR}/env"
@@ -267,6 +371,7 @@ main() {
   fi
   log "node ${ip} is a Slurm ${role} node"
   wait_for_file_system
+  wait_for_link
   mount_fsx
   setup_homes
   write_environment

@@ -44,7 +44,7 @@ from tests.test_cli import outputs_values, write_outputs
 from trn_ultracluster.catalog import get_instance
 from trn_ultracluster.cli.errors import ExitCode
 from trn_ultracluster.cli.main import _SLURM_DONE as ENDED  # the CLI's terminal states
-from trn_ultracluster.cli.slurm import RENDEZVOUS_PORT, SlurmJobs
+from trn_ultracluster.cli.slurm import RENDEZVOUS_PORT, SlurmJobs, pyxis_image
 from trn_ultracluster.neuron_env import neuron_environment
 from trn_ultracluster.shared_storage import (
     ENV_FILE,
@@ -61,7 +61,10 @@ PROCS_PER_NODE = 2
 SPEC = replace(get_instance(INSTANCE_TYPE), neuron_cores=PROCS_PER_NODE)
 WORLD_SIZE = PROCS_PER_NODE * len(NODES)
 DATA_DIR = f"{FSX_MOUNT_PATH}/datasets/tiny"
-CONTAINER_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn-ultracluster:test"
+ENV_FILE_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn-ultracluster:created-with"
+"""The image the env file names (the one nodes were created with)."""
+CONTAINER_IMAGE = pyxis_image(outputs_values("hyperpod-slurm", INSTANCE_TYPE)["TrainingImageUri"])
+"""The stack's current image, which the job CLI exports in the script (and which wins)."""
 JOB_TIMEOUT_S = 240
 
 
@@ -73,7 +76,7 @@ def cluster_files(slurm: SlurmCluster) -> Path:
     from trn_train.data import prepare_data, train_tokenizer
 
     env = {
-        "TRN_CONTAINER_IMAGE": CONTAINER_IMAGE,
+        "TRN_CONTAINER_IMAGE": ENV_FILE_IMAGE,
         "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
         "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
         "TRN_DEFAULT_PARTITION": PARTITION,

@@ -410,8 +410,7 @@ def _render(args: argparse.Namespace, outputs: Any, launch: Any, name: str, node
     ``("hyperpod-slurm", script)``. ``--env`` and ``--time`` are honoured by both.
 
     Raises:
-        CliError: (USAGE) an option the orchestrator cannot honour (``--image`` on HyperPod),
-            a bad ``--time``, or what the job builders reject.
+        CliError: (USAGE) a bad ``--time`` or ``--image``, or what the job builders reject.
     """
     from trn_ultracluster.cli.job_args import time_limit_seconds
 
@@ -429,11 +428,8 @@ def _render(args: argparse.Namespace, outputs: Any, launch: Any, name: str, node
                 num_nodes=nodes, spec=spec, env=env, active_deadline_s=deadline)
         from trn_ultracluster.cli.slurm import sbatch_script
 
-        if args.image:
-            raise CliError("--image is not supported on HyperPod Slurm: jobs run the stack's "
-                           "image (TRN_CONTAINER_IMAGE)", "leave --image out")
         return orchestrator, sbatch_script(job_name=name, nodes=nodes, spec=spec, launch=launch,
-                                           time_limit=args.time_limit, env=env)
+                                           time_limit=args.time_limit, env=env, image=image)
     except ValueError as err:
         raise CliError(str(err), "fix the arguments (trn-ultracluster submit --help)") from None
 

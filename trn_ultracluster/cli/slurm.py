@@ -85,8 +85,24 @@ RENDEZVOUS_PORT = 29500
 """torchrun's default master port (PyTorch ``torch/distributed/run.py``)."""
 
 
+def pyxis_image(uri: str) -> str:
+    """The Pyxis name of a registry image: ``<registry>/<repository>:<tag>`` becomes
+    ``<registry>#<repository>:<tag>`` (NVIDIA/pyxis README, ``--container-image``: "a
+    registry ... separated by #").
+
+    Raises:
+        ValueError: ``uri`` names no registry (no ``/``).
+    """
+    registry, sep, rest = uri.partition("/")
+    if not sep or not rest or "." not in registry:
+        raise ValueError(f"image {uri!r} must be <registry>/<repository>:<tag>, e.g. the "
+                         "stack's TrainingImageUri")
+    return f"{registry}#{rest}"
+
+
 def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Launch,
-                  time_limit: str | None = None, env: Mapping[str, str] | None = None) -> str:
+                  time_limit: str | None = None, env: Mapping[str, str] | None = None,
+                  image: str | None = None) -> str:
     """The sbatch script of a training job (bash; passes ``bash -n`` and shellcheck).
 
     Args:
@@ -100,6 +116,11 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
             it can override it; srun passes it into the container with the rest of the
             job's environment. Names must be shell identifiers; values are quoted for bash
             (``shlex.quote``).
+        image: the training image URI (``<registry>/<repository>:<tag>``), exported as
+            ``TRN_CONTAINER_IMAGE`` in Pyxis form after the env file: the env file is written
+            when a node is created, so after a deploy that rebuilt the image it still names
+            the old one until nodes are replaced; the job CLI passes the stack's current
+            ``TrainingImageUri``. ``None`` keeps the env file's.
 
     Raises:
         ValueError: bad name, node count or environment name; more than one node without
@@ -132,6 +153,8 @@ def sbatch_script(*, job_name: str, nodes: int, spec: InstanceSpec, launch: Laun
     body = launch.shell_lines(torchrun, runner=srun)
     header = "\n".join(f"#SBATCH {d}" for d in directives)
     exports = ""
+    if image is not None:
+        exports += f"export TRN_CONTAINER_IMAGE={shlex.quote(pyxis_image(image))}\n"
     for key, value in sorted((env or {}).items()):
         if not ENV_NAME_RE.match(key):
             raise ValueError(f"environment name {key!r} is not a shell identifier")

@@ -170,12 +170,14 @@ def lifecycle_file(config: ClusterConfig, env: dict[str, str],
     Shape::
 
         {"groups": {"controller": str, "login": str | None, "workers": [str, ...]},
-         "fsx": {"tag_key": str, "tag_value": str},
+         "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
          "env": {NAME: value, ...}}
 
     ``groups`` tells the script a node's Slurm role (with HyperPod's
     ``resource_config.json``); ``fsx`` finds the stack's file system (tagged with
-    :data:`~trn_ultracluster.shared_storage.FSX_STACK_TAG`); ``env`` is the job environment.
+    :data:`~trn_ultracluster.shared_storage.FSX_STACK_TAG`) and says whether it is linked to
+    S3 (the script then waits for the link's metadata import before it writes files);
+    ``env`` is the job environment.
     Nothing in it refers to the file system itself, so the lifecycle files, and the cluster
     that waits for them, do not wait for FSx.
     """
@@ -186,7 +188,8 @@ def lifecycle_file(config: ClusterConfig, env: dict[str, str],
             "login": HYPERPOD_LOGIN_GROUP if hp.login_instance_type is not None else None,
             "workers": [g.name for g in hp.worker_groups],
         },
-        "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value},
+        "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value,
+                "data_repository": config.fsx.data_repository is not None},
         "env": env,
     }
 
@@ -389,10 +392,15 @@ class HyperPodSlurmOrchestrator(Construct):
         )
         self.bucket.grant_read(role)
         self.props.training_image.repository.grant_pull(role)
-        # fsx:DescribeFileSystems has no resource-level permissions (Service Authorization
-        # Reference, Amazon FSx: no resource type listed), so it can only be granted on "*".
+        # The lifecycle script finds the file system and waits for its data repository
+        # association and the association's import (on_init_complete.sh). These Describe
+        # actions have no resource-level permissions (Service Authorization Reference,
+        # Amazon FSx: no resource type listed), so they can only be granted on "*".
         role.add_to_policy(iam.PolicyStatement(
-            sid="FsxDescribe", actions=["fsx:DescribeFileSystems"], resources=["*"]))
+            sid="FsxDescribe",
+            actions=["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
+                     "fsx:DescribeDataRepositoryTasks"],
+            resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(
             sid="ClusterLogs",
             actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
@@ -445,8 +453,10 @@ class HyperPodSlurmOrchestrator(Construct):
         reasons = {
             "AwsSolutions-IAM5[Resource::*]":
                 "ec2:Describe* (VPC, subnets, security groups, interfaces), "
-                "fsx:DescribeFileSystems and ecr:GetAuthorizationToken have no resource-level "
-                "permissions (Service Authorization Reference); all are read only.",
+                "fsx:DescribeFileSystems / DescribeDataRepositoryAssociations / "
+                "DescribeDataRepositoryTasks and ecr:GetAuthorizationToken have no "
+                "resource-level permissions (Service Authorization Reference); all are read "
+                "only.",
             "AwsSolutions-IAM5[Action::s3:GetObject*]":
                 "grant_read on the stack's own lifecycle bucket (read-only).",
             "AwsSolutions-IAM5[Action::s3:GetBucket*]":
