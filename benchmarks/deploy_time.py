@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from trn_ultracluster.app import build_app  # noqa: E402
 from trn_ultracluster.deploy_time import critical_path, create_minutes  # noqa: E402
-from trn_ultracluster.outputs import STACK_NAME  # noqa: E402
+from trn_ultracluster.contracts.outputs import STACK_NAME  # noqa: E402
 from trn_ultracluster.template_graph import transitive_dependencies  # noqa: E402
 
 

@@ -34,7 +34,7 @@ import torch  # noqa: E402
 
 from trn_train.data import PackedDataset, prepare_data, train_tokenizer  # noqa: E402
 from trn_train.model import build_model, model_config  # noqa: E402
-from trn_ultracluster.recipes import RECIPES, Recipe, get_recipe  # noqa: E402
+from trn_ultracluster.contracts.recipes import RECIPES, Recipe, get_recipe  # noqa: E402
 from trn_train.train import TrainConfig, run  # noqa: E402
 
 BENCH = Recipe(

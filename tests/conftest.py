@@ -81,7 +81,7 @@ class Synth:
 def synth(tmp_path_factory):
     """Factory fixture: ``synth(profile=None, **context) -> Synth``, cached per session."""
     from trn_ultracluster.app import build_app
-    from trn_ultracluster.outputs import STACK_NAME
+    from trn_ultracluster.contracts.outputs import STACK_NAME
 
     cache: dict[tuple, Synth] = {}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trn_ultracluster.catalog import CATALOG, UnknownInstanceTypeError, get_instance
+from trn_ultracluster.contracts.catalog import CATALOG, UnknownInstanceTypeError, get_instance
 from trn_ultracluster.config import region_of_az_id
 
 
@@ -43,7 +43,7 @@ def test_catalog_imports_only_the_standard_library():
     import ast
     from pathlib import Path
 
-    import trn_ultracluster.catalog as module
+    import trn_ultracluster.contracts.catalog as module
 
     tree = ast.parse(Path(module.__file__).read_text())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}

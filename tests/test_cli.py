@@ -19,7 +19,7 @@ from tests.conftest import REPO_ROOT
 from trn_ultracluster.cli import main as cli
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import outputs_from_aws
-from trn_ultracluster.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
+from trn_ultracluster.contracts.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
 
 REGION = "us-west-2"
 CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"

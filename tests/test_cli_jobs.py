@@ -22,7 +22,7 @@ import yaml
 
 from tests.conftest import SHARED
 from tests.test_cli import CLUSTER_ARN, REGION, fake_aws_env, outputs_values, run, write_outputs  # noqa: F401
-from trn_ultracluster.catalog import CATALOG, get_instance
+from trn_ultracluster.contracts.catalog import CATALOG, get_instance
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS, default_job_name, trn_train_launch
 from trn_ultracluster.cli.slurm import (
@@ -45,8 +45,8 @@ from trn_ultracluster.k8s import (
     TRAINER_NODE,
     neuron_resource_requirements,
 )
-from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.shared_storage import ENV_FILE, JOBS_DIR
+from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.shared_storage import ENV_FILE, JOBS_DIR
 
 TRAINJOB_CRD = SHARED / "k8s-schemas" / "kubeflow-trainer-2.3.0" / "trainer.kubeflow.org_trainjobs.yaml"
 needs_shared = pytest.mark.skipif(not TRAINJOB_CRD.is_file(),

@@ -14,7 +14,7 @@ import yaml
 from tests.test_cli import fake_aws_env, outputs_values, run, write_outputs  # noqa: F401
 from trn_ultracluster.cli import main as cli
 from trn_ultracluster.cli.errors import ExitCode
-from trn_ultracluster.recipes import RECIPES
+from trn_ultracluster.contracts.recipes import RECIPES
 
 GOOD = {"--recipe": "llama-1b", "--steps": "10", "--data-dir": "/fsx/datasets/wiki"}
 

@@ -9,7 +9,7 @@ from aws_cdk import assertions
 from aws_cdk import aws_ec2 as ec2
 
 from tests.conftest import profile_path
-from trn_ultracluster.catalog import CATALOG
+from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.constructs.efa import Efa, EfaProps
 
 EFA_TYPES = sorted(name for name, spec in CATALOG.items() if spec.supports_efa)

@@ -17,9 +17,9 @@ import yaml
 
 from tests.conftest import REPO_ROOT, SHARED
 from trn_ultracluster import k8s
-from trn_ultracluster.catalog import get_instance
+from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.config import ConfigError, parse_config
-from trn_ultracluster.neuron_env import neuron_environment
+from trn_ultracluster.contracts.neuron_env import neuron_environment
 
 ADMIN = "arn:aws:iam::123456789012:role/TrainingAdmin"
 TRN2 = REPO_ROOT / "profiles" / "trn2.yaml"

@@ -16,7 +16,7 @@ from botocore.validate import validate_parameters
 from tests.conftest import REPO_ROOT
 from trn_ultracluster.config import ConfigError, parse_config
 from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS
-from trn_ultracluster.outputs import HYPERPOD_KEYS
+from trn_ultracluster.contracts.outputs import HYPERPOD_KEYS
 
 PROFILE_16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
 PLAN = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn-plan-0001"

@@ -20,7 +20,7 @@ import pytest
 
 from trn_ultracluster.config import parse_config
 from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS, ON_INIT_COMPLETE, lifecycle_file
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 sys.path.insert(0, str(LIFECYCLE_ASSETS))
 import lcs  # noqa: E402

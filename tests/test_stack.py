@@ -14,7 +14,7 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
 from tests.conftest import PROFILES, REPO_ROOT
-from trn_ultracluster.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
+from trn_ultracluster.contracts.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
 CONFIGS = [None, *PROFILES]

@@ -61,9 +61,9 @@ def test_the_context_check_fails_for_a_file_the_ignore_file_leaves_out(tmp_path)
     (tmp_path / "trn_ultracluster").mkdir()
     (tmp_path / "trn_ultracluster" / "shared_storage.py").write_text("X = 1\n")
     (tmp_path / "training").mkdir()
-    (tmp_path / "training" / "Dockerfile").write_text("COPY trn_ultracluster/shared_storage.py /x\n")
-    context = docker_context(tmp_path, ["*", "!trn_ultracluster/catalog.py"])
-    assert "trn_ultracluster/shared_storage.py" not in context
+    (tmp_path / "training" / "Dockerfile").write_text("COPY trn_ultracluster/contracts/shared_storage.py /x\n")
+    context = docker_context(tmp_path, ["*", "!trn_ultracluster/contracts/catalog.py"])
+    assert "trn_ultracluster/contracts/shared_storage.py" not in context
 
 
 def test_the_context_holds_only_the_program_and_stdlib_modules():
@@ -71,9 +71,20 @@ def test_the_context_holds_only_the_program_and_stdlib_modules():
     top = {f.split("/", 1)[0] for f in context}
     assert top == {"training", "trn_ultracluster"}
     assert not any("__pycache__" in f or f.endswith(".pyc") for f in context)
+    contracts = REPO_ROOT / "trn_ultracluster" / "contracts"
     assert {f for f in context if f.startswith("trn_ultracluster/")} == {
-        "trn_ultracluster/__init__.py", "trn_ultracluster/catalog.py",
-        "trn_ultracluster/recipes.py", "trn_ultracluster/shared_storage.py"}
+        "trn_ultracluster/__init__.py",
+        *(p.relative_to(REPO_ROOT).as_posix() for p in contracts.glob("*.py"))}
+
+
+def test_contracts_import_the_standard_library_only():
+    """The image and the HyperPod lifecycle scripts run them without the project's
+    dependencies."""
+    for path in (REPO_ROOT / "trn_ultracluster" / "contracts").glob("*.py"):
+        modules = {m.split(".")[0] for m in _imports(path)}
+        assert modules <= {"trn_ultracluster", "__future__", *sys.stdlib_module_names}, path
+        own = {m for m in _imports(path) if m.startswith("trn_ultracluster")}
+        assert all(m.startswith("trn_ultracluster.contracts") for m in own), path
 
 
 def _imports(path: Path) -> set[str]:

@@ -14,7 +14,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from trn_ultracluster.config import ConfigError, LoadedConfig, load_config
-from trn_ultracluster.outputs import STACK_NAME
+from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.stacks.cluster import TrnUltraClusterStack
 
 __all__ = ["build_app", "main"]

@@ -33,7 +33,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from trn_ultracluster.catalog import CATALOG, InstanceSpec, get_instance
+from trn_ultracluster.contracts.catalog import CATALOG, InstanceSpec, get_instance
 
 __all__ = [
     "CONTEXT_KEY",

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.outputs import STACK_NAME, OutputKey
+from trn_ultracluster.contracts.outputs import STACK_NAME, OutputKey
 
 __all__ = ["efa_interfaces_per_node", "main", "summarize"]
 

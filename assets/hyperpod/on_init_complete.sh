@@ -67,7 +67,7 @@ lcs() { python3 "${LCS_DIR}/lcs.py" --resource-config "${RESOURCE_CONFIG}" \
           --cluster "${CLUSTER_JSON}" "$@"; }
 
 [[ -f "${CLUSTER_JSON}" ]] || fail "${CLUSTER_JSON} not found; the lifecycle bucket is incomplete"
-# The shared-storage layout comes from the stack (trn_ultracluster/shared_storage.py, written
+# The shared-storage layout comes from the stack (trn_ultracluster/contracts/shared_storage.py, written
 # into trn_ultracluster.json), so jobs on every orchestrator use the same paths.
 FSX_MOUNT_POINT="$(lcs env-get TRN_FSX_MOUNT_POINT)"
 NEURON_CACHE_DIR="$(lcs env-get TRN_NEURON_CACHE_DIR)"
@@ -301,7 +301,7 @@ setup_enroot_credentials() {
 }
 
 # The stack's environment for every login shell and Slurm job (srun passes it into Pyxis
-# containers): stack outputs plus the Neuron/EFA variables of trn_ultracluster/neuron_env.py
+# containers): stack outputs plus the Neuron/EFA variables of trn_ultracluster/contracts/neuron_env.py
 # (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, NEURON_CC_FLAGS with the compile cache on FSx), and
 # the file system id found above. Written to a temporary file and renamed: every node writes
 # the same content, and a reader never sees half a file.

@@ -47,7 +47,7 @@ from pathlib import Path
 import pytest
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 REPO = Path(__file__).resolve().parents[2]
 SHIMS = Path(__file__).resolve().parent / "shims"

@@ -41,12 +41,12 @@ import pytest
 
 from tests.slurm.conftest import NODES, PARTITION, REPO, SHIMS, SlurmCluster, wait_until
 from tests.test_cli import outputs_values, write_outputs
-from trn_ultracluster.catalog import get_instance
+from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.cli.errors import ExitCode
 from trn_ultracluster.cli.main import _SLURM_DONE as ENDED  # the CLI's terminal states
 from trn_ultracluster.cli.slurm import RENDEZVOUS_PORT, SlurmJobs, pyxis_image
-from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.shared_storage import (
+from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.shared_storage import (
     ENV_FILE,
     FSX_MOUNT_PATH,
     JOBS_DIR,

@@ -12,7 +12,7 @@ import pytest
 
 from trn_train import checkpoint as ckpt
 from trn_train.errors import ConfigError, DataError
-from trn_ultracluster.recipes import get_recipe
+from trn_ultracluster.contracts.recipes import get_recipe
 from trn_train.train import TrainConfig, plan_batches, run
 
 from training_helpers import free_port, read_events, subprocess_env, train_losses

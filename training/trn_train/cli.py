@@ -82,7 +82,7 @@ def _option(p: argparse.ArgumentParser, defaults: dict[str, Any], *flags: str, h
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
     from trn_train.config import TrainConfig
-    from trn_ultracluster.recipes import RECIPES
+    from trn_ultracluster.contracts.recipes import RECIPES
 
     p = sub.add_parser("train", help="train or resume a data-parallel run",
                        description="Data-parallel training over all processes torchrun starts (one per "
@@ -132,7 +132,7 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
 
 def _add_nxd(sub: argparse._SubParsersAction) -> None:
     from trn_train.nxd import NxdRun
-    from trn_ultracluster.recipes import RECIPES
+    from trn_ultracluster.contracts.recipes import RECIPES
 
     p = sub.add_parser("nxd-config", help="NxD Training config for TP/PP recipes (and launch)")
     d = _defaults(NxdRun)
@@ -225,7 +225,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "recipes":
         from trn_train.flops import flops_per_token
-        from trn_ultracluster.recipes import RECIPES
+        from trn_ultracluster.contracts.recipes import RECIPES
 
         for r in RECIPES.values():
             row = {"recipe": r.name, "task": r.task, "seq_len": r.seq_len, "tp": r.tensor_parallel,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trn_train.errors import ConfigError
-from trn_ultracluster.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe
+from trn_ultracluster.contracts.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe
 
 
 @dataclass

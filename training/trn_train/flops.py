@@ -14,7 +14,7 @@ token-type tables), which are gathers, and includes the output projection to the
 vocabulary, which is a matmul (counted once even when tied to the input embedding).
 
 MFU = achieved tokens/s x FLOPs per token / (cores x peak BF16 FLOP/s per core); the peak
-per core comes from :mod:`trn_ultracluster.catalog`.
+per core comes from :mod:`trn_ultracluster.contracts.catalog`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from trn_train.errors import ConfigError
 
 if TYPE_CHECKING:
-    from trn_ultracluster.catalog import InstanceSpec
+    from trn_ultracluster.contracts.catalog import InstanceSpec
 
 
 def _get(cfg: Mapping[str, Any] | Any, key: str, default: Any = None) -> Any:
@@ -122,12 +122,12 @@ def flops_per_token(model_type: str, cfg: Mapping[str, Any] | Any, seq_len: int)
 
 
 def instance_spec(instance_type: str) -> "InstanceSpec":
-    """The :mod:`trn_ultracluster.catalog` entry for ``--instance-type`` (cores, peak BF16).
+    """The :mod:`trn_ultracluster.contracts.catalog` entry for ``--instance-type`` (cores, peak BF16).
 
     Raises:
         ConfigError: the catalog has no such instance type (the message lists those it has).
     """
-    from trn_ultracluster.catalog import CATALOG, UnknownInstanceTypeError, get_instance
+    from trn_ultracluster.contracts.catalog import CATALOG, UnknownInstanceTypeError, get_instance
 
     try:
         return get_instance(instance_type)

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from trn_train.errors import ConfigError
-from trn_ultracluster.recipes import Recipe
+from trn_ultracluster.contracts.recipes import Recipe
 
 
 def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str, int]) -> Any:

@@ -49,7 +49,7 @@ from typing import Any
 from trn_train.config import recipe_for
 from trn_train.errors import ConfigError
 from trn_train.flops import instance_spec
-from trn_ultracluster.shared_storage import NEURON_COMPILE_CACHE_DIR
+from trn_ultracluster.contracts.shared_storage import NEURON_COMPILE_CACHE_DIR
 
 
 NXDT_EXAMPLES_COMMIT = "9169aa03f39efd4eb02da63891a7ed98defb1714"
@@ -60,7 +60,7 @@ from: NxDT 1.6.0, the newest published source (see the module docstring)."""
 
 # examples/conf/hf_llama3_8B_config.yaml at NXDT_EXAMPLES_COMMIT: model.optim and the
 # trainer/precision/compiler keys a recipe does not decide. lr 1.5e-4 and warmup 100 are the
-# llama-8b recipe's (trn_ultracluster/recipes.py), equal to that file's.
+# llama-8b recipe's (trn_ultracluster/contracts/recipes.py), equal to that file's.
 NXDT_LLAMA3_8B_OPTIM = {"name": "adamw_fp32OptState", "weight_decay": 0.01, "capturable": False,
                         "betas": [0.9, 0.999], "sched": "LinearAnnealingWithWarmUp"}
 # the same file's compiler_flags; NxDT 1.2.0 (Neuron 2.22) "Removes --llm-training flag by default
@@ -78,7 +78,7 @@ class NxdRun:
         data_dir: Hugging Face ``datasets`` directory (see :func:`export_packed_to_hf`).
         steps: optimizer steps. global_batch_size / seq_len / tp / pp: ``None`` = recipe's.
         compile_cache: shared Neuron compile cache (FSx), NxDT ``compiler_cache_url``;
-            default: the cluster's (``trn_ultracluster.shared_storage``), which the EKS
+            default: the cluster's (``trn_ultracluster.contracts.shared_storage``), which the EKS
             runtime and the HyperPod env file also put in ``NEURON_CC_FLAGS``.
         log_dir: NxDT ``exp_manager.explicit_log_dir`` (checkpoints + TensorBoard).
     """

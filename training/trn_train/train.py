@@ -33,7 +33,7 @@ from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
 from trn_train.model import build_model, mlm_mask, model_config
 from trn_train.runtime import Runtime, extracting_graphs_only
-from trn_ultracluster.recipes import Recipe
+from trn_ultracluster.contracts.recipes import Recipe
 
 
 @dataclass(frozen=True)

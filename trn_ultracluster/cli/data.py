@@ -19,8 +19,8 @@ from typing import Any
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import StackOutputs
-from trn_ultracluster.outputs import OutputKey
-from trn_ultracluster.shared_storage import fsx_path
+from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.shared_storage import fsx_path
 
 __all__ = ["StagedData", "stage_dataset"]
 

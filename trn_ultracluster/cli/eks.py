@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import Launch, validate_job_name
 from trn_ultracluster.k8s import (

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterable
 
 from trn_ultracluster.cli.errors import CliError
-from trn_ultracluster.recipes import RECIPES, UnknownRecipeError, get_recipe
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
+from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_recipe
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 __all__ = ["check_env", "check_nodes", "check_shared_dir", "check_train_recipe",
            "time_limit_seconds"]

@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.catalog import UnknownInstanceTypeError, get_instance
+from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_instance
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
 from trn_ultracluster.cli.stack_outputs import ORCHESTRATOR_KEYS
-from trn_ultracluster.outputs import DESCRIPTIONS, STACK_NAME, OutputKey
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH, JOBS_DIR, RUNS_DIR, fsx_path
+from trn_ultracluster.contracts.outputs import DESCRIPTIONS, STACK_NAME, OutputKey
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, JOBS_DIR, RUNS_DIR, fsx_path
 
 __all__ = ["build_parser", "main"]
 

@@ -44,7 +44,7 @@ from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
-from trn_ultracluster.outputs import STACK_NAME
+from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = ["Check", "EC2_TRN_QUOTA_NAME", "format_table", "run_preflight"]
 

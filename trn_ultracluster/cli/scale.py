@@ -21,7 +21,7 @@ from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.outputs import OutputKey
+from trn_ultracluster.contracts.outputs import OutputKey
 
 __all__ = ["ScaleResult", "scale_eks_nodes"]
 

@@ -23,12 +23,12 @@ The script (:func:`sbatch_script`):
 - starts ``torchrun`` with one process per logical NeuronCore (catalog) and a c10d
   rendezvous on the first node of the allocation (PyTorch "torchrun (Elastic Launch)",
   ``--rdzv-backend=c10d --rdzv-endpoint=host:port --rdzv-id``);
-- sources :data:`~trn_ultracluster.shared_storage.ENV_FILE`
+- sources :data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`
   (``/fsx/.trn-ultracluster/env``), which the HyperPod lifecycle scripts write from the
   stack (issue 4, ``assets/hyperpod``): it reads ``TRN_CONTAINER_IMAGE``,
   ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper, ``TRN_DEFAULT_PARTITION``. The same
   file exports the Neuron/EFA environment of
-  :func:`trn_ultracluster.neuron_env.neuron_environment` (``NEURON_CC_FLAGS``, and
+  :func:`trn_ultracluster.contracts.neuron_env.neuron_environment` (``NEURON_CC_FLAGS``, and
   ``FI_PROVIDER`` / ``FI_EFA_USE_DEVICE_RDMA`` on EFA types), which srun passes into the
   container; the script does not set them again (one definition for both orchestrators)
   and stops when ``NEURON_CC_FLAGS`` is missing (an env file from an older stack). The
@@ -59,12 +59,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import ENV_NAME_RE
 from trn_ultracluster.cli.launch import Launch, validate_job_name
-from trn_ultracluster.shared_storage import ENV_FILE, JOBS_DIR
+from trn_ultracluster.contracts.shared_storage import ENV_FILE, JOBS_DIR
 
 __all__ = [
     "SendCommandTransport",

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.cli.launch import Launch
 
 __all__ = [

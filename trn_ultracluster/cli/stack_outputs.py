@@ -1,6 +1,6 @@
 """Read the TrnUltraCluster stack outputs: from CloudFormation or a ``--outputs-file``.
 
-Keys come from :mod:`trn_ultracluster.outputs` (the stack writes them from the same enum).
+Keys come from :mod:`trn_ultracluster.contracts.outputs` (the stack writes them from the same enum).
 ``cdk deploy --outputs-file out.json`` writes ``{"<stack name>": {"<output key>": value}}``
 (AWS CDK CLI reference, ``cdk deploy --outputs-file``,
 https://docs.aws.amazon.com/cdk/v2/guide/ref-cli-cmd-deploy.html).
@@ -16,7 +16,7 @@ from typing import Any
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.files import read_text
-from trn_ultracluster.outputs import (
+from trn_ultracluster.contracts.outputs import (
     DESCRIPTIONS,
     EKS_KEYS,
     FOUNDATION_KEYS,

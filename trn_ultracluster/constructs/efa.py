@@ -9,7 +9,7 @@ from aws_cdk import CfnTag
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from trn_ultracluster.catalog import InstanceSpec
+from trn_ultracluster.contracts.catalog import InstanceSpec
 
 __all__ = ["Efa", "EfaProps", "efa_network_interfaces"]
 

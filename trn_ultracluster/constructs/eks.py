@@ -60,7 +60,7 @@ from trn_ultracluster.nag import (
     managed_policy_finding,
     skip_library_function_checks,
 )
-from trn_ultracluster.outputs import OutputKey
+from trn_ultracluster.contracts.outputs import OutputKey
 
 __all__ = [
     "EFA_PLUGIN_CHART",

@@ -71,9 +71,9 @@ from trn_ultracluster.nag import (
     managed_policy_finding,
     nag_partition,
 )
-from trn_ultracluster.outputs import OutputKey
-from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.shared_storage import (
+from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.shared_storage import (
     FSX_MOUNT_PATH,
     FSX_STACK_TAG,
     NEURON_COMPILE_CACHE_DIR,
@@ -175,7 +175,7 @@ def lifecycle_file(config: ClusterConfig, env: dict[str, str],
 
     ``groups`` tells the script a node's Slurm role (with HyperPod's
     ``resource_config.json``); ``fsx`` finds the stack's file system (tagged with
-    :data:`~trn_ultracluster.shared_storage.FSX_STACK_TAG`) and says whether it is linked to
+    :data:`~trn_ultracluster.contracts.shared_storage.FSX_STACK_TAG`) and says whether it is linked to
     S3 (the script then waits for the link's metadata import before it writes files);
     ``env`` is the job environment.
     Nothing in it refers to the file system itself, so the lifecycle files, and the cluster
@@ -270,7 +270,7 @@ class HyperPodSlurmOrchestrator(Construct):
         self._acknowledge()
 
     def outputs(self) -> dict[OutputKey, str]:
-        """The HyperPod stack outputs (see :data:`trn_ultracluster.outputs.HYPERPOD_KEYS`)."""
+        """The HyperPod stack outputs (see :data:`trn_ultracluster.contracts.outputs.HYPERPOD_KEYS`)."""
         return {
             OutputKey.HYPERPOD_CLUSTER_NAME: self.cluster_name,
             OutputKey.HYPERPOD_CLUSTER_ARN: self.cluster.attr_cluster_arn,

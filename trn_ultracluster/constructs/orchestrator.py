@@ -12,7 +12,7 @@ from trn_ultracluster.constructs.efa import Efa
 from trn_ultracluster.constructs.network import Network
 from trn_ultracluster.constructs.storage import Storage
 from trn_ultracluster.constructs.training_image import TrainingImage
-from trn_ultracluster.outputs import OutputKey
+from trn_ultracluster.contracts.outputs import OutputKey
 
 __all__ = ["Orchestrator", "OrchestratorProps"]
 

@@ -30,7 +30,7 @@ from trn_ultracluster.nag import (
     checkov_skip,
     nag_partition,
 )
-from trn_ultracluster.shared_storage import FSX_STACK_TAG
+from trn_ultracluster.contracts.shared_storage import FSX_STACK_TAG
 
 __all__ = ["EXPORT_WAIT", "LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
 

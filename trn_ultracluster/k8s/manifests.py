@@ -31,9 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trn_ultracluster.catalog import InstanceSpec
-from trn_ultracluster.neuron_env import neuron_environment
-from trn_ultracluster.shared_storage import FSX_MOUNT_PATH
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 Manifest = dict[str, Any]
 
@@ -97,7 +97,7 @@ def neuron_processes_per_node(spec: InstanceSpec) -> int:
 
 
 def neuron_container_env(spec: InstanceSpec) -> list[dict[str, str]]:
-    """:func:`trn_ultracluster.neuron_env.neuron_environment` as a container ``env`` list."""
+    """:func:`trn_ultracluster.contracts.neuron_env.neuron_environment` as a container ``env`` list."""
     return [{"name": k, "value": v} for k, v in neuron_environment(spec).items()]
 
 

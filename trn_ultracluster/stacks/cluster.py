@@ -13,7 +13,7 @@ from trn_ultracluster.constructs.orchestrator import Orchestrator, OrchestratorP
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
 from trn_ultracluster.nag import skip_library_singleton_functions
-from trn_ultracluster.outputs import DESCRIPTIONS, OutputKey
+from trn_ultracluster.contracts.outputs import DESCRIPTIONS, OutputKey
 
 __all__ = ["TrnUltraClusterStack"]
 

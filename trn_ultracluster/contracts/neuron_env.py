@@ -14,8 +14,8 @@ aws-neuron/aws-neuron-sdk ``general/setup/setup-trn1-multi-node-execution.rst``)
 
 from __future__ import annotations
 
-from trn_ultracluster.catalog import InstanceSpec
-from trn_ultracluster.shared_storage import NEURON_COMPILE_CACHE_DIR
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.shared_storage import NEURON_COMPILE_CACHE_DIR
 
 __all__ = ["neuron_environment"]
 

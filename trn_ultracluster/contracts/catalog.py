@@ -222,5 +222,5 @@ def get_instance(instance_type: str) -> InstanceSpec:
         allowed = ", ".join(sorted(CATALOG))
         raise UnknownInstanceTypeError(
             f"unknown instance type {instance_type!r}; supported: {allowed} "
-            "(add one in trn_ultracluster/catalog.py)"
+            "(add one in trn_ultracluster/contracts/catalog.py)"
         ) from None
