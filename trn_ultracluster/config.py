@@ -34,6 +34,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from trn_ultracluster.contracts.catalog import CATALOG, InstanceSpec, get_instance
+from trn_ultracluster.contracts.hyperpod import ALL_NODES_PARTITION, CONTROLLER_GROUP, LOGIN_GROUP
 
 __all__ = [
     "CONTEXT_KEY",
@@ -889,15 +890,9 @@ DOC_HYPERPOD_GROUP = (
 _HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
 _HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
 _TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
-HYPERPOD_ALL_NODES_PARTITION = "dev"
-"""HyperPod adds every node to its own ``dev`` partition besides the group's partition
-(SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration: "All nodes
-are automatically added to the universal dev partition")."""
 DOC_HYPERPOD_SLURM = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html"
 HYPERPOD_MAX_INSTANCE_COUNT = 6758
 HYPERPOD_EBS_GIB_RANGE = (1, 16384)
-HYPERPOD_CONTROLLER_GROUP = "controller"
-HYPERPOD_LOGIN_GROUP = "login"
 """Names of the controller and login instance groups (worker groups must differ)."""
 
 
@@ -919,7 +914,7 @@ def _hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if not hp.worker_groups:
         yield ConfigIssue("hyperpod.worker_groups", [], "must hold at least one worker group",
                           DOC_HYPERPOD_GROUP)
-    seen: set[str] = {HYPERPOD_CONTROLLER_GROUP, HYPERPOD_LOGIN_GROUP}
+    seen: set[str] = {CONTROLLER_GROUP, LOGIN_GROUP}
     total = 0
     for i, group in enumerate(hp.worker_groups):
         where = f"hyperpod.worker_groups[{i}]"
@@ -934,9 +929,9 @@ def _hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
             yield ConfigIssue(f"{where}.partition", group.partition,
                               "must be a Slurm partition name of letters, digits and single "
                               "hyphens", DOC_HYPERPOD_GROUP)
-        elif group.partition == HYPERPOD_ALL_NODES_PARTITION:
+        elif group.partition == ALL_NODES_PARTITION:
             yield ConfigIssue(f"{where}.partition", group.partition,
-                              f"must not be '{HYPERPOD_ALL_NODES_PARTITION}': HyperPod puts every "
+                              f"must not be '{ALL_NODES_PARTITION}': HyperPod puts every "
                               "node of the cluster in that partition itself", DOC_HYPERPOD_SLURM)
         count = c.worker_group_count(group)
         if not 0 <= count <= HYPERPOD_MAX_INSTANCE_COUNT:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from trn_train.data import GlobalBatchSampler, PackedDataset, prepare_data
-from trn_train.errors import ConfigError, DataError
+from trn_train.errors import InputError, DataError
 
 from training_helpers import subprocess_env
 
@@ -89,13 +89,13 @@ def test_missing_dir_and_manifest(tmp_path):
     "kwargs, exc, match",
     [
         (dict(inputs=["/no/such/file.txt"]), DataError, "does not exist"),
-        (dict(inputs=[]), ConfigError, "exactly one"),
-        (dict(seq_len=4), ConfigError, "--seq-len must be an integer in 8..1048576, got: 4"),
-        (dict(task_format="xyz"), ConfigError, "--format"),
-        (dict(shard_sequences=0), ConfigError, "--shard-sequences"),
+        (dict(inputs=[]), InputError, "exactly one"),
+        (dict(seq_len=4), InputError, "--seq-len must be an integer in 8..1048576, got: 4"),
+        (dict(task_format="xyz"), InputError, "--format"),
+        (dict(shard_sequences=0), InputError, "--shard-sequences"),
         (dict(seq_len=1 << 20), DataError, "fewer than one sequence"),
-        (dict(tokenizer="/no/such/tokenizer"), ConfigError, "--tokenizer"),
-        (dict(task_format="mlm"), ConfigError, r"\[CLS\]"),  # BPE tokenizer has no [MASK]
+        (dict(tokenizer="/no/such/tokenizer"), InputError, "--tokenizer"),
+        (dict(task_format="mlm"), InputError, r"\[CLS\]"),  # BPE tokenizer has no [MASK]
     ],
 )
 def test_prepare_data_bad_inputs(tmp_path, corpus, bpe_tokenizer, kwargs, exc, match):
@@ -109,14 +109,14 @@ def test_prepare_data_bad_inputs(tmp_path, corpus, bpe_tokenizer, kwargs, exc, m
 
 def test_non_empty_out_needs_overwrite(tmp_path, corpus, bpe_tokenizer, clm_data):
     d = _copy(clm_data, tmp_path / "d")
-    with pytest.raises(ConfigError, match="--overwrite"):
+    with pytest.raises(InputError, match="--overwrite"):
         prepare_data(d, str(bpe_tokenizer), 32, inputs=corpus, progress=False)
     r = prepare_data(d, str(bpe_tokenizer), 32, inputs=corpus, overwrite=True, progress=False)
     assert PackedDataset(d).seq_len == 32 == r.seq_len
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("keep me")
-    with pytest.raises(ConfigError, match="refusing"):
+    with pytest.raises(InputError, match="refusing"):
         prepare_data(foreign, str(bpe_tokenizer), 32, inputs=corpus, overwrite=True, progress=False)
     assert (foreign / "notes.txt").exists()
 
@@ -135,7 +135,7 @@ def test_sampler_is_a_permutation_per_epoch_and_rank_slices_tile_the_batch():
     g = s.global_indices(4)
     assert np.array_equal(np.concatenate([s.rank_indices(4, r, 2) for r in range(2)]), g)
     assert not np.array_equal(s.global_indices(0), s.global_indices(s.steps_per_epoch))  # reshuffled
-    with pytest.raises(ConfigError, match="--global-batch-size"):
+    with pytest.raises(InputError, match="--global-batch-size"):
         GlobalBatchSampler(5, 10, 0)
 
 

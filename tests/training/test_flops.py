@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trn_train.errors import ConfigError
+from trn_train.errors import InputError
 from trn_train.flops import (bert_total_params, flops_per_token, llama_matmul_params,
                              llama_total_params, mfu)
 from trn_ultracluster.contracts.recipes import RECIPES, get_recipe
@@ -72,9 +72,9 @@ def test_tied_llama_counts_head_once():
 
 
 def test_bad_inputs_are_named():
-    with pytest.raises(ConfigError, match="seq_len"):
+    with pytest.raises(InputError, match="seq_len"):
         flops_per_token("llama", get_recipe("llama-8b").model_config, 0)
-    with pytest.raises(ConfigError, match="model_type"):
+    with pytest.raises(InputError, match="model_type"):
         flops_per_token("gpt", get_recipe("llama-8b").model_config, 8)
-    with pytest.raises(ConfigError, match="cores"):
+    with pytest.raises(InputError, match="cores"):
         mfu(1.0, 1.0, 0, 95.0)

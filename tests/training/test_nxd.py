@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from trn_train.errors import ConfigError
+from trn_train.errors import InputError
 from trn_train.nxd import NxdRun, build_config, launch_command, write_config
 
 from training_helpers import subprocess_env
@@ -64,7 +64,7 @@ def test_pipeline_parallel_and_dp_degree(tmp_path):
     (dict(steps=0), "--steps must be a positive integer, got: 0"),
 ])
 def test_inconsistent_parallelism_is_rejected(kw, match):
-    with pytest.raises(ConfigError, match=match):
+    with pytest.raises(InputError, match=match):
         build_config(NxdRun(**kw))
 
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from trn_train.errors import ConfigError, LaunchError
+from trn_train.errors import InputError, LaunchError
 from trn_train.runtime import Runtime
 
 
@@ -90,7 +90,7 @@ def test_xla_without_torchrun_is_one_process(fake_xla, monkeypatch):
 
 
 def test_zero1_on_cpu_is_rejected_not_ignored():
-    with pytest.raises(ConfigError, match="--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"):
+    with pytest.raises(InputError, match="--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"):
         Runtime.init("cpu").resolve_zero1("on")
     rt = Runtime.init("cpu")
     assert rt.resolve_zero1("auto") is False and rt.resolve_zero1("off") is False

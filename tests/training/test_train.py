@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trn_train import checkpoint as ckpt
-from trn_train.errors import ConfigError, DataError
+from trn_train.errors import InputError, DataError
 from trn_ultracluster.contracts.recipes import get_recipe
 from trn_train.train import TrainConfig, plan_batches, run
 
@@ -98,33 +98,33 @@ def test_strong_and_weak_scaling_plans():
     (dict(global_batch_size=0), 1, "--global-batch-size must be a positive integer"),
 ])
 def test_bad_batch_geometry(kw, world, match):
-    with pytest.raises(ConfigError, match=match):
+    with pytest.raises(InputError, match=match):
         plan_batches(cfg(Path("."), Path("."), **kw), get_recipe("llama-tiny"), world)
 
 
 @pytest.mark.parametrize("kw, exc, match", [
     (dict(data_dir=Path("/no/such/data")), DataError, "--data-dir '/no/such/data' does not exist"),
-    (dict(seq_len=65), ConfigError, "--seq-len must be between 1 and the prepared sequence length 64"),
-    (dict(recipe="llama-8b"), ConfigError, "nxd-config"),
-    (dict(recipe="bert-tiny"), ConfigError, "--format mlm"),
-    (dict(instance_type="p5.48xlarge"), ConfigError, "--instance-type"),
-    (dict(steps=0), ConfigError, "--steps"),
-    (dict(global_batch_size=100_000), ConfigError, "at most the number of prepared sequences"),
+    (dict(seq_len=65), InputError, "--seq-len must be between 1 and the prepared sequence length 64"),
+    (dict(recipe="llama-8b"), InputError, "nxd-config"),
+    (dict(recipe="bert-tiny"), InputError, "--format mlm"),
+    (dict(instance_type="p5.48xlarge"), InputError, "--instance-type"),
+    (dict(steps=0), InputError, "--steps"),
+    (dict(global_batch_size=100_000), InputError, "at most the number of prepared sequences"),
     # 0, negative, NaN and infinity never fall back to a default or pass silently
-    (dict(seq_len=0), ConfigError, "--seq-len must be between 1 and the prepared sequence length 64, got: 0"),
-    (dict(seq_len=-3), ConfigError, "--seq-len must be between 1"),
-    (dict(warmup_steps=-1), ConfigError, r"--warmup-steps must be an integer in 0\.\.--steps \(20\), got: -1"),
-    (dict(warmup_steps=21), ConfigError, "--warmup-steps must be an integer in 0"),
-    (dict(max_grad_norm=-1.0), ConfigError,
+    (dict(seq_len=0), InputError, "--seq-len must be between 1 and the prepared sequence length 64, got: 0"),
+    (dict(seq_len=-3), InputError, "--seq-len must be between 1"),
+    (dict(warmup_steps=-1), InputError, r"--warmup-steps must be an integer in 0\.\.--steps \(20\), got: -1"),
+    (dict(warmup_steps=21), InputError, "--warmup-steps must be an integer in 0"),
+    (dict(max_grad_norm=-1.0), InputError,
      r"--max-grad-norm must be a finite number >= 0 \(0 disables clipping\), got: -1\.0"),
-    (dict(max_grad_norm=float("nan")), ConfigError, "--max-grad-norm must be a finite number >= 0"),
-    (dict(weight_decay=-1.0), ConfigError, "--weight-decay must be a finite number >= 0, got: -1.0"),
-    (dict(weight_decay=float("inf")), ConfigError, "--weight-decay must be a finite number >= 0"),
-    (dict(lr=float("inf")), ConfigError, "--lr must be a positive finite number, got: inf"),
-    (dict(lr=float("nan")), ConfigError, "--lr must be a positive finite number"),
-    (dict(min_lr_ratio=float("nan")), ConfigError, "--min-lr-ratio"),
-    (dict(seed=-1), ConfigError, r"--seed must be an integer in 0\.\.2\*\*64-1, got: -1"),
-    (dict(zero1="on"), ConfigError, "--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"),
+    (dict(max_grad_norm=float("nan")), InputError, "--max-grad-norm must be a finite number >= 0"),
+    (dict(weight_decay=-1.0), InputError, "--weight-decay must be a finite number >= 0, got: -1.0"),
+    (dict(weight_decay=float("inf")), InputError, "--weight-decay must be a finite number >= 0"),
+    (dict(lr=float("inf")), InputError, "--lr must be a positive finite number, got: inf"),
+    (dict(lr=float("nan")), InputError, "--lr must be a positive finite number"),
+    (dict(min_lr_ratio=float("nan")), InputError, "--min-lr-ratio"),
+    (dict(seed=-1), InputError, r"--seed must be an integer in 0\.\.2\*\*64-1, got: -1"),
+    (dict(zero1="on"), InputError, "--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"),
 ])
 def test_bad_input_fails_before_training(tmp_path, clm_data, kw, exc, match):
     with pytest.raises(exc, match=match):
@@ -224,7 +224,7 @@ def test_keep_last_and_completion_markers(tmp_path, clm_data, capsys):
 
 def test_resume_refuses_a_different_run(tmp_path, clm_data, capsys):
     run(cfg(clm_data, tmp_path / "run", steps=5))
-    with pytest.raises(ConfigError, match="global_batch_size: 8 -> 16"):
+    with pytest.raises(InputError, match="global_batch_size: 8 -> 16"):
         run(cfg(clm_data, tmp_path / "run", steps=10, global_batch_size=16))
 
 
@@ -236,7 +236,7 @@ def test_resume_from_an_explicit_checkpoint_directory(tmp_path, clm_data, capsys
     events = read_events(capsys.readouterr().out)
     assert next(e for e in events if e["event"] == "resume") == {"event": "resume", "step": 5, "path": str(src)}
     assert min(train_losses(events)) == 6
-    with pytest.raises(ConfigError, match="--resume must be 'auto', 'none' or a complete checkpoint directory"):
+    with pytest.raises(InputError, match="--resume must be 'auto', 'none' or a complete checkpoint directory"):
         run(cfg(clm_data, tmp_path / "c", steps=10, resume=str(tmp_path / "b")))
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from trn_train.errors import ConfigError
+from trn_train.errors import InputError
 from trn_ultracluster.contracts.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe
 
 
@@ -53,9 +53,9 @@ def recipe_for(name: str) -> Recipe:
     """The recipe called ``name`` (the job CLI and the program share the table).
 
     Raises:
-        ConfigError: unknown name; the message lists the known recipes.
+        InputError: unknown name; the message lists the known recipes.
     """
     try:
         return get_recipe(name)
     except UnknownRecipeError:
-        raise ConfigError("--recipe", name, "one of " + ", ".join(sorted(RECIPES))) from None
+        raise InputError("--recipe", name, "one of " + ", ".join(sorted(RECIPES))) from None

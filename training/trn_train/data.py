@@ -27,7 +27,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from trn_train.atomic import atomic_write, atomic_write_json
-from trn_train.errors import ConfigError, DataError
+from trn_train.errors import InputError, DataError
 
 MANIFEST = "manifest.json"
 FORMAT = "trn_train.packed/1"
@@ -57,15 +57,15 @@ def train_tokenizer(
         vocab_size: target vocabulary size (>= 300).
 
     Raises:
-        ConfigError: bad ``kind`` or ``vocab_size``; DataError: no input files.
+        InputError: bad ``kind`` or ``vocab_size``; DataError: no input files.
     """
     from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     if kind not in ("bpe", "wordpiece"):
-        raise ConfigError("--kind", kind, "'bpe' or 'wordpiece'")
+        raise InputError("--kind", kind, "'bpe' or 'wordpiece'")
     if vocab_size < 300:
-        raise ConfigError("--vocab-size", vocab_size, "an integer >= 300")
+        raise InputError("--vocab-size", vocab_size, "an integer >= 300")
     files = [str(p) for p in expand_inputs(inputs)]
     if kind == "bpe":
         tok = Tokenizer(models.BPE())
@@ -107,14 +107,14 @@ def load_tokenizer(name_or_path: str) -> Any:
     """Load a Hugging Face tokenizer (local directory, or hub name when online).
 
     Raises:
-        ConfigError: it cannot be loaded; the message keeps the library's reason.
+        InputError: it cannot be loaded; the message keeps the library's reason.
     """
     from transformers import AutoTokenizer
 
     try:
         return AutoTokenizer.from_pretrained(name_or_path)
     except Exception as e:  # noqa: BLE001 - many exception types; all mean "cannot load"
-        raise ConfigError(
+        raise InputError(
             "--tokenizer", name_or_path,
             "a local tokenizer directory or a Hugging Face tokenizer name reachable from here",
             hint=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
@@ -178,19 +178,19 @@ def iter_hf_dataset(name: str, split: str, column: str, config: str | None = Non
     and the ``datasets`` package, which the Neuron training image ships).
 
     Raises:
-        ConfigError: ``datasets`` missing, dataset cannot be opened, or no ``column``.
+        InputError: ``datasets`` missing, dataset cannot be opened, or no ``column``.
     """
     try:
         import datasets  # type: ignore[import-not-found]
     except ImportError as e:
-        raise ConfigError("--hf-dataset", name, "usable only with the 'datasets' package installed") from e
+        raise InputError("--hf-dataset", name, "usable only with the 'datasets' package installed") from e
     try:
         ds = datasets.load_dataset(name, config, split=split, streaming=True)
     except Exception as e:  # noqa: BLE001
-        raise ConfigError("--hf-dataset", name, "a dataset reachable from here", hint=str(e)[:200]) from e
+        raise InputError("--hf-dataset", name, "a dataset reachable from here", hint=str(e)[:200]) from e
     for rec in ds:
         if column not in rec:
-            raise ConfigError("--hf-text-column", column, "one of " + ", ".join(map(str, rec)))
+            raise InputError("--hf-text-column", column, "one of " + ", ".join(map(str, rec)))
         yield str(rec[column]), True
 
 
@@ -216,12 +216,12 @@ def _special_ids(tok: Any, task_format: str) -> dict[str, int]:
         if v is not None:
             ids[key] = int(v)
     if task_format == "clm" and "eos" not in ids:
-        raise ConfigError("--tokenizer", getattr(tok, "name_or_path", "?"),
+        raise InputError("--tokenizer", getattr(tok, "name_or_path", "?"),
                           "a tokenizer with an EOS token for --format clm")
     if task_format == "mlm":
         missing = [k for k in ("cls", "sep", "mask", "pad") if k not in ids]
         if missing:
-            raise ConfigError("--tokenizer", getattr(tok, "name_or_path", "?"),
+            raise InputError("--tokenizer", getattr(tok, "name_or_path", "?"),
                               "a tokenizer with [CLS] [SEP] [MASK] [PAD] tokens for --format mlm",
                               hint="missing: " + ", ".join(missing))
     return ids
@@ -260,28 +260,28 @@ def prepare_data(
         :class:`PrepareResult`. Tokens after the last full sequence are dropped (counted).
 
     Raises:
-        ConfigError: bad argument (named); DataError: unreadable input or fewer tokens than
+        InputError: bad argument (named); DataError: unreadable input or fewer tokens than
         one sequence.
     """
     from tqdm import tqdm
 
     if task_format not in ("clm", "mlm"):
-        raise ConfigError("--format", task_format, "'clm' or 'mlm'")
+        raise InputError("--format", task_format, "'clm' or 'mlm'")
     if not isinstance(seq_len, int) or not 8 <= seq_len <= (1 << 20):
-        raise ConfigError("--seq-len", seq_len, "an integer in 8..1048576")
+        raise InputError("--seq-len", seq_len, "an integer in 8..1048576")
     if shard_sequences < 1:
-        raise ConfigError("--shard-sequences", shard_sequences, "an integer >= 1")
+        raise InputError("--shard-sequences", shard_sequences, "an integer >= 1")
     if bool(inputs) == bool(hf_dataset):
-        raise ConfigError("--input/--hf-dataset", (list(inputs), hf_dataset), "exactly one of the two")
+        raise InputError("--input/--hf-dataset", (list(inputs), hf_dataset), "exactly one of the two")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise ConfigError("--out", str(out), "a directory (it is a file)")
+        raise InputError("--out", str(out), "a directory (it is a file)")
     if out.is_dir() and any(out.iterdir()):
         if not overwrite:
-            raise ConfigError("--out", str(out), "an empty or new directory",
+            raise InputError("--out", str(out), "an empty or new directory",
                               hint="pass --overwrite to replace the prepared data in it")
         if not (out / MANIFEST).exists() and any(not p.name.startswith(("shard_", ".")) for p in out.iterdir()):
-            raise ConfigError("--out", str(out), "a directory holding only prepared data to overwrite",
+            raise InputError("--out", str(out), "a directory holding only prepared data to overwrite",
                               hint="it has other files; refusing to delete them")
     if inputs:
         files = expand_inputs(inputs)  # fail on bad paths before loading the tokenizer
@@ -550,12 +550,12 @@ class GlobalBatchSampler:
     position of a resumed run is just its step, and any world size sees the same global batch.
 
     Raises (from ``__init__``):
-        ConfigError: the data holds fewer sequences than one global batch.
+        InputError: the data holds fewer sequences than one global batch.
     """
 
     def __init__(self, num_sequences: int, global_batch_size: int, seed: int) -> None:
         if num_sequences < global_batch_size:
-            raise ConfigError("--global-batch-size", global_batch_size,
+            raise InputError("--global-batch-size", global_batch_size,
                               f"at most the number of prepared sequences ({num_sequences})",
                               hint="prepare more data or lower the batch")
         self.n = num_sequences

@@ -8,7 +8,7 @@ prints ``error: <message>`` on stderr, no traceback, and exits with the class's
 code  meaning
 ====  ==================================================================================
 0     done
-2     bad input: a flag (:class:`ConfigError`), the prepared data (:class:`DataError`), no
+2     bad input: a flag (:class:`InputError`), the prepared data (:class:`DataError`), no
       usable checkpoint (:class:`CheckpointError`), processes that disagree about the job
       (:class:`LaunchError`); fix it and run again
 3     training diverged (:class:`TrainingDiverged`): non-finite loss, gradient norm or
@@ -31,8 +31,8 @@ class TrnTrainError(Exception):
     exit_code = 2
 
 
-class ConfigError(TrnTrainError, ValueError):
-    """A flag or config field has a bad value.
+class InputError(TrnTrainError, ValueError):
+    """A flag, config field or input file has a bad value.
 
     The message reads ``<field> must be <allowed>, got: <value>`` so a user can fix it
     without reading code.

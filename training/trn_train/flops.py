@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from trn_train.errors import ConfigError
+from trn_train.errors import InputError
 
 if TYPE_CHECKING:
     from trn_ultracluster.contracts.catalog import InstanceSpec
@@ -104,16 +104,16 @@ def flops_per_token(model_type: str, cfg: Mapping[str, Any] | Any, seq_len: int)
         FLOPs per token (a float; ~5.8e10 for Llama-3-8B at T=8192).
 
     Raises:
-        ConfigError: unknown ``model_type`` or non-positive ``seq_len``.
+        InputError: unknown ``model_type`` or non-positive ``seq_len``.
     """
     if seq_len <= 0:
-        raise ConfigError("seq_len", seq_len, "a positive number of tokens")
+        raise InputError("seq_len", seq_len, "a positive number of tokens")
     if model_type == "llama":
         n = llama_matmul_params(cfg)
     elif model_type == "bert":
         n = bert_matmul_params(cfg)
     else:
-        raise ConfigError("model_type", model_type, "'llama' or 'bert'")
+        raise InputError("model_type", model_type, "'llama' or 'bert'")
     d = int(_get(cfg, "hidden_size"))
     layers = int(_get(cfg, "num_hidden_layers"))
     heads = int(_get(cfg, "num_attention_heads"))
@@ -125,14 +125,14 @@ def instance_spec(instance_type: str) -> "InstanceSpec":
     """The :mod:`trn_ultracluster.contracts.catalog` entry for ``--instance-type`` (cores, peak BF16).
 
     Raises:
-        ConfigError: the catalog has no such instance type (the message lists those it has).
+        InputError: the catalog has no such instance type (the message lists those it has).
     """
     from trn_ultracluster.contracts.catalog import CATALOG, UnknownInstanceTypeError, get_instance
 
     try:
         return get_instance(instance_type)
     except UnknownInstanceTypeError:
-        raise ConfigError("--instance-type", instance_type, "one of " + ", ".join(sorted(CATALOG))) from None
+        raise InputError("--instance-type", instance_type, "one of " + ", ".join(sorted(CATALOG))) from None
 
 
 def mfu(tokens_per_s: float, flops_per_tok: float, cores: int, peak_tflops_per_core: float) -> float:
@@ -145,5 +145,5 @@ def mfu(tokens_per_s: float, flops_per_tok: float, cores: int, peak_tflops_per_c
         peak_tflops_per_core: dense BF16 peak of one core, TFLOPS (10**12 FLOP/s).
     """
     if cores <= 0 or peak_tflops_per_core <= 0:
-        raise ConfigError("cores/peak_tflops_per_core", (cores, peak_tflops_per_core), "positive")
+        raise InputError("cores/peak_tflops_per_core", (cores, peak_tflops_per_core), "positive")
     return tokens_per_s * flops_per_tok / (cores * peak_tflops_per_core * 1e12)

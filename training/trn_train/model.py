@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from trn_train.errors import ConfigError
+from trn_train.errors import InputError
 from trn_ultracluster.contracts.recipes import Recipe
 
 
@@ -18,7 +18,7 @@ def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str,
     must cover it.
 
     Raises:
-        ConfigError: the data's vocabulary is larger than the model's.
+        InputError: the data's vocabulary is larger than the model's.
     """
     from transformers import BertConfig, LlamaConfig
 
@@ -27,7 +27,7 @@ def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str,
     if vocab is None:
         kw["vocab_size"] = data_vocab_size
     elif data_vocab_size > vocab:
-        raise ConfigError("tokenizer vocabulary", data_vocab_size,
+        raise InputError("tokenizer vocabulary", data_vocab_size,
                           f"at most the {recipe.name} model's vocab_size {vocab}",
                           hint="prepare the data with the model's tokenizer")
     if recipe.model_type == "llama":
@@ -39,7 +39,7 @@ def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str,
         if "pad" in special_tokens:
             kw.setdefault("pad_token_id", special_tokens["pad"])
         return BertConfig(**kw)
-    raise ConfigError("recipe.model_type", recipe.model_type, "'llama' or 'bert'")
+    raise InputError("recipe.model_type", recipe.model_type, "'llama' or 'bert'")
 
 
 def build_model(recipe: Recipe, cfg: Any, seed: int) -> torch.nn.Module:

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from trn_train.config import recipe_for
-from trn_train.errors import ConfigError
+from trn_train.errors import InputError
 from trn_train.flops import instance_spec
 from trn_ultracluster.contracts.shared_storage import NEURON_COMPILE_CACHE_DIR
 
@@ -101,17 +101,17 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
     """Return ``(nxdt_yaml_dict, hf_config_dict)`` for ``spec``.
 
     Raises:
-        ConfigError: not a Llama recipe; ``nodes`` < 1; TP larger than a node's cores or not
+        InputError: not a Llama recipe; ``nodes`` < 1; TP larger than a node's cores or not
             dividing the attention heads; PP not dividing the layers; TP*PP not dividing the
             world size; global batch not divisible by DP x micro batch.
     """
     recipe = recipe_for(spec.recipe)
     if recipe.model_type != "llama" or "vocab_size" not in recipe.model_config:
-        raise ConfigError("--recipe", spec.recipe, "a full-size Llama recipe (llama-1b, llama-8b)")
+        raise InputError("--recipe", spec.recipe, "a full-size Llama recipe (llama-1b, llama-8b)")
     if spec.nodes < 1:
-        raise ConfigError("--nodes", spec.nodes, "a positive integer")
+        raise InputError("--nodes", spec.nodes, "a positive integer")
     if spec.steps < 1:
-        raise ConfigError("--steps", spec.steps, "a positive integer")
+        raise InputError("--steps", spec.steps, "a positive integer")
     inst = instance_spec(spec.instance_type)
     cores = inst.logical_neuron_cores
     world = spec.nodes * cores
@@ -120,25 +120,25 @@ def build_config(spec: NxdRun) -> tuple[dict[str, Any], dict[str, Any]]:
     pp = spec.pp if spec.pp is not None else recipe.pipeline_parallel
     heads, kv, layers = mc["num_attention_heads"], mc["num_key_value_heads"], mc["num_hidden_layers"]
     if tp < 1 or tp > cores or cores % tp:
-        raise ConfigError("--tp", tp, f"a divisor of the {cores} NeuronCores of one {inst.name} (TP stays in a node)")
+        raise InputError("--tp", tp, f"a divisor of the {cores} NeuronCores of one {inst.name} (TP stays in a node)")
     if heads % tp:
-        raise ConfigError("--tp", tp, f"a divisor of the {heads} attention heads")
+        raise InputError("--tp", tp, f"a divisor of the {heads} attention heads")
     if tp % kv and kv % tp:
-        raise ConfigError("--tp", tp, f"a divisor or multiple of the {kv} key/value heads")
+        raise InputError("--tp", tp, f"a divisor or multiple of the {kv} key/value heads")
     if pp < 1 or layers % pp:
-        raise ConfigError("--pp", pp, f"a divisor of the {layers} layers")
+        raise InputError("--pp", pp, f"a divisor of the {layers} layers")
     if world % (tp * pp):
-        raise ConfigError("--tp x --pp", tp * pp, f"a divisor of the world size {world} ({spec.nodes} x {cores})")
+        raise InputError("--tp x --pp", tp * pp, f"a divisor of the world size {world} ({spec.nodes} x {cores})")
     dp = world // (tp * pp)
     gbs = spec.global_batch_size if spec.global_batch_size is not None else recipe.global_batch_size
     if gbs < 1:
-        raise ConfigError("--global-batch-size", gbs, "a positive integer")
+        raise InputError("--global-batch-size", gbs, "a positive integer")
     if gbs % (dp * spec.micro_batch_size):
-        raise ConfigError("--global-batch-size", gbs,
+        raise InputError("--global-batch-size", gbs,
                           f"divisible by data-parallel degree {dp} x micro batch {spec.micro_batch_size}")
     seq = spec.seq_len if spec.seq_len is not None else recipe.seq_len
     if not 1 <= seq <= mc["max_position_embeddings"]:
-        raise ConfigError("--seq-len", seq, f"an integer in 1..{mc['max_position_embeddings']}")
+        raise InputError("--seq-len", seq, f"an integer in 1..{mc['max_position_embeddings']}")
     name = f"trn_train_{recipe.name.replace('-', '_')}"
     hf = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", **mc, "torch_dtype": "bfloat16"}
     cfg: dict[str, Any] = {
@@ -243,11 +243,11 @@ def launch(yaml_path: str | os.PathLike[str], spec: NxdRun, examples_dir: str, c
     """Run :func:`launch_command` (Trainium only); returns its exit status.
 
     Raises:
-        ConfigError: NxDT's ``training_orchestrator.py`` is not in ``examples_dir``.
+        InputError: NxDT's ``training_orchestrator.py`` is not in ``examples_dir``.
     """
     orchestrator = Path(examples_dir) / "training_orchestrator.py"
     if not orchestrator.is_file():
-        raise ConfigError("--nxdt-examples", examples_dir, "a directory with NxDT's training_orchestrator.py",
+        raise InputError("--nxdt-examples", examples_dir, "a directory with NxDT's training_orchestrator.py",
                           hint="the container has it in /opt/nxdt/examples")
     env = dict(os.environ)
     env.setdefault("COMPILE", "1" if compile_only else "0")

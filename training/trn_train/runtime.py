@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 import torch.distributed as dist
 
-from trn_train.errors import ConfigError, LaunchError
+from trn_train.errors import InputError, LaunchError
 
 
 def xla_available() -> bool:
@@ -81,17 +81,17 @@ class Runtime:
             device: ``"auto"`` (XLA if importable, else CPU), ``"xla"`` or ``"cpu"``.
 
         Raises:
-            ConfigError: unknown ``device``, or ``"xla"`` without torch-xla installed.
+            InputError: unknown ``device``, or ``"xla"`` without torch-xla installed.
             LaunchError: under torchrun, the XLA runtime's world size or ordinal is not
                 torchrun's ``WORLD_SIZE`` / ``RANK`` (see :func:`_check_xla_matches_torchrun`).
         """
         if device not in ("auto", "xla", "cpu"):
-            raise ConfigError("--device", device, "'auto', 'xla' or 'cpu'")
+            raise InputError("--device", device, "'auto', 'xla' or 'cpu'")
         use_xla = device == "xla" or (device == "auto" and xla_available())
         launched = "WORLD_SIZE" in os.environ and "RANK" in os.environ
         if use_xla:
             if not xla_available():
-                raise ConfigError("--device", device, "'cpu' or 'auto' here", hint="torch_xla is not installed")
+                raise InputError("--device", device, "'cpu' or 'auto' here", hint="torch_xla is not installed")
             import torch_xla
             import torch_xla.core.xla_model as xm
             import torch_xla.runtime as xr
@@ -121,13 +121,13 @@ class Runtime:
         XLA; on CPU ``auto`` means off (plain DDP with replicated AdamW state).
 
         Raises:
-            ConfigError: ``on`` on the CPU device (it would be ignored), or an unknown value.
+            InputError: ``on`` on the CPU device (it would be ignored), or an unknown value.
         """
         if flag not in ("auto", "on", "off"):
-            raise ConfigError("--zero1", flag, "'auto', 'on' or 'off'")
+            raise InputError("--zero1", flag, "'auto', 'on' or 'off'")
         if self.kind != "xla":
             if flag == "on":
-                raise ConfigError("--zero1", flag, f"'auto' or 'off' on the {self.kind} device",
+                raise InputError("--zero1", flag, f"'auto' or 'off' on the {self.kind} device",
                                   hint="ZeRO-1 is torch-xla's ZeroRedundancyOptimizer: XLA/NeuronCores only")
             return False
         return flag != "off"

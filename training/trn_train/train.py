@@ -28,7 +28,7 @@ import torch
 from trn_train import checkpoint as ckpt
 from trn_train.config import TrainConfig, recipe_for
 from trn_train.data import GlobalBatchSampler, PackedDataset
-from trn_train.errors import CheckpointError, ConfigError, TrainingDiverged
+from trn_train.errors import CheckpointError, InputError, TrainingDiverged
 from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
 from trn_train.model import build_model, mlm_mask, model_config
@@ -51,35 +51,35 @@ def plan_batches(cfg: TrainConfig, recipe: Recipe, world_size: int) -> BatchPlan
     """Resolve global / per-core / micro batch and accumulation for ``world_size`` ranks.
 
     Raises:
-        ConfigError: the global batch is not divisible by the world size, the per-core batch
+        InputError: the global batch is not divisible by the world size, the per-core batch
             not by the micro batch, a size is not positive, or the flag that the chosen
             ``--scaling`` needs is contradicted.
     """
     if cfg.scaling not in ("strong", "weak"):
-        raise ConfigError("--scaling", cfg.scaling, "'strong' (fixed global batch) or 'weak' (fixed per-core batch)")
+        raise InputError("--scaling", cfg.scaling, "'strong' (fixed global batch) or 'weak' (fixed per-core batch)")
     for name, v in (("--global-batch-size", cfg.global_batch_size), ("--per-core-batch-size", cfg.per_core_batch_size),
                     ("--micro-batch-size", cfg.micro_batch_size)):
         if v is not None and v < 1:
-            raise ConfigError(name, v, "a positive integer")
+            raise InputError(name, v, "a positive integer")
     if cfg.scaling == "strong":
         if cfg.per_core_batch_size is not None:
-            raise ConfigError("--per-core-batch-size", cfg.per_core_batch_size,
+            raise InputError("--per-core-batch-size", cfg.per_core_batch_size,
                               "unset with --scaling strong", hint="use --global-batch-size, or --scaling weak")
         gbs = cfg.global_batch_size or recipe.global_batch_size
         if gbs % world_size:
-            raise ConfigError("--global-batch-size", gbs, f"divisible by the world size {world_size}",
+            raise InputError("--global-batch-size", gbs, f"divisible by the world size {world_size}",
                               hint=f"e.g. {max(world_size, gbs // world_size * world_size)}")
         per_core = gbs // world_size
     else:
         if cfg.global_batch_size is not None:
-            raise ConfigError("--global-batch-size", cfg.global_batch_size, "unset with --scaling weak",
+            raise InputError("--global-batch-size", cfg.global_batch_size, "unset with --scaling weak",
                               hint="use --per-core-batch-size, or --scaling strong")
         per_core = cfg.per_core_batch_size or recipe.micro_batch_size
         gbs = per_core * world_size
     if cfg.micro_batch_size is not None:
         micro = cfg.micro_batch_size
         if per_core % micro:
-            raise ConfigError("--micro-batch-size", micro,
+            raise InputError("--micro-batch-size", micro,
                               f"a divisor of the per-core batch {per_core} (= global batch {gbs} / world size {world_size})")
     else:
         micro = max(d for d in range(1, min(recipe.micro_batch_size, per_core) + 1) if per_core % d == 0)
@@ -107,35 +107,35 @@ def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
     """Check the flags that need neither the data nor the device.
 
     Raises:
-        ConfigError: the first bad flag; 0, negative, NaN and infinite values are named, never
+        InputError: the first bad flag; 0, negative, NaN and infinite values are named, never
             replaced by a default.
     """
     if cfg.steps < 1:
-        raise ConfigError("--steps", cfg.steps, "a positive integer")
+        raise InputError("--steps", cfg.steps, "a positive integer")
     if cfg.log_every < 1:
-        raise ConfigError("--log-every", cfg.log_every, "a positive integer")
+        raise InputError("--log-every", cfg.log_every, "a positive integer")
     if cfg.ckpt_every < 0:
-        raise ConfigError("--ckpt-every", cfg.ckpt_every, "0 (only at the end) or a positive integer")
+        raise InputError("--ckpt-every", cfg.ckpt_every, "0 (only at the end) or a positive integer")
     if cfg.keep_last < 1:
-        raise ConfigError("--keep-last", cfg.keep_last, "a positive integer")
+        raise InputError("--keep-last", cfg.keep_last, "a positive integer")
     if cfg.precision not in ("auto", "bf16", "fp32"):
-        raise ConfigError("--precision", cfg.precision, "'auto', 'bf16' or 'fp32'")
+        raise InputError("--precision", cfg.precision, "'auto', 'bf16' or 'fp32'")
     if cfg.max_steps_this_run is not None and cfg.max_steps_this_run < 1:
-        raise ConfigError("--max-steps-this-run", cfg.max_steps_this_run, "a positive integer")
+        raise InputError("--max-steps-this-run", cfg.max_steps_this_run, "a positive integer")
     if not 0 <= cfg.min_lr_ratio <= 1:
-        raise ConfigError("--min-lr-ratio", cfg.min_lr_ratio, "a number in [0, 1]")
+        raise InputError("--min-lr-ratio", cfg.min_lr_ratio, "a number in [0, 1]")
     if cfg.lr is not None and not (_finite(cfg.lr) and cfg.lr > 0):
-        raise ConfigError("--lr", cfg.lr, "a positive finite number")
+        raise InputError("--lr", cfg.lr, "a positive finite number")
     if cfg.warmup_steps is not None and not 0 <= cfg.warmup_steps <= cfg.steps:
-        raise ConfigError("--warmup-steps", cfg.warmup_steps, f"an integer in 0..--steps ({cfg.steps})")
+        raise InputError("--warmup-steps", cfg.warmup_steps, f"an integer in 0..--steps ({cfg.steps})")
     if not (_finite(cfg.weight_decay) and cfg.weight_decay >= 0):
-        raise ConfigError("--weight-decay", cfg.weight_decay, "a finite number >= 0")
+        raise InputError("--weight-decay", cfg.weight_decay, "a finite number >= 0")
     if not (_finite(cfg.max_grad_norm) and cfg.max_grad_norm >= 0):
-        raise ConfigError("--max-grad-norm", cfg.max_grad_norm, "a finite number >= 0 (0 disables clipping)")
+        raise InputError("--max-grad-norm", cfg.max_grad_norm, "a finite number >= 0 (0 disables clipping)")
     if not 0 <= cfg.seed < 2**64:  # numpy's default_rng takes no negative seed, torch.manual_seed < 2**64
-        raise ConfigError("--seed", cfg.seed, "an integer in 0..2**64-1")
+        raise InputError("--seed", cfg.seed, "an integer in 0..2**64-1")
     if recipe.needs_model_parallel:
-        raise ConfigError(
+        raise InputError(
             "--recipe", recipe.name, "a data-parallel recipe for `train`",
             hint=f"{recipe.name} needs TP={recipe.tensor_parallel} PP={recipe.pipeline_parallel}: "
                  "run it through NxD Training with `python -m trn_train nxd-config`")
@@ -161,7 +161,7 @@ def _read_resume(info: ckpt.CheckpointInfo, rt: Runtime, fingerprint: dict[str, 
 
     Raises:
         CheckpointError: a file is missing, truncated, corrupt or unreadable.
-        ConfigError: the checkpoint is of a different run (fingerprint), or holds ZeRO-1
+        InputError: the checkpoint is of a different run (fingerprint), or holds ZeRO-1
             optimizer shards of another world size.
     """
     c = ckpt.open_checkpoint(info)
@@ -169,11 +169,11 @@ def _read_resume(info: ckpt.CheckpointInfo, rt: Runtime, fingerprint: dict[str, 
     old = trainer.get("fingerprint", {})
     diff = {k: (old.get(k), v) for k, v in fingerprint.items() if k != "steps" and old.get(k) != v}
     if diff:
-        raise ConfigError("--resume", str(c.path), "a checkpoint of the same run",
+        raise InputError("--resume", str(c.path), "a checkpoint of the same run",
                           hint="differs in " + ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
                           + "; use a new --output-dir or --resume none")
     if zero1 and trainer.get("zero1") and trainer.get("world_size") != rt.world_size:
-        raise ConfigError("world size", rt.world_size,
+        raise InputError("world size", rt.world_size,
                           f"{trainer.get('world_size')} to resume ZeRO-1 optimizer shards from {c.path}")
     rng_file = f"rng_rank{rt.rank:05d}.pt"
     if not c.has(rng_file):  # resumed with more ranks than wrote the checkpoint (no ZeRO-1)
@@ -195,7 +195,7 @@ def _find_resume(cfg: TrainConfig, rt: Runtime, ckpt_root: Path, fingerprint: di
         ``None`` to start at step 0 (``--resume none``, or no complete checkpoint yet).
 
     Raises:
-        ConfigError: ``--resume`` is not a complete checkpoint directory, or of another run.
+        InputError: ``--resume`` is not a complete checkpoint directory, or of another run.
         CheckpointError: the explicit checkpoint is damaged, or every complete checkpoint of
             ``--resume auto`` is. Starting from step 0 instead would silently throw the run's
             compute away and rotate the damaged checkpoints (the evidence) out; the message says
@@ -208,7 +208,7 @@ def _find_resume(cfg: TrainConfig, rt: Runtime, ckpt_root: Path, fingerprint: di
     else:
         p = Path(cfg.resume)
         if not (p / ckpt.MARKER).is_file():
-            raise ConfigError("--resume", cfg.resume, "'auto', 'none' or a complete checkpoint directory",
+            raise InputError("--resume", cfg.resume, "'auto', 'none' or a complete checkpoint directory",
                               hint=f"no {ckpt.MARKER} marker in it")
         candidates = [ckpt.CheckpointInfo(p, -1)]  # its step comes from its trainer.json
     reasons = []
@@ -274,7 +274,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     """Train (or resume) as configured; returns a summary dict (rank 0's view).
 
     Every check on flags and data happens before the model is built. Raises
-    :class:`~trn_train.errors.ConfigError` / :class:`~trn_train.errors.DataError` for bad input,
+    :class:`~trn_train.errors.InputError` / :class:`~trn_train.errors.DataError` for bad input,
     :class:`~trn_train.errors.CheckpointError` when no checkpoint can be resumed from,
     :class:`~trn_train.errors.LaunchError` when the XLA runtime disagrees with torchrun, and
     :class:`~trn_train.errors.TrainingDiverged` (exit 3) when the loss, gradient norm or weights
@@ -288,16 +288,16 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     peak = instance_spec(cfg.instance_type).peak_bf16_tflops_per_logical_core
     ds = PackedDataset(cfg.data_dir, verify=cfg.verify_data)
     if ds.task_format != recipe.task:
-        raise ConfigError("--data-dir", str(cfg.data_dir),
+        raise InputError("--data-dir", str(cfg.data_dir),
                           f"data prepared with --format {recipe.task} for recipe {recipe.name}",
                           hint=f"it was prepared with --format {ds.task_format}")
     seq_len = cfg.seq_len if cfg.seq_len is not None else min(recipe.seq_len, ds.seq_len)
     if not 1 <= seq_len <= ds.seq_len:
-        raise ConfigError("--seq-len", seq_len, f"between 1 and the prepared sequence length {ds.seq_len}",
+        raise InputError("--seq-len", seq_len, f"between 1 and the prepared sequence length {ds.seq_len}",
                           hint="re-run prepare-data with a larger --seq-len")
     mcfg = model_config(recipe, ds.vocab_size, ds.special_tokens)
     if seq_len > mcfg.max_position_embeddings:
-        raise ConfigError("--seq-len", seq_len, f"at most {recipe.name}'s max_position_embeddings "
+        raise InputError("--seq-len", seq_len, f"at most {recipe.name}'s max_position_embeddings "
                           f"{mcfg.max_position_embeddings}")
 
     rt = Runtime.init(cfg.device)

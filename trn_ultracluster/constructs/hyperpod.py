@@ -56,11 +56,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from trn_ultracluster.config import (
-    HYPERPOD_CONTROLLER_GROUP,
-    HYPERPOD_LOGIN_GROUP,
-    ClusterConfig,
-)
+from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.orchestrator import OrchestratorProps
 from trn_ultracluster.constructs.storage import NONCURRENT_VERSION_EXPIRATION, private_bucket
 from trn_ultracluster.nag import (
@@ -71,6 +67,7 @@ from trn_ultracluster.nag import (
     managed_policy_finding,
     nag_partition,
 )
+from trn_ultracluster.contracts.hyperpod import CONTROLLER_GROUP, LOGIN_GROUP
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.neuron_env import neuron_environment
 from trn_ultracluster.contracts.shared_storage import (
@@ -184,8 +181,8 @@ def lifecycle_file(config: ClusterConfig, env: dict[str, str],
     hp = config.hyperpod
     return {
         "groups": {
-            "controller": HYPERPOD_CONTROLLER_GROUP,
-            "login": HYPERPOD_LOGIN_GROUP if hp.login_instance_type is not None else None,
+            "controller": CONTROLLER_GROUP,
+            "login": LOGIN_GROUP if hp.login_instance_type is not None else None,
             "workers": [g.name for g in hp.worker_groups],
         },
         "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value,
@@ -213,7 +210,7 @@ class HyperPodSlurmOrchestrator(Construct):
         config = props.config
         hp = config.hyperpod
         self.cluster_name = hp.cluster_name
-        self.controller_group = HYPERPOD_CONTROLLER_GROUP
+        self.controller_group = CONTROLLER_GROUP
         self.worker_groups = [g.name for g in hp.worker_groups]
 
         self.bucket = private_bucket(
@@ -321,11 +318,11 @@ class HyperPodSlurmOrchestrator(Construct):
         Slurm = sagemaker.CfnCluster.ClusterSlurmConfigProperty
         common = dict(execution_role=self.role.role_arn,
                       life_cycle_config=self._lifecycle_config())
-        groups = [Group(instance_group_name=HYPERPOD_CONTROLLER_GROUP,
+        groups = [Group(instance_group_name=CONTROLLER_GROUP,
                         instance_type=hp.controller_instance_type, instance_count=1,
                         slurm_config=Slurm(node_type="Controller"), **common)]
         if hp.login_instance_type is not None:
-            groups.append(Group(instance_group_name=HYPERPOD_LOGIN_GROUP,
+            groups.append(Group(instance_group_name=LOGIN_GROUP,
                                 instance_type=hp.login_instance_type, instance_count=1,
                                 slurm_config=Slurm(node_type="Login"), **common))
         storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
