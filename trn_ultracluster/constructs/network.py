@@ -9,7 +9,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from trn_ultracluster.config import PUBLIC_SUBNET_MASK
+from trn_ultracluster.network_plan import PUBLIC_SUBNET_MASK
 
 __all__ = ["Network", "NetworkProps"]
 
@@ -64,7 +64,7 @@ class Network(Construct):
             availability_zones=[f"placeholder-{az_id}" for az_id in props.az_ids],
             nat_gateways=props.nat_gateways,
             # Private subnets first: the larger blocks are allocated first, so no
-            # address space is lost to alignment (see config._fits).
+            # address space is lost to alignment (see network_plan.fits).
             subnet_configuration=[
                 ec2.SubnetConfiguration(
                     name="Private",

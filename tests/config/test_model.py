@@ -1,0 +1,60 @@
+"""The model: defaults, derived values, frozen, YAML's float versions, documented keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.config import load
+from tests.conftest import REPO_ROOT
+from trn_ultracluster.config import (
+    CapacityConfig,
+    ClusterConfig,
+    FsxConfig,
+    NodeCounts,
+    parse_config,
+)
+
+
+def test_config_is_frozen():
+    c = load({}).config
+    with pytest.raises(Exception):
+        c.instance_type = "trn2.48xlarge"
+
+
+def test_private_subnets_fit_the_node_count():
+    big = load({"nodes.max": "64", "nodes.desired": "64"}).config
+    # 64 nodes x (8 EFA interfaces + 110 pods) + 5 reserved = 7557 addresses -> /19
+    assert big.ips_per_node == 118 and big.private_subnet_mask == 19
+    small = load({}).config
+    assert small.private_subnet_mask == 20  # at least a /20 when the VPC has room
+    efa_only = load({"efa_interface_layout": "efa-only"}).config
+    assert efa_only.ips_per_node == 111  # only the ENA primary takes an address
+
+
+def test_yaml_float_lustre_version_keeps_two_decimals():
+    assert parse_config({"fsx": {"lustre_version": 2.12}}).config.fsx.lustre_version == "2.12"
+
+
+def test_known_float_versions_still_read_as_text():
+    config = load({"fsx.lustre_version": 2.1, "fsx.deployment_type": "PERSISTENT_1",
+                   "fsx.per_unit_storage_throughput": "200", "fsx.data_repository": "null",
+                   "data_removal_policy": "destroy"}).config
+    assert config.fsx.lustre_version == "2.10"
+
+
+def test_hyperpod_worker_counts_default_to_nodes_desired():
+    c = parse_config({"orchestrator": "hyperpod-slurm", "nodes": {"desired": 2, "max": 6},
+                      "hyperpod": {"worker_groups": [{"name": "a"},
+                                                     {"name": "b", "partition": "b",
+                                                      "instance_count": 4}]}}).config
+    assert c.hyperpod_worker_counts == {"a": 2, "b": 4}
+
+
+def test_readme_documents_every_configuration_key():
+    readme = (REPO_ROOT / "README.md").read_text()
+    keys = [f"`{k}" for k in ClusterConfig.model_fields]
+    keys += [f"`fsx.{k}" for k in FsxConfig.model_fields]
+    keys += [f"nodes.{k}" for k in NodeCounts.model_fields]
+    keys += [f"`capacity.{k}" for k in CapacityConfig.model_fields]
+    missing = [k for k in keys if k not in readme]
+    assert not missing, f"README.md does not document {missing}"

@@ -1,0 +1,32 @@
+"""Rules of the Trainium nodes: instance type, node counts, EFA, root volume."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.config import check_one_error
+
+# (case, context overrides as `-c` would give them, the exact message of the one error)
+BAD_INPUTS = [
+    ('unknown instance type', {'instance_type': 'trn3.48xlarge'},
+     "error: instance_type = 'trn3.48xlarge': must be one of 'trn1.2xlarge', 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.48xlarge' or 'trn2u.48xlarge' (see https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)"),
+    ('trn1.2xlarge multi-node', {'instance_type': 'trn1.2xlarge', 'nodes.max': '2'},
+     "error: nodes.max = 2: must be 1 for trn1.2xlarge, which has no EFA (single-node only); for more nodes use 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.48xlarge' or 'trn2u.48xlarge' (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html)"),
+    ('negative node count', {'nodes.min': '-1'},
+     'error: nodes.min = -1: must be 0 or more (see README.md#configuration)'),
+    ('min > max', {'nodes.min': '3', 'nodes.max': '2'},
+     'error: nodes.min = 3: must be at most nodes.max (2) (see README.md#configuration)'),
+    ('desired > max', {'nodes.desired': '5', 'nodes.max': '2'},
+     'error: nodes.desired = 5: must be between nodes.min (0) and nodes.max (2) (see README.md#configuration)'),
+    ('max zero', {'nodes.max': '0', 'nodes.desired': '0'},
+     'error: nodes.max = 0: must be at least 1 (use nodes.desired = 0 to idle) (see README.md#configuration)'),
+    ('too many nodes', {'nodes.max': '999999'},
+     'error: nodes.max = 999999: must be at most 5000 (the largest Kubernetes cluster) (see https://kubernetes.io/docs/setup/best-practices/cluster-large/)'),
+    ('root volume too small', {'root_volume_gib': '8'},
+     'error: root_volume_gib = 8: must be between 64 and 16384 GiB (see https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html)'),
+]
+
+
+@pytest.mark.parametrize("case, overrides, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_gives_one_exact_message(case, overrides, message):
+    check_one_error(overrides, message)

@@ -1,0 +1,65 @@
+"""Rules of the network: AZ IDs, the VPC block and its address plan, NAT gateways."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.config import check_one_error, load, warnings_about
+
+# (case, context overrides as `-c` would give them, the exact message of the one error)
+BAD_INPUTS = [
+    ('AZ IDs from two regions', {'az_ids': 'usw2-az4,use1-az6'},
+     "error: az_ids = ['usw2-az4', 'use1-az6']: must all be in one Region (usw2-az4 is in us-west-2, use1-az6 is in us-east-1) (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+    ('malformed AZ ID', {'az_ids': 'us-west-2a,usw2-az1'},
+     "error: az_ids[0] = 'us-west-2a': must be an AZ ID like 'usw2-az4' (AZ IDs name the same zone in every account; AZ names like 'us-west-2a' do not) (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+    ('unknown region code', {'az_ids': 'usw2-az4,xyz9-az2'},
+     "error: az_ids[1] = 'xyz9-az2': must start with a known Region code, not 'xyz9'; known: apne1, apne2, aps1, apse1, apse2, apse4, cac1, euc1, eun1, euw1, euw2, sae1, use1, use2, usw1, usw2 (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+    ('one AZ ID', {'az_ids': 'usw2-az4'},
+     "error: az_ids = ['usw2-az4']: must list at least 2 AZ IDs of one Region (first = compute AZ; a second for the services that need two AZs) (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+    ('repeated AZ ID', {'az_ids': 'usw2-az4,usw2-az4'},
+     "error: az_ids = ['usw2-az4', 'usw2-az4']: must not repeat an AZ ID (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+    ('CIDR too small', {'vpc_cidr': '10.0.0.0/22', 'nodes.max': '16', 'nodes.desired': '16'},
+     "error: vpc_cidr = '10.0.0.0/22': must be large enough for 16 nodes x 118 addresses (8 interfaces + 110 pods), which need a /21 private subnet in each of 2 AZs plus a /24 public one; use a /19 or larger (see https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html)"),
+    ('CIDR malformed', {'vpc_cidr': '10.0.0.0/33'},
+     "error: vpc_cidr = '10.0.0.0/33': must be an IPv4 CIDR block like '10.0.0.0/16' ('10.0.0.0/33' does not appear to be an IPv4 or IPv6 network) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('CIDR host bits', {'vpc_cidr': '10.0.0.1/16'},
+     "error: vpc_cidr = '10.0.0.1/16': must be an IPv4 CIDR block like '10.0.0.0/16' (10.0.0.1/16 has host bits set) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('CIDR too large', {'vpc_cidr': '10.0.0.0/8'},
+     "error: vpc_cidr = '10.0.0.0/8': must be an IPv4 block between /16 and /28 (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('NAT count', {'nat_gateways': '3'},
+     'error: nat_gateways = 3: must be 1 or 2 (one, or one per AZ ID) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-nat-gateway.html)'),
+    ('public VPC range', {'vpc_cidr': '8.8.0.0/16'},
+     "error: vpc_cidr = '8.8.0.0/16': must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('loopback VPC range', {'vpc_cidr': '127.0.0.0/16'},
+     "error: vpc_cidr = '127.0.0.0/16': must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('multicast VPC range', {'vpc_cidr': '224.0.0.0/16'},
+     "error: vpc_cidr = '224.0.0.0/16': must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598) (see https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html)"),
+    ('more nodes than any VPC holds', {'nodes.max': '400'},
+     "error: vpc_cidr = '10.0.0.0/16': must be large enough for 400 nodes x 118 addresses (8 interfaces + 110 pods), which need a /16 private subnet in each of 2 AZs plus a /24 public one; no VPC is that large (at most /16); with 2 AZ IDs at most 138 nodes fit: lower nodes.max (see https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html)"),
+]
+
+
+@pytest.mark.parametrize("case, overrides, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_gives_one_exact_message(case, overrides, message):
+    check_one_error(overrides, message)
+
+
+# (case, context overrides, field, the exact warning about it; the configuration stays valid)
+WARNINGS = [
+    ('AZ where the type was never seen', {'az_ids': 'usw2-az3,usw2-az1'}, 'az_ids[0]',
+     "warning: az_ids[0] = 'usw2-az3': should be an AZ ID where trn1.32xlarge has been seen offered (use1-az4, use1-az5, use1-az6, use2-az3, usw2-az1, usw2-az4, aps1-az2, apse2-az1, apse2-az2, apse4-az1): run `preflight` to check your account (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+]
+
+
+@pytest.mark.parametrize("case, overrides, field, message", WARNINGS, ids=[c[0] for c in WARNINGS])
+def test_warning_gives_one_exact_message(case, overrides, field, message):
+    assert warnings_about(overrides, field) == [message]
+
+
+def test_az_where_type_was_never_seen_is_a_warning_not_an_error():
+    loaded = load({"az_ids": "usw2-az3,usw2-az1"})
+    assert loaded.config.compute_az_id == "usw2-az3"
+    (warning,) = [w for w in loaded.warnings if w.field.startswith("az_ids")]
+    assert warning.field == "az_ids[0]" and warning.severity == "warning"
+    assert "has been seen offered (" in str(warning)
+    assert "preflight" in str(warning)

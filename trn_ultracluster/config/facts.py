@@ -1,0 +1,193 @@
+"""AWS facts and limits that the configuration rules check, each with its source, and the
+documentation link every message points to.
+
+Instance facts (NeuronCores, EFA cards, AZ IDs seen) live in
+:mod:`trn_ultracluster.contracts.catalog`; the VPC address plan in
+:mod:`trn_ultracluster.network_plan`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+
+README_CONFIG = "README.md#configuration"
+
+# --- documentation links, one per topic ------------------------------------------------
+DOC_AZ_IDS = "https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html"
+DOC_INSTANCES = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
+DOC_EFA = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html"
+DOC_VPC_CIDR = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html"
+DOC_SUBNET_IPS = "https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html"
+DOC_NAT = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-nat-gateway.html"
+DOC_FSX_DEPLOY = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html"
+DOC_FSX_CAPACITY = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+    "aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity"
+)
+DOC_FSX_THROUGHPUT = (
+    "https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+    "aws-properties-fsx-filesystem-lustreconfiguration.html"
+    "#cfn-fsx-filesystem-lustreconfiguration-perunitstoragethroughput"
+)
+DOC_FSX_VERSION = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-lustre-version.html"
+DOC_FSX_DRA = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html"
+DOC_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-launch.html"
+DOC_EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
+DOC_ODCR = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
+DOC_PLACEMENT = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html"
+DOC_EBS_GP3 = "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"
+DOC_K8S_LARGE = "https://kubernetes.io/docs/setup/best-practices/cluster-large/"
+DOC_FSX_QUOTAS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/limits.html"
+DOC_TAGS = "https://docs.aws.amazon.com/tag-editor/latest/userguide/tagging.html"
+DOC_HYPERPOD = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html"
+DOC_RESOURCE_IDS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html"
+DOC_HYPERPOD_CREATE = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html"
+DOC_HYPERPOD_GROUP = (
+    "https://docs.aws.amazon.com/sagemaker/latest/APIReference/"
+    "API_ClusterInstanceGroupSpecification.html"
+)
+DOC_HYPERPOD_SLURM = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-ref.html"
+DOC_EKS_ENDPOINT = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"
+DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html"
+DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
+DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
+
+# --- AZ IDs and Regions ------------------------------------------------------------------
+
+AZ_ID_PREFIX_TO_REGION: dict[str, str] = {
+    # AZ ID = <region code>-az<n>; the codes below are the ones AWS uses in AZ IDs
+    # (AWS RAM user guide "Availability Zone IDs for your AWS resources", DOC_AZ_IDS, explains
+    # them). The code-to-Region table itself was read from moto's per-Region AZ ID files
+    # (getmoto/moto moto/ec2/resources/instance_type_offerings/availability-zone-id/*.json,
+    # e.g. ap-southeast-4.json -> apse4-az1..3); no AWS page listing all of them was found.
+    "use1": "us-east-1",
+    "use2": "us-east-2",
+    "usw1": "us-west-1",
+    "usw2": "us-west-2",
+    "aps1": "ap-south-1",
+    "apse1": "ap-southeast-1",
+    "apse2": "ap-southeast-2",
+    "apse4": "ap-southeast-4",
+    "apne1": "ap-northeast-1",
+    "apne2": "ap-northeast-2",
+    "euc1": "eu-central-1",
+    "euw1": "eu-west-1",
+    "euw2": "eu-west-2",
+    "eun1": "eu-north-1",
+    "sae1": "sa-east-1",
+    "cac1": "ca-central-1",
+}
+AZ_ID_RE = re.compile(r"^(?P<prefix>[a-z]+[0-9]+)-az(?P<n>[0-9]+)$")
+
+
+def region_of_az_id(az_id: str) -> str:
+    """Return the AWS Region of an AZ ID, e.g. ``"usw2-az4"`` -> ``"us-west-2"``.
+
+    Raises:
+        ValueError: the AZ ID is malformed or its region code is not in
+            :data:`AZ_ID_PREFIX_TO_REGION`.
+    """
+    match = AZ_ID_RE.match(az_id)
+    if not match:
+        raise ValueError(f"{az_id!r} is not an AZ ID like 'usw2-az4'")
+    prefix = match.group("prefix")
+    if prefix not in AZ_ID_PREFIX_TO_REGION:
+        known = ", ".join(sorted(AZ_ID_PREFIX_TO_REGION))
+        raise ValueError(f"unknown region code {prefix!r} in AZ ID {az_id!r}; known: {known}")
+    return AZ_ID_PREFIX_TO_REGION[prefix]
+
+
+# --- VPC, nodes, volumes ---------------------------------------------------------------
+
+PRIVATE_RANGES = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+"""VPC IPv4 blocks this stack accepts: the RFC 1918 private ranges and RFC 6598 shared
+address space. The VPC user guide ("VPC CIDR blocks", DOC_VPC_CIDR) recommends the RFC 1918
+ranges and lists 100.64.0.0/10 among the allowed blocks; a publicly routable block would
+shadow real internet addresses for the nodes (which reach the internet through NAT)."""
+VPC_PREFIX_RANGE = (16, 28)
+"""A VPC CIDR block is between /16 and /28 (DOC_VPC_CIDR)."""
+MAX_NODES = 5000
+"""Upper bound of ``nodes.max``: Kubernetes supports clusters of at most 5,000 nodes
+(kubernetes.io, "Considerations for large clusters"), which also bounds the EKS node group;
+a HyperPod instance group takes at most 6,758 instances (botocore SageMaker model,
+``ClusterInstanceCount``), and the VPC's address space is usually the tighter bound
+(the network rule ``vpc_cidr``)."""
+ROOT_VOLUME_GIB_RANGE = (64, 16384)
+"""Our minimum (Neuron container images are tens of GiB) to the gp3 maximum, 16 TiB
+(DOC_EBS_GP3)."""
+RESOURCE_ID_RE = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")
+"""Capacity Reservation / Capacity Block IDs: ``cr-`` and 8 or 17 hex digits
+(DOC_RESOURCE_IDS)."""
+
+# --- FSx for Lustre --------------------------------------------------------------------
+
+FSX_THROUGHPUT_MB_S_TIB: dict[str, tuple[int, ...]] = {
+    # PerUnitStorageThroughput (MB/s/TiB) allowed per deployment type (SSD storage).
+    # Source: CloudFormation AWS::FSx::FileSystem LustreConfiguration (DOC_FSX_THROUGHPUT).
+    "PERSISTENT_1": (50, 100, 200),
+    "PERSISTENT_2": (125, 250, 500, 1000),
+}
+FSX_DRA_DEPLOYMENT_TYPES = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
+FSX_DRA_LUSTRE_VERSIONS = ("2.12", "2.15")
+"""Data repository associations are "supported on all FSx for Lustre 2.12 and 2.15 file
+systems, excluding scratch_1" (FSx API reference, CreateDataRepositoryAssociation,
+https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html)."""
+FSX_LUSTRE_VERSIONS: dict[str, tuple[str, ...]] = {
+    # FileSystemTypeVersion allowed per deployment type. PERSISTENT_2 needs 2.12 or newer.
+    # Source: FSx for Lustre user guide, "Lustre versions" (DOC_FSX_VERSION).
+    "SCRATCH_1": ("2.10", "2.12", "2.15"),
+    "SCRATCH_2": ("2.10", "2.12", "2.15"),
+    "PERSISTENT_1": ("2.10", "2.12", "2.15"),
+    "PERSISTENT_2": ("2.12", "2.15"),
+}
+FSX_MAX_STORAGE_GIB = 2_147_483_647
+"""Largest ``StorageCapacity`` the FSx API takes (botocore FSx model, shape
+``StorageCapacity``: max 2147483647 GiB)."""
+FSX_DEFAULT_QUOTA_GIB = 100_800
+"""Default account quota "Total storage for all file systems" of FSx for Lustre in the
+larger Regions (FSx for Lustre user guide, "Quotas": 100,800 GiB in us-east-1, us-east-2,
+us-west-2 and others, 25,200 GiB in smaller Regions; adjustable up to petabytes)."""
+
+# --- SageMaker HyperPod ------------------------------------------------------------------
+# Patterns and ranges below are botocore 1.44.5's SageMaker model
+# (botocore/data/sagemaker/2017-07-24/service-2.json): shapes ClusterName,
+# ClusterInstanceGroupName, ClusterPartitionNames, ClusterInstanceCount (0-6758),
+# ClusterEbsVolumeSizeInGB (1-16384) and TrainingPlanArn; the CloudFormation schema of
+# AWS::SageMaker::Cluster (as bundled with cfn-lint 1.58.0) has the same.
+HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
+HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
+TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
+HYPERPOD_MAX_INSTANCE_COUNT = 6758
+HYPERPOD_EBS_GIB_RANGE = (1, 16384)
+"""Size of a worker's extra EBS volume, GiB (``ClusterEbsVolumeSizeInGB``)."""
+
+# --- Amazon EKS and Kubernetes -----------------------------------------------------------
+
+IAM_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+IAM_PRINCIPAL_ARN_RE = re.compile(
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512}$")
+"""IAM role and user ARNs (names of letters, digits and ``+=,.@_-``, with an optional path):
+IAM user guide, "IAM identifiers"; EKS access entries take either, a role with its path
+(EKS user guide, "Create access entries")."""
+ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+VPC_CNI_MIN_FOR_EFA_ONLY = (1, 19, 0)
+"""First VPC CNI minor after aws/amazon-vpc-cni-k8s PR #3047 ("Filter for interfaces with
+no ip info", merged 2024-09-26), which lets the CNI start on nodes with ``efa-only``
+interfaces. The exact first release is not verified; v1.19.0 is the next minor."""
+
+# --- tags --------------------------------------------------------------------------------
+
+TAG_PUNCTUATION = "+ - = . _ : / @"
+"""Punctuation allowed in tag keys and values besides letters, numbers and spaces.
+
+Source:
+AWS tagging guide, "Tag naming limits and requirements" (DOC_TAGS): keys 1-128 and values
+0-256 characters of letters, numbers and spaces representable in UTF-8 and + - = . _ : / @;
+the "aws:" prefix is reserved for AWS. CloudFormation refuses other characters only at
+deploy time, after the template is written."""
+TAG_KEY_CHARS = 128
+TAG_VALUE_CHARS = 256

@@ -1,0 +1,205 @@
+"""Loading: the configuration layers, merged before parsing.
+
+Layers, lowest precedence first:
+
+1. the defaults of :class:`~trn_ultracluster.config.model.ClusterConfig`;
+2. the ``trn-ultracluster`` object in ``cdk.json`` context (only what differs from 1);
+3. a profile file given with ``-c config=path.yaml``;
+4. single keys given with ``-c key=value``; nested keys use dots
+   (``-c fsx.storage_capacity_gib=2400``), lists use commas (``-c az_ids=usw2-az4,usw2-az1``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from trn_ultracluster.config.errors import ConfigError, ConfigIssue, shown
+from trn_ultracluster.config.facts import README_CONFIG
+from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
+from trn_ultracluster.config.parse import parse_config
+
+__all__ = ["CONTEXT_KEY", "PROFILE_CONTEXT_KEY", "load_config"]
+
+CONTEXT_KEY = "trn-ultracluster"
+"""cdk.json context key of the configuration object (only what differs from the defaults)."""
+
+PROFILE_CONTEXT_KEY = "config"
+"""``-c config=path.yaml`` names a profile file."""
+
+
+def _parse_scalar(value: Any) -> Any:
+    """Turn a ``-c key=value`` string into YAML's typed value (``"16"`` -> 16)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        parsed = yaml.safe_load(value)
+    except (yaml.YAMLError, ValueError):  # ValueError: an int beyond Python's 4300 digits
+        return value
+    return value if isinstance(parsed, dict) else parsed
+
+
+_LIST_FIELDS = {"az_ids", "eks.public_access_cidrs"}
+_MAPPING_FIELDS = {"tags"}
+"""Fields whose keys are free text: ``-c tags.team/owner=ml`` sets the key ``team/owner``
+(everything after the first dot), even with dots, colons or slashes in it."""
+
+
+def _kind(value: Any) -> str:
+    return {list: "a list", tuple: "a list", dict: "a mapping"}.get(
+        type(value), f"the {type(value).__name__} {shown(value)}")
+
+
+def _default_at(path: list[str]) -> Any:
+    """The model's default at a field path (a nested model is a mapping), or ``None`` where
+    the model has no such field or its default is ``None``."""
+    value: Any = ClusterConfig()
+    for part in path:
+        if not isinstance(value, BaseModel) or part not in type(value).model_fields:
+            return None
+        value = getattr(value, part)
+    return {} if isinstance(value, BaseModel) else value
+
+
+def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> ConfigIssue | None:
+    """Set a ``-c`` key in ``target``; nested keys use dots, lists use commas.
+
+    Returns:
+        ``None``, or the issue when the key goes below a value that is not a mapping, given
+        or default (``-c nodes.max.x=1``, ``-c az_ids.0=...``); ``target`` is then unchanged.
+    """
+    head, _, rest = dotted.partition(".")
+    parts = [head, rest] if head in _MAPPING_FIELDS and rest else dotted.split(".")
+    node = target
+    for depth, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            default = _default_at(parts[:depth + 1])
+            if default is None or isinstance(default, dict):
+                child = node[part] = {}
+            else:
+                child = default  # reported below, not set
+        if not isinstance(child, dict):
+            where = ".".join(parts[:depth + 1])
+            hint = (f"; give the whole list: -c {where}=a,b" if isinstance(child, (list, tuple))
+                    else "")
+            return ConfigIssue(dotted, value, f"must name a key of a mapping: {where} is "
+                               f"{_kind(child)}, not a mapping of keys{hint}", README_CONFIG)
+        node = child
+    if dotted in _LIST_FIELDS and isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    node[parts[-1]] = _parse_scalar(value)
+    return None
+
+
+def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, mappings merged key by key; neither input is changed."""
+    out = copy.deepcopy(base)
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a key given twice in one mapping (YAML 1.2 says
+    keys must be unique; PyYAML would keep the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f"found the key {key!r} twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _profile_issue(path_text: str, allowed: str) -> ConfigError:
+    return ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text, allowed, README_CONFIG)])
+
+
+def _read_profile(path_text: str, base_dir: Path) -> dict[str, Any]:
+    if not path_text.strip():
+        raise _profile_issue(path_text, "must name a YAML profile file, e.g. profiles/dev.yaml "
+                                        "(it is empty)")
+    path = Path(path_text)
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise _profile_issue(path_text, "must name an existing YAML profile file, e.g. "
+                                        "profiles/dev.yaml")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise _profile_issue(path_text, f"must be UTF-8 text (byte {err.start} is not)") from None
+    except OSError as err:
+        raise _profile_issue(path_text, f"must be a readable file ({err.strerror})") from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except (yaml.YAMLError, ValueError) as err:  # ValueError: an int beyond 4300 digits
+        raise _profile_issue(path_text, f"must be valid YAML ({err})") from None
+    if data is None:
+        raise _profile_issue(path_text, "must hold a YAML mapping of config keys like "
+                                        "profiles/dev.yaml (it is empty)")
+    if not isinstance(data, dict):
+        raise _profile_issue(path_text, f"must hold a YAML mapping of config keys, got "
+                                        f"{type(data).__name__}")
+    return data
+
+
+def _is_our_key(key: str) -> bool:
+    """Context keys that belong to the configuration: any key under a configuration field
+    (``tags.team/owner``), and other plain keys (reported as unknown when they are not
+    fields); keys with ``:``, ``@`` or ``/`` outside a field are CDK's (feature flags,
+    ``aws:cdk:...``)."""
+    if key in (CONTEXT_KEY, PROFILE_CONTEXT_KEY):
+        return False
+    if key.split(".", 1)[0] in ClusterConfig.model_fields:
+        return True
+    return ":" not in key and "@" not in key and "/" not in key
+
+
+def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> LoadedConfig:
+    """Build the configuration from CDK context (cdk.json, ``-c``) and a profile file.
+
+    Args:
+        context: all context values, e.g. ``{k: app.node.try_get_context(k) ...}`` or the
+            dict a test passes. Keys with ``:``, ``@`` or ``/`` are CDK's and are ignored.
+        base_dir: directory that relative profile paths are read from.
+
+    Returns:
+        The validated, frozen configuration and its warnings.
+
+    Raises:
+        ConfigError: the profile cannot be read, or a field is invalid.
+    """
+    raw: dict[str, Any] = {}
+    cdk_json = context.get(CONTEXT_KEY) or {}
+    if not isinstance(cdk_json, Mapping):
+        raise ConfigError([ConfigIssue(CONTEXT_KEY, cdk_json,
+                                       "must be a mapping of config keys in cdk.json context",
+                                       README_CONFIG)])
+    raw = _deep_merge(raw, copy.deepcopy(dict(cdk_json)))
+    if PROFILE_CONTEXT_KEY in context:
+        raw = _deep_merge(raw, _read_profile(str(context[PROFILE_CONTEXT_KEY] or ""),
+                                             Path(base_dir)))
+    key_issues = [issue for key in sorted(k for k in context if _is_our_key(k))
+                  if (issue := _set_dotted(raw, key, context[key])) is not None]
+    try:
+        loaded = parse_config(raw)
+    except ConfigError as err:
+        raise ConfigError(key_issues + err.issues) from None
+    if key_issues:
+        raise ConfigError(key_issues + list(loaded.warnings))
+    return loaded
+

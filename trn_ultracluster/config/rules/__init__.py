@@ -1,0 +1,40 @@
+"""The AWS rules that span fields, one module per concern.
+
+Each rule takes the shape-checked :class:`~trn_ultracluster.config.model.ClusterConfig`
+and yields a :class:`~trn_ultracluster.config.errors.ConfigIssue` per problem: an error
+says what the field "must" be, a warning what it "should" be. :data:`RULES` runs them in
+this order, so that issues are listed in the same order every time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from trn_ultracluster.config.errors import ConfigIssue
+from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.rules import capacity, compute, eks, fsx, hyperpod, network, tags
+
+__all__ = ["RULES", "Rule"]
+
+Rule = Callable[[ClusterConfig], Iterator[ConfigIssue]]
+
+RULES: tuple[Rule, ...] = (
+    compute.instance_type_known,
+    compute.node_counts,
+    compute.multi_node_needs_efa,
+    network.az_ids,
+    network.az_offers_instance,
+    network.vpc_cidr,
+    network.nat_gateways,
+    compute.root_volume,
+    fsx.fsx_capacity,
+    fsx.fsx_throughput,
+    fsx.fsx_version,
+    fsx.fsx_data_repository,
+    fsx.data_removal,
+    capacity.capacity,
+    hyperpod.orchestrator,
+    hyperpod.hyperpod,
+    eks.eks,
+    tags.tags,
+)

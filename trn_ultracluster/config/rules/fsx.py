@@ -1,0 +1,121 @@
+"""Rules of FSx for Lustre: capacity steps, throughput and Lustre version per deployment
+type, the data repository association, and what ``data_removal_policy: retain`` needs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from trn_ultracluster.config.errors import ConfigIssue, one_of
+from trn_ultracluster.config.facts import (
+    DOC_FSX_CAPACITY,
+    DOC_FSX_DRA,
+    DOC_FSX_QUOTAS,
+    DOC_FSX_THROUGHPUT,
+    DOC_FSX_VERSION,
+    FSX_DEFAULT_QUOTA_GIB,
+    FSX_DRA_DEPLOYMENT_TYPES,
+    FSX_DRA_LUSTRE_VERSIONS,
+    FSX_LUSTRE_VERSIONS,
+    FSX_MAX_STORAGE_GIB,
+    FSX_THROUGHPUT_MB_S_TIB,
+)
+from trn_ultracluster.config.model import ClusterConfig
+
+__all__ = ["data_removal", "fsx_capacity", "fsx_data_repository", "fsx_throughput",
+           "fsx_version"]
+
+
+def fsx_capacity(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    gib, kind = c.fsx.storage_capacity_gib, c.fsx.deployment_type
+    # Source: CloudFormation AWS::FSx::FileSystem StorageCapacity (DOC_FSX_CAPACITY):
+    # SCRATCH_1: 1200, 2400, 3600 and multiples of 3600 GiB; SCRATCH_2, PERSISTENT_1 and
+    # PERSISTENT_2 (SSD): 1200, 2400 and multiples of 2400 GiB.
+    step = 3600 if kind == "SCRATCH_1" else 2400
+    if gib not in (1200, 2400) and (gib <= 0 or gib % step):
+        yield ConfigIssue(
+            "fsx.storage_capacity_gib", gib,
+            f"must be 1200, 2400 or a multiple of {step} GiB for {kind}", DOC_FSX_CAPACITY,
+        )
+    elif gib > FSX_MAX_STORAGE_GIB:
+        yield ConfigIssue("fsx.storage_capacity_gib", gib,
+                          f"must be at most {FSX_MAX_STORAGE_GIB} GiB (the FSx API's maximum)",
+                          DOC_FSX_CAPACITY)
+    elif gib > FSX_DEFAULT_QUOTA_GIB:
+        yield ConfigIssue("fsx.storage_capacity_gib", gib,
+                          f"should be at most the default FSx for Lustre storage quota of "
+                          f"{FSX_DEFAULT_QUOTA_GIB} GiB per account and Region (25,200 in "
+                          "smaller Regions) unless yours was raised: otherwise the file system "
+                          "fails to create", DOC_FSX_QUOTAS, severity="warning")
+
+
+def fsx_throughput(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    kind, value = c.fsx.deployment_type, c.fsx.per_unit_storage_throughput
+    allowed = FSX_THROUGHPUT_MB_S_TIB.get(kind)
+    if allowed is None and value is not None:
+        yield ConfigIssue(
+            "fsx.per_unit_storage_throughput", value,
+            f"must be null for {kind} (only PERSISTENT_1 and PERSISTENT_2 take a throughput)",
+            DOC_FSX_THROUGHPUT,
+        )
+    elif allowed is not None and value not in allowed:
+        yield ConfigIssue(
+            "fsx.per_unit_storage_throughput", value,
+            f"must be {one_of(allowed)} MB/s/TiB for {kind}", DOC_FSX_THROUGHPUT,
+        )
+
+
+def fsx_version(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    allowed = FSX_LUSTRE_VERSIONS[c.fsx.deployment_type]
+    if c.fsx.lustre_version not in allowed:
+        yield ConfigIssue(
+            "fsx.lustre_version", c.fsx.lustre_version,
+            f"must be {one_of(allowed)} for {c.fsx.deployment_type}", DOC_FSX_VERSION,
+        )
+
+
+def fsx_data_repository(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    dra = c.fsx.data_repository
+    if dra is None or c.fsx.lustre_version not in FSX_LUSTRE_VERSIONS[c.fsx.deployment_type]:
+        return  # no link, or the version error is reported already
+    if (c.fsx.deployment_type not in FSX_DRA_DEPLOYMENT_TYPES
+            or c.fsx.lustre_version not in FSX_DRA_LUSTRE_VERSIONS):
+        yield ConfigIssue(
+            "fsx.data_repository", dra.model_dump(exclude_defaults=True) or "default link",
+            f"must be null unless fsx.deployment_type is {one_of(FSX_DRA_DEPLOYMENT_TYPES)} "
+            f"and fsx.lustre_version is {one_of(FSX_DRA_LUSTRE_VERSIONS)} (got "
+            f"{c.fsx.deployment_type}, {c.fsx.lustre_version})",
+            DOC_FSX_DRA,
+        )
+    if dra.s3_path is not None and not re.match(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
+                                                dra.s3_path):
+        yield ConfigIssue("fsx.data_repository.s3_path", dra.s3_path,
+                          "must be an S3 URI like 's3://my-bucket/prefix/' or null for the "
+                          "stack's data bucket", DOC_FSX_DRA)
+    path = dra.file_system_path
+    if path != "/" and not re.match(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", path):
+        yield ConfigIssue("fsx.data_repository.file_system_path", path,
+                          "must be '/' (the whole file system) or an absolute directory path "
+                          "like '/s3'", DOC_FSX_DRA)
+
+
+def data_removal(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """``retain`` keeps what the file system holds by exporting it to S3 before
+    ``cdk destroy`` deletes the file system (the file system itself cannot outlive the VPC
+    it sits in); that needs a data repository association."""
+    if c.data_removal_policy != "retain":
+        return
+    dra = c.fsx.data_repository
+    if dra is None:
+        yield ConfigIssue(
+            "data_removal_policy", "retain",
+            "must be 'destroy' when fsx.data_repository is null: 'retain' exports the file "
+            "system to S3 before cdk destroy deletes it, and without a data repository there "
+            "is nowhere to export to. Link one (the default) to keep the file system's "
+            "contents, or set 'destroy' to delete them with the stack", DOC_FSX_DRA)
+    elif dra.file_system_path != "/":
+        yield ConfigIssue(
+            "fsx.data_repository.file_system_path", dra.file_system_path,
+            "should be '/' with data_removal_policy 'retain': files outside the linked path "
+            "(e.g. the Neuron compile cache) are not exported and are deleted with the file "
+            "system on cdk destroy", DOC_FSX_DRA, severity="warning")

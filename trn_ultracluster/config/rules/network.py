@@ -1,0 +1,113 @@
+"""Rules of the network: AZ IDs, the VPC block and its address plan, NAT gateways."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterator
+
+from trn_ultracluster import network_plan
+from trn_ultracluster.config.errors import ConfigIssue, one_of
+from trn_ultracluster.config.facts import (
+    AZ_ID_PREFIX_TO_REGION,
+    AZ_ID_RE,
+    DOC_AZ_IDS,
+    DOC_NAT,
+    DOC_SUBNET_IPS,
+    DOC_VPC_CIDR,
+    MAX_NODES,
+    PRIVATE_RANGES,
+    VPC_PREFIX_RANGE,
+    region_of_az_id,
+)
+from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.contracts.catalog import CATALOG
+
+__all__ = ["az_ids", "az_offers_instance", "nat_gateways", "vpc_cidr"]
+
+
+def az_ids(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    if len(c.az_ids) < 2:
+        yield ConfigIssue(
+            "az_ids", list(c.az_ids),
+            "must list at least 2 AZ IDs of one Region (first = compute AZ; a second for "
+            "the services that need two AZs)", DOC_AZ_IDS,
+        )
+    if len(set(c.az_ids)) != len(c.az_ids):
+        yield ConfigIssue("az_ids", list(c.az_ids), "must not repeat an AZ ID", DOC_AZ_IDS)
+    regions: dict[str, str] = {}
+    for i, az_id in enumerate(c.az_ids):
+        match = AZ_ID_RE.match(az_id)
+        if not match:
+            yield ConfigIssue(f"az_ids[{i}]", az_id,
+                              "must be an AZ ID like 'usw2-az4' (AZ IDs name the same zone in "
+                              "every account; AZ names like 'us-west-2a' do not)", DOC_AZ_IDS)
+        elif match.group("prefix") not in AZ_ID_PREFIX_TO_REGION:
+            yield ConfigIssue(f"az_ids[{i}]", az_id,
+                              f"must start with a known Region code, not "
+                              f"{match.group('prefix')!r}; known: "
+                              f"{', '.join(sorted(AZ_ID_PREFIX_TO_REGION))}", DOC_AZ_IDS)
+        else:
+            regions[az_id] = region_of_az_id(az_id)
+    if len(set(regions.values())) > 1:
+        by_region = ", ".join(f"{az} is in {region}" for az, region in regions.items())
+        yield ConfigIssue("az_ids", list(c.az_ids),
+                          f"must all be in one Region ({by_region})", DOC_AZ_IDS)
+
+
+def az_offers_instance(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    spec = CATALOG.get(c.instance_type)
+    if spec is None or not c.az_ids or c.az_ids[0] in spec.az_ids_seen:
+        return
+    yield ConfigIssue(
+        "az_ids[0]", c.az_ids[0],
+        f"should be an AZ ID where {c.instance_type} has been seen offered "
+        f"({', '.join(spec.az_ids_seen)}): run `preflight` to check your account",
+        DOC_AZ_IDS, severity="warning",
+    )
+
+
+def vpc_cidr(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    try:
+        net = ipaddress.ip_network(c.vpc_cidr, strict=True)
+    except ValueError as err:
+        yield ConfigIssue("vpc_cidr", c.vpc_cidr,
+                          f"must be an IPv4 CIDR block like '10.0.0.0/16' ({err})", DOC_VPC_CIDR)
+        return
+    lo, hi = VPC_PREFIX_RANGE
+    if net.version != 4 or not lo <= net.prefixlen <= hi:
+        yield ConfigIssue("vpc_cidr", c.vpc_cidr,
+                          f"must be an IPv4 block between /{lo} and /{hi}", DOC_VPC_CIDR)
+        return
+    if not any(net.subnet_of(r) for r in PRIVATE_RANGES):
+        yield ConfigIssue("vpc_cidr", c.vpc_cidr,
+                          "must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or "
+                          "192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598)", DOC_VPC_CIDR)
+        return
+    if not 0 <= c.nodes.max <= MAX_NODES or c.instance_type not in CATALOG or not c.az_ids:
+        return  # reported by their own rules
+    mask = c.private_subnet_mask
+    azs = len(c.az_ids)
+    if not network_plan.fits(net.prefixlen, azs, mask):
+        need_prefix = network_plan.vpc_prefix_needed(azs, mask)
+        if need_prefix >= lo:
+            advice = f"use a /{need_prefix} or larger"
+        else:
+            most = network_plan.max_nodes(lo, azs, c.ips_per_node)
+            advice = (f"no VPC is that large (at most /{lo}); with {azs} AZ IDs at most "
+                      f"{most} nodes fit: lower nodes.max")
+        pods = network_plan.PODS_PER_NODE
+        yield ConfigIssue(
+            "vpc_cidr", c.vpc_cidr,
+            f"must be large enough for {c.nodes.max} nodes x {c.ips_per_node} addresses "
+            f"({c.ips_per_node - pods} interfaces + {pods} pods), which need a /{mask} "
+            f"private subnet in each of {azs} AZs plus a /{network_plan.PUBLIC_SUBNET_MASK} "
+            f"public one; {advice}",
+            DOC_SUBNET_IPS,
+        )
+
+
+def nat_gateways(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    allowed = sorted({1, len(c.az_ids)})
+    if c.nat_gateways not in allowed:
+        yield ConfigIssue("nat_gateways", c.nat_gateways,
+                          f"must be {one_of(allowed)} (one, or one per AZ ID)", DOC_NAT)
