@@ -26,7 +26,12 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 
 PROFILES = sorted((REPO_ROOT / "profiles").glob("*.yaml"))
-SHARED = REPO_ROOT.parent / "shared"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+"""Data files the tests read, vendored with their source and licence (a README in each
+directory): the tests need nothing outside the repository."""
+TRAINER_CRDS = FIXTURES / "kubeflow-trainer-2.3.0"
+"""Kubeflow Trainer 2.3.0 (the chart the stack installs): the TrainJob and
+ClusterTrainingRuntime CRDs and the chart's torch-distributed runtime."""
 
 
 def cdk_json_context() -> dict[str, Any]:

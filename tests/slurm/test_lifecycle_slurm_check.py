@@ -1,7 +1,7 @@
 """The Slurm part of the HyperPod lifecycle script against the real slurmctld of
 ``conftest.py``: on the controller, ``on_init_complete.sh`` reports whether slurmctld serves
 the stack's partitions (it starts no daemon: HyperPod does). Everything else the script does
-(AWS, mount, users) runs against the stubs of ``tests/test_hyperpod_lifecycle.py``; only
+(AWS, mount, users) runs against the stubs of ``tests/orchestrators/hyperpod_slurm/test_lifecycle_scripts.py``; only
 ``scontrol`` is real."""
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ import json
 import pytest
 
 from tests.slurm.conftest import PARTITION
-from tests.test_hyperpod_lifecycle import CLUSTER, CONTROLLER_IP, STUBS, make_node
+from trn_ultracluster.contracts.hyperpod import JobEnv
+from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import CLUSTER, CONTROLLER_IP, STUBS, make_node
 
 pytestmark = pytest.mark.slurm
 
 
 def run_on_controller(tmp_path, slurm, partitions: str, check_s: str):
     cluster = json.loads(json.dumps(CLUSTER))
-    cluster["env"]["TRN_PARTITIONS"] = partitions
+    cluster["env"][JobEnv.PARTITIONS.value] = partitions
     node = make_node(tmp_path, stubs=tuple(s for s in STUBS if s != "scontrol"), cluster=cluster)
     return node(CONTROLLER_IP, SLURM_CONF=slurm.env["SLURM_CONF"], TRN_SLURM_CHECK_S=check_s)
 

@@ -1,5 +1,5 @@
-"""XLA:CPU tests (run by training/test-xla.sh with .venv-xla). test_xla_train.py skips itself
-where torch_xla is not importable, so `make test` reports the skip."""
+"""XLA:CPU tests (run by training/test-xla.sh with .venv-xla), marked ``xla``: `make test`
+deselects them, `make test-xla` runs ``-m xla``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""HyperPod Slurm: the instance groups and partitions the stack, the configuration rules and
-the lifecycle scripts agree on.
+"""HyperPod Slurm: the instance groups, partitions, lifecycle files and job environment the
+stack, the configuration rules, the lifecycle scripts and the job CLI agree on.
 
 Sources: SageMaker developer guide, "SageMaker HyperPod references", section "SageMaker
 HyperPod Slurm configuration"
@@ -8,7 +8,10 @@ HyperPod Slurm configuration"
 
 from __future__ import annotations
 
-__all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "LOGIN_GROUP"]
+from enum import Enum
+
+__all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE", "LOGIN_GROUP",
+           "ON_INIT_COMPLETE"]
 
 CONTROLLER_GROUP = "controller"
 """Instance group of the Slurm controller (``SlurmConfig.NodeType: Controller``; exactly one
@@ -18,3 +21,41 @@ LOGIN_GROUP = "login"
 ALL_NODES_PARTITION = "dev"
 """HyperPod adds every node to its own ``dev`` partition besides the group's partition ("All
 nodes are automatically added to the universal dev partition"), so no group may use it."""
+LIFECYCLE_FILE = "trn_ultracluster.json"
+"""The stack's generated input of the lifecycle scripts, next to them in the lifecycle bucket:
+``{"groups": ..., "fsx": ..., "names": {member: variable}, "env": {variable: value}}``."""
+ON_INIT_COMPLETE = "on_init_complete.sh"
+"""The lifecycle script HyperPod runs on every new or replaced node after its AMI-based
+configuration (``LifeCycleConfig.OnInitComplete``)."""
+
+
+class JobEnv(str, Enum):
+    """The variables of the job environment file (``shared_storage.ENV_FILE``) that the
+    lifecycle script writes on every node and every Slurm job sources. The lifecycle scripts
+    and the job CLI's sbatch scripts use these names; the stack writes the mapping into
+    :data:`LIFECYCLE_FILE` (``names``), which the scripts read."""
+
+    REGION = "TRN_REGION"
+    CLUSTER_NAME = "TRN_CLUSTER_NAME"
+    INSTANCE_TYPE = "TRN_INSTANCE_TYPE"
+    NEURON_CORES_PER_NODE = "TRN_NEURON_CORES_PER_NODE"
+    NEURON_CHIPS_PER_NODE = "TRN_NEURON_CHIPS_PER_NODE"
+    EFA_INTERFACES_PER_NODE = "TRN_EFA_INTERFACES_PER_NODE"
+    WORKER_NODES = "TRN_WORKER_NODES"
+    PARTITIONS = "TRN_PARTITIONS"
+    """The worker groups' partitions, comma separated, in order."""
+    DEFAULT_PARTITION = "TRN_DEFAULT_PARTITION"
+    TRAINING_IMAGE_URI = "TRN_TRAINING_IMAGE_URI"
+    ECR_REGISTRY = "TRN_ECR_REGISTRY"
+    CONTAINER_IMAGE = "TRN_CONTAINER_IMAGE"
+    """The training image in Pyxis form, ``<registry>#<repository>:<tag>``."""
+    FSX_MOUNT_POINT = "TRN_FSX_MOUNT_POINT"
+    FSX_FILE_SYSTEM_ID = "TRN_FSX_FILE_SYSTEM_ID"
+    """Added by the lifecycle script once it has found the file system (not known to the
+    lifecycle file: the cluster does not wait for the file system)."""
+    DATA_BUCKET = "TRN_DATA_BUCKET"
+    DATA_PATH = "TRN_DATA_PATH"
+    NEURON_CACHE_DIR = "TRN_NEURON_CACHE_DIR"
+
+    def __str__(self) -> str:
+        return self.value

@@ -1,18 +1,23 @@
 """Stack output keys: defined once, used by the stack (writing) and the job CLI (reading).
 
 Each key is the CloudFormation output's logical id, so ``cdk deploy --outputs-file`` JSON
-and ``DescribeStacks`` both show it under this name. The orchestrator issues add keys here;
-the CLI treats keys of the other orchestrator as absent, not missing.
+and ``DescribeStacks`` both show it under this name. Each orchestrator adds its own keys; the
+CLI treats keys of another orchestrator as absent, not missing.
 """
 
 from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_KEYS", "OutputKey", "STACK_NAME"]
+__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey",
+           "STACK_NAME"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
+NONE = "none"
+"""The value of an output whose thing the configuration does not have (no placement group,
+no data repository association, no capacity reservation): CloudFormation outputs cannot be
+empty."""
 
 
 class OutputKey(str, Enum):
@@ -40,6 +45,7 @@ class OutputKey(str, Enum):
     NODE_COUNT_DESIRED = "NodeCountDesired"
     NODE_COUNT_MAX = "NodeCountMax"
     ORCHESTRATOR = "Orchestrator"
+    JOB_BACKEND = "JobBackend"
     CAPACITY_TYPE = "CapacityType"
     CAPACITY_RESERVATION_ID = "CapacityReservationId"
     # --- EKS orchestrator (present when Orchestrator = eks) ---
@@ -85,6 +91,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",
     OutputKey.NODE_COUNT_MAX: "Maximum Trainium nodes",
     OutputKey.ORCHESTRATOR: "eks or hyperpod-slurm",
+    OutputKey.JOB_BACKEND: "How the job CLI submits jobs to this stack's orchestrator",
     OutputKey.CAPACITY_TYPE: "on-demand, capacity-reservation or capacity-block",
     OutputKey.CAPACITY_RESERVATION_ID: "Capacity Reservation or Capacity Block id, or 'none'",
     OutputKey.EKS_CLUSTER_NAME: "EKS cluster name",

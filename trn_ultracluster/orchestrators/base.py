@@ -1,37 +1,87 @@
-"""What every orchestrator construct receives and gives back to the stack."""
+"""The seam between the stack and an orchestrator: what it gets, what it gives back."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from aws_cdk import RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_s3 as s3
 
-from trn_ultracluster.config import ClusterConfig
-from trn_ultracluster.constructs.efa import Efa
-from trn_ultracluster.constructs.network import Network
-from trn_ultracluster.constructs.storage import Storage
-from trn_ultracluster.constructs.training_image import TrainingImage
+from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
 
-__all__ = ["Orchestrator", "OrchestratorProps"]
+if TYPE_CHECKING:
+    from trn_ultracluster.config import CapacityConfig, NodeCounts
+    from trn_ultracluster.constructs.training_image import TrainingImage
+
+__all__ = ["Foundation", "NodeShape", "Orchestrator"]
 
 
 @dataclass(frozen=True)
-class OrchestratorProps:
-    """The validated config and the foundation constructs an orchestrator builds on."""
+class Foundation:
+    """What the stack's foundation gives every orchestrator (the handles, not the constructs).
 
-    config: ClusterConfig
-    network: Network
-    efa: Efa
-    storage: Storage
+    Attributes:
+        vpc: the stack's VPC.
+        private_subnets: its private subnets, in ``az_ids`` order.
+        compute_subnet: the private subnet of the compute AZ ID (Trainium nodes, FSx); its
+            ``internet_connectivity_established`` is the route to the NAT gateway.
+        node_security_group: the Trainium nodes' security group (EFA: all traffic within
+            itself; admitted by the file system's group).
+        launch_template_id, launch_template_version: the EFA launch template (instance type,
+            one EFA interface per network card, placement group, capacity options).
+        file_system: the FSx for Lustre file system (id, DNS name, mount name).
+        data_bucket: the bucket the file system is linked to (datasets, checkpoints).
+        log_bucket: the S3 access-log bucket.
+        data_repository_path: the file system path linked to ``data_bucket`` (e.g. ``/``),
+            or ``None`` without a link.
+        training_image: the training image (``image_uri``, ``image_tag``, ``repository``,
+            ``build``: the deploy-time build that pushes it).
+        data_removal: what ``cdk destroy`` does with data-bearing resources
+            (``data_removal_policy``).
+    """
+
+    vpc: ec2.IVpc
+    private_subnets: Sequence[ec2.ISubnet]
+    compute_subnet: ec2.ISubnet
+    node_security_group: ec2.ISecurityGroup
+    launch_template_id: str
+    launch_template_version: str
+    file_system: fsx.LustreFileSystem
+    data_bucket: s3.IBucket
+    log_bucket: s3.IBucket
+    data_repository_path: str | None
     training_image: TrainingImage
     data_removal: RemovalPolicy = RemovalPolicy.RETAIN
-    """What ``cdk destroy`` does with data-bearing resources (``data_removal_policy``)."""
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """The Trainium nodes every orchestrator runs: type, counts, capacity.
+
+    Attributes:
+        instance: the catalog entry of ``instance_type``.
+        nodes: ``nodes`` (min, desired, max).
+        capacity: ``capacity`` (on-demand, Capacity Reservation or Capacity Block).
+    """
+
+    instance: InstanceSpec
+    nodes: NodeCounts
+    capacity: CapacityConfig
 
 
 class Orchestrator(Protocol):
-    """An orchestrator construct (EKS or HyperPod Slurm)."""
+    """An orchestrator construct, created by :func:`trn_ultracluster.orchestrators.build`.
+
+    Attributes:
+        job_backend: the job CLI backend that submits to it (stack output ``JobBackend``).
+    """
+
+    job_backend: str
 
     def outputs(self) -> dict[OutputKey, str]:
         """Stack outputs this orchestrator adds, key -> value (may be tokens)."""

@@ -9,18 +9,18 @@ from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.efa import Efa, EfaProps
 from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
-from trn_ultracluster.constructs.orchestrator import Orchestrator, OrchestratorProps
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
+from trn_ultracluster.contracts.outputs import DESCRIPTIONS, NONE, OutputKey
 from trn_ultracluster.nag import skip_library_singleton_functions
-from trn_ultracluster.contracts.outputs import DESCRIPTIONS, OutputKey
+from trn_ultracluster.orchestrators import build as build_orchestrator
+from trn_ultracluster.orchestrators.base import Foundation, Orchestrator
 
 __all__ = ["TrnUltraClusterStack"]
 
 
 class TrnUltraClusterStack(Stack):
-    """The Trainium cluster: network, EFA, storage, training image (and, in later issues,
-    the orchestrator).
+    """The Trainium cluster: network, EFA, storage, training image and the orchestrator.
 
     The stack's environment has the Region derived from the first AZ ID and an unresolved
     account, so ``cdk synth`` makes no AWS calls and needs no credentials.
@@ -28,7 +28,8 @@ class TrnUltraClusterStack(Stack):
     Attributes:
         config: the validated configuration.
         network, efa, storage, training_image: the foundation constructs.
-        orchestrator: ``EksOrchestrator`` or ``HyperPodSlurmOrchestrator``.
+        orchestrator: the orchestrator ``config.orchestrator`` names
+            (:mod:`trn_ultracluster.orchestrators`).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, config: ClusterConfig) -> None:
@@ -91,23 +92,22 @@ class TrnUltraClusterStack(Stack):
         skip_library_singleton_functions(self)
 
     def _orchestrator(self) -> Orchestrator:
-        props = OrchestratorProps(
-            config=self.config,
-            network=self.network,
-            efa=self.efa,
-            storage=self.storage,
+        dra = self.config.fsx.data_repository
+        foundation = Foundation(
+            vpc=self.network.vpc,
+            private_subnets=self.network.private_subnets,
+            compute_subnet=self.network.compute_subnet,
+            node_security_group=self.efa.security_group,
+            launch_template_id=self.efa.launch_template_id,
+            launch_template_version=self.efa.launch_template_version,
+            file_system=self.storage.file_system,
+            data_bucket=self.storage.bucket,
+            log_bucket=self.storage.log_bucket,
+            data_repository_path=dra.file_system_path if dra else None,
             training_image=self.training_image,
             data_removal=self.data_removal,
         )
-        # Imported here: each orchestrator pulls in large Lambda-layer modules (kubectl,
-        # AWS CLI) that the other one does not need (~0.3 s of synth each).
-        if self.config.orchestrator == "eks":
-            from trn_ultracluster.constructs.eks import EksOrchestrator
-
-            return EksOrchestrator(self, "Eks", props)
-        from trn_ultracluster.constructs.hyperpod import HyperPodSlurmOrchestrator
-
-        return HyperPodSlurmOrchestrator(self, "HyperPod", props)
+        return build_orchestrator(self, self.config, foundation)
 
     def _output(self, key: OutputKey, value: str) -> None:
         CfnOutput(self, key.value, value=value, description=DESCRIPTIONS[key])
@@ -123,13 +123,13 @@ class TrnUltraClusterStack(Stack):
             OutputKey.COMPUTE_SUBNET_ID: net.compute_subnet.subnet_id,
             OutputKey.PRIVATE_SUBNET_IDS: Fn.join(",", [s.subnet_id for s in net.private_subnets]),
             OutputKey.EFA_SECURITY_GROUP_ID: efa.security_group.security_group_id,
-            OutputKey.PLACEMENT_GROUP_NAME: efa.placement_group_name or "none",
+            OutputKey.PLACEMENT_GROUP_NAME: efa.placement_group_name or NONE,
             OutputKey.LAUNCH_TEMPLATE_ID: efa.launch_template_id,
             OutputKey.LAUNCH_TEMPLATE_VERSION: efa.launch_template_version,
             OutputKey.FSX_FILE_SYSTEM_ID: storage.file_system.file_system_id,
             OutputKey.FSX_DNS_NAME: storage.dns_name,
             OutputKey.FSX_MOUNT_NAME: storage.mount_name,
-            OutputKey.FSX_DATA_REPOSITORY_PATH: dra.file_system_path if dra else "none",
+            OutputKey.FSX_DATA_REPOSITORY_PATH: dra.file_system_path if dra else NONE,
             OutputKey.DATA_BUCKET_NAME: storage.bucket.bucket_name,
             OutputKey.TRAINING_IMAGE_URI: self.training_image.image_uri,
             OutputKey.TRAINING_IMAGE_REPOSITORY: self.training_image.repository.repository_name,
@@ -139,7 +139,8 @@ class TrnUltraClusterStack(Stack):
             OutputKey.NODE_COUNT_MAX: str(c.nodes.max),
             OutputKey.ORCHESTRATOR: c.orchestrator,
             OutputKey.CAPACITY_TYPE: c.capacity.type,
-            OutputKey.CAPACITY_RESERVATION_ID: c.capacity.reservation_id or "none",
+            OutputKey.CAPACITY_RESERVATION_ID: c.capacity.reservation_id or NONE,
+            OutputKey.JOB_BACKEND: self.orchestrator.job_backend,
         }
         values.update(self.orchestrator.outputs())
         for key, value in values.items():

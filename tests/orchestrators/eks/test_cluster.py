@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO_ROOT, SHARED
-from trn_ultracluster import k8s
+from tests.conftest import REPO_ROOT, TRAINER_CRDS
+from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.config import ConfigError, parse_config
 from trn_ultracluster.contracts.neuron_env import neuron_environment
@@ -24,15 +24,7 @@ from trn_ultracluster.contracts.neuron_env import neuron_environment
 ADMIN = "arn:aws:iam::123456789012:role/TrainingAdmin"
 TRN2 = REPO_ROOT / "profiles" / "trn2.yaml"
 ULTRA16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
-TRAINER_CRDS = SHARED / "k8s-schemas" / "kubeflow-trainer-2.3.0"
 K8S_VERSION = "1.36.0"
-
-needs_shared = pytest.mark.skipif(
-    not TRAINER_CRDS.is_dir(),
-    reason=f"Kubeflow Trainer CRDs not found at {TRAINER_CRDS} (../shared is absent in a "
-           "user's own clone)",
-)
-
 
 @pytest.fixture(scope="module")
 def admin(synth):
@@ -380,7 +372,6 @@ def _crd_validator(filename: str):
     return jsonschema.Draft7Validator(schema), crd
 
 
-@needs_shared
 def test_training_runtime_valid_against_crd(default):
     validator, crd = _crd_validator("trainer.kubeflow.org_clustertrainingruntimes.yaml")
     (runtime,) = _objects(default, "ClusterTrainingRuntime")
@@ -390,7 +381,6 @@ def test_training_runtime_valid_against_crd(default):
     assert errors == []
 
 
-@needs_shared
 @pytest.mark.parametrize("mutate", [
     lambda rt: rt["spec"]["mlPolicy"].__setitem__("numNodes", "two"),
     lambda rt: rt["spec"]["mlPolicy"]["torch"].__setitem__("numProcPerNode", 32),

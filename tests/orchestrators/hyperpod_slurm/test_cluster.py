@@ -15,7 +15,7 @@ from botocore.validate import validate_parameters
 
 from tests.conftest import REPO_ROOT
 from trn_ultracluster.config import ConfigError, parse_config
-from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS
+from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_ASSETS
 from trn_ultracluster.contracts.outputs import HYPERPOD_KEYS
 
 PROFILE_16 = REPO_ROOT / "profiles" / "ultracluster-16.yaml"
@@ -254,31 +254,35 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
     props = upload["Properties"]
     assert props["DestinationBucketKeyPrefix"] == "lifecycle"
     assert props["Prune"] is True  # removes provisioning_parameters.json of older stacks
-    assert len(props["SourceObjectKeys"]) == 2  # assets/hyperpod + trn_ultracluster.json
+    assert len(props["SourceObjectKeys"]) == 2  # the lifecycle scripts + trn_ultracluster.json
     markers = json.dumps(props.get("SourceMarkers", []))
     assert logical_id(hp, "AWS::FSx::FileSystem", "Storage") not in markers
     assert "AWS::StackId" in markers  # the file system's tag value, filled in at deploy time
 
 
 def test_lifecycle_file_names_groups_fsx_tag_and_environment(variant):
-    from trn_ultracluster.constructs.hyperpod import lifecycle_file
+    from trn_ultracluster.contracts.hyperpod import JobEnv
+    from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import lifecycle_file
 
-    data = lifecycle_file(variant.config, {"TRN_X": "1"}, "arn:stack")
+    data = lifecycle_file(variant.config.hyperpod, {"TRN_X": "1"}, "arn:stack", True)
     assert data == {
         "groups": {"controller": "controller", "login": None, "workers": ["train", "dev"]},
         "fsx": {"tag_key": "trn-ultracluster:stack-id", "tag_value": "arn:stack",
                 "data_repository": True},
+        "names": {m.name: m.value for m in JobEnv},
         "env": {"TRN_X": "1"}}
-    with_login = lifecycle_file(parse_config({"orchestrator": "hyperpod-slurm"}).config, {}, "s")
-    assert with_login["groups"]["login"] == "login"
-    unlinked = parse_config({"orchestrator": "hyperpod-slurm", "fsx": {"data_repository": None},
-                             "data_removal_policy": "destroy"})
-    assert lifecycle_file(unlinked.config, {}, "s")["fsx"]["data_repository"] is False
+    default = parse_config({"orchestrator": "hyperpod-slurm"}).config
+    assert lifecycle_file(default.hyperpod, {}, "s", True)["groups"]["login"] == "login"
+    assert lifecycle_file(default.hyperpod, {}, "s", False)["fsx"]["data_repository"] is False
     assert not (LIFECYCLE_ASSETS / "provisioning_parameters.json").exists()
 
 
 def test_job_environment_holds_what_job_scripts_need(hp):
-    env = hp.stack.orchestrator._job_environment()
+    from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import job_environment
+
+    orchestrator = hp.stack.orchestrator
+    env = job_environment(orchestrator, orchestrator.props.settings, orchestrator.props.shape.instance,
+                          orchestrator.props.worker_counts, orchestrator.props.foundation)
     resolved = {k: hp.stack.resolve(v) for k, v in env.items()}
     assert resolved["TRN_NEURON_CORES_PER_NODE"] == "32"
     assert resolved["TRN_EFA_INTERFACES_PER_NODE"] == "8"

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from trn_ultracluster.config import parse_config
-from trn_ultracluster.constructs.hyperpod import LIFECYCLE_ASSETS, ON_INIT_COMPLETE, lifecycle_file
+from trn_ultracluster.contracts.hyperpod import ON_INIT_COMPLETE, JobEnv
+from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_ASSETS, lifecycle_file
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 sys.path.insert(0, str(LIFECYCLE_ASSETS))
@@ -41,11 +42,12 @@ RESOURCES = {"InstanceGroups": [
 # What the stack writes for the default HyperPod config (controller, login, "workers" in
 # partition "trainium"), with the environment the script reads.
 CLUSTER = lifecycle_file(
-    parse_config({"orchestrator": "hyperpod-slurm"}).config,
-    {"TRN_REGION": "us-west-2", "TRN_ECR_REGISTRY": REGISTRY,
-     "TRN_CONTAINER_IMAGE": f"{REGISTRY}#repo:abc", "TRN_PARTITIONS": "trainium",
-     "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH, "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR},
-    STACK_ID)
+    parse_config({"orchestrator": "hyperpod-slurm"}).config.hyperpod,
+    {JobEnv.REGION.value: "us-west-2", JobEnv.ECR_REGISTRY.value: REGISTRY,
+     JobEnv.CONTAINER_IMAGE.value: f"{REGISTRY}#repo:abc", JobEnv.PARTITIONS.value: "trainium",
+     JobEnv.FSX_MOUNT_POINT.value: FSX_MOUNT_PATH,
+     JobEnv.NEURON_CACHE_DIR.value: NEURON_COMPILE_CACHE_DIR},
+    STACK_ID, data_repository=True)
 GROUPS = CLUSTER["groups"]
 
 
@@ -178,10 +180,22 @@ def test_two_file_systems_with_the_tag_are_an_error():
 
 
 def test_env_file_quotes_values_lets_extra_win_and_rejects_bad_names():
-    text = lcs.env_file({"env": {"TRN_B": "it's", "TRN_A": "x y"}}, {"TRN_A": "z"})
+    cluster = {"names": {"A": "TRN_A"}, "env": {"TRN_B": "it's", "TRN_A": "x y"}}
+    text = lcs.env_file(cluster, {"A": "z"})  # extra values by contract member
     assert text.splitlines()[1:] == ["export TRN_A=z", "export TRN_B='it'\"'\"'s'"]
     with pytest.raises(lcs.LifecycleError, match="lower"):
         lcs.env_file({"env": {"lower": "1"}})
+    with pytest.raises(lcs.LifecycleError, match="no job environment member 'B'"):
+        lcs.env_file(cluster, {"B": "1"})
+
+
+def test_scripts_name_variables_by_contract_member_only():
+    """The shell script and lcs.py read the variable names from the lifecycle file (the
+    JobEnv contract), never copies of them."""
+    for path in (LIFECYCLE_ASSETS / ON_INIT_COMPLETE, LIFECYCLE_ASSETS / "lcs.py"):
+        text = path.read_text()
+        copies = [m.value for m in JobEnv if m.value in text]
+        assert not copies, f"{path.name} names {copies}"
 
 
 @pytest.mark.parametrize("conf, expected", [
@@ -439,11 +453,11 @@ def test_an_address_in_no_group_warns_and_carries_on(node):
 
 def test_missing_storage_layout_stops_before_anything(node):
     cluster = json.loads(json.dumps(CLUSTER))
-    del cluster["env"]["TRN_NEURON_CACHE_DIR"]
+    del cluster["env"][JobEnv.NEURON_CACHE_DIR.value]
     (node.lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
     result = node(WORKER_IPS[0])
     assert result.returncode == 1
-    assert "ERROR: TRN_FSX_MOUNT_POINT, TRN_NEURON_CACHE_DIR and TRN_REGION must be" in result.stdout
+    assert "lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION" in result.stdout
     assert calls(node, "aws") == [] and calls(node, "mount") == []
 
 

@@ -1,48 +1,11 @@
-"""Eks orchestrator (issue 3): EKS cluster, Trainium node group, add-ons, Kubeflow Trainer.
-
-Facts used here and their sources:
-
-- Kubernetes 1.36: the newest version with an EKS AL2023 Neuron AMI
-  (awslabs/amazon-eks-ami release v20260818 publishes
-  ``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; SSM
-  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``)
-  and the newest ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36).
-  The kubectl layer matches it: ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI).
-- Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
-  2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
-  ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
-  ``charts/neuron-helm-chart/values.yaml`` and README). The chart's extra kube-scheduler
-  (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no pod of the stack names it
-  (``schedulerName``), and whole-node pods need no contiguous-core placement.
-- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` v0.5.20 in
-  ``https://aws.github.io/eks-charts`` (aws/eks-charts ``stable/aws-efa-k8s-device-plugin/Chart.yaml``,
-  release v0.0.238 "Adding efa release 0.5.20"); values ``nodeSelector`` and
-  ``tolerations`` (``templates/daemonset.yaml``).
-- Kubeflow Trainer chart 2.3.0, ``oci://ghcr.io/kubeflow/charts/kubeflow-trainer``
-  (project DESIGN §4). It installs JobSet too: kubeflow/trainer
-  ``charts/kubeflow-trainer/Chart.yaml`` (version 2.3.0) lists the dependency ``jobset``
-  0.12.0 from ``oci://registry.k8s.io/jobset/charts`` with ``condition: jobset.install``,
-  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``.
-- Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
-  ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
-  ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
-  and "Use Pod Identity with the VPC CNI / FSx CSI driver".
-- Pod Identity trust: principal ``pods.eks.amazonaws.com``, actions ``sts:AssumeRole``
-  and ``sts:TagSession`` (EKS user guide, "pod-id-role"); ``ServicePrincipal(...)
-  .with_session_tags()`` writes both in one statement.
-- FSx CSI controller: ``fsx:DescribeFileSystems`` is in the driver's IAM policy
-  (kubernetes-sigs/aws-fsx-csi-driver ``docs/install.md``, "Set up driver permissions").
-  The rest of that policy (create/delete/update file systems, S3 data repositories) is for
-  dynamic provisioning and volume expansion, which a static volume does not use.
-- Node role policies ``AmazonEKSWorkerNodePolicy`` and
-  ``AmazonEC2ContainerRegistryPullOnly`` (EKS user guide, "create-node-role").
-"""
+"""The EKS orchestrator construct: an EKS cluster ready for distributed training on the
+Trainium nodes (versions and their sources: :mod:`.versions`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Aws, Duration, Fn, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -51,82 +14,50 @@ from aws_cdk import aws_logs as logs
 from aws_cdk.lambda_layer_kubectl_v36 import KubectlV36Layer
 from constructs import Construct
 
-from trn_ultracluster import k8s
-from trn_ultracluster.config import ClusterConfig
-from trn_ultracluster.constructs.orchestrator import OrchestratorProps
-from trn_ultracluster.nag import (
-    LAMBDA_BASIC_EXECUTION,
-    acknowledge,
-    managed_policy_finding,
-    skip_library_function_checks,
-)
+from trn_ultracluster.config import ClusterConfig, EksConfig
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.nag import acknowledge
+from trn_ultracluster.orchestrators.base import Foundation, NodeShape
+from trn_ultracluster.orchestrators.eks import manifests as k8s
+from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
+from trn_ultracluster.orchestrators.eks.versions import (
+    ADMIN_POLICY,
+    CONTROL_PLANE_LOG_GROUP,
+    EFA_PLUGIN_CHART,
+    FSX_CSI_SERVICE_ACCOUNT,
+    KUBERNETES_VERSION,
+    NEURON_CHART,
+    NODE_POLICIES,
+    SYSTEM_NODES,
+    TRAINER_CHART,
+    TRAINER_INSTALL_TIMEOUT,
+    VPC_CNI_SERVICE_ACCOUNT,
+    HelmChartPin,
+    stack_unique_name,
+)
 
-__all__ = [
-    "EFA_PLUGIN_CHART",
-    "EksOrchestrator",
-    "HelmChartPin",
-    "KUBERNETES_VERSION",
-    "NEURON_CHART",
-    "TRAINER_CHART",
-]
+__all__ = ["EksOrchestrator", "EksProps"]
 
-KUBERNETES_VERSION = eks.KubernetesVersion.V1_36
-"""Newest version with an EKS AL2023 Neuron AMI and in aws-cdk-lib 2.275.0 (see module doc)."""
-SYSTEM_NODES = 2
-"""On-demand system nodes for controllers and add-ons (two, for one failure)."""
-NODE_POLICIES = {
-    "AmazonEKSWorkerNodePolicy": "nodes describe EC2 and join the cluster",
-    "AmazonEC2ContainerRegistryPullOnly": "nodes pull images from ECR, read only",
-}
-"""Managed policies of the node role (name -> why): join the cluster, pull images, nothing
-else (EKS user guide, "create-node-role")."""
-VPC_CNI_SERVICE_ACCOUNT = "aws-node"
-FSX_CSI_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
-KUBE_SYSTEM = "kube-system"
+JOB_BACKEND = "eks"
+"""The job CLI backend of this orchestrator: TrainJobs through the Kubernetes API."""
 
 
 @dataclass(frozen=True)
-class HelmChartPin:
-    """A Helm chart at a pinned version (never "latest") and the namespace it goes to."""
+class EksProps:
+    """What the EKS orchestrator builds on.
 
-    chart: str
-    repository: str
-    version: str
-    namespace: str
+    Attributes:
+        foundation: the foundation's handles (network, node security group, launch
+            template, file system, training image).
+        shape: the Trainium nodes (type, counts, capacity).
+        settings: the ``eks`` configuration section.
+        fsx_capacity_gib: the file system's size (the PersistentVolume's capacity).
+    """
 
-
-NEURON_CHART = HelmChartPin(
-    "neuron-helm-chart", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0", KUBE_SYSTEM)
-EFA_PLUGIN_CHART = HelmChartPin(
-    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.20", KUBE_SYSTEM)
-TRAINER_CHART = HelmChartPin(
-    "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
-    "kubeflow-system")
-TRAINER_INSTALL_TIMEOUT = Duration.minutes(10)
-"""``helm --wait`` timeout of the Kubeflow Trainer chart. The install runs inside aws-eks-v2's
-kubectl handler, a Lambda function with a 15-minute timeout (aws-cdk-lib 2.275.0
-``aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; Lambda's maximum),
-which also pulls the chart and runs helm: 10 minutes leaves it that margin, so a slow
-rollout fails with helm's message instead of a Lambda timeout."""
-ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
-"""EKS access policy for cluster-wide admin (EKS user guide, "Review access policy
-permissions")."""
-
-
-def stack_unique_name(stack: Stack) -> str:
-    """``<stack name>-<first 8 hex digits of the stack id's UUID>`` (a deploy-time token):
-    unique per stack instance. A stack id is
-    ``arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>`` (CloudFormation
-    ``AWS::StackId`` pseudo parameter). EKS cluster names allow 100 characters of letters,
-    digits, ``-`` and ``_`` (EKS API reference, CreateCluster ``name``)."""
-    uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
-    return Fn.join("-", [stack.stack_name, Fn.select(0, Fn.split("-", uuid))])
-
-
-CONTROL_PLANE_LOG_GROUP = "/aws/eks/{cluster}/cluster"
-"""Where EKS sends control-plane logs (EKS user guide, "Send control plane logs to
-CloudWatch Logs"; AWS Knowledge Center, "eks-get-control-plane-logs")."""
+    foundation: Foundation
+    shape: NodeShape
+    settings: EksConfig
+    fsx_capacity_gib: int
 
 
 class EksOrchestrator(Construct):
@@ -159,15 +90,27 @@ class EksOrchestrator(Construct):
       ``ClusterTrainingRuntime`` (applied after the Trainer chart, which brings its CRDs).
     """
 
-    def __init__(self, scope: Construct, construct_id: str, props: OrchestratorProps) -> None:
+    job_backend = JOB_BACKEND
+
+    @classmethod
+    def from_config(cls, scope: Construct, construct_id: str, config: ClusterConfig,
+                    foundation: Foundation) -> EksOrchestrator:
+        """The orchestrator of ``config`` (what :func:`trn_ultracluster.orchestrators.build`
+        calls)."""
+        return cls(scope, construct_id, EksProps(
+            foundation=foundation,
+            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            settings=config.eks,
+            fsx_capacity_gib=config.fsx.storage_capacity_gib))
+
+    def __init__(self, scope: Construct, construct_id: str, props: EksProps) -> None:
         super().__init__(scope, construct_id)
         self.props = props
-        config = props.config
-        net = props.network
+        settings, shape, base = props.settings, props.shape, props.foundation
 
         self.secrets_key = kms.Key(
             self, "SecretsKey", enable_key_rotation=True,
-            removal_policy=props.data_removal, pending_window=Duration.days(7),
+            removal_policy=base.data_removal, pending_window=Duration.days(7),
             description="Envelope encryption of the EKS cluster's Kubernetes secrets",
         )
         # Named per stack instance, so that the control-plane log group EKS writes to,
@@ -183,11 +126,11 @@ class EksOrchestrator(Construct):
             "Cluster",
             cluster_name=cluster_name,
             version=KUBERNETES_VERSION,
-            vpc=net.vpc,
-            vpc_subnets=[ec2.SubnetSelection(subnets=net.private_subnets)],
+            vpc=base.vpc,
+            vpc_subnets=[ec2.SubnetSelection(subnets=list(base.private_subnets))],
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
-            endpoint_access=self._endpoint_access(config),
+            endpoint_access=self._endpoint_access(settings),
             cluster_logging=[
                 eks.ClusterLoggingTypes.API,
                 eks.ClusterLoggingTypes.AUDIT,
@@ -199,12 +142,12 @@ class EksOrchestrator(Construct):
             bootstrap_self_managed_addons=False,
             kubectl_provider_options=eks.KubectlProviderOptions(
                 kubectl_layer=KubectlV36Layer(self, "KubectlLayer"),
-                private_subnets=net.private_subnets,
+                private_subnets=list(base.private_subnets),
             ),
             output_config_command=False,
         )
         self.cluster.node.add_dependency(self.control_plane_logs)
-        for construct_id, principal in self.admin_principals(config).items():
+        for construct_id, principal in self.admin_principals(settings).items():
             self.cluster.grant_access(
                 construct_id, principal,
                 [eks.AccessPolicy.from_access_policy_name(
@@ -232,21 +175,21 @@ class EksOrchestrator(Construct):
 
         self.system_nodegroup = self.cluster.add_nodegroup_capacity(
             "SystemNodes",
-            instance_types=[ec2.InstanceType(config.eks.system_instance_type)],
+            instance_types=[ec2.InstanceType(settings.system_instance_type)],
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
             capacity_type=eks.CapacityType.ON_DEMAND,
             min_size=SYSTEM_NODES,
             desired_size=SYSTEM_NODES,
             max_size=SYSTEM_NODES,
-            subnets=ec2.SubnetSelection(subnets=net.private_subnets),
+            subnets=ec2.SubnetSelection(subnets=list(base.private_subnets)),
             node_role=self.node_role,
         )
-        capacity_block = config.capacity.type == "capacity-block"
+        capacity_block = shape.capacity.type == "capacity-block"
         self.trainium_nodegroup = self.cluster.add_nodegroup_capacity(
             "TrainiumNodes",
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
             launch_template_spec=eks.LaunchTemplateSpec(
-                id=props.efa.launch_template_id, version=props.efa.launch_template_version),
+                id=base.launch_template_id, version=base.launch_template_version),
             capacity_type=(eks.CapacityType.CAPACITY_BLOCK if capacity_block
                            else eks.CapacityType.ON_DEMAND),
             # A Capacity Block cannot launch instances before it starts, so its node group
@@ -254,14 +197,14 @@ class EksOrchestrator(Construct):
             # scale`): EKS user guide, "Create a managed node group with Capacity Blocks
             # for ML" (set desiredSize 0 at create, then scale up by scheduled action,
             # update-nodegroup-config or Cluster Autoscaler).
-            min_size=0 if capacity_block else config.nodes.min,
-            desired_size=0 if capacity_block else config.nodes.desired,
-            max_size=config.nodes.max,
-            subnets=ec2.SubnetSelection(subnets=[net.compute_subnet]),
+            min_size=0 if capacity_block else shape.nodes.min,
+            desired_size=0 if capacity_block else shape.nodes.desired,
+            max_size=shape.nodes.max,
+            subnets=ec2.SubnetSelection(subnets=[base.compute_subnet]),
             node_role=self.node_role,
             taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=k8s.NEURON_TAINT.key,
                                   value=k8s.NEURON_TAINT.value)],
-            labels=self._trainium_labels(config),
+            labels=self._trainium_labels(shape),
         )
         for nodegroup in (self.system_nodegroup, self.trainium_nodegroup):
             for addon in self.addons.values():
@@ -284,13 +227,13 @@ class EksOrchestrator(Construct):
         })
         self.trainer_chart = self._chart("KubeflowTrainerChart", TRAINER_CHART, {},
                                          wait=True, create_namespace=True)
-        self._kubernetes_objects(config)
-        self._acknowledge()
+        self._kubernetes_objects()
+        acknowledge_eks(self)
 
     # --- parts -------------------------------------------------------------------------
 
     @staticmethod
-    def admin_principals(config: ClusterConfig) -> dict[str, str]:
+    def admin_principals(settings: EksConfig) -> dict[str, str]:
         """IAM principals given cluster admin through an access entry: construct id -> ARN.
 
         ``eks.admin_role_arn`` (``AdminAccess``) and ``eks.deployer_principal_arn``
@@ -299,28 +242,27 @@ class EksOrchestrator(Construct):
         entries"), so a deployer equal to the admin role gets no second entry. The ids do
         not depend on list positions, so adding one never replaces the other.
         """
-        eks_config = config.eks
         principals = {}
-        if eks_config.admin_role_arn is not None:
-            principals["AdminAccess"] = eks_config.admin_role_arn
-        deployer = eks_config.deployer_principal_arn
-        if deployer is not None and deployer != eks_config.admin_role_arn:
+        if settings.admin_role_arn is not None:
+            principals["AdminAccess"] = settings.admin_role_arn
+        deployer = settings.deployer_principal_arn
+        if deployer is not None and deployer != settings.admin_role_arn:
             principals["DeployerAccess"] = deployer
         return principals
 
     @staticmethod
-    def _endpoint_access(config: ClusterConfig) -> eks.EndpointAccess:
-        if config.eks.endpoint_access == "private":
+    def _endpoint_access(settings: EksConfig) -> eks.EndpointAccess:
+        if settings.endpoint_access == "private":
             return eks.EndpointAccess.PRIVATE
-        return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.eks.public_access_cidrs)
+        return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*settings.public_access_cidrs)
 
     @staticmethod
-    def _trainium_labels(config: ClusterConfig) -> dict[str, str] | None:
+    def _trainium_labels(shape: NodeShape) -> dict[str, str] | None:
         """The label the EFA device plugin selects; the kubelet labels the instance type."""
-        return {k8s.EFA_NODE_LABEL: "true"} if config.instance.supports_efa else None
+        return {k8s.EFA_NODE_LABEL: "true"} if shape.instance.supports_efa else None
 
     def _connect_security_groups(self) -> None:
-        efa_group = self.props.efa.security_group
+        efa_group = self.props.foundation.node_security_group
         cluster_group = self.cluster.cluster_security_group
         cluster_group.add_ingress_rule(
             efa_group, ec2.Port.all_traffic(),
@@ -360,7 +302,7 @@ class EksOrchestrator(Construct):
             f"Addon-{name}",
             addon_name=name,
             cluster_name=self.cluster.cluster_name,
-            addon_version=getattr(self.props.config.eks.addon_versions, field),
+            addon_version=getattr(self.props.settings.addon_versions, field),
             resolve_conflicts="OVERWRITE",
             pod_identity_associations=[eks.CfnAddon.PodIdentityAssociationProperty(
                 service_account=pod_identity[0], role_arn=pod_identity[1].role_arn)]
@@ -387,74 +329,32 @@ class EksOrchestrator(Construct):
         chart.node.add_dependency(self.addons["coredns"])
         return chart
 
-    def _kubernetes_objects(self, config: ClusterConfig) -> None:
-        storage = self.props.storage
-        capacity = config.fsx.storage_capacity_gib
-        self.namespace = self.cluster.add_manifest(
-            "TrainingNamespace", k8s.namespace(config.eks.training_namespace))
+    def _kubernetes_objects(self) -> None:
+        base, namespace = self.props.foundation, self.props.settings.training_namespace
+        capacity = self.props.fsx_capacity_gib
+        self.namespace = self.cluster.add_manifest("TrainingNamespace", k8s.namespace(namespace))
         self.fsx_volume = self.cluster.add_manifest(
             "FsxVolume",
             k8s.fsx_persistent_volume(
-                file_system_id=storage.file_system.file_system_id,
-                dns_name=storage.dns_name,
-                mount_name=storage.mount_name,
+                file_system_id=base.file_system.file_system_id,
+                dns_name=base.file_system.dns_name,
+                mount_name=base.file_system.mount_name,
                 storage_capacity_gib=capacity,
             ),
-            k8s.fsx_persistent_volume_claim(
-                namespace_name=config.eks.training_namespace, storage_capacity_gib=capacity),
+            k8s.fsx_persistent_volume_claim(namespace_name=namespace,
+                                            storage_capacity_gib=capacity),
         )
         self.fsx_volume.node.add_dependency(self.namespace)
         self.fsx_volume.node.add_dependency(self.addons["aws_fsx_csi_driver"])
         self.training_runtime = self.cluster.add_manifest(
             "NeuronTrainingRuntime",
-            k8s.neuron_training_runtime(config.instance,
-                                        image=self.props.training_image.image_uri),
+            k8s.neuron_training_runtime(self.props.shape.instance,
+                                        image=base.training_image.image_uri),
         )
         # The ClusterTrainingRuntime CRD and its validating webhook come with the chart; the
         # image it names exists once the build is done (the tag is known before).
         self.training_runtime.node.add_dependency(self.trainer_chart)
-        self.training_runtime.node.add_dependency(self.props.training_image.build)
-
-    def _acknowledge(self) -> None:
-        """cdk-nag findings on roles and functions that EKS or aws-eks-v2 define."""
-        acknowledge(self.cluster.role, managed_policy_finding("AmazonEKSClusterPolicy"),
-                    "The EKS cluster service role needs the AWS managed AmazonEKSClusterPolicy "
-                    "(EKS user guide, 'cluster-iam-role').")
-        for policy, why in NODE_POLICIES.items():
-            acknowledge(self.node_role, managed_policy_finding(policy),
-                        f"EKS node role policy required by EKS ({why}); EKS user guide "
-                        "'create-node-role'. The CNI policy is not on the node role.")
-        acknowledge(self.node.find_child("VpcCniRole"),
-                    managed_policy_finding("AmazonEKS_CNI_Policy"),
-                    "The VPC CNI (aws-node, via Pod Identity) needs AmazonEKS_CNI_Policy to "
-                    "attach ENIs and assign pod IPs; EKS user guide 'cni-iam-role'.")
-        provider = self.cluster.kubectl_provider
-        assert provider is not None
-        handler = provider.node.find_child("Handler")
-        on_event = provider.node.find_child("Provider").node.find_child("framework-onEvent")
-        lambda_reason = ("aws-eks-v2's kubectl provider Lambda (defined by aws-cdk-lib) logs to "
-                         "CloudWatch and runs in the private subnets to reach the private "
-                         "API endpoint")
-        for scope in (handler, on_event):
-            skip_library_function_checks(scope)
-            acknowledge(scope, LAMBDA_BASIC_EXECUTION, lambda_reason)
-            acknowledge(scope,
-                        managed_policy_finding("service-role/AWSLambdaVPCAccessExecutionRole"),
-                        lambda_reason)
-        acknowledge(handler, managed_policy_finding("AmazonEC2ContainerRegistryReadOnly"),
-                    "aws-eks-v2's kubectl handler pulls Helm charts from OCI registries in ECR.")
-        condition = handler.node.find_child("HasEcrPublic")
-        acknowledge(handler, ECR_PUBLIC_FINDING.replace(
-                        "{condition}", Stack.of(self).get_logical_id(condition)),
-                    "aws-eks-v2's kubectl handler logs in to ECR Public (read only) to pull the "
-                    "Neuron Helm chart from oci://public.ecr.aws/neuron.")
-        acknowledge(handler, "AwsSolutions-L1",
-                    "The kubectl handler's runtime is chosen by aws-cdk-lib 2.275.0 to match "
-                    "its bundled kubectl/helm; it cannot be set here.")
-        acknowledge(on_event, "AwsSolutions-IAM5[Resource::<{}.Arn>:*]".format(
-                    Stack.of(self).get_logical_id(handler.node.default_child)),
-                    "The custom resource framework invokes the kubectl handler and its "
-                    "versions (ARN:*); aws-cdk-lib defines it.")
+        self.training_runtime.node.add_dependency(base.training_image.build)
 
     def outputs(self) -> dict[OutputKey, str]:
         """EKS outputs: cluster, kubeconfig command, namespace, PVC, runtime, node group."""
@@ -464,16 +364,8 @@ class EksOrchestrator(Construct):
             OutputKey.EKS_CLUSTER_ARN: self.cluster.cluster_arn,
             OutputKey.EKS_UPDATE_KUBECONFIG: (
                 f"aws eks update-kubeconfig --region {region} --name {self.cluster.cluster_name}"),
-            OutputKey.EKS_TRAINING_NAMESPACE: self.props.config.eks.training_namespace,
+            OutputKey.EKS_TRAINING_NAMESPACE: self.props.settings.training_namespace,
             OutputKey.EKS_FSX_PVC_NAME: k8s.FSX_PVC_NAME,
             OutputKey.EKS_TRAINING_RUNTIME: k8s.TRAINING_RUNTIME_NAME,
             OutputKey.EKS_TRAINIUM_NODEGROUP: self.trainium_nodegroup.nodegroup_name,
         }
-
-
-ECR_PUBLIC_FINDING = (
-    'AwsSolutions-IAM4[Policy::{"Fn::If":["{condition}",{"Fn::Join":["",["arn:",'
-    '{"Ref":"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},'
-    '{"Ref":"AWS::NoValue"}]}]'
-)
-"""IAM4 finding of the conditional ECR Public policy aws-eks-v2 gives its kubectl handler."""

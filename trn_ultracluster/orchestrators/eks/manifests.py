@@ -1,7 +1,6 @@
 """Builders for the Kubernetes objects of the EKS orchestrator (plain dicts).
 
-Only the standard library and the instance catalog are imported, so the job CLI (issue 6)
-can build a TrainJob with the same names and per-node resources the stack uses.
+Only the standard library and the contracts are imported, so the job CLI can build a TrainJob with the same names and per-node resources the stack uses.
 
 Sources of the names used below:
 
@@ -21,9 +20,11 @@ Sources of the names used below:
   kubernetes-sigs/aws-fsx-csi-driver ``examples/kubernetes/static_provisioning``.
 - ClusterTrainingRuntime layout (``replicatedJobs[name=node]``, container ``node``, label
   ``trainer.kubeflow.org/trainjob-ancestor-step: trainer``): Kubeflow Trainer 2.3.0 chart,
-  ``runtime-torch-distributed.yaml`` and the CRDs in ``../shared/k8s-schemas``.
+  ``runtime-torch-distributed.yaml`` and its CRDs (vendored for the tests in
+  ``tests/fixtures/kubeflow-trainer-2.3.0``).
 - Neuron multi-node environment (``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``,
-  ``NEURON_CC_FLAGS=--cache_dir=...``): Neuron docs, multi-node setup; project DESIGN §5.
+  ``NEURON_CC_FLAGS=--cache_dir=...``): Neuron docs, multi-node setup (see
+  :mod:`trn_ultracluster.contracts.neuron_env`).
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
 
     Trainer 2.3.0's torch policy has no processes-per-node field: the TrainJob sets
     ``spec.trainer.numProcPerNode`` to :func:`neuron_processes_per_node` (the job CLI's
-    ``trn_ultracluster.cli.eks.train_job`` does); Trainer's default ``auto`` would start one
+    ``trn_ultracluster.cli.backends.trainjob.train_job`` does); Trainer's default ``auto`` would start one
     process per CPU on a node without GPUs.
 
     Args:

@@ -9,19 +9,24 @@
   JSON on stdin;
 - ``link-status ASSOCIATIONS TASKS``: the state of its data repository association and the
   association's metadata import, from two saved JSON answers;
-- ``env-file [--set NAME=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
-- ``env-get NAME``: one value of that environment (empty when absent);
+- ``env-file [--set MEMBER=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
+- ``env-get MEMBER``: one value of that environment (empty when absent);
 - ``fsx-get KEY``: one value of the ``fsx`` section (JSON booleans as ``true``/``false``);
 - ``enroot-config-dir HOME UID GID``: where Enroot reads a user's ``.credentials``.
 
 Inputs:
 
 - ``trn_ultracluster.json`` (written by the stack next to this file,
-  ``trn_ultracluster/constructs/hyperpod.py`` ``lifecycle_file``)::
+  ``trn_ultracluster/orchestrators/hyperpod_slurm/lifecycle.py`` ``lifecycle_file``)::
 
       {"groups": {"controller": str, "login": str | null, "workers": [str, ...]},
        "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
-       "env": {NAME: value, ...}}
+       "names": {MEMBER: VARIABLE, ...},
+       "env": {VARIABLE: value, ...}}
+
+  ``names`` is the project's ``JobEnv`` contract (``trn_ultracluster/contracts/hyperpod.py``):
+  the scripts name variables by its members (``FSX_MOUNT_POINT``), never by copies of the
+  variable names.
 
 - HyperPod's resource config (``$SAGEMAKER_RESOURCE_CONFIG_PATH``, default
   ``/opt/ml/config/resource_config.json``): ``InstanceGroups[].Name`` and
@@ -201,15 +206,30 @@ def link_status(associations: dict[str, Any], tasks: dict[str, Any]) -> str:
     return f"{'wait' if last in TASK_RUNNING else 'ready'} import-{last}"
 
 
-def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> str:
-    """Shell-sourceable ``export NAME='value'`` lines of ``cluster["env"]`` and ``extra``
-    (which wins), sorted by name.
+def variable(cluster: dict[str, Any], member: str) -> str:
+    """The job-environment variable of the contract member ``member`` (``cluster["names"]``).
 
     Raises:
-        LifecycleError: a name is not an upper-case shell variable name.
+        LifecycleError: the lifecycle file has no such member.
+    """
+    names = cluster.get("names", {})
+    if member not in names:
+        raise LifecycleError(f"no job environment member {member!r} in the lifecycle file "
+                             f"(known: {', '.join(sorted(names)) or 'none'})")
+    return str(names[member])
+
+
+def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> str:
+    """Shell-sourceable ``export NAME='value'`` lines of ``cluster["env"]`` and ``extra``
+    (member -> value; it wins), sorted by name.
+
+    Raises:
+        LifecycleError: a name is not an upper-case shell variable name, or an ``extra``
+            member is unknown.
     """
     lines = ["# Written by the TrnUltraCluster lifecycle scripts; source it in job scripts."]
-    values = {**cluster.get("env", {}), **(extra or {})}
+    values = {**cluster.get("env", {}),
+              **{variable(cluster, member): value for member, value in (extra or {}).items()}}
     for name, value in sorted(values.items()):
         if not ENV_NAME_RE.match(name):
             raise LifecycleError(f"env name {name!r} is not an upper-case shell variable name")
@@ -270,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     env = sub.add_parser("env-file")
     env.add_argument("--set", type=_assignment, action="append", default=[])
     env_get = sub.add_parser("env-get")
-    env_get.add_argument("name")
+    env_get.add_argument("member")
     fsx_get = sub.add_parser("fsx-get")
     fsx_get.add_argument("key")
     enroot = sub.add_parser("enroot-config-dir")
@@ -297,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "env-file":
             sys.stdout.write(env_file(load_json(args.cluster), dict(args.set)))
         elif args.command == "env-get":
-            print(load_json(args.cluster).get("env", {}).get(args.name, ""))
+            cluster = load_json(args.cluster)
+            print(cluster.get("env", {}).get(variable(cluster, args.member), ""))
         elif args.command == "fsx-get":
             value = load_json(args.cluster).get("fsx", {}).get(args.key, "")
             print(json.dumps(value) if isinstance(value, bool) else value)

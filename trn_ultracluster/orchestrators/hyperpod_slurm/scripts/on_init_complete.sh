@@ -69,11 +69,11 @@ lcs() { python3 "${LCS_DIR}/lcs.py" --resource-config "${RESOURCE_CONFIG}" \
 [[ -f "${CLUSTER_JSON}" ]] || fail "${CLUSTER_JSON} not found; the lifecycle bucket is incomplete"
 # The shared-storage layout comes from the stack (trn_ultracluster/contracts/shared_storage.py, written
 # into trn_ultracluster.json), so jobs on every orchestrator use the same paths.
-FSX_MOUNT_POINT="$(lcs env-get TRN_FSX_MOUNT_POINT)"
-NEURON_CACHE_DIR="$(lcs env-get TRN_NEURON_CACHE_DIR)"
-REGION="$(lcs env-get TRN_REGION)"
+FSX_MOUNT_POINT="$(lcs env-get FSX_MOUNT_POINT)"
+NEURON_CACHE_DIR="$(lcs env-get NEURON_CACHE_DIR)"
+REGION="$(lcs env-get REGION)"
 [[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" && -n "${REGION}" ]] \
-  || fail "TRN_FSX_MOUNT_POINT, TRN_NEURON_CACHE_DIR and TRN_REGION must be in ${CLUSTER_JSON}"
+  || fail "the job environment of ${CLUSTER_JSON} lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION"
 STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"
 FSX_ID="" FSX_DNS="" FSX_MOUNT_NAME=""
 
@@ -247,7 +247,7 @@ mount_fsx() {
 # code, virtual environments and Enroot credentials are the same on every node.
 setup_homes() {
   local user uid gid home registry
-  registry="$(lcs env-get TRN_ECR_REGISTRY)"
+  registry="$(lcs env-get ECR_REGISTRY)"
   mkdir -p "${ROOT}${FSX_MOUNT_POINT}/home"
   while IFS=: read -r user _ uid gid _ home _; do
     if (( uid < 1000 || uid >= 60000 )); then
@@ -310,7 +310,7 @@ write_environment() {
   chmod 1777 "${ROOT}${NEURON_CACHE_DIR}"
   local tmp
   tmp="$(mktemp "${ROOT}${STATE_DIR}/env.XXXXXX")"
-  lcs env-file --set "TRN_FSX_FILE_SYSTEM_ID=${FSX_ID}" > "${tmp}"
+  lcs env-file --set "FSX_FILE_SYSTEM_ID=${FSX_ID}" > "${tmp}"
   chmod 644 "${tmp}"
   mv -f "${tmp}" "${ROOT}${STATE_DIR}/env"
   log "wrote ${STATE_DIR}/env"
@@ -333,7 +333,7 @@ check_container_tools() {
   fi
 }
 
-# Controller only: does slurmctld serve the stack's partitions (TRN_PARTITIONS, the worker
+# Controller only: does slurmctld serve the stack's partitions (PARTITIONS, the worker
 # groups' PartitionNames)? HyperPod writes slurm.conf from SlurmConfig and starts slurmctld,
 # possibly while this script runs (awslabs/awsome-distributed-training
 # .../Extensions/detect-node/README.md: OnInitComplete "can run before or in parallel with
@@ -341,7 +341,7 @@ check_container_tools() {
 # base-config's wait_for_slurm_conf (60 s, result ignored) does.
 check_slurm_partitions() {
   local partitions partition missing deadline=$(( SECONDS + SLURM_CHECK_S ))
-  partitions="$(lcs env-get TRN_PARTITIONS)"
+  partitions="$(lcs env-get PARTITIONS)"
   while true; do
     missing=""
     for partition in ${partitions//,/ }; do

@@ -1,0 +1,119 @@
+"""Pinned versions, add-ons, charts and names of the EKS orchestrator, with their sources.
+
+Facts used here and their sources:
+
+- Kubernetes 1.36: the newest version with an EKS AL2023 Neuron AMI
+  (awslabs/amazon-eks-ami release v20260818 publishes
+  ``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; SSM
+  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``)
+  and the newest ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36).
+  The kubectl layer matches it: ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI).
+- Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
+  2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
+  ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
+  ``charts/neuron-helm-chart/values.yaml`` and README). The chart's extra kube-scheduler
+  (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no pod of the stack names it
+  (``schedulerName``), and whole-node pods need no contiguous-core placement.
+- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` v0.5.20 in
+  ``https://aws.github.io/eks-charts`` (aws/eks-charts ``stable/aws-efa-k8s-device-plugin/Chart.yaml``,
+  release v0.0.238 "Adding efa release 0.5.20"); values ``nodeSelector`` and
+  ``tolerations`` (``templates/daemonset.yaml``).
+- Kubeflow Trainer chart 2.3.0, ``oci://ghcr.io/kubeflow/charts/kubeflow-trainer``
+  (pinned with the chart above). It installs JobSet too: kubeflow/trainer
+  ``charts/kubeflow-trainer/Chart.yaml`` (version 2.3.0) lists the dependency ``jobset``
+  0.12.0 from ``oci://registry.k8s.io/jobset/charts`` with ``condition: jobset.install``,
+  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``.
+- Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
+  ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
+  ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
+  and "Use Pod Identity with the VPC CNI / FSx CSI driver".
+- Pod Identity trust: principal ``pods.eks.amazonaws.com``, actions ``sts:AssumeRole``
+  and ``sts:TagSession`` (EKS user guide, "pod-id-role"); ``ServicePrincipal(...)
+  .with_session_tags()`` writes both in one statement.
+- FSx CSI controller: ``fsx:DescribeFileSystems`` is in the driver's IAM policy
+  (kubernetes-sigs/aws-fsx-csi-driver ``docs/install.md``, "Set up driver permissions").
+  The rest of that policy (create/delete/update file systems, S3 data repositories) is for
+  dynamic provisioning and volume expansion, which a static volume does not use.
+- Node role policies ``AmazonEKSWorkerNodePolicy`` and
+  ``AmazonEC2ContainerRegistryPullOnly`` (EKS user guide, "create-node-role").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Duration, Fn, Stack
+from aws_cdk import aws_eks_v2 as eks
+
+__all__ = [
+    "ADMIN_POLICY",
+    "CONTROL_PLANE_LOG_GROUP",
+    "EFA_PLUGIN_CHART",
+    "FSX_CSI_SERVICE_ACCOUNT",
+    "HelmChartPin",
+    "KUBERNETES_VERSION",
+    "NEURON_CHART",
+    "NODE_POLICIES",
+    "SYSTEM_NODES",
+    "TRAINER_CHART",
+    "TRAINER_INSTALL_TIMEOUT",
+    "VPC_CNI_SERVICE_ACCOUNT",
+    "stack_unique_name",
+]
+
+KUBERNETES_VERSION = eks.KubernetesVersion.V1_36
+"""Newest version with an EKS AL2023 Neuron AMI and in aws-cdk-lib 2.275.0 (see module doc)."""
+SYSTEM_NODES = 2
+"""On-demand system nodes for controllers and add-ons (two, for one failure)."""
+NODE_POLICIES = {
+    "AmazonEKSWorkerNodePolicy": "nodes describe EC2 and join the cluster",
+    "AmazonEC2ContainerRegistryPullOnly": "nodes pull images from ECR, read only",
+}
+"""Managed policies of the node role (name -> why): join the cluster, pull images, nothing
+else (EKS user guide, "create-node-role")."""
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"
+FSX_CSI_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+KUBE_SYSTEM = "kube-system"
+
+
+@dataclass(frozen=True)
+class HelmChartPin:
+    """A Helm chart at a pinned version (never "latest") and the namespace it goes to."""
+
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+
+
+NEURON_CHART = HelmChartPin(
+    "neuron-helm-chart", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0", KUBE_SYSTEM)
+EFA_PLUGIN_CHART = HelmChartPin(
+    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.20", KUBE_SYSTEM)
+TRAINER_CHART = HelmChartPin(
+    "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
+    "kubeflow-system")
+TRAINER_INSTALL_TIMEOUT = Duration.minutes(10)
+"""``helm --wait`` timeout of the Kubeflow Trainer chart. The install runs inside aws-eks-v2's
+kubectl handler, a Lambda function with a 15-minute timeout (aws-cdk-lib 2.275.0
+``aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; Lambda's maximum),
+which also pulls the chart and runs helm: 10 minutes leaves it that margin, so a slow
+rollout fails with helm's message instead of a Lambda timeout."""
+ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+"""EKS access policy for cluster-wide admin (EKS user guide, "Review access policy
+permissions")."""
+
+
+def stack_unique_name(stack: Stack) -> str:
+    """``<stack name>-<first 8 hex digits of the stack id's UUID>`` (a deploy-time token):
+    unique per stack instance. A stack id is
+    ``arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>`` (CloudFormation
+    ``AWS::StackId`` pseudo parameter). EKS cluster names allow 100 characters of letters,
+    digits, ``-`` and ``_`` (EKS API reference, CreateCluster ``name``)."""
+    uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
+    return Fn.join("-", [stack.stack_name, Fn.select(0, Fn.split("-", uuid))])
+
+
+CONTROL_PLANE_LOG_GROUP = "/aws/eks/{cluster}/cluster"
+"""Where EKS sends control-plane logs (EKS user guide, "Send control plane logs to
+CloudWatch Logs"; AWS Knowledge Center, "eks-get-control-plane-logs")."""
