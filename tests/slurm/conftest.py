@@ -103,7 +103,7 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
 class LocalTransport:
     """The job CLI's controller transport for this machine: runs the controller script with
     ``bash`` here, as the SSM transports run it with ``bash`` on the HyperPod controller
-    (:mod:`trn_ultracluster.cli.slurm`), with ``SLURM_CONF`` pointing at the test cluster.
+    (:mod:`trn_ultracluster.cli.backends.ssm`), with ``SLURM_CONF`` pointing at the test cluster.
     As they do, a script that exits non-zero raises :class:`CliError` (CLUSTER)."""
 
     env: dict[str, str]

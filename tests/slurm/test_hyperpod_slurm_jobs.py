@@ -2,11 +2,11 @@
 (``conftest.py``), the job CLI's own commands, and the training program on CPU.
 
 What is real: the job CLI (``submit``, ``status``, ``logs``, ``cancel`` through
-:class:`~trn_ultracluster.cli.slurm.SlurmJobs`, with a transport that runs the controller
+:class:`~trn_ultracluster.cli.backends.slurm.SlurmJobs`, with a transport that runs the controller
 script with bash here instead of through SSM); the sbatch script exactly as ``submit``
 writes it (compared with ``submit --dry-run``); sbatch, srun, squeue, sacct, scancel and
 ``scontrol requeue``; the env file in the format of the HyperPod lifecycle scripts
-(``assets/hyperpod/lcs.py env-file``); torchrun with a c10d rendezvous on the first node of
+(the HyperPod lifecycle helper ``lcs.py env-file``); torchrun with a c10d rendezvous on the first node of
 the allocation, one torchrun per node; the training program's checkpoints and metrics.
 
 What stands in (Debian's Slurm has neither Pyxis nor HyperPod's auto-resume plugin, and
@@ -40,11 +40,13 @@ from pathlib import Path
 import pytest
 
 from tests.slurm.conftest import NODES, PARTITION, REPO, SHIMS, SlurmCluster, wait_until
-from tests.test_cli import outputs_values, write_outputs
+from tests.cli.helpers import outputs_values, write_outputs
 from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.cli.errors import ExitCode
-from trn_ultracluster.cli.main import _SLURM_DONE as ENDED  # the CLI's terminal states
-from trn_ultracluster.cli.slurm import RENDEZVOUS_PORT, SlurmJobs, pyxis_image
+from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
+from trn_ultracluster.cli.backends.slurm import ENDED_STATES as ENDED  # the CLI's terminal states
+from trn_ultracluster.cli.backends.slurm import RENDEZVOUS_PORT, SlurmJobs, pyxis_image
+from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.contracts.neuron_env import neuron_environment
 from trn_ultracluster.contracts.shared_storage import (
     ENV_FILE,
@@ -93,7 +95,7 @@ def cluster_files(slurm: SlurmCluster) -> Path:
     cluster_json.write_text(json.dumps({"env": env}))
     env_file = Path(ENV_FILE)
     env_file.parent.mkdir(parents=True)
-    done = subprocess.run([sys.executable, str(REPO / "assets/hyperpod/lcs.py"), "--cluster",
+    done = subprocess.run([sys.executable, str(REPO / "trn_ultracluster/orchestrators/hyperpod_slurm/scripts/lcs.py"), "--cluster",
                            str(cluster_json), "env-file"], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr
@@ -123,8 +125,8 @@ def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
         return code, out.getvalue(), err.getvalue()
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(main, "_slurm_jobs", lambda args, outputs: jobs(slurm))
-        patch.setattr(main, "_spec", lambda outputs: SPEC)
+        patch.setattr(HyperPodSlurmBackend, "connect", lambda self: jobs(slurm))
+        patch.setattr(StackOutputs, "instance_spec", lambda self: SPEC)
         yield run
 
 

@@ -1,28 +1,34 @@
-"""Checks of ``submit`` / ``smoke-test`` arguments, made before anything is sent.
+"""Checks of ``submit`` / ``smoke-test`` arguments, made before anything is sent, and the
+checked job they give (:class:`JobRequest`), which every job backend translates.
 
 Each check raises :class:`CliError` (USAGE) with the fix, so a job that cannot run never
 reaches the cluster: the recipe must run with ``trn_train train``, the directories must be
-on the shared file system every node mounts, the node count must fit the stack, and options
-are honoured on both orchestrators (``--env``, ``--time``) or rejected, never dropped.
+on the shared file system every node mounts, the node count must fit the stack (and be 1
+without EFA), the job name must suit every orchestrator, and options are honoured by every
+backend (``--env``, ``--time``) or rejected, never dropped. The checks live here only:
+backends trust a :class:`JobRequest`.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.cli.launch import Launch, validate_job_name
+from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_recipe
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
-__all__ = ["check_env", "check_nodes", "check_shared_dir", "check_train_recipe",
-           "time_limit_seconds"]
+__all__ = ["JobRequest", "check_env", "check_nodes", "check_shared_dir", "check_train_recipe",
+           "job_request", "time_limit_seconds"]
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """Environment names ``--env`` accepts: what bash can export (POSIX "Name": letters, digits
-and ``_``, not starting with a digit), which Kubernetes accepts too; one rule for both
-orchestrators."""
+and ``_``, not starting with a digit), which Kubernetes accepts too; one rule for every
+backend."""
 _TIME_RE = re.compile(
     r"^(?:(?P<days>\d+)-(?P<dh>\d+)(?::(?P<dm>\d+)(?::(?P<ds>\d+))?)?"
     r"|(?P<a>\d+)(?::(?P<b>\d+)(?::(?P<c>\d+))?)?)$")
@@ -127,3 +133,60 @@ def time_limit_seconds(value: str) -> int:
         raise CliError(f"--time must be more than 0, got {value!r}",
                        "leave --time out for no limit of its own (Slurm: the partition's)")
     return seconds
+
+
+ARGUMENTS_FIX = "fix the arguments (trn-ultracluster submit --help)"
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """A checked job, ready for a backend to translate; made by :func:`job_request`.
+
+    Attributes:
+        name: job name (:func:`~trn_ultracluster.cli.launch.validate_job_name`).
+        nodes: Trainium nodes, at least 1; 1 on an instance type without EFA.
+        launch: what to run.
+        image: training image URI.
+        env: extra environment of the training processes (names as :data:`ENV_NAME_RE`).
+        time_limit: ``--time`` as given (Slurm's format), or ``None`` for no limit.
+        time_limit_s: the same in seconds (at least 1), or ``None``.
+    """
+
+    name: str
+    nodes: int
+    launch: Launch
+    image: str
+    env: Mapping[str, str] = field(default_factory=dict)
+    time_limit: str | None = None
+    time_limit_s: int | None = None
+
+
+def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, image: str,
+                env: Mapping[str, str] | None = None,
+                time_limit: str | None = None) -> JobRequest:
+    """Check what every backend relies on and return the job.
+
+    Args:
+        name: job name.
+        nodes: node count (``submit`` checks it against the stack with :func:`check_nodes`).
+        spec: catalog entry of the stack's instance type (EFA or not).
+        launch: the program.
+        image: training image URI.
+        env: environment from :func:`check_env`.
+        time_limit: ``--time``, or ``None``.
+
+    Raises:
+        CliError: (USAGE) a bad ``--time`` or job name, fewer than 1 node, or more than one
+            node on a type without EFA.
+    """
+    seconds = time_limit_seconds(time_limit) if time_limit is not None else None
+    try:
+        validate_job_name(name)
+    except ValueError as err:
+        raise CliError(str(err), ARGUMENTS_FIX) from None
+    if nodes < 1:
+        raise CliError(f"--nodes must be at least 1, got: {nodes}", ARGUMENTS_FIX)
+    if nodes > 1 and not spec.supports_efa:
+        raise CliError(f"{spec.name} has no EFA: multi-node jobs need an EFA instance type",
+                       ARGUMENTS_FIX)
+    return JobRequest(name, nodes, launch, image, dict(env or {}), time_limit, seconds)

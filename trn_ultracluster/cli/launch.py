@@ -1,6 +1,6 @@
 """What a job runs: the torchrun program, an optional setup and the precompile pass.
 
-Both orchestrators run ``torchrun <program>`` on every node, one process per logical
+Every job backend runs ``torchrun <program>`` on every node, one process per logical
 NeuronCore (:attr:`InstanceSpec.logical_neuron_cores`):
 
 - EKS: Kubeflow Trainer's torch policy gives torchrun its node count, rank and master
@@ -9,9 +9,9 @@ NeuronCore (:attr:`InstanceSpec.logical_neuron_cores`):
   ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``; torchrun reads ``PET_<option>`` for each of its
   options, PyTorch ``torch/distributed/run.py``), so the command is plain ``torchrun``.
 - Slurm: the sbatch script adds ``--nnodes``, ``--nproc-per-node`` and a c10d rendezvous
-  on the first node (:mod:`trn_ultracluster.cli.slurm`).
+  on the first node (:mod:`trn_ultracluster.cli.backends.slurm`).
 
-The training program (issue 5) is ``python -m trn_train train --recipe ... --data-dir ...
+The training program is ``python -m trn_train train --recipe ... --data-dir ...
 --output-dir ... --steps ...`` (``training/trn_train/cli.py``); under torchrun that is
 ``torchrun ... -m trn_train train ...`` (torchrun ``-m/--module``).
 
@@ -106,7 +106,7 @@ def validate_job_name(name: str) -> str:
 
     The TrainJob CRD (Kubeflow Trainer 2.3.0) requires an RFC 1035 label of at most 63
     characters (``x-kubernetes-validations`` on the object: ``^[a-z]([-a-z0-9]*[a-z0-9])?$``);
-    Slurm job names follow the same rule here so one name works on both orchestrators.
+    Slurm job names follow the same rule here so one name works on every orchestrator.
     """
     if len(name) > 63 or not _NAME_RE.match(name):
         raise ValueError(f"job name {name!r} must be 1-63 lower-case letters, digits and '-', "

@@ -44,6 +44,7 @@ from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
+from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = ["Check", "EC2_TRN_QUOTA_NAME", "format_table", "run_preflight"]
@@ -100,7 +101,7 @@ def _quota_by_name(session: Any, service: str, name: str) -> float | None:
 
 def _quota(session: Any, config: ClusterConfig) -> Check:
     spec = config.instance
-    if config.orchestrator == "hyperpod-slurm":
+    if ORCHESTRATORS[config.orchestrator].node_quota == "sagemaker-cluster-instances":
         workers = sum(config.hyperpod_worker_counts.values())
         name = f"{spec.hyperpod_instance_type} for cluster usage"
         value = _quota_by_name(session, "sagemaker", name)

@@ -23,8 +23,8 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.cli.launch import Launch
+from trn_ultracluster.contracts.catalog import InstanceSpec
 
 __all__ = [
     "ALLREDUCE_SCRIPT",
@@ -81,7 +81,8 @@ dist.destroy_process_group()
 """Benchmark program: ``python script <sizes,comma,separated> <warmup> <iters>``.
 torch-xla API: ``xm.all_reduce(reduce_type, inputs, scale=...)``, ``xm.mark_step``,
 ``xm.wait_device_ops`` and the ``xla://`` init method (PyTorch/XLA docs, "Distributed").
-Not run here (no Trainium; XLA:CPU collectives across processes deadlock, DESIGN §7)."""
+Not run by the tests (they have no Trainium, and XLA:CPU collectives across processes
+deadlock)."""
 
 
 def smoke_launch(warmup: int = 5, iters: int = 20, script_path: str = SCRIPT_PATH) -> Launch:

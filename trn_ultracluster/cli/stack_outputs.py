@@ -16,13 +16,9 @@ from typing import Any
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.files import read_text
-from trn_ultracluster.contracts.outputs import (
-    DESCRIPTIONS,
-    EKS_KEYS,
-    FOUNDATION_KEYS,
-    HYPERPOD_KEYS,
-    OutputKey,
-)
+from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_instance
+from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
+from trn_ultracluster.contracts.outputs import DESCRIPTIONS, FOUNDATION_KEYS, OutputKey
 
 __all__ = ["StackOutputs", "expected_keys", "load_outputs", "outputs_from_aws", "outputs_from_file"]
 
@@ -32,15 +28,11 @@ USABLE_STATES = frozenset({"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBAC
 previous, working version after a failed update (CloudFormation user guide, "Stack status
 codes", https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/view-stack-events.html)."""
 
-ORCHESTRATOR_KEYS: dict[str, tuple[OutputKey, ...]] = {
-    "eks": EKS_KEYS,
-    "hyperpod-slurm": HYPERPOD_KEYS,
-}
-
-
 def expected_keys(orchestrator: str | None) -> tuple[OutputKey, ...]:
-    """Output keys a stack of this orchestrator has (foundation keys for an unknown one)."""
-    return FOUNDATION_KEYS + ORCHESTRATOR_KEYS.get(orchestrator or "", ())
+    """Output keys a stack of this orchestrator has (foundation keys for an unknown one;
+    each orchestrator's keys: :data:`trn_ultracluster.contracts.orchestrators.ORCHESTRATORS`)."""
+    facts = ORCHESTRATORS.get(orchestrator or "")
+    return FOUNDATION_KEYS + (facts.output_keys if facts else ())
 
 
 @dataclass(frozen=True)
@@ -87,6 +79,19 @@ class StackOutputs:
                 "--outputs-file cdk.out/outputs.json) and retry",
                 ExitCode.STACK,
             ) from None
+
+    def instance_spec(self) -> InstanceSpec:
+        """The catalog entry of the stack's ``InstanceType``.
+
+        Raises:
+            CliError: (STACK) the output is missing, or names a type this CLI's catalog
+                lacks (a stack deployed by a newer version).
+        """
+        try:
+            return get_instance(self.get(OutputKey.INSTANCE_TYPE))
+        except UnknownInstanceTypeError as err:
+            raise CliError(str(err), "upgrade the CLI to the stack's version",
+                           ExitCode.STACK) from None
 
     def int_value(self, key: OutputKey) -> int:
         """An integer output (node counts)."""

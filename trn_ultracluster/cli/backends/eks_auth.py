@@ -96,8 +96,9 @@ def eks_api_client(session: Any, region: str, cluster_name: str) -> Any:
     configuration.host = cluster["endpoint"]
     configuration.ssl_ca_cert = ca_path
     # The client's auth settings read the token under "BearerToken" and take the prefix from
-    # that key only (kubernetes 36.x configuration.py auth_settings, issue #2595), as its own
-    # kubeconfig loader sets them.
+    # that key only (kubernetes 36.x configuration.py auth_settings,
+    # https://github.com/kubernetes-client/python/issues/2595), as its own kubeconfig loader
+    # sets them.
     configuration.api_key_prefix["BearerToken"] = "Bearer"
 
     def refresh(config: Any) -> None:

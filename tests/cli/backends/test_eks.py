@@ -1,32 +1,37 @@
-"""The job CLI against a local Kubernetes API server: real HTTP, real JSON and text bodies,
-the official client (``kubernetes.client.ApiClient``) unchanged.
+"""The ``eks`` job backend through the CLI: submit, status, logs and cancel with the official
+Kubernetes client, against the client's API methods and against a local Kubernetes API
+server (real HTTP, real JSON and text bodies, the client unchanged).
 
 The fake server answers the paths the CLI calls (Kubernetes API reference: ``GET
 /api/v1/namespaces/{ns}/pods?labelSelector=...``, ``GET /api/v1/namespaces/{ns}/pods/{pod}/log``
 with ``container`` and ``tailLines``, which answers ``text/plain``; the Trainer CRD's
 ``/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs``) the way an API server does,
 errors as a ``Status`` object. The CLI reaches it through a kubeconfig context
-(``--kube-context``), so no client method is replaced.
+(``--kube-context``), or with AWS credentials (EKS DescribeCluster stubbed), so no client
+method is replaced.
 
 Regression covered: kubernetes client 36.x returns ``read_namespaced_pod_log`` as the repr of
 the body's bytes (``"b'...'"``), or as the repr of a dict when the log is one JSON line
-(kubernetes-client/python issue #2596).
+(https://github.com/kubernetes-client/python/issues/2596).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 import yaml
 
-from tests.test_cli import fake_aws_env, outputs_values, run, write_outputs  # noqa: F401
+from tests.cli.helpers import StubSession, outputs_values, run, write_outputs
 from trn_ultracluster.cli.errors import ExitCode
+from trn_ultracluster.orchestrators.eks.manifests import TRAINER_NODE
 
 NAMESPACE = "training"
 TOKEN = "t0ken"
@@ -249,18 +254,12 @@ def test_logs_through_eks_auth_without_kubeconfig(capsys, tmp_path, monkeypatch)
     import boto3
     from botocore.stub import Stubber
 
-    from trn_ultracluster.cli import main as cli
+    from trn_ultracluster.cli.commands import common
 
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     eks = boto3.client("eks", region_name="us-west-2")
     sts = boto3.client("sts", region_name="us-west-2", aws_access_key_id="AKIDEXAMPLE",
                        aws_secret_access_key="secret")
-
-    class StubSession:
-        region_name = "us-west-2"
-
-        def client(self, name, region_name=None):
-            return {"eks": eks, "sts": sts}[name]
 
     with FakeKubeApi() as api, Stubber(eks) as stub:
         api.logs["job-a-node-0-0-x7k2p"] = LOG.encode()
@@ -268,8 +267,75 @@ def test_logs_through_eks_auth_without_kubeconfig(capsys, tmp_path, monkeypatch)
             "name": "value-of-EksClusterName", "endpoint": api.url,
             "certificateAuthority": {"data": base64.b64encode(b"unused over http").decode()}}},
             {"name": "value-of-EksClusterName"})
-        monkeypatch.setattr(cli, "_session", lambda args, outputs: StubSession())
+        monkeypatch.setattr(common, "stack_session",
+                            lambda args, outputs: StubSession(eks=eks, sts=sts))
         outputs = write_outputs(tmp_path, outputs_values("eks"))
         code, out, err = run(capsys, "logs", "--outputs-file", str(outputs), "job-a")
     assert code == 0, err
     assert out == LOG
+
+
+# --- the client's API methods replaced ------------------------------------------------------
+
+
+def test_eks_submit_status_logs_cancel(capsys, tmp_path, monkeypatch):
+    from kubernetes import client as k8s
+
+    from trn_ultracluster.cli.backends import eks, trainjob
+
+    store: dict[str, dict] = {}
+    api = k8s.ApiClient()
+
+    class Custom:
+        def create_namespaced_custom_object(self, group, version, ns, plural, body):
+            assert (group, version, ns, plural) == ("trainer.kubeflow.org", "v1alpha1", "training", "trainjobs")
+            store[body["metadata"]["name"]] = {**body, "status": {"conditions": [
+                {"type": "Complete", "status": "True"}]}}
+            return body
+
+        def get_namespaced_custom_object(self, group, version, ns, plural, name):
+            if name not in store:
+                raise k8s.exceptions.ApiException(status=404, reason="Not Found")
+            return store[name]
+
+        def delete_namespaced_custom_object(self, group, version, ns, plural, name):
+            store.pop(name)
+
+    class Core:
+        def list_namespaced_pod(self, ns, label_selector):
+            assert label_selector == ("jobset.sigs.k8s.io/jobset-name=job-a,"
+                                      "batch.kubernetes.io/job-completion-index=0")
+            return SimpleNamespace(items=[SimpleNamespace(metadata=SimpleNamespace(name="job-a-node-0-0"))])
+
+        def read_namespaced_pod_log(self, pod, ns, container, **kw):
+            assert container == TRAINER_NODE == "node"
+            assert kw == {"_preload_content": False}  # the raw body (see the API server tests)
+            return SimpleNamespace(data=b"loss 2.0\n", release_conn=lambda: None)
+
+    def connect(namespace, **kwargs):
+        assert kwargs["cluster_name"] == "value-of-EksClusterName" and kwargs["context"] is None
+        client = trainjob.TrainJobClient(namespace, api)
+        client.custom, client.core = Custom(), Core()
+        return client
+
+    monkeypatch.setattr(eks, "trainjob_client", connect)
+    path = write_outputs(tmp_path, outputs_values("eks"))
+    base = ["--outputs-file", str(path)]
+    code, out, _ = run(capsys, "submit", *base, "--name", "job-a", "--recipe", "llama-1b",
+                       "--steps", "10", "--data-dir", "/fsx/d")
+    assert code == 0 and out.startswith("submitted job-a (2 x trn1.32xlarge)")
+    code, out, _ = run(capsys, "status", *base, "job-a")
+    assert re.match(r"job-a\s+Complete\s+nodes=2", out)
+    assert run(capsys, "logs", *base, "job-a")[1] == "loss 2.0\n"
+    assert run(capsys, "cancel", *base, "job-a")[0] == 0
+    code, _, err = run(capsys, "status", *base, "job-a")
+    assert code == ExitCode.CLUSTER and "Kubernetes API 404" in err
+
+
+def test_eks_with_an_unusable_kube_context(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    path = write_outputs(tmp_path, outputs_values("eks"))
+    code, _, err = run(capsys, "status", "--outputs-file", str(path), "--kube-context", "dev")
+    assert code == ExitCode.CLUSTER
+    assert "kubeconfig context 'dev' is not usable" in err
+    assert "leave --kube-context out" in err

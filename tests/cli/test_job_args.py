@@ -1,18 +1,17 @@
-"""`submit` checks everything it can before anything is sent (issue 10): node count within
-the stack, a recipe that runs with `train`, data and output directories on the shared file
-system, and options each orchestrator honours (`--env` and `--time` on both)."""
+"""The checks of ``submit`` and ``smoke-test`` arguments, made once before any backend gets
+the job: node count within the stack (and 1 without EFA), a recipe that runs with
+``train``, data and output directories on the shared file system, the job name, and options
+every backend honours (``--env`` and ``--time``)."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import pytest
 import yaml
 
-from tests.test_cli import fake_aws_env, outputs_values, run, write_outputs  # noqa: F401
-from trn_ultracluster.cli import main as cli
+from tests.cli.helpers import outputs_values, run, write_outputs
+from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.errors import ExitCode
 from trn_ultracluster.contracts.recipes import RECIPES
 
@@ -21,11 +20,12 @@ GOOD = {"--recipe": "llama-1b", "--steps": "10", "--data-dir": "/fsx/datasets/wi
 
 @pytest.fixture
 def never_sent(monkeypatch):
-    """Fail the test if the CLI tries to reach the cluster."""
+    """Fail the test if the CLI tries to reach the cluster, whatever the backend."""
     def refuse(*_):
         raise AssertionError("the job was sent to the cluster")
 
-    monkeypatch.setattr(cli, "_job_client", refuse)
+    for backend in BACKENDS.values():
+        monkeypatch.setattr(backend, "connect", refuse)
 
 
 def submit(capsys, tmp_path, orchestrator="eks", *extra, dry_run=True, **options):
@@ -76,47 +76,6 @@ def test_every_data_parallel_recipe_is_accepted(capsys, tmp_path):
         assert (code == 0) is (not recipe.needs_model_parallel), (name, err)
 
 
-def test_default_nodes_of_a_stack_scaled_to_zero_is_one(capsys, tmp_path):
-    values = outputs_values("eks")
-    values["NodeCountDesired"] = "0"
-    path = write_outputs(tmp_path, values)
-    code, out, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run",
-                         *[x for kv in GOOD.items() for x in kv])
-    assert code == 0, err
-    assert yaml.safe_load(out)["spec"]["trainer"]["numNodes"] == 1
-
-
-ENV_VALUE = "it's \"quoted\" $HOME `date` \\ end"
-
-
-def test_env_is_exported_in_the_sbatch_script(capsys, tmp_path):
-    """HyperPod honours --env: exported after the stack's env file, quoted for bash, so srun
-    passes it into the container like the Neuron environment."""
-    code, script, err = submit(capsys, tmp_path, "hyperpod-slurm", "--env", f"MY_VAR={ENV_VALUE}",
-                               "--env", "NEURON_RT_LOG_LEVEL=INFO")
-    assert code == 0, err
-    lines = script.splitlines()
-    exports = [ln for ln in lines if ln.startswith("export MY_VAR=") or
-               ln.startswith("export NEURON_RT_LOG_LEVEL=")]
-    assert len(exports) == 2
-    assert lines.index(exports[0]) > next(i for i, ln in enumerate(lines) if ln.startswith("source "))
-    done = subprocess.run(["bash", "-c", "\n".join(exports) + '\nprintf %s "$MY_VAR"'],
-                          capture_output=True, text=True)
-    assert done.stdout == ENV_VALUE
-    path = tmp_path / "job.sbatch"
-    path.write_text(script)
-    shellcheck = shutil.which("shellcheck") or str(__import__("pathlib").Path(
-        __import__("sys").executable).parent / "shellcheck")
-    checked = subprocess.run([shellcheck, "-s", "bash", str(path)], capture_output=True, text=True)
-    assert checked.returncode == 0, checked.stdout
-
-
-def test_env_on_eks_is_in_the_trainer(capsys, tmp_path):
-    code, out, err = submit(capsys, tmp_path, "eks", "--env", f"MY_VAR={ENV_VALUE}")
-    assert code == 0, err
-    assert yaml.safe_load(out)["spec"]["trainer"]["env"] == [{"name": "MY_VAR", "value": ENV_VALUE}]
-
-
 @pytest.mark.parametrize("value, seconds", [
     ("90", 5400), ("90:30", 5430), ("2:00:00", 7200), ("2-00:00:00", 172800), ("1-12", 129600),
     ("1-0:30", 88200),
@@ -131,9 +90,23 @@ def test_time_on_eks_is_the_trainjobs_deadline(capsys, tmp_path, value, seconds)
     assert re.search(rf"^#SBATCH --time={re.escape(value)}$", script, re.M)
 
 
-def test_smoke_test_time_on_eks(capsys, tmp_path):
-    path = write_outputs(tmp_path, outputs_values("eks"))
-    code, out, err = run(capsys, "smoke-test", "--outputs-file", str(path), "--dry-run",
-                         "--time", "30")
-    assert code == 0, err
-    assert yaml.safe_load(out)["spec"]["activeDeadlineSeconds"] == 1800
+def test_single_node_type_refuses_multi_node(capsys, tmp_path):
+    path = write_outputs(tmp_path, outputs_values("eks", "trn1.2xlarge"))
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe",
+                       "llama-tiny", "--steps", "1", "--data-dir", "/fsx/d", "--nodes", "2")
+    assert code == ExitCode.USAGE
+    assert "trn1.2xlarge has no EFA: multi-node jobs need an EFA instance type" in err
+
+
+@pytest.mark.parametrize("orchestrator", ["eks", "hyperpod-slurm"])
+@pytest.mark.parametrize("command", ["submit", "smoke-test"])
+def test_a_bad_job_name_is_refused_the_same_on_every_backend(capsys, tmp_path, never_sent,
+                                                             orchestrator, command):
+    path = write_outputs(tmp_path, outputs_values(orchestrator))
+    argv = [command, "--outputs-file", str(path), "--name", "Job_A"]
+    if command == "submit":
+        argv += [x for kv in GOOD.items() for x in kv]
+    code, _, err = run(capsys, *argv)
+    assert code == ExitCode.USAGE
+    assert "error: job name 'Job_A' must be 1-63 lower-case letters, digits and '-'" in err
+    assert "fix: fix the arguments (trn-ultracluster submit --help)" in err

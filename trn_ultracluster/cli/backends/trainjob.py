@@ -1,19 +1,19 @@
-"""EKS jobs: a Kubeflow Trainer ``TrainJob`` on the stack's Neuron ``ClusterTrainingRuntime``.
+"""Kubeflow Trainer ``TrainJob``: the manifest of a job and the client that runs it.
 
-The runtime (created by the stack, output ``EksTrainingRuntimeName``) holds the pod
+The stack's ``ClusterTrainingRuntime`` (output ``EksTrainingRuntimeName``) holds the pod
 template: tolerations, node selector, the FSx claim at ``/fsx``, the Neuron/EFA
 environment. The TrainJob names the image, the command, the node count, the processes
 per node and the per-node resources, the last two from the instance catalog.
 
-API: ``trainer.kubeflow.org/v1alpha1`` ``TrainJob`` (Kubeflow Trainer 2.3.0 CRD,
-``../shared/k8s-schemas/kubeflow-trainer-2.3.0/trainer.kubeflow.org_trainjobs.yaml``).
+API: ``trainer.kubeflow.org/v1alpha1`` ``TrainJob`` (the Kubeflow Trainer 2.3.0 CRD
+``trainer.kubeflow.org_trainjobs.yaml``, kubeflow/trainer ``manifests/base/crds``).
 Resource names: ``aws.amazon.com/neuron`` (one per Trainium chip, Neuron device plugin) and
 ``vpc.amazonaws.com/efa`` (one per EFA interface, EFA device plugin; EKS user guide
 "node-efa"). Pods of a TrainJob carry the JobSet label ``jobset.sigs.k8s.io/jobset-name``
 = the TrainJob name (kubernetes-sigs/jobset ``api/jobset/v1alpha2``, ``JobSetNameKey``);
 the first node's pod has ``batch.kubernetes.io/job-completion-index=0``
 (:data:`COMPLETION_INDEX_LABEL`). Names shared with the stack's runtime (container
-``node``, the project label, the per-node resources) come from :mod:`trn_ultracluster.k8s`.
+``node``, the project label, the per-node resources) come from :mod:`trn_ultracluster.orchestrators.eks.manifests`.
 
 The official Kubernetes Python client is imported only when a cluster is contacted.
 """
@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.launch import Launch, validate_job_name
-from trn_ultracluster.k8s import (
+from trn_ultracluster.cli.job_args import JobRequest
+from trn_ultracluster.cli.launch import Launch
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.orchestrators.eks.manifests import (
     PROJECT_LABEL,
     TRAINER_API_VERSION,
     TRAINER_NODE,
@@ -34,7 +35,7 @@ from trn_ultracluster.k8s import (
     neuron_resource_requirements,
 )
 
-__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "connect", "train_job"]
+__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "job_state", "train_job"]
 
 TRAINER_GROUP, TRAINER_VERSION = TRAINER_API_VERSION.split("/")
 """API group and version of the Trainer CRDs (the custom-objects API takes them apart)."""
@@ -56,57 +57,42 @@ def container_command(launch: Launch) -> list[str]:
     return ["bash", "-c", script]
 
 
-def train_job(*, name: str, namespace: str, runtime: str, image: str, launch: Launch,
-              num_nodes: int, spec: InstanceSpec,
-              env: Mapping[str, str] | None = None,
-              active_deadline_s: int | None = None) -> dict[str, Any]:
-    """A ``TrainJob`` manifest (a dict ready for the API or ``kubectl apply``).
+def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
+              runtime: str) -> dict[str, Any]:
+    """The ``TrainJob`` manifest of a checked job (a dict ready for the API or ``kubectl
+    apply``).
 
     Args:
-        name: job name (RFC 1035 label, at most 63 characters).
-        namespace: the stack's training namespace (output ``EksTrainingNamespace``).
-        runtime: the stack's ClusterTrainingRuntime (output ``EksTrainingRuntimeName``).
-        image: training image URI.
-        launch: what to run.
-        num_nodes: Trainium nodes, at least 1.
+        job: the job (name, nodes, program, image, environment, time limit).
         spec: catalog entry of the stack's instance type: processes per node
             (``logical_neuron_cores``) and resources per node come from it.
-        env: extra environment of the trainer container.
-        active_deadline_s: ``spec.activeDeadlineSeconds``: seconds the TrainJob may be
-            active (from its start, reset on resume) before its pods are stopped and it
-            fails with ``DeadlineExceeded`` (Trainer 2.3.0 CRD); ``None`` for no limit.
+        namespace: the stack's training namespace (output ``EksTrainingNamespace``).
+        runtime: the stack's ClusterTrainingRuntime (output ``EksTrainingRuntimeName``).
 
-    Raises:
-        ValueError: bad name, node count or time limit; more than one node on a type
-            without EFA.
+    The time limit becomes ``spec.activeDeadlineSeconds``: seconds the TrainJob may be
+    active (from its start, reset on resume) before its pods are stopped and it fails with
+    ``DeadlineExceeded`` (Trainer 2.3.0 CRD).
     """
-    validate_job_name(name)
-    if num_nodes < 1:
-        raise ValueError(f"--nodes must be at least 1, got: {num_nodes}")
-    if num_nodes > 1 and not spec.supports_efa:
-        raise ValueError(f"{spec.name} has no EFA: multi-node jobs need an EFA instance type")
     trainer: dict[str, Any] = {
-        "image": image,
-        "command": container_command(launch),
-        "numNodes": num_nodes,
+        "image": job.image,
+        "command": container_command(job.launch),
+        "numNodes": job.nodes,
         "numProcPerNode": neuron_processes_per_node(spec),
         "resourcesPerNode": neuron_resource_requirements(spec),
     }
-    if env:
-        trainer["env"] = [{"name": k, "value": v} for k, v in sorted(env.items())]
+    if job.env:
+        trainer["env"] = [{"name": k, "value": v} for k, v in sorted(job.env.items())]
     job_spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
                        "name": runtime},
         "trainer": trainer,
     }
-    if active_deadline_s is not None:
-        if active_deadline_s < 1:
-            raise ValueError(f"the job's time limit must be at least 1 s, got: {active_deadline_s}")
-        job_spec["activeDeadlineSeconds"] = active_deadline_s
+    if job.time_limit_s is not None:
+        job_spec["activeDeadlineSeconds"] = job.time_limit_s
     return {
         "apiVersion": TRAINER_API_VERSION,
         "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": namespace,
+        "metadata": {"name": job.name, "namespace": namespace,
                      "labels": {PROJECT_LABEL: "trn-ultracluster"}},
         "spec": job_spec,
     }
@@ -117,8 +103,8 @@ class TrainJobClient:
 
     Args:
         namespace: the stack's training namespace.
-        api_client: a ``kubernetes.client.ApiClient``: :func:`connect` builds one from the
-            stack outputs (or a kubeconfig context); tests pass their own.
+        api_client: a ``kubernetes.client.ApiClient``: the EKS backend builds one from
+            the stack outputs (or a kubeconfig context); tests pass their own.
     """
 
     def __init__(self, namespace: str, api_client: Any) -> None:
@@ -214,10 +200,10 @@ def decode_log(body: bytes | str) -> str:
     :meth:`TrainJobClient.logs` reads the raw body (``_preload_content=False``) because the
     kubernetes client 36.x returns ``read_namespaced_pod_log`` as the repr of the body's
     bytes (``"b'...'"``), or of a dict when the log is one JSON line
-    (kubernetes-client/python issue #2596; the ``str`` response type skips the decode and
-    is deserialized with ``json.loads`` then ``str``). A log may hold a multi-byte character
-    cut by concurrent writers (progress bars), so undecodable bytes are replaced rather than
-    failing the read.
+    (https://github.com/kubernetes-client/python/issues/2596: the ``str`` response type
+    skips the decode and is deserialized with ``json.loads`` then ``str``). A log may hold a
+    multi-byte character cut by concurrent writers (progress bars), so undecodable bytes are
+    replaced rather than failing the read.
     """
     return body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
 
@@ -226,7 +212,8 @@ def job_state(job: Mapping[str, Any]) -> str:
     """``Complete``, ``Failed``, ``Suspended``, ``Running`` or ``Pending`` from the TrainJob
     status conditions (Trainer 2.3.0 CRD ``status.conditions``; a condition counts when its
     status is ``"True"``)."""
-    conditions = {c.get("type"): c.get("status") for c in job.get("status", {}).get("conditions", [])}
+    conditions = {c.get("type"): c.get("status")
+                  for c in job.get("status", {}).get("conditions", [])}
     for state in ("Failed", "Complete", "Suspended"):
         if conditions.get(state) == "True":
             return state
@@ -234,35 +221,3 @@ def job_state(job: Mapping[str, Any]) -> str:
     if any(j.get("active", 0) for j in jobs):
         return "Running"
     return "Pending"
-
-
-def connect(namespace: str, *, session: Any, region: str, cluster_name: str,
-            context: str | None = None) -> TrainJobClient:
-    """A :class:`TrainJobClient` for the stack's cluster.
-
-    Default: authenticate with the caller's AWS credentials through EKS
-    (:func:`trn_ultracluster.cli.eks_auth.eks_api_client`), no kubeconfig needed. With
-    ``context``: that kubeconfig context.
-
-    Raises:
-        CliError: (CLUSTER) the kubeconfig has no such context; others as ``eks_api_client``.
-    """
-    if context is None:
-        from trn_ultracluster.cli.eks_auth import eks_api_client
-
-        return TrainJobClient(namespace, eks_api_client(session, region, cluster_name))
-    import os
-
-    import yaml
-    from kubernetes import config
-
-    # KUBECONFIG is read here, not when the kubernetes package was imported (its default),
-    # so the environment of the call counts; ':'-separated lists work as with kubectl.
-    config_file = os.environ.get("KUBECONFIG") or "~/.kube/config"
-    try:
-        api_client = config.new_client_from_config(config_file=config_file, context=context)
-    except (config.ConfigException, OSError, ValueError, yaml.YAMLError) as err:
-        raise CliError(f"kubeconfig context {context!r} is not usable ({err})",
-                       "leave --kube-context out to reach the cluster with your AWS "
-                       "credentials, or fix the kubeconfig", ExitCode.CLUSTER) from None
-    return TrainJobClient(namespace, api_client)

@@ -1,0 +1,105 @@
+"""TrainJob manifests (Kubeflow Trainer 2.3.0 CRD): every manifest the CLI prints validates
+against the CRD; command, node count, processes and resources per node from the catalog,
+the same as the stack's runtime; environment and time limit."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+import jsonschema
+import pytest
+import yaml
+
+from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
+from tests.conftest import TRAINER_CRDS
+from trn_ultracluster.contracts.catalog import CATALOG, get_instance
+from trn_ultracluster.orchestrators.eks.manifests import PROJECT_LABEL, TRAINER_API_VERSION, neuron_resource_requirements
+
+TRAINJOB_CRD = TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml"
+EFA_TYPES = sorted(n for n, s in CATALOG.items() if s.supports_efa)
+ENV_VALUE = "it's \"quoted\" $HOME `date` \\ end"
+
+
+@pytest.fixture(scope="module")
+def trainjob_schema():
+    crd = yaml.safe_load(TRAINJOB_CRD.read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+@pytest.mark.parametrize("command, extra", [
+    ("submit", ()), ("submit", ("--precompile",)), ("submit", ("--nodes", "4", "--env", "A=1")),
+    ("submit", ("--", "--lr", "3e-4")), ("submit", ("--time", "2-00:00:00")), ("smoke-test", ()),
+])
+@pytest.mark.parametrize("instance_type", EFA_TYPES)
+def test_every_trainjob_validates_against_the_crd(capsys, tmp_path, trainjob_schema, command,
+                                                  extra, instance_type):
+    manifest = yaml.safe_load(dry_run(capsys, tmp_path, "eks", *extra, command=command,
+                                      instance_type=instance_type))
+    jsonschema.validate(manifest, trainjob_schema)
+    # CEL rules of the CRD that jsonschema does not evaluate:
+    assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", manifest["metadata"]["name"])
+    assert manifest["spec"]["runtimeRef"]["name"] == "neuron-torch-distributed"
+    assert manifest["metadata"]["namespace"] == "training"
+
+
+def test_broken_trainjob_fails_the_crd(trainjob_schema):
+    bad = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": "x"}, "spec": {"trainer": {"numNodes": "two"}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, trainjob_schema)
+
+
+def test_trainjob_command_and_resources(capsys, tmp_path):
+    job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--", "--lr", "3e-4"))
+    trainer = job["spec"]["trainer"]
+    assert trainer["command"] == [
+        "torchrun", "-m", "trn_train", "train", "--recipe", "llama-1b", "--data-dir",
+        "/fsx/datasets/wiki", "--output-dir", "/fsx/runs/job-a", "--steps", "100",
+        "--instance-type", "trn1.32xlarge", "--lr", "3e-4"]
+    assert trainer["numNodes"] == 2  # NodeCountDesired
+    assert trainer["image"] == "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc"
+
+
+@pytest.mark.parametrize("instance_type, procs, neuron, efa", [
+    ("trn1.32xlarge", 32, "16", "8"), ("trn1n.32xlarge", 32, "16", "16"),
+    ("trn2.48xlarge", 64, "16", "16"),
+])
+def test_resources_follow_the_instance_type(capsys, tmp_path, instance_type, procs, neuron, efa):
+    job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", instance_type=instance_type))
+    trainer = job["spec"]["trainer"]
+    spec = get_instance(instance_type)
+    assert trainer["numProcPerNode"] == procs == spec.logical_neuron_cores
+    assert trainer["resourcesPerNode"]["limits"] == {"aws.amazon.com/neuron": neuron,
+                                                     "vpc.amazonaws.com/efa": efa}
+    # the same requirements as the stack's ClusterTrainingRuntime container:
+    assert trainer["resourcesPerNode"] == neuron_resource_requirements(spec)
+    assert job["apiVersion"] == TRAINER_API_VERSION
+    assert job["metadata"]["labels"] == {PROJECT_LABEL: "trn-ultracluster"}
+    script = dry_run(capsys, tmp_path, "hyperpod-slurm", instance_type=instance_type)
+    assert f"--nproc-per-node={procs} " in script
+
+
+def test_precompile_runs_neuron_parallel_compile_first(capsys, tmp_path):
+    job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--precompile", "--precompile-steps", "5"))
+    command = job["spec"]["trainer"]["command"]
+    assert command[:2] == ["bash", "-c"]
+    lines = command[2].splitlines()
+    assert lines[0] == "set -euo pipefail"
+    assert lines[1].startswith("neuron_parallel_compile torchrun -m trn_train train ")
+    assert lines[1].endswith("--max-steps-this-run 5")
+    assert lines[2].startswith("torchrun -m trn_train train ") and "--max-steps-this-run" not in lines[2]
+    assert subprocess.run(["bash", "-n", "-c", command[2]]).returncode == 0
+
+
+def test_env_on_eks_is_in_the_trainer(capsys, tmp_path):
+    out = dry_run(capsys, tmp_path, "eks", "--env", f"MY_VAR={ENV_VALUE}")
+    assert yaml.safe_load(out)["spec"]["trainer"]["env"] == [{"name": "MY_VAR", "value": ENV_VALUE}]
+
+
+def test_smoke_test_time_on_eks(capsys, tmp_path):
+    path = write_outputs(tmp_path, outputs_values("eks"))
+    code, out, err = run(capsys, "smoke-test", "--outputs-file", str(path), "--dry-run",
+                         "--time", "30")
+    assert code == 0, err
+    assert yaml.safe_load(out)["spec"]["activeDeadlineSeconds"] == 1800

@@ -1,0 +1,19 @@
+"""Every job CLI test runs with fake AWS credentials (moto) and no AWS config files."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.helpers import REGION
+
+
+@pytest.fixture(autouse=True)
+def fake_aws_env(monkeypatch, tmp_path):
+    """Fake credentials for moto; no real AWS config is read."""
+    for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_REGION"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))

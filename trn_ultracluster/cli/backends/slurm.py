@@ -1,0 +1,231 @@
+"""Slurm jobs on HyperPod: the sbatch script of a job, and the Slurm commands that submit,
+list, read and cancel jobs on the controller (through a transport of
+:mod:`~trn_ultracluster.cli.backends.ssm`).
+
+The script (:func:`sbatch_script`):
+
+- takes whole nodes (``--exclusive``), one task per node; every task runs
+  ``srun --container-image`` of the training image (Pyxis, on HyperPod's nodes; Pyxis
+  names a registry image ``<registry>#<repository>:<tag>``, NVIDIA/pyxis README) with
+  ``/fsx`` mounted;
+- runs every step with HyperPod's auto-resume, ``srun --auto-resume=1``: after a hardware
+  fault HyperPod replaces the faulty nodes and restarts the job from its last checkpoint
+  (SageMaker developer guide, "Automatic node recovery and auto-resume",
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-resiliency-slurm-auto-resume.html).
+  The option belongs to each srun, so the precompile step has it too: it only fills the
+  compile cache and may run again, and a fault during a long precompile would otherwise
+  fail the job; the training step resumes from the program's newest complete checkpoint;
+- lets Slurm requeue the job (node failure, preemption, ``scontrol requeue``): ``--requeue``
+  makes it eligible whatever the cluster's ``JobRequeue`` default, and the script then
+  starts again from its first line (sbatch man page, ``--requeue``); ``--open-mode=append``
+  keeps the earlier runs' output in the log, which Slurm truncates at the restart otherwise
+  (``JobFileAppend=0`` by default; measured with Slurm 22.05 in ``tests/slurm``); the log's
+  first line of each run names it (``SLURM_RESTART_COUNT``, sbatch man page, "OUTPUT
+  ENVIRONMENT VARIABLES");
+- starts ``torchrun`` with one process per logical NeuronCore (catalog) and a c10d
+  rendezvous on the first node of the allocation (PyTorch "torchrun (Elastic Launch)",
+  ``--rdzv-backend=c10d --rdzv-endpoint=host:port --rdzv-id``);
+- sources :data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`
+  (``/fsx/.trn-ultracluster/env``), which the HyperPod lifecycle scripts write from the
+  stack (``trn_ultracluster/orchestrators/hyperpod_slurm/scripts``; the variables'
+  names are :class:`~trn_ultracluster.contracts.hyperpod.JobEnv`): it reads
+  ``TRN_CONTAINER_IMAGE``, ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper,
+  ``TRN_DEFAULT_PARTITION``. The same
+  file exports the Neuron/EFA environment of
+  :func:`trn_ultracluster.contracts.neuron_env.neuron_environment` (``NEURON_CC_FLAGS``, and
+  ``FI_PROVIDER`` / ``FI_EFA_USE_DEVICE_RDMA`` on EFA types), which srun passes into the
+  container; the script does not set them again (one definition for both orchestrators)
+  and stops when ``NEURON_CC_FLAGS`` is missing (an env file from an older stack). The
+  script cannot run without the env file anyway: the image and the mount come from it.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shlex
+from dataclasses import dataclass
+
+from trn_ultracluster.cli.backends.ssm import SLURM_USER, Transport
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.job_args import JobRequest
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.hyperpod import JobEnv
+from trn_ultracluster.contracts.shared_storage import ENV_FILE, JOBS_DIR
+
+__all__ = ["ENDED_STATES", "RENDEZVOUS_PORT", "SlurmJobs", "pyxis_image", "sbatch_script"]
+
+RENDEZVOUS_PORT = 29500
+"""torchrun's default master port (PyTorch ``torch/distributed/run.py``)."""
+ENDED_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                "PREEMPTED", "BOOT_FAIL", "DEADLINE")
+"""Slurm job states of a job that has ended (squeue/sacct "JOB STATE CODES",
+https://slurm.schedmd.com/squeue.html)."""
+STATUS_FIELDS = ("id", "name", "state", "elapsed", "nodes", "reason")
+"""The keys of a row of :meth:`SlurmJobs.status`."""
+
+
+def pyxis_image(uri: str) -> str:
+    """The Pyxis name of a registry image: ``<registry>/<repository>:<tag>`` becomes
+    ``<registry>#<repository>:<tag>`` (NVIDIA/pyxis README, ``--container-image``: "a
+    registry ... separated by #").
+
+    Raises:
+        ValueError: ``uri`` names no registry (no ``/``).
+    """
+    registry, sep, rest = uri.partition("/")
+    if not sep or not rest or "." not in registry:
+        raise ValueError(f"image {uri!r} must be <registry>/<repository>:<tag>, e.g. the "
+                         "stack's TrainingImageUri")
+    return f"{registry}#{rest}"
+
+
+def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
+    """The sbatch script of a checked job (bash; passes ``bash -n`` and shellcheck).
+
+    Args:
+        job: the job. Its name is the Slurm job name (and the log file prefix); its time
+            limit, if any, is ``--time`` (else the partition's default); its environment
+            (``submit --env``) is exported after the stack's env file so it can override it,
+            values quoted for bash (``shlex.quote``), and srun passes it into the container
+            with the rest of the job's environment; its image is exported as
+            ``TRN_CONTAINER_IMAGE`` in Pyxis form after the env file: the env file is
+            written when a node is created, so after a deploy that rebuilt the image it still
+            names the old one until nodes are replaced.
+        spec: catalog entry of the stack's instance type (processes per node).
+
+    Raises:
+        ValueError: the image names no registry (:func:`pyxis_image`).
+    """
+    directives = [
+        f"--job-name={job.name}",
+        f"--nodes={job.nodes}",
+        "--ntasks-per-node=1",
+        "--exclusive",
+        f"--output={JOBS_DIR}/%x-%j.out",
+        "--open-mode=append",
+        "--requeue",
+    ]
+    if job.time_limit:
+        directives.append(f"--time={job.time_limit}")
+    torchrun = (
+        "torchrun --nnodes=\"${SLURM_JOB_NUM_NODES}\" "
+        f"--nproc-per-node={spec.logical_neuron_cores} "
+        "--rdzv-backend=c10d --rdzv-endpoint=\"${MASTER_ADDR}:${MASTER_PORT}\" "
+        "--rdzv-id=\"${SLURM_JOB_ID}\""
+    )
+    image, mount = JobEnv.CONTAINER_IMAGE.value, JobEnv.FSX_MOUNT_POINT.value
+    srun = (f"srun --auto-resume=1 --container-image=\"${{{image}}}\" "
+            f"--container-mounts=\"${{{mount}}}:${{{mount}}}\" --no-container-mount-home")
+    body = job.launch.shell_lines(torchrun, runner=srun)
+    header = "\n".join(f"#SBATCH {d}" for d in directives)
+    exports = f"export {image}={shlex.quote(pyxis_image(job.image))}\n"
+    for key, value in sorted(job.env.items()):
+        if "$" in value or "`" in value:  # literal on purpose: not for the shell to expand
+            exports += "# shellcheck disable=SC2016\n"
+        exports += f"export {key}={shlex.quote(value)}\n"
+    return f"""#!/bin/bash
+{header}
+# Generated by trn-ultracluster submit: {spec.name}, {spec.logical_neuron_cores} processes per node.
+set -euo pipefail
+# shellcheck source=/dev/null
+source {ENV_FILE}
+: "${{NEURON_CC_FLAGS:?is not set by {ENV_FILE}: redeploy the stack}}"
+{exports}MASTER_ADDR="$(scontrol show hostnames "${{SLURM_JOB_NODELIST}}" | head -n 1)"
+MASTER_PORT={RENDEZVOUS_PORT}
+export MASTER_ADDR MASTER_PORT
+echo "job ${{SLURM_JOB_ID}} (restart ${{SLURM_RESTART_COUNT:-0}}): ${{SLURM_JOB_NUM_NODES}} nodes, rendezvous ${{MASTER_ADDR}}:${{MASTER_PORT}}"
+""" + "\n".join(body) + "\n"
+
+
+@dataclass
+class SlurmJobs:
+    """Submit, inspect, read and cancel Slurm jobs on the controller.
+
+    Attributes:
+        transport: runs the scripts on the controller.
+        user: whose jobs :meth:`status` lists when no job id is given (the user the
+            transports run the scripts as; tests with a local Slurm pass their own).
+    """
+
+    transport: Transport
+    user: str = SLURM_USER
+
+    def submit(self, job_name: str, script: str) -> int:
+        """Write the script under :data:`JOBS_DIR` and ``sbatch`` it; returns the job id."""
+        encoded = base64.b64encode(script.encode()).decode()
+        path = f"{JOBS_DIR}/{job_name}.sbatch"
+        remote = (
+            "set -euo pipefail\n"
+            f"source {ENV_FILE}\n"
+            f"mkdir -p {JOBS_DIR}\n"
+            f"echo {encoded} | base64 -d > {path}\n"
+            f"sbatch --parsable --partition=\"${{{JobEnv.DEFAULT_PARTITION.value}}}\" {path}\n"
+        )
+        out = self.transport.run(remote).strip().splitlines()
+        match = re.match(r"^(\d+)", out[-1]) if out else None
+        if not match:
+            raise CliError(f"sbatch did not return a job id: {' '.join(out)[-300:]!r}",
+                           "sbatch's answer is in this error (partition, limits, script); "
+                           f"the script is {path} on the cluster", ExitCode.CLUSTER)
+        return int(match.group(1))
+
+    def status(self, job_id: int | None = None) -> list[dict[str, str]]:
+        """Jobs (or one job) as ``{"id", "name", "state", "elapsed", "nodes", "reason"}``.
+
+        Without ``job_id``: :attr:`user`'s pending and running jobs (``squeue -u``).
+
+        With ``job_id``, the first source that knows the job:
+
+        1. ``squeue -t all``: queued and running jobs, and ended ones for as long as
+           slurmctld keeps them (``MinJobAge``, 300 s by default; squeue and slurm.conf man
+           pages). Plain ``squeue -j`` shows only pending, running and completing jobs, so
+           an ended job would look unknown at once (measured, Slurm 22.05).
+        2. ``sacct -X``: Slurm accounting (slurmdbd), the newest record of a requeued job
+           (sacct man page, ``--duplicates``). HyperPod's AMI-based configuration, which the
+           stack uses, sets up Slurm accounting with MariaDB on the controller (SageMaker
+           developer guide, "Getting started with SageMaker HyperPod using the AWS CLI",
+           "Node lifecycle configuration options"); clusters configured by
+           lifecycle scripts have it only if the scripts install it (AWS's base-config runs
+           ``setup_mariadb_accounting.sh`` on the controller, aws-samples/
+           awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/
+           LifecycleScripts/base-config``). Without it sacct fails ("Slurm accounting
+           storage is disabled").
+        3. ``sacct -c``: the job completion log of ``JobCompType=jobcomp/filetxt`` (Slurm
+           without slurmdbd, like the test cluster of ``tests/slurm``), one record per run of
+           a requeued job, the newest last.
+
+        A job none of them knows gives ``[]``.
+        """
+        fields = "JobID,JobName,State,Elapsed,NNodes,Reason"
+        if job_id is None:
+            remote = f"squeue -h -u {self.user} -o '%i|%j|%T|%M|%D|%R' 2>/dev/null || true\n"
+        else:
+            remote = (
+                f"rows=\"$(squeue -h -t all -j {job_id} -o '%i|%j|%T|%M|%D|%R' 2>/dev/null)\" "
+                "|| rows=''\n"
+                "if [ -z \"$rows\" ]; then\n"
+                f"  rows=\"$(sacct -n -P -X -j {job_id} -o {fields} 2>/dev/null)\" \\\n"
+                f"    || rows=\"$(sacct -c -n -P -X -j {job_id} -o {fields} 2>/dev/null)\" "
+                "|| rows=''\n"
+                "fi\n"
+                "printf '%s\\n' \"$rows\"\n"
+            )
+        rows: dict[str, dict[str, str]] = {}
+        for line in self.transport.run(remote).splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 6 and parts[0].split("_")[0].isdigit():
+                rows[parts[0]] = dict(zip(STATUS_FIELDS, parts))
+        return list(rows.values())  # one row per job; a later record of a job replaces an earlier
+
+    def logs(self, job_id: int, tail_lines: int | None = None) -> str:
+        """The job's output file (``%x-%j.out`` under :data:`JOBS_DIR`)."""
+        reader = f"tail -n {tail_lines}" if tail_lines else "cat"
+        remote = (f"f=$(ls {JOBS_DIR}/*-{job_id}.out 2>/dev/null | head -n 1)\n"
+                  f"if [ -z \"$f\" ]; then echo 'no log for job {job_id}' >&2; exit 3; fi\n"
+                  f"{reader} \"$f\"\n")
+        return self.transport.run(remote)
+
+    def cancel(self, job_id: int) -> None:
+        """``scancel`` the job."""
+        self.transport.run(f"scancel {job_id}\n")

@@ -1,0 +1,73 @@
+"""What the commands share: the stack outputs of the command line, a session in the stack's
+Region, the stack's job backend, and a checked job translated by it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from trn_ultracluster.cli.backends import JobBackend, open_backend
+from trn_ultracluster.cli.backends.base import RenderedJob
+from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.cli.job_args import ARGUMENTS_FIX, job_request
+from trn_ultracluster.cli.launch import Launch
+from trn_ultracluster.cli.stack_outputs import StackOutputs, load_outputs
+from trn_ultracluster.contracts.outputs import OutputKey
+
+__all__ = ["backend", "load", "render_job", "stack_session"]
+
+
+def load(args: argparse.Namespace) -> StackOutputs:
+    """The stack outputs of ``args`` (printing their warnings).
+
+    Raises:
+        CliError: as :func:`load_outputs`; USAGE when ``--region`` contradicts the stack's
+            ``Region`` output (an outputs file of a stack in another Region).
+    """
+    outputs = load_outputs(args.stack_name, args.region, args.outputs_file)
+    stack_region = outputs.values.get(OutputKey.REGION.value)
+    if args.region and stack_region and args.region != stack_region:
+        raise CliError(f"--region {args.region} does not match the stack's Region {stack_region} "
+                       f"({outputs.source})", "leave --region out, or pass the outputs of the "
+                       f"stack in {args.region}")
+    for warning in outputs.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return outputs
+
+
+def stack_session(args: argparse.Namespace, outputs: StackOutputs) -> Any:
+    """A boto3 session in the stack's Region: its ``Region`` output, else ``--region`` /
+    ``AWS_REGION`` (else the AWS config's)."""
+    from trn_ultracluster.cli.aws import make_session, resolve_region
+
+    return make_session(outputs.values.get(OutputKey.REGION.value) or resolve_region(args.region))
+
+
+def backend(args: argparse.Namespace, outputs: StackOutputs) -> JobBackend:
+    """The stack's job backend for this command (its session made on first need).
+
+    Raises:
+        CliError: (STACK) the stack names a backend this CLI does not know.
+    """
+    return open_backend(outputs, args, lambda: stack_session(args, outputs))
+
+
+def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBackend, *,
+               name: str, nodes: int, launch: Launch,
+               env: dict[str, str] | None = None) -> RenderedJob:
+    """Check the job (:func:`job_request`: ``--time``, the name, the nodes) and translate it
+    with ``backend``; nothing is sent. The image is ``--image`` or the stack's
+    ``TrainingImageUri``.
+
+    Raises:
+        CliError: USAGE for what the checks or the backend reject; STACK for a missing
+            output.
+    """
+    job = job_request(name=name, nodes=nodes, spec=backend.spec, launch=launch,
+                      image=args.image or outputs.get(OutputKey.TRAINING_IMAGE_URI), env=env,
+                      time_limit=args.time_limit)
+    try:
+        return backend.render(job)
+    except ValueError as err:
+        raise CliError(str(err), ARGUMENTS_FIX) from None

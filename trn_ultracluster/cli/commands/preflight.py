@@ -1,0 +1,90 @@
+"""``preflight``: load the configuration as the CDK app does and check the account before a
+deploy (:mod:`trn_ultracluster.cli.preflight` has the checks)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.files import read_text
+
+__all__ = ["preflight"]
+
+
+def _key_value(items: list[str], option: str) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"{option} {item!r} must be KEY=VALUE", f"e.g. {option} nodes.max=4")
+        out[key] = value
+    return out
+
+
+def _cdk_context(repo: Path) -> dict[str, Any]:
+    """The ``context`` of ``cdk.json`` in ``repo`` (empty without the file), as the CDK app
+    reads it.
+
+    Raises:
+        CliError: (USAGE) the file cannot be read or is not a JSON object.
+    """
+    path = repo / "cdk.json"
+    if not path.exists():
+        return {}
+    fix = "fix cdk.json (the repository's copy is valid JSON), or run from the repository"
+    try:
+        data = json.loads(read_text(path, "file", fix).strip() or "null")
+    except json.JSONDecodeError as err:
+        raise CliError(f"{path} is not JSON ({err})", fix) from None
+    context = data.get("context", {}) if isinstance(data, dict) else None
+    if not isinstance(context, dict):
+        raise CliError(f"{path} has no \"context\" object", fix)
+    return dict(context)
+
+
+def preflight(args: argparse.Namespace) -> int:
+    """Load the config like the CDK app does, then run the checks in its Region.
+
+    ``--outputs-file`` is refused (nothing is deployed yet); ``--region`` must be the
+    configuration's Region; ``--stack-name`` names the stack whose state is reported.
+    """
+    import subprocess
+
+    from trn_ultracluster.cli import aws
+    from trn_ultracluster.cli.preflight import format_table, run_preflight
+    from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
+
+    if args.outputs_file is not None:
+        raise CliError("preflight checks the account before a deploy and reads no outputs: "
+                       "--outputs-file has no meaning here",
+                       "leave --outputs-file out (`outputs --outputs-file ...` reads a "
+                       "deployed stack's outputs)")
+    repo = Path.cwd()
+    context = _cdk_context(repo)
+    if args.profile:
+        context[PROFILE_CONTEXT_KEY] = args.profile
+    context.update(_key_value(args.context, "-c"))
+    try:
+        config = load_config(context, base_dir=repo).config
+    except ConfigError as err:
+        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+    if args.region and args.region != config.region:
+        raise CliError(f"--region {args.region} is not the configuration's Region {config.region} "
+                       f"(derived from az_ids {', '.join(config.az_ids)})",
+                       "leave --region out, or set az_ids to AZ IDs of "
+                       f"{args.region} (-c az_ids=... or a profile)")
+    account, checks = run_preflight(aws.make_session(config.region), config, subprocess.run,
+                                    stack_name=args.stack_name)
+    print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
+          f"({config.region}), orchestrator {config.orchestrator}, account {account}")
+    print(format_table(checks))
+    failed = [c.name for c in checks if not c.ok]
+    if failed:
+        print(f"preflight failed: {', '.join(failed)}", file=sys.stderr)
+        return ExitCode.CHECK_FAILED
+    print("preflight passed")
+    return ExitCode.OK
