@@ -31,7 +31,7 @@ def test_llama3_8b_flops_per_token_matches_hand_computation():
 def test_published_llama8b_rate_gives_the_mfu_neuron_reports():
     """47.95 seq/s on 32 trn1.32xlarge at T=8192 (Neuron trn1 training performance page)
     -> 12,275.2 tokens/s/node; x 57.914e9 FLOPs/token = 7.109e14 FLOP/s per node;
-    peak per node 16 chips x 190 TFLOPS = 3,040 TFLOPS -> MFU 0.2339 (DESIGN §5: ~20-25%)."""
+    peak per node 16 chips x 190 TFLOPS = 3,040 TFLOPS -> MFU 0.2339 (Neuron benchmark data: ~20-25%)."""
     from trn_ultracluster.contracts.catalog import get_instance
 
     spec = get_instance("trn1.32xlarge")
