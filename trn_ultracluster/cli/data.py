@@ -19,7 +19,7 @@ from typing import Any
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.stack_outputs import StackOutputs
-from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.contracts.shared_storage import fsx_path
 
 __all__ = ["StagedData", "stage_dataset"]
@@ -117,6 +117,6 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
     finally:
         if bar is not None:
             bar.close()
-    dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, "none")
-    cluster_path = None if dra == "none" else fsx_path(dra, prefix)
+    dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, NONE)
+    cluster_path = None if dra == NONE else fsx_path(dra, prefix)
     return StagedData(bucket, prefix, len(files), total, cluster_path)

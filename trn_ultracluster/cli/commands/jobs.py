@@ -16,7 +16,7 @@ from trn_ultracluster.cli.job_args import (
 )
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS, default_job_name, trn_train_launch
 from trn_ultracluster.cli.stack_outputs import StackOutputs
-from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.contracts.shared_storage import RUNS_DIR, fsx_path
 
 __all__ = ["DEFAULT_OUTPUT_ROOT", "cancel", "logs", "status", "submit"]
@@ -30,8 +30,8 @@ def default_output_dir(outputs: StackOutputs, name: str) -> str:
     """``<S3-linked part of FSx>/runs/<name>``: checkpoints are exported to the data bucket
     (and kept after ``cdk destroy`` with ``data_removal_policy: retain``); ``/fsx/runs``
     when the file system is not linked."""
-    link = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, "none")
-    return fsx_path("/" if link == "none" else link, RUNS_DIR, name)
+    link = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, NONE)
+    return fsx_path("/" if link == NONE else link, RUNS_DIR, name)
 
 
 def _precompile_steps(args: argparse.Namespace) -> int | None:
