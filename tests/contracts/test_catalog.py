@@ -34,6 +34,30 @@ def test_each_entry_is_consistent(spec):
     assert spec.sources, "every entry names its sources"
 
 
+@pytest.mark.parametrize("spec", CATALOG.values(), ids=list(CATALOG))
+def test_each_entry_names_its_own_sources(spec):
+    """Every fact of every entry (derived ones too) names a source key of the module doc."""
+    import dataclasses
+    import re
+
+    from trn_ultracluster.contracts import catalog
+
+    keys = set(re.findall(r"^- ``([a-z0-9-]+)``", catalog.__doc__, re.M))
+    keys |= {"neuron-trainium", "neuron-trainium2"}  # listed together on one line
+    named = [f.strip() for facts, _ in spec.sources for f in facts.split(",")]
+    facts = {f.name for f in dataclasses.fields(spec)} - {"name", "neuron_core_version", "sources"}
+    if not spec.az_ids_seen:
+        facts.discard("az_ids_seen")  # nothing recorded, nothing to source
+    assert sorted(named) == sorted(set(named)), "a fact is named twice"
+    # LNC 1 is trn1's only mode (no source needed); trn2 names its LNC 2 source
+    assert facts - {"logical_neuron_core_config"} <= set(named), facts - set(named)
+    for _, source in spec.sources:
+        assert source.split(" ")[0] in keys, source
+    az_source = dict((f, s) for fs, s in spec.sources for f in fs.split(", ")).get("az_ids_seen")
+    if spec.name == "trn1.2xlarge":
+        assert az_source == "offerings-moto"  # not the 32xlarge's record it was derived from
+
+
 def test_unknown_type_lists_the_supported_ones():
     with pytest.raises(UnknownInstanceTypeError, match="supported: trn1.2xlarge, trn1.32xlarge"):
         get_instance("p5.48xlarge")

@@ -21,7 +21,8 @@ Sources (each fact below names one of these keys):
 - ``botocore-sagemaker``: botocore ``data/sagemaker/2017-07-24/service-2.json``,
   shape ``ClusterInstanceType`` (HyperPod ``ml.`` names).
 - ``offerings-2026-08``: ``aws ec2 describe-instance-type-offerings --location-type
-  availability-zone-id`` as recorded in the project's design notes (2026-08).
+  availability-zone-id`` as the maintainers recorded it in 2026-08 (not re-run here: there
+  is no AWS account on the build machines).
 - ``offerings-moto``: the DescribeInstanceTypeOfferings snapshot in getmoto/moto
   (``moto/ec2/resources/instance_type_offerings/availability-zone-id/*.json``), undated;
   used only where the 2026-08 record has no entry (trn1.2xlarge). It does not list
@@ -31,10 +32,10 @@ Sources (each fact below names one of these keys):
 
 AZ IDs are only a hint: ``preflight`` re-checks offerings live in the user's account.
 
-Not verified (see the issue notes): trn1.2xlarge bandwidth (the Neuron trn1-arch table
-says "up to 25" Gbps, the EC2 product page as last read "up to 12.5"); the network-card
-count of trn2.48xlarge / trn2u.48xlarge (16, from the project's design notes; no primary
-source found); AZ IDs of trn2u.48xlarge (none recorded).
+Not verified: trn1.2xlarge bandwidth (the Neuron trn1-arch table says "up to 25" Gbps, the
+EC2 product page as last read "up to 12.5"); the network-card count of trn2.48xlarge /
+trn2u.48xlarge (16, as the maintainers recorded it; no primary source found); AZ IDs of
+trn2u.48xlarge (none recorded).
 """
 
 from __future__ import annotations
@@ -185,6 +186,14 @@ CATALOG: dict[str, InstanceSpec] = {
             memory_gib=32,
             hyperpod_instance_type=None,  # HyperPod has no ml.trn1.2xlarge
             az_ids_seen=("use1-az5", "use1-az6", "use2-az3", "usw2-az1", "usw2-az4"),  # moto
+            sources=(
+                ("chips, neuron_cores, accelerator_memory_gib, vcpus, memory_gib", "neuron-trn1"),
+                ("network_cards, efa_interfaces", "karpenter-vpclimits"),
+                ("network_bandwidth_gbps", "ec2-accel (not verified)"),
+                ("peak_bf16_tflops_per_chip", "neuron-trainium"),
+                ("hyperpod_instance_type", "botocore-sagemaker"),
+                ("az_ids_seen", "offerings-moto"),
+            ),
         ),
         TRN1_32XLARGE,
         # trn1n: the same node with twice the network cards and bandwidth.
@@ -196,6 +205,14 @@ CATALOG: dict[str, InstanceSpec] = {
             network_bandwidth_gbps=1600.0,
             hyperpod_instance_type="ml.trn1n.32xlarge",
             az_ids_seen=("use1-az6", "use2-az3", "usw2-az4"),
+            sources=(
+                ("chips, neuron_cores, accelerator_memory_gib", "neuron-trn1"),
+                ("network_cards, efa_interfaces", "karpenter-vpclimits"),
+                ("network_bandwidth_gbps, vcpus, memory_gib", "neuron-trn1"),
+                ("peak_bf16_tflops_per_chip", "neuron-trainium"),
+                ("hyperpod_instance_type", "botocore-sagemaker"),
+                ("az_ids_seen", "offerings-2026-08"),
+            ),
         ),
         TRN2_48XLARGE,
         # A Trn2 UltraServer node (4 per UltraServer): same per-node specs (neuron-trn2).
@@ -204,6 +221,14 @@ CATALOG: dict[str, InstanceSpec] = {
             name="trn2u.48xlarge",
             hyperpod_instance_type=None,  # HyperPod offers no ml.trn2u type
             az_ids_seen=(),  # not recorded
+            sources=(
+                ("chips, neuron_cores, logical_neuron_core_config, accelerator_memory_gib",
+                 "neuron-trn2"),
+                ("network_cards, efa_interfaces", "ec2-accel (not verified)"),
+                ("network_bandwidth_gbps, vcpus, memory_gib", "neuron-trn2"),
+                ("peak_bf16_tflops_per_chip", "neuron-trainium2"),
+                ("hyperpod_instance_type", "botocore-sagemaker"),
+            ),
         ),
     )
 }
