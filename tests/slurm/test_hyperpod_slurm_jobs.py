@@ -95,7 +95,7 @@ def cluster_files(slurm: SlurmCluster) -> Path:
     cluster_json.write_text(json.dumps({"env": env}))
     env_file = Path(ENV_FILE)
     env_file.parent.mkdir(parents=True)
-    done = subprocess.run([sys.executable, str(REPO / "trn_ultracluster/orchestrators/hyperpod_slurm/scripts/lcs.py"), "--cluster",
+    done = subprocess.run([sys.executable, str(REPO / "trn_ultracluster/orchestrators/node_scripts/lcs.py"), "--cluster",
                            str(cluster_json), "env-file"], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr

@@ -254,7 +254,12 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
     props = upload["Properties"]
     assert props["DestinationBucketKeyPrefix"] == "lifecycle"
     assert props["Prune"] is True  # removes provisioning_parameters.json of older stacks
-    assert len(props["SourceObjectKeys"]) == 2  # the lifecycle scripts + trn_ultracluster.json
+    # the lifecycle scripts, the shared node scripts (fsx.sh, lcs.py), trn_ultracluster.json
+    assert len(props["SourceObjectKeys"]) == 3
+    staged = {p.name for key in props["SourceObjectKeys"]
+              if (hp.outdir / f"asset.{key.removesuffix('.zip')}").is_dir()
+              for p in (hp.outdir / f"asset.{key.removesuffix('.zip')}").iterdir()}
+    assert {"on_init_complete.sh", "fsx.sh", "lcs.py"} <= staged, staged
     markers = json.dumps(props.get("SourceMarkers", []))
     assert logical_id(hp, "AWS::FSx::FileSystem", "Storage") not in markers
     assert "AWS::StackId" in markers  # the file system's tag value, filled in at deploy time

@@ -21,9 +21,10 @@ import pytest
 from trn_ultracluster.config import parse_config
 from trn_ultracluster.contracts.hyperpod import ON_INIT_COMPLETE, JobEnv
 from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_ASSETS, lifecycle_file
+from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, LCS_SCRIPT, NODE_SCRIPTS
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
-sys.path.insert(0, str(LIFECYCLE_ASSETS))
+sys.path.insert(0, str(NODE_SCRIPTS))
 import lcs  # noqa: E402
 
 SHELLCHECK = Path(sys.executable).parent / "shellcheck"
@@ -113,11 +114,14 @@ STUBS = ("aws", "mount", "usermod", "chown", "scontrol", "sleep", "enroot")
 # --- lint ------------------------------------------------------------------------------
 
 def test_scripts_parse_and_are_shellcheck_clean():
+    """The lifecycle script and the shared library it sources (shellcheck -x follows it)."""
     scripts = sorted(LIFECYCLE_ASSETS.glob("*.sh"))
     assert [s.name for s in scripts] == [ON_INIT_COMPLETE]
+    scripts.append(NODE_SCRIPTS / FSX_SCRIPT)
     for script in scripts:
         subprocess.run(["bash", "-n", str(script)], check=True)
-    result = subprocess.run([str(SHELLCHECK), *map(str, scripts)], capture_output=True, text=True)
+    result = subprocess.run([str(SHELLCHECK), "-x", *map(str, scripts)], capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout
 
 
@@ -192,7 +196,8 @@ def test_env_file_quotes_values_lets_extra_win_and_rejects_bad_names():
 def test_scripts_name_variables_by_contract_member_only():
     """The shell script and lcs.py read the variable names from the lifecycle file (the
     JobEnv contract), never copies of them."""
-    for path in (LIFECYCLE_ASSETS / ON_INIT_COMPLETE, LIFECYCLE_ASSETS / "lcs.py"):
+    for path in (LIFECYCLE_ASSETS / ON_INIT_COMPLETE, NODE_SCRIPTS / LCS_SCRIPT,
+                 NODE_SCRIPTS / FSX_SCRIPT):
         text = path.read_text()
         copies = [m.value for m in JobEnv if m.value in text]
         assert not copies, f"{path.name} names {copies}"
@@ -246,8 +251,9 @@ def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | No
         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
     (root / "home/ubuntu/.bashrc").write_text("# rc\n")
     (root / "opt/ml/config/resource_config.json").write_text(json.dumps(RESOURCES))
-    for name in (ON_INIT_COMPLETE, "lcs.py"):
-        (lcs_dir / name).write_text((LIFECYCLE_ASSETS / name).read_text())
+    (lcs_dir / ON_INIT_COMPLETE).write_text((LIFECYCLE_ASSETS / ON_INIT_COMPLETE).read_text())
+    for name in (LCS_SCRIPT, FSX_SCRIPT):  # uploaded beside it (lifecycle.upload_lifecycle_files)
+        (lcs_dir / name).write_text((NODE_SCRIPTS / name).read_text())
     (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster or CLUSTER))
     for name in stubs:
         path = bin_dir / name

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from trn_ultracluster.nag import acknowledge, managed_policy_finding, nag_partition
 from trn_ultracluster.orchestrators.base import Foundation
+from trn_ultracluster.orchestrators.nodes import grant_fsx_describe
 
 __all__ = ["CLUSTER_LOG_GROUPS", "INSTANCE_ROLE_POLICY", "SAGEMAKER_PRINCIPAL",
            "VPC_INTERFACE_ACTIONS", "execution_role"]
@@ -88,14 +89,8 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket)
     bucket.grant_read(role)
     foundation.training_image.repository.grant_pull(role)
     # The lifecycle script finds the file system and waits for its data repository
-    # association and the association's import (on_init_complete.sh). These Describe
-    # actions have no resource-level permissions (Service Authorization Reference,
-    # Amazon FSx: no resource type listed), so they can only be granted on "*".
-    role.add_to_policy(iam.PolicyStatement(
-        sid="FsxDescribe",
-        actions=["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
-                 "fsx:DescribeDataRepositoryTasks"],
-        resources=["*"]))
+    # association and the association's import (the shared fsx.sh).
+    grant_fsx_describe(role)
     role.add_to_policy(iam.PolicyStatement(
         sid="ClusterLogs",
         actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",

@@ -20,26 +20,22 @@ from trn_ultracluster.contracts.hyperpod import (
     LOGIN_GROUP,
     JobEnv,
 )
-from trn_ultracluster.contracts.neuron_env import neuron_environment
-from trn_ultracluster.contracts.shared_storage import (
-    FSX_MOUNT_PATH,
-    FSX_STACK_TAG,
-    NEURON_COMPILE_CACHE_DIR,
-    fsx_path,
-)
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
     acknowledge,
     bootstrap_assets_finding,
     find_stack_child,
 )
+from trn_ultracluster.orchestrators import nodes
 from trn_ultracluster.orchestrators.base import Foundation
+from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, node_file
 
 __all__ = ["LIFECYCLE_ASSETS", "LIFECYCLE_PREFIX", "job_environment", "lifecycle_bucket",
            "lifecycle_file", "upload_lifecycle_files"]
 
 LIFECYCLE_ASSETS = Path(__file__).resolve().parent / "scripts"
-"""Our lifecycle scripts (uploaded as they are)."""
+"""Our lifecycle scripts (uploaded as they are, with the shared node scripts of
+:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS` beside them)."""
 LIFECYCLE_PREFIX = "lifecycle"
 """Key prefix of the lifecycle files in the lifecycle bucket."""
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
@@ -51,21 +47,14 @@ def lifecycle_file(settings: HyperPodConfig, env: dict[str, str], fsx_tag_value:
                    data_repository: bool) -> dict[str, Any]:
     """``trn_ultracluster.json``, what the lifecycle script reads (values may be tokens).
 
-    Shape::
+    Shape: :func:`trn_ultracluster.orchestrators.nodes.node_file` (``fsx``, ``names``,
+    ``env``) plus::
 
-        {"groups": {"controller": str, "login": str | None, "workers": [str, ...]},
-         "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
-         "names": {JobEnv member: variable, ...},
-         "env": {variable: value, ...}}
+        {"groups": {"controller": str, "login": str | None, "workers": [str, ...]}}
 
     ``groups`` tells the script a node's Slurm role (with HyperPod's
-    ``resource_config.json``); ``fsx`` finds the stack's file system (tagged with
-    :data:`~trn_ultracluster.contracts.shared_storage.FSX_STACK_TAG`) and says whether it is
-    linked to S3 (the script then waits for the link's metadata import before it writes
-    files); ``names`` is :class:`~trn_ultracluster.contracts.hyperpod.JobEnv`, which the
-    scripts read instead of copies of the names; ``env`` is the job environment. Nothing in
-    it refers to the file system itself, so the lifecycle files, and the cluster that waits
-    for them, do not wait for FSx.
+    ``resource_config.json``). Nothing in it refers to the file system itself, so the
+    lifecycle files, and the cluster that waits for them, do not wait for FSx.
     """
     return {
         "groups": {
@@ -73,48 +62,31 @@ def lifecycle_file(settings: HyperPodConfig, env: dict[str, str], fsx_tag_value:
             "login": LOGIN_GROUP if settings.login_instance_type is not None else None,
             "workers": [g.name for g in settings.worker_groups],
         },
-        "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value,
-                "data_repository": data_repository},
-        "names": {member.name: member.value for member in JobEnv},
-        "env": env,
+        **node_file(env, fsx_tag_value, data_repository),
     }
 
 
 def job_environment(scope: Construct, settings: HyperPodConfig, instance: InstanceSpec,
                     worker_counts: dict[str, int], foundation: Foundation) -> dict[str, str]:
     """What job scripts read from ``/fsx/.trn-ultracluster/env``: variable -> value (values
-    may be tokens).
-
-    The file system's id is not here (it would make the lifecycle files wait for the file
-    system): the lifecycle script adds ``JobEnv.FSX_FILE_SYSTEM_ID`` once it has found the
-    file system by its tag.
+    may be tokens): :func:`trn_ultracluster.orchestrators.nodes.job_environment` plus the
+    cluster name, the worker count, the partitions and the image in Pyxis form.
     """
     image = foundation.training_image
     registry = Fn.select(0, Fn.split("/", image.repository.repository_uri))
-    repository = image.repository.repository_name
     partitions = list(dict.fromkeys(g.partition for g in settings.worker_groups))
-    data_path = foundation.data_repository_path
     env = {
-        JobEnv.REGION: Stack.of(scope).region,
         JobEnv.CLUSTER_NAME: settings.cluster_name,
-        JobEnv.INSTANCE_TYPE: instance.name,
-        JobEnv.NEURON_CORES_PER_NODE: str(instance.logical_neuron_cores),
-        JobEnv.NEURON_CHIPS_PER_NODE: str(instance.chips),
-        JobEnv.EFA_INTERFACES_PER_NODE: str(instance.efa_interfaces),
         JobEnv.WORKER_NODES: str(sum(worker_counts.values())),
         JobEnv.PARTITIONS: ",".join(partitions),
         JobEnv.DEFAULT_PARTITION: partitions[0],
-        JobEnv.TRAINING_IMAGE_URI: image.image_uri,
-        JobEnv.ECR_REGISTRY: registry,
         # Pyxis names a registry image "<registry>#<repository>:<tag>" (Pyxis README,
         # --container-image).
-        JobEnv.CONTAINER_IMAGE: f"{registry}#{repository}:{image.image_tag}",
-        JobEnv.FSX_MOUNT_POINT: FSX_MOUNT_PATH,
-        JobEnv.DATA_BUCKET: foundation.data_bucket.bucket_name,
-        JobEnv.DATA_PATH: fsx_path(data_path) if data_path else "",
-        JobEnv.NEURON_CACHE_DIR: NEURON_COMPILE_CACHE_DIR,
+        JobEnv.CONTAINER_IMAGE:
+            f"{registry}#{image.repository.repository_name}:{image.image_tag}",
     }
-    return {**{k.value: v for k, v in env.items()}, **neuron_environment(instance)}
+    return {**nodes.job_environment(scope, instance, foundation),
+            **{k.value: v for k, v in env.items()}}
 
 
 def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
@@ -142,7 +114,8 @@ def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
 
 def upload_lifecycle_files(scope: Construct, bucket: s3.Bucket,
                            data: dict[str, Any]) -> s3deploy.BucketDeployment:
-    """Upload the scripts of :data:`LIFECYCLE_ASSETS` and ``data`` as
+    """Upload the scripts of :data:`LIFECYCLE_ASSETS` and
+    :data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS` and ``data`` as
     :data:`~trn_ultracluster.contracts.hyperpod.LIFECYCLE_FILE` under
     :data:`LIFECYCLE_PREFIX` (construct id ``LifecycleScripts``). Files removed from the
     repository are removed from the bucket (``prune``), as is the ``provisioning_parameters.json``
@@ -154,6 +127,7 @@ def upload_lifecycle_files(scope: Construct, bucket: s3.Bucket,
         destination_key_prefix=LIFECYCLE_PREFIX,
         sources=[
             s3deploy.Source.asset(str(LIFECYCLE_ASSETS), exclude=["__pycache__", "*.pyc"]),
+            s3deploy.Source.asset(str(NODE_SCRIPTS), exclude=["__pycache__", "*.pyc"]),
             s3deploy.Source.json_data(LIFECYCLE_FILE, data),
         ],
         prune=True,

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Helpers of the TrnUltraCluster HyperPod lifecycle script (standard library only).
+"""Helpers of the TrnUltraCluster node scripts (standard library only).
 
-``on_init_complete.sh`` calls this module for everything that reads JSON or needs Python:
+The HyperPod lifecycle script (``on_init_complete.sh``), the standalone nodes' setup
+(``node_setup.sh``) and the library both source (``fsx.sh``) call this module for everything
+that reads JSON or needs Python:
 
 - ``node-ip``: this node's address in the VPC;
 - ``role ADDRESS``: the node's Slurm role (``controller``, ``login`` or ``compute``);
@@ -12,14 +14,19 @@
 - ``env-file [--set MEMBER=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
 - ``env-get MEMBER``: one value of that environment (empty when absent);
 - ``fsx-get KEY``: one value of the ``fsx`` section (JSON booleans as ``true``/``false``);
+- ``get SECTION KEY``: one value of any section (the same way);
+- ``log-events LOG_FILE``: the end of a log file as CloudWatch Logs ``PutLogEvents`` events
+  (JSON on stdout);
 - ``enroot-config-dir HOME UID GID``: where Enroot reads a user's ``.credentials``.
 
 Inputs:
 
 - ``trn_ultracluster.json`` (written by the stack next to this file,
-  ``trn_ultracluster/orchestrators/hyperpod_slurm/lifecycle.py`` ``lifecycle_file``)::
+  ``trn_ultracluster/orchestrators/nodes.py`` ``node_file`` and the orchestrator's own
+  sections: HyperPod ``groups``, standalone ``node``)::
 
       {"groups": {"controller": str, "login": str | null, "workers": [str, ...]},
+       "node": {...},
        "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
        "names": {MEMBER: VARIABLE, ...},
        "env": {VARIABLE: value, ...}}
@@ -64,6 +71,10 @@ DELETING, MISCONFIGURED, UPDATING, MISCONFIGURED_UNAVAILABLE)."""
 ENROOT_CONF = "/etc/enroot/enroot.conf"
 IMPORT_TASK = "IMPORT_METADATA_FROM_REPOSITORY"
 TASK_RUNNING = {"PENDING", "EXECUTING", "CANCELING"}
+MAX_BATCH_BYTES, EVENT_OVERHEAD_BYTES, MAX_BATCH_EVENTS = 1_048_576, 26, 10_000
+"""CloudWatch Logs ``PutLogEvents`` batch limits: 1,048,576 bytes counted as the UTF-8
+messages plus 26 bytes per event, and 10,000 events (botocore 1.44 ``logs`` model,
+``PutLogEvents`` documentation)."""
 """``DataRepositoryTaskLifecycle`` values of a task not finished yet (botocore 1.44 ``fsx``
 model: PENDING, EXECUTING, FAILED, SUCCEEDED, CANCELED, CANCELING)."""
 
@@ -267,6 +278,30 @@ def enroot_config_dir(home: str, uid: int, gid: int, conf: str | Path = ENROOT_C
     return value
 
 
+def section_value(cluster: dict[str, Any], section: str, key: str) -> str:
+    """One value of ``cluster[section]`` as the shell reads it: JSON booleans as
+    ``true``/``false``, ``null`` and absent keys as the empty string."""
+    value = cluster.get(section, {}).get(key)
+    if isinstance(value, bool):
+        return json.dumps(value)
+    return "" if value is None else str(value)
+
+
+def log_events(text: str, timestamp_ms: int) -> list[dict[str, Any]]:
+    """The end of a log as one ``PutLogEvents`` batch: one event per non-empty line, all at
+    ``timestamp_ms`` (one time, so the batch is in order), the newest lines kept within
+    :data:`MAX_BATCH_EVENTS` and :data:`MAX_BATCH_BYTES`. Returns ``[]`` for an empty log."""
+    events: list[dict[str, Any]] = []
+    size = 0
+    for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
+        cost = len(line.encode("utf-8")) + EVENT_OVERHEAD_BYTES
+        if len(events) == MAX_BATCH_EVENTS or size + cost > MAX_BATCH_BYTES:
+            break
+        events.append({"timestamp": timestamp_ms, "message": line})
+        size += cost
+    return events[::-1]
+
+
 def _assignment(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep:
@@ -293,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     env_get.add_argument("member")
     fsx_get = sub.add_parser("fsx-get")
     fsx_get.add_argument("key")
+    get = sub.add_parser("get")
+    get.add_argument("section")
+    get.add_argument("key")
+    events = sub.add_parser("log-events")
+    events.add_argument("log_file")
     enroot = sub.add_parser("enroot-config-dir")
     enroot.add_argument("home")
     enroot.add_argument("uid", type=int)
@@ -319,9 +359,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "env-get":
             cluster = load_json(args.cluster)
             print(cluster.get("env", {}).get(variable(cluster, args.member), ""))
-        elif args.command == "fsx-get":
-            value = load_json(args.cluster).get("fsx", {}).get(args.key, "")
-            print(json.dumps(value) if isinstance(value, bool) else value)
+        elif args.command in ("fsx-get", "get"):
+            section = "fsx" if args.command == "fsx-get" else args.section
+            print(section_value(load_json(args.cluster), section, args.key))
+        elif args.command == "log-events":
+            log = Path(args.log_file)
+            text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+            print(json.dumps(log_events(text, int(time.time() * 1000))))
         else:
             groups = load_json(args.cluster).get("groups", {})
             print(node_role(load_json(args.resource_config), groups, args.address))

@@ -1,0 +1,112 @@
+"""What the Trainium nodes of every orchestrator that boots its own nodes share: the node
+scripts and the stack-generated file they read.
+
+- :data:`NODE_SCRIPTS`: ``node_scripts/`` beside this module, shipped to every node as they
+  are: ``lcs.py`` (reads the stack's ``trn_ultracluster.json``: the job environment, the FSx
+  tag, the state of the file system and its S3 link) and ``fsx.sh`` (sourced: find the file
+  system by its tag, wait for it and its link, mount it at ``/fsx``, write the job
+  environment file). The HyperPod lifecycle script and the standalone nodes' setup both use
+  them.
+- :func:`job_environment`: what every node's job environment file
+  (:data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`) holds, by
+  :class:`~trn_ultracluster.contracts.hyperpod.JobEnv` name, plus the Neuron/EFA variables of
+  :func:`~trn_ultracluster.contracts.neuron_env.neuron_environment`.
+- :func:`node_file`: the common part of ``trn_ultracluster.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Fn, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.hyperpod import JobEnv
+from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.shared_storage import (
+    FSX_MOUNT_PATH,
+    FSX_STACK_TAG,
+    NEURON_COMPILE_CACHE_DIR,
+    fsx_path,
+)
+from trn_ultracluster.orchestrators.base import Foundation
+
+__all__ = ["FSX_DESCRIBE_ACTIONS", "FSX_SCRIPT", "LCS_SCRIPT", "NODE_SCRIPTS",
+           "grant_fsx_describe", "job_environment", "node_file"]
+
+NODE_SCRIPTS = Path(__file__).resolve().parent / "node_scripts"
+"""The shared node scripts (uploaded as they are, beside each orchestrator's own)."""
+LCS_SCRIPT = "lcs.py"
+"""The Python helper of the node scripts (standard library only)."""
+FSX_SCRIPT = "fsx.sh"
+"""The sourced bash library of the FSx steps."""
+FSX_DESCRIBE_ACTIONS = ("fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
+                        "fsx:DescribeDataRepositoryTasks")
+"""What ``fsx.sh`` calls: find the file system by its tag and wait for it, its data repository
+association and the association's import. These actions have no resource-level permissions
+(Service Authorization Reference, Amazon FSx: no resource type listed), so they can only be
+granted on ``*``."""
+
+
+def grant_fsx_describe(role: iam.IRole) -> None:
+    """Let ``role`` (a node's) make the Describe calls of ``fsx.sh``
+    (:data:`FSX_DESCRIBE_ACTIONS`, on ``*``; statement id ``FsxDescribe``)."""
+    role.add_to_principal_policy(iam.PolicyStatement(
+        sid="FsxDescribe", actions=list(FSX_DESCRIBE_ACTIONS), resources=["*"]))
+
+
+def job_environment(scope: Construct, instance: InstanceSpec,
+                    foundation: Foundation) -> dict[str, str]:
+    """The job environment every orchestrator's nodes write: variable -> value (values may be
+    tokens).
+
+    Holds the Region, the instance type's NeuronCores, chips and EFA interfaces, the training
+    image and its registry, the ``/fsx`` layout, the data bucket and the S3-linked path, and
+    the Neuron/EFA variables. Orchestrators add their own (HyperPod: partitions, the Pyxis
+    image name). The file system's id is not here: it would make the nodes wait for the file
+    system in CloudFormation; the node scripts add ``JobEnv.FSX_FILE_SYSTEM_ID`` once they have
+    found it by its tag.
+    """
+    image = foundation.training_image
+    data_path = foundation.data_repository_path
+    env = {
+        JobEnv.REGION: Stack.of(scope).region,
+        JobEnv.INSTANCE_TYPE: instance.name,
+        JobEnv.NEURON_CORES_PER_NODE: str(instance.logical_neuron_cores),
+        JobEnv.NEURON_CHIPS_PER_NODE: str(instance.chips),
+        JobEnv.EFA_INTERFACES_PER_NODE: str(instance.efa_interfaces),
+        JobEnv.TRAINING_IMAGE_URI: image.image_uri,
+        JobEnv.ECR_REGISTRY: Fn.select(0, Fn.split("/", image.repository.repository_uri)),
+        JobEnv.FSX_MOUNT_POINT: FSX_MOUNT_PATH,
+        JobEnv.DATA_BUCKET: foundation.data_bucket.bucket_name,
+        JobEnv.DATA_PATH: fsx_path(data_path) if data_path else "",
+        JobEnv.NEURON_CACHE_DIR: NEURON_COMPILE_CACHE_DIR,
+    }
+    return {**{k.value: v for k, v in env.items()}, **neuron_environment(instance)}
+
+
+def node_file(env: dict[str, str], fsx_tag_value: str, data_repository: bool) -> dict[str, Any]:
+    """The common part of ``trn_ultracluster.json``, what ``lcs.py`` reads on a node.
+
+    Shape::
+
+        {"fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
+         "names": {JobEnv member: variable, ...},
+         "env": {variable: value, ...}}
+
+    ``fsx`` finds the stack's file system (tagged with
+    :data:`~trn_ultracluster.contracts.shared_storage.FSX_STACK_TAG`) and says whether it is
+    linked to S3 (the scripts then wait for the link's metadata import before they write
+    files); ``names`` is :class:`~trn_ultracluster.contracts.hyperpod.JobEnv`, which the scripts
+    read instead of copies of the names; ``env`` is the job environment. Nothing in it refers to
+    the file system itself, so the nodes, which wait for it, need not wait in CloudFormation.
+    """
+    return {
+        "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value,
+                "data_repository": data_repository},
+        "names": {member.name: member.value for member in JobEnv},
+        "env": env,
+    }
