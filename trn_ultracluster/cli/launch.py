@@ -27,14 +27,50 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import datetime, timezone
 
-__all__ = ["Launch", "default_job_name", "trn_train_launch", "validate_job_name"]
+from trn_ultracluster.contracts.shared_storage import ENV_FILE
+
+__all__ = ["Launch", "RENDEZVOUS_PORT", "default_job_name", "env_file_lines", "export_lines",
+           "torchrun_command", "trn_train_launch", "validate_job_name"]
 
 PRECOMPILE_STEPS = 10
 """Default steps of the precompile trial run: enough to reach every graph of a step
 (forward, backward, optimizer, logging); our choice, not a Neuron number."""
 _NAME_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+RENDEZVOUS_PORT = 29500
+"""torchrun's default master port (PyTorch ``torch/distributed/run.py``)."""
+
+
+def torchrun_command(nnodes: str, nproc_per_node: int, endpoint: str, rdzv_id: str) -> str:
+    """``torchrun`` with a c10d rendezvous: ``nnodes`` nodes of ``nproc_per_node`` processes
+    meet at ``endpoint`` (``host:port``; torchrun on that host runs the store) under
+    ``rdzv_id`` (PyTorch "torchrun (Elastic Launch)": ``--rdzv-backend=c10d
+    --rdzv-endpoint --rdzv-id``). The arguments are shell words as they are (they may be
+    quoted variables such as ``"${SLURM_JOB_NUM_NODES}"``)."""
+    return (f"torchrun --nnodes={nnodes} --nproc-per-node={nproc_per_node} "
+            f"--rdzv-backend=c10d --rdzv-endpoint={endpoint} --rdzv-id={rdzv_id}")
+
+
+def env_file_lines() -> str:
+    """Bash lines that source the stack's job environment file
+    (:data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`, written on every node by the
+    node scripts) and stop when it lacks the Neuron variables (a file from an older stack)."""
+    return (f"# shellcheck source=/dev/null\nsource {ENV_FILE}\n"
+            f': "${{NEURON_CC_FLAGS:?is not set by {ENV_FILE}: redeploy the stack}}"\n')
+
+
+def export_lines(env: Mapping[str, str]) -> str:
+    """``export NAME=value`` lines of ``env`` (``submit --env``), sorted, values quoted for bash
+    (``shlex.quote``); a value with ``$`` or a backquote stays literal, with a shellcheck note
+    that it is meant so."""
+    lines = ""
+    for key, value in sorted(env.items()):
+        if "$" in value or "`" in value:  # literal on purpose: not for the shell to expand
+            lines += "# shellcheck disable=SC2016\n"
+        lines += f"export {key}={shlex.quote(value)}\n"
+    return lines
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ def test_controller_target_and_send_command():
     target = controller_target(session, "trn-ultracluster", arn, "controller")
     node = sm.list_cluster_nodes(ClusterName="trn-ultracluster")["ClusterNodeSummaries"][0]
     assert target == f"sagemaker-cluster:{arn.rsplit('/', 1)[1]}_controller-{node['InstanceId']}"
-    transport = SendCommandTransport(session, target, sleep=lambda _: None)
+    transport = SendCommandTransport(session, target, poll_s=0)
     assert transport.run("squeue\n") == ""  # moto's invocations succeed with empty output
     sent = boto3.client("ssm", region_name=REGION).list_commands()["Commands"][0]
     assert sent["InstanceIds"] == [target]
