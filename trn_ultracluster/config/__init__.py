@@ -6,7 +6,7 @@
 - :mod:`.parse`: pydantic checks shape and types, then :data:`.rules.RULES` check the AWS
   rules that span fields (FSx capacity steps per deployment type, EFA needs, CIDR sizes, ...);
 - :mod:`.rules`: one module per concern (compute, network, FSx, capacity, HyperPod, EKS,
-  tags);
+  standalone, tags);
 - :mod:`.facts`: the AWS facts and limits the rules check, with their sources;
 - :mod:`.errors`: every problem is a :class:`ConfigIssue` that names the field, the bad
   value, what it must be and where to read more; :func:`load_config` raises
@@ -29,6 +29,7 @@ from trn_ultracluster.config.model import (
     HyperPodWorkerGroupConfig,
     LoadedConfig,
     NodeCounts,
+    StandaloneConfig,
     TrainingImageConfig,
 )
 from trn_ultracluster.config.parse import parse_config
@@ -48,6 +49,7 @@ __all__ = [
     "HyperPodWorkerGroupConfig",
     "LoadedConfig",
     "NodeCounts",
+    "StandaloneConfig",
     "TrainingImageConfig",
     "load_config",
     "parse_config",

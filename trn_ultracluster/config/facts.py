@@ -52,6 +52,14 @@ DOC_EKS_ENDPOINT = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-end
 DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html"
 DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
 DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
+DOC_NEURON_DLAMI = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/environments/dlami.html"
+)
+DOC_DEVICE_NAMES = "https://docs.aws.amazon.com/ebs/latest/userguide/device_naming.html"
+DOC_SSM_PARAMETER_NAMES = (
+    "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html"
+)
+README_STANDALONE = "docs/standalone.md"
 
 # --- AZ IDs and Regions ------------------------------------------------------------------
 
@@ -178,6 +186,42 @@ VPC_CNI_MIN_FOR_EFA_ONLY = (1, 19, 0)
 """First VPC CNI minor after aws/amazon-vpc-cni-k8s PR #3047 ("Filter for interfaces with
 no ip info", merged 2024-09-26), which lets the CNI start on nodes with ``efa-only``
 interfaces. The exact first release is not verified; v1.19.0 is the next minor."""
+
+# --- standalone nodes ---------------------------------------------------------------------
+
+NEURON_DLAMI_SSM_PARAMETER = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
+"""Public SSM parameter of the newest "Deep Learning AMI Neuron PyTorch 2.9 (Ubuntu 24.04)",
+the DLAMI of the training image's PyTorch 2.9 / torch-neuronx line (``training/Dockerfile``).
+Source: Neuron docs, "Neuron DLAMI User Guide", "SSM Parameter Prefix" table
+(aws-neuron/aws-neuron-sdk ``dlami/index.rst`` as of 2026-01-22: prefix
+``/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04``; ``<prefix>/latest/image_id`` holds the
+AMI id), DOC_NEURON_DLAMI. Neuron 2.33's "Update PyTorch on a Deep Learning AMI" says DLAMIs for
+PyTorch 2.9 (PyTorch/XLA) are not published after Neuron SDK 2.31.0, so this parameter now
+names that last one; the current guide lists only the multi-framework, JAX, vLLM and base
+prefixes. Not verified against a live account (no AWS account here)."""
+NEURON_DLAMI_VENV = "/opt/aws_neuronx_venv_pytorch_2_9_nxd_training"
+"""The DLAMI's Neuron virtual environment with PyTorch 2.9, torch-neuronx and NxD Training
+(same guide, "Virtual Environments pre-installed" of the PyTorch 2.9 DLAMI). Whether it also
+holds every package ``trn_train`` imports (transformers, tokenizers, tensorboard) is not
+verified; the node setup checks the imports and fails with their names."""
+NEURON_DLAMI_ROOT_DEVICE = "/dev/sda1"
+"""Root device of the Ubuntu Neuron DLAMIs: EC2 reserves ``/dev/sda1`` and ``/dev/xvda`` for
+root volumes (EC2 user guide, "Device names for volumes on Amazon EC2 instances"), and
+Ubuntu-based images use ``/dev/sda1``; Hugging Face's build of its Neuron AMI on the Ubuntu
+Neuron DLAMI maps ``/dev/sda1`` to a 512 GB root volume (huggingface/optimum-neuron
+``infrastructure/ami/hcl2-files/build.pkr.hcl``). Not verified with DescribeImages (no AWS
+account here)."""
+ROOT_DEVICE_RE = re.compile(r"^/dev/[a-z][a-z0-9]*$")
+SSM_PARAMETER_NAME_RE = re.compile(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+SSM_PARAMETER_NAME_CHARS = 1011
+SSM_PARAMETER_MAX_LEVELS = 15
+"""SSM parameter names: letters, digits and ``_.-``, ``/`` between the levels of a
+hierarchy (a leading ``/`` for hierarchical names), at most fifteen levels; the 2048
+characters the API reports include 1037 reserved for the ARN, which leaves 1011 (SSM API
+reference, ``PutParameter``, ``Name``, DOC_SSM_PARAMETER_NAMES)."""
+LINUX_PATH_RE = re.compile(r"^/[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*$")
+"""An absolute path without spaces, quotes or shell characters (our rule: it goes into shell
+scripts unquoted-safe)."""
 
 # --- tags --------------------------------------------------------------------------------
 

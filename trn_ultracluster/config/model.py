@@ -15,7 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
-from trn_ultracluster.config.facts import region_of_az_id
+from trn_ultracluster.config.facts import (
+    NEURON_DLAMI_ROOT_DEVICE,
+    NEURON_DLAMI_SSM_PARAMETER,
+    NEURON_DLAMI_VENV,
+    region_of_az_id,
+)
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
 
 __all__ = [
@@ -29,6 +34,7 @@ __all__ = [
     "HyperPodWorkerGroupConfig",
     "LoadedConfig",
     "NodeCounts",
+    "StandaloneConfig",
     "TrainingImageConfig",
 ]
 
@@ -218,6 +224,34 @@ class HyperPodConfig(_Frozen):
     training_plan_arn: str | None = None
 
 
+class StandaloneConfig(_Frozen):
+    """Standalone Trainium nodes (used when ``orchestrator`` is ``standalone``): an Auto Scaling
+    group of ``nodes`` instances from the EFA launch template, reached with Session Manager.
+    See docs/standalone.md.
+
+    Default: the newest Deep Learning AMI Neuron PyTorch 2.9 (Ubuntu 24.04), resolved at
+    deploy time from its public SSM parameter; jobs run in the stack's training image.
+
+    Attributes:
+        ami_ssm_parameter: public (or your own) SSM parameter holding the nodes' AMI id,
+            resolved by CloudFormation at each deploy (a changed AMI reaches new nodes only).
+        runtime: ``container`` runs jobs in the training image (pulled from ECR when a node
+            starts) with ``/fsx`` and the Neuron and EFA devices; ``dlami-venv`` runs them in
+            the AMI's Neuron virtual environment :attr:`dlami_venv`, with the training
+            program copied to each node.
+        dlami_venv: the virtual environment of ``runtime: dlami-venv`` (an absolute path on
+            the AMI).
+        root_device_name: the AMI's root device, which the launch template's root volume
+            (``root_volume_gib``) resizes; ``/dev/sda1`` on Ubuntu AMIs, ``/dev/xvda`` on
+            Amazon Linux. A wrong name adds a second volume instead.
+    """
+
+    ami_ssm_parameter: str = NEURON_DLAMI_SSM_PARAMETER
+    runtime: Literal["container", "dlami-venv"] = "container"
+    dlami_venv: str = NEURON_DLAMI_VENV
+    root_device_name: str = NEURON_DLAMI_ROOT_DEVICE
+
+
 class TrainingImageConfig(_Frozen):
     """How ``cdk deploy`` builds the training image (``training/Dockerfile``).
 
@@ -247,9 +281,10 @@ class ClusterConfig(_Frozen):
             without IP, on every card, as the EC2 user guide recommends today).
         root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
         fsx: FSx for Lustre settings.
-        orchestrator: ``eks`` or ``hyperpod-slurm``.
+        orchestrator: ``eks``, ``hyperpod-slurm`` or ``standalone``.
         eks: EKS settings (used with ``orchestrator: eks``).
         hyperpod: HyperPod settings (used with ``orchestrator: hyperpod-slurm``).
+        standalone: standalone node settings (used with ``orchestrator: standalone``).
         capacity: on-demand, capacity reservation or Capacity Block.
         training_image: how the training image is built.
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
@@ -265,9 +300,10 @@ class ClusterConfig(_Frozen):
     efa_interface_layout: Literal["efa", "efa-only"] = "efa"
     root_volume_gib: int = 512
     fsx: FsxConfig = FsxConfig()
-    orchestrator: Literal["eks", "hyperpod-slurm"] = "eks"
+    orchestrator: Literal["eks", "hyperpod-slurm", "standalone"] = "eks"
     eks: EksConfig = EksConfig()
     hyperpod: HyperPodConfig = HyperPodConfig()
+    standalone: StandaloneConfig = StandaloneConfig()
     capacity: CapacityConfig = CapacityConfig()
     training_image: TrainingImageConfig = TrainingImageConfig()
     data_removal_policy: Literal["retain", "destroy"] = "retain"

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aws_cdk import CfnTag
+from aws_cdk import CfnTag, Fn
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from trn_ultracluster.contracts.catalog import InstanceSpec
 
-__all__ = ["Efa", "EfaProps", "efa_network_interfaces"]
+__all__ = ["Efa", "EfaProps", "boot_from", "efa_network_interfaces"]
 
 ROOT_DEVICE_NAME = "/dev/xvda"
 """Root device of the Amazon Linux 2023 EKS AMIs. Not verified against a primary source
@@ -224,3 +224,29 @@ class Efa(Construct):
     def placement_group_name(self) -> str | None:
         """Placement group name (token), or None when no placement group is created."""
         return self.placement_group.ref if self.placement_group is not None else None
+
+
+def boot_from(launch_template: ec2.CfnLaunchTemplate, *, image_id: str,
+              instance_profile_arn: str, user_data: str, root_device_name: str) -> None:
+    """Make ``launch_template`` boot a node by itself: the AMI, its root device, the instance
+    profile and the user data, for an orchestrator that launches instances straight from it
+    (standalone's Auto Scaling group). The EKS orchestrator must not call it: a managed node group refuses a
+    launch template with ``IamInstanceProfile`` and supplies its AMI itself (EKS user guide,
+    "Customize managed nodes with launch templates").
+
+    Args:
+        image_id: AMI id (a token: CloudFormation resolves the SSM parameter at deploy time).
+        instance_profile_arn: ARN of the nodes' instance profile.
+        user_data: the user data script, plain text (encoded here: ``LaunchTemplateData``
+            takes it base64-encoded, CloudFormation template reference,
+            ``AWS::EC2::LaunchTemplate LaunchTemplateData``, ``UserData``).
+        root_device_name: the AMI's root device (e.g. ``/dev/sda1``): the template's one block
+            device mapping, the encrypted gp3 root volume, is moved to it so that it resizes
+            the AMI's root volume (:data:`ROOT_DEVICE_NAME` is the EKS AMIs').
+    """
+    launch_template.add_property_override(
+        "LaunchTemplateData.BlockDeviceMappings.0.DeviceName", root_device_name)
+    launch_template.add_property_override("LaunchTemplateData.ImageId", image_id)
+    launch_template.add_property_override("LaunchTemplateData.IamInstanceProfile.Arn",
+                                          instance_profile_arn)
+    launch_template.add_property_override("LaunchTemplateData.UserData", Fn.base64(user_data))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey",
-           "STACK_NAME"]
+           "STACK_NAME", "STANDALONE_KEYS"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
@@ -63,6 +63,13 @@ class OutputKey(str, Enum):
     HYPERPOD_WORKER_GROUPS = "HyperPodWorkerGroupNames"
     HYPERPOD_CONTROLLER_SHELL = "HyperPodControllerShellCommand"
     HYPERPOD_LIFECYCLE_BUCKET = "HyperPodLifecycleBucketName"
+    # --- standalone orchestrator (present when Orchestrator = standalone) ---
+    STANDALONE_NODE_GROUP = "StandaloneAutoScalingGroupName"
+    STANDALONE_RUNTIME = "StandaloneRuntime"
+    STANDALONE_DLAMI_VENV = "StandaloneDlamiVenv"
+    STANDALONE_AMI_PARAMETER = "StandaloneAmiSsmParameter"
+    STANDALONE_LOG_GROUP = "StandaloneNodeLogGroupName"
+    STANDALONE_SHELL = "StandaloneShellCommand"
 
     def __str__(self) -> str:
         return self.value
@@ -90,7 +97,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.NODE_COUNT_MIN: "Minimum Trainium nodes",
     OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",
     OutputKey.NODE_COUNT_MAX: "Maximum Trainium nodes",
-    OutputKey.ORCHESTRATOR: "eks or hyperpod-slurm",
+    OutputKey.ORCHESTRATOR: "eks, hyperpod-slurm or standalone",
     OutputKey.JOB_BACKEND: "How the job CLI submits jobs to this stack's orchestrator",
     OutputKey.CAPACITY_TYPE: "on-demand, capacity-reservation or capacity-block",
     OutputKey.CAPACITY_RESERVATION_ID: "Capacity Reservation or Capacity Block id, or 'none'",
@@ -107,6 +114,12 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.HYPERPOD_WORKER_GROUPS: "Instance groups of the Slurm workers, comma separated",
     OutputKey.HYPERPOD_CONTROLLER_SHELL: "Command that opens a shell on the controller (SSM)",
     OutputKey.HYPERPOD_LIFECYCLE_BUCKET: "Bucket holding the lifecycle scripts",
+    OutputKey.STANDALONE_NODE_GROUP: "Auto Scaling group of the Trainium nodes",
+    OutputKey.STANDALONE_RUNTIME: "How jobs run on the nodes: container or dlami-venv",
+    OutputKey.STANDALONE_DLAMI_VENV: "Neuron virtual environment of the DLAMI jobs use, or 'none'",
+    OutputKey.STANDALONE_AMI_PARAMETER: "Public SSM parameter the nodes' AMI is resolved from",
+    OutputKey.STANDALONE_LOG_GROUP: "CloudWatch log group of the nodes' setup logs",
+    OutputKey.STANDALONE_SHELL: "Command that opens a shell on the first node (SSM)",
 }
 
 EKS_KEYS: tuple[OutputKey, ...] = tuple(k for k in OutputKey if k.value.startswith("Eks"))
@@ -115,7 +128,12 @@ HYPERPOD_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k.value.startswith("HyperPod")
 )
 """Keys a ``hyperpod-slurm`` stack adds."""
+STANDALONE_KEYS: tuple[OutputKey, ...] = tuple(
+    k for k in OutputKey if k.value.startswith("Standalone")
+)
+"""Keys a ``standalone`` stack adds."""
 FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k not in EKS_KEYS and k not in HYPERPOD_KEYS
+    and k not in STANDALONE_KEYS
 )
 """Keys every TrnUltraCluster stack has, whatever the orchestrator."""

@@ -35,7 +35,8 @@ STATE_DIR = f"{FSX_MOUNT_PATH}/.trn-ultracluster"
 ENV_FILE = f"{STATE_DIR}/env"
 """Shell-sourceable environment of the stack's outputs (HyperPod)."""
 JOBS_DIR = f"{STATE_DIR}/jobs"
-"""Job scripts the CLI submits (HyperPod)."""
+"""Jobs the CLI submits: HyperPod sbatch scripts and their logs; standalone, one directory per
+job (:mod:`trn_ultracluster.contracts.standalone`)."""
 RUNS_DIR = "runs"
 """Directory, under the part of the file system linked to S3, of the job CLI's default
 output directories (checkpoints, metrics): ``/fsx/runs/<job>`` with the default link."""

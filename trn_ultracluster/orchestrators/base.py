@@ -43,6 +43,11 @@ class Foundation:
             ``build``: the deploy-time build that pushes it).
         data_removal: what ``cdk destroy`` does with data-bearing resources
             (``data_removal_policy``).
+        launch_template: the EFA launch template resource itself, for an orchestrator whose
+            nodes boot straight from it (standalone's Auto Scaling group adds the AMI, the
+            instance profile and the user data with
+            :func:`trn_ultracluster.constructs.efa.boot_from`); ``None`` where the stack
+            gives none.
     """
 
     vpc: ec2.IVpc
@@ -57,6 +62,7 @@ class Foundation:
     data_repository_path: str | None
     training_image: TrainingImage
     data_removal: RemovalPolicy = RemovalPolicy.RETAIN
+    launch_template: ec2.CfnLaunchTemplate | None = None
 
 
 @dataclass(frozen=True)

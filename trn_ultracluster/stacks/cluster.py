@@ -106,6 +106,7 @@ class TrnUltraClusterStack(Stack):
             data_repository_path=dra.file_system_path if dra else None,
             training_image=self.training_image,
             data_removal=self.data_removal,
+            launch_template=self.efa.launch_template,
         )
         return build_orchestrator(self, self.config, foundation)
 

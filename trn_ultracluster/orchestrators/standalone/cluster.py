@@ -1,0 +1,156 @@
+"""Standalone orchestrator: one (or a few) Trainium instances without a scheduler.
+
+What it creates:
+
+- an Auto Scaling group (``AWS::AutoScaling::AutoScalingGroup``) of ``nodes`` min / desired /
+  max instances in the compute subnet, launched from the stack's EFA launch template (instance
+  type, one EFA interface per network card in the nodes' security group, the cluster
+  placement group, IMDSv2, the encrypted root volume, capacity options). ``nodes.desired: 0``
+  (or ``trn-ultracluster scale --nodes 0``) leaves no instance running;
+- on that launch template (:func:`trn_ultracluster.constructs.efa.boot_from`): the AMI,
+  resolved by CloudFormation at each deploy from a public SSM parameter
+  (``standalone.ami_ssm_parameter``, default the Neuron DLAMI for PyTorch 2.9, see
+  :data:`trn_ultracluster.config.facts.NEURON_DLAMI_SSM_PARAMETER`), the nodes' instance
+  profile and the user data (:mod:`.node`);
+- the nodes' IAM role, instance profile, setup log group and script assets (:mod:`.node`).
+
+Access is Session Manager only: no key pair, and the nodes' security group admits nothing
+from outside (the EFA group: all traffic from itself; Lustre from the file system's group).
+
+Deploy order: the group waits for its role's policies, the route to the NAT gateway (the
+user data calls S3, FSx, ECR and CloudWatch Logs) and, with ``runtime: container``, the
+training image build; not for the file system, which the nodes find by its tag and wait for
+(as HyperPod's do), so CloudFormation creates both in parallel.
+
+A changed launch template (a new AMI, new scripts) reaches new instances only; the group has
+no rolling update, so a deploy never replaces a node that runs a job. To move every node to
+it, ``trn-ultracluster scale --nodes 0`` and back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Stack, Tags
+from aws_cdk import aws_autoscaling as autoscaling
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from trn_ultracluster.config import ClusterConfig, StandaloneConfig
+from trn_ultracluster.constructs.efa import boot_from
+from trn_ultracluster.contracts.outputs import NONE, OutputKey
+from trn_ultracluster.nag import acknowledge
+from trn_ultracluster.orchestrators.base import Foundation, NodeShape
+from trn_ultracluster.orchestrators.standalone.node import NodeBoot
+
+__all__ = ["JOB_BACKEND", "StandaloneOrchestrator", "StandaloneProps"]
+
+JOB_BACKEND = "standalone"
+"""The job CLI backend of this orchestrator: torchrun on every node through SSM Run Command."""
+NODE_NAME_TAG = "trn-ultracluster-node"
+"""``Name`` tag of the instances (the EC2 console's name column)."""
+
+
+@dataclass(frozen=True)
+class StandaloneProps:
+    """What the standalone orchestrator builds on.
+
+    Attributes:
+        foundation: the foundation's handles; its ``launch_template`` must be set.
+        shape: the Trainium nodes (type, counts, capacity).
+        settings: the ``standalone`` configuration section.
+    """
+
+    foundation: Foundation
+    shape: NodeShape
+    settings: StandaloneConfig
+
+
+class StandaloneOrchestrator(Construct):
+    """An Auto Scaling group of Trainium nodes from the stack's EFA launch template.
+
+    Attributes:
+        boot: the nodes' role, instance profile, log group, assets and user data.
+        image_id: the AMI id token (a CloudFormation parameter of type
+            ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``, resolved at each deploy).
+        group: the ``AWS::AutoScaling::AutoScalingGroup``.
+
+    Raises:
+        ValueError: the foundation gives no launch template resource.
+    """
+
+    job_backend = JOB_BACKEND
+
+    @classmethod
+    def from_config(cls, scope: Construct, construct_id: str, config: ClusterConfig,
+                    foundation: Foundation) -> StandaloneOrchestrator:
+        """The orchestrator of ``config`` (what :func:`trn_ultracluster.orchestrators.build`
+        calls)."""
+        return cls(scope, construct_id, StandaloneProps(
+            foundation=foundation,
+            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            settings=config.standalone))
+
+    def __init__(self, scope: Construct, construct_id: str, props: StandaloneProps) -> None:
+        super().__init__(scope, construct_id)
+        self.props = props
+        base, shape, settings = props.foundation, props.shape, props.settings
+        if base.launch_template is None:
+            raise ValueError("the standalone orchestrator boots its nodes from the foundation's "
+                             "launch template, and the foundation gives none")
+        self.boot = NodeBoot(self, "Node", foundation=base, instance=shape.instance,
+                             settings=settings, fsx_tag_value=Aws.STACK_ID)
+        self.image_id = ssm.StringParameter.value_for_typed_string_parameter_v2(
+            self, settings.ami_ssm_parameter, ssm.ParameterValueType.AWS_EC2_IMAGE_ID)
+        boot_from(base.launch_template, image_id=self.image_id,
+                  instance_profile_arn=self.boot.instance_profile.instance_profile_arn,
+                  user_data=self.boot.user_data,
+                  root_device_name=settings.root_device_name)
+        nodes = shape.nodes
+        self.group = autoscaling.CfnAutoScalingGroup(
+            self,
+            "Nodes",
+            min_size=str(nodes.min),
+            max_size=str(nodes.max),
+            desired_capacity=str(nodes.desired),
+            launch_template=autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty(
+                launch_template_id=base.launch_template_id,
+                version=base.launch_template_version),
+            vpc_zone_identifier=[base.compute_subnet.subnet_id],
+        )
+        Tags.of(self.group).add("Name", NODE_NAME_TAG)
+        # At boot the user data needs the role's policies and the NAT route, and pulls the
+        # image the deploy builds (a DockerImageAsset with training_image.build: local has no
+        # resource to wait for).
+        self.group.node.add_dependency(self.boot.role)
+        self.group.node.add_dependency(base.compute_subnet.internet_connectivity_established)
+        if settings.runtime == "container":
+            self.group.node.add_dependency(base.training_image.build)
+        acknowledge(self.group, "AwsSolutions-AS3",
+                    "Scaling is manual (nodes.desired, trn-ultracluster scale); the group has no "
+                    "scaling policy, so there are no scaling events worth a notification topic.")
+
+    def outputs(self) -> dict[OutputKey, str]:
+        """The standalone outputs (:data:`trn_ultracluster.contracts.outputs.STANDALONE_KEYS`)."""
+        settings = self.props.settings
+        return {
+            OutputKey.STANDALONE_NODE_GROUP: self.group.ref,
+            OutputKey.STANDALONE_RUNTIME: settings.runtime,
+            OutputKey.STANDALONE_DLAMI_VENV: (settings.dlami_venv
+                                              if settings.runtime == "dlami-venv" else NONE),
+            OutputKey.STANDALONE_AMI_PARAMETER: settings.ami_ssm_parameter,
+            OutputKey.STANDALONE_LOG_GROUP: self.boot.log_group.log_group_name,
+            OutputKey.STANDALONE_SHELL: self.shell_command(),
+        }
+
+    def shell_command(self) -> str:
+        """``aws ssm start-session`` on the group's first instance (token): Session Manager's
+        target of an EC2 instance is its id (Systems Manager user guide, "Start a session",
+        https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-working-with-sessions-start.html);
+        the instance comes from ``DescribeAutoScalingGroups``
+        (``AutoScalingGroups[].Instances[].InstanceId``, botocore's Auto Scaling model)."""
+        region = Stack.of(self).region
+        instance = (f"$(aws autoscaling describe-auto-scaling-groups --region {region} "
+                    f"--auto-scaling-group-names {self.group.ref} "
+                    "--query 'AutoScalingGroups[0].Instances[0].InstanceId' --output text)")
+        return f"aws ssm start-session --region {region} --target {instance}"

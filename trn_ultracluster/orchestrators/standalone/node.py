@@ -1,0 +1,185 @@
+"""How a standalone node boots: its IAM role and instance profile, the node scripts as S3
+assets, the stack's ``trn_ultracluster.json`` and the user data that fetches them and runs
+``node_setup.sh`` (``scripts/`` beside this module).
+
+The scripts are S3 assets of the deploy (uploaded by the CDK CLI to the bootstrap bucket,
+no Lambda): ``node_setup.sh`` and the shared ``fsx.sh`` and ``lcs.py``
+(:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS`), and with ``runtime:
+dlami-venv`` the training program, zipped with the training image's own file list
+(``training/Dockerfile.dockerignore``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import IgnoreMode, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from trn_ultracluster.config import StandaloneConfig
+from trn_ultracluster.constructs.training_image import REPO_ROOT, build_context_patterns
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.standalone import (
+    NODE_DIR,
+    NODE_LOG,
+    NODE_SETUP,
+    PROGRAM_DIR,
+    READY_FILE,
+    USER_DATA,
+)
+from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding, managed_policy_finding
+from trn_ultracluster.orchestrators.base import Foundation
+from trn_ultracluster.orchestrators.nodes import (
+    FSX_SCRIPT,
+    LCS_SCRIPT,
+    NODE_SCRIPTS,
+    grant_fsx_describe,
+    job_environment,
+    node_file,
+)
+
+__all__ = ["NodeBoot", "SCRIPTS", "SSM_CORE_POLICY", "VENV_IMPORTS", "node_settings",
+           "render_user_data"]
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+"""``user_data.sh`` (the template) and ``node_setup.sh``."""
+SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
+"""The AWS managed policy that makes an instance a Systems Manager managed node, which is
+all Session Manager and Run Command need of the instance (Systems Manager user guide,
+"Step 2: Verify or add instance permissions for Session Manager",
+https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-getting-started-instance-profile.html)."""
+VENV_IMPORTS = ("torch", "torch_xla", "torch_neuronx", "transformers", "tokenizers", "tqdm",
+                "numpy", "yaml")
+"""What ``trn_train`` imports on Neuron (the training image's build checks the same modules,
+``training/Dockerfile``); ``runtime: dlami-venv`` checks them in the DLAMI's environment."""
+_PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
+
+
+def render_user_data(values: dict[str, str], template: str | None = None) -> str:
+    """The user data: ``scripts/user_data.sh`` with every ``@@NAME@@`` replaced.
+
+    Args:
+        values: NAME -> text (may hold tokens; CloudFormation resolves them).
+        template: the template text (default: the file).
+
+    Raises:
+        ValueError: a placeholder without a value, or a value without a placeholder.
+    """
+    text = template if template is not None else (SCRIPTS / USER_DATA).read_text()
+    wanted = set(_PLACEHOLDER.findall(text))
+    if wanted != set(values):
+        raise ValueError(f"user data placeholders {sorted(wanted)} and values "
+                         f"{sorted(values)} differ")
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+
+def node_settings(settings: StandaloneConfig, log_group_name: str) -> dict[str, Any]:
+    """The ``node`` section of the node's ``trn_ultracluster.json`` (``lcs.py get node KEY``):
+    ``runtime``, ``venv``, ``imports``, ``program_dir``, ``ready_file``, ``log`` and
+    ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths)."""
+    return {
+        "runtime": settings.runtime,
+        "venv": settings.dlami_venv if settings.runtime == "dlami-venv" else None,
+        "imports": ",".join(VENV_IMPORTS),
+        "program_dir": PROGRAM_DIR,
+        "ready_file": READY_FILE,
+        "log": NODE_LOG,
+        "log_group": log_group_name,
+    }
+
+
+class NodeBoot(Construct):
+    """Everything a node needs to boot and set itself up.
+
+    Attributes:
+        log_group: the nodes' setup logs (the stack's aspect encrypts it, sets its retention
+            and keeps or deletes it with ``data_removal_policy``).
+        role: the nodes' IAM role: :data:`SSM_CORE_POLICY`, pull of the training image, the
+            FSx Describe calls of the setup, read and write of the data bucket, write of
+            ``log_group``, read of the node script assets.
+        instance_profile: the role's instance profile (named in the launch template).
+        user_data: the user data text (tokens inside).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, foundation: Foundation,
+                 instance: InstanceSpec, settings: StandaloneConfig, fsx_tag_value: str) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(self, "Logs")
+        self.role = iam.Role(
+            self, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+            description="TrnUltraCluster standalone Trainium nodes (Session Manager, FSx, ECR)",
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(SSM_CORE_POLICY)])
+        foundation.training_image.repository.grant_pull(self.role)
+        grant_fsx_describe(self.role)
+        foundation.data_bucket.grant_read_write(self.role)
+        self.log_group.grant_write(self.role)
+        self.instance_profile = iam.InstanceProfile(self, "InstanceProfile", role=self.role)
+
+        urls = {name: self._asset(asset_id, path)
+                for name, asset_id, path in (
+                    ("NODE_SETUP_URL", "NodeSetup", SCRIPTS / NODE_SETUP),
+                    ("FSX_URL", "FsxScript", NODE_SCRIPTS / FSX_SCRIPT),
+                    ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT))}
+        urls["PROGRAM_URL"] = ""
+        if settings.runtime == "dlami-venv":
+            program = s3_assets.Asset(self, "Program", path=str(REPO_ROOT),
+                                      exclude=build_context_patterns(),
+                                      ignore_mode=IgnoreMode.DOCKER)
+            program.grant_read(self.role)
+            urls["PROGRAM_URL"] = program.s3_object_url
+        data = {
+            **node_file(job_environment(self, instance, foundation), fsx_tag_value,
+                        data_repository=foundation.data_repository_path is not None),
+            "node": node_settings(settings, self.log_group.log_group_name),
+        }
+        self.user_data = render_user_data({
+            **urls, "NODE_DIR": NODE_DIR, "REGION": Stack.of(self).region,
+            "CLUSTER_JSON": json.dumps(data, indent=1, sort_keys=True),
+        })
+        self._acknowledge(foundation)
+
+    def _asset(self, construct_id: str, path: Path) -> str:
+        asset = s3_assets.Asset(self, construct_id, path=str(path))
+        asset.grant_read(self.role)
+        return asset.s3_object_url
+
+    def _acknowledge(self, foundation: Foundation) -> None:
+        stack = Stack.of(self)
+        acknowledge(self.role, managed_policy_finding(SSM_CORE_POLICY),
+                    "AmazonSSMManagedInstanceCore is what AWS documents for Session Manager and "
+                    "Run Command on an instance; the nodes have no SSH key and no inbound rule.")
+        policy = self.role.node.find_child("DefaultPolicy")
+        bucket_id = stack.get_logical_id(foundation.data_bucket.node.default_child)
+        for finding, reason in {
+            "AwsSolutions-IAM5[Resource::*]":
+                "ecr:GetAuthorizationToken and fsx:DescribeFileSystems / "
+                "DescribeDataRepositoryAssociations / DescribeDataRepositoryTasks have no "
+                "resource-level permissions (Service Authorization Reference); all read only.",
+            "AwsSolutions-IAM5[Action::s3:GetObject*]":
+                "grant_read_write on the stack's data bucket and grant_read on the node script "
+                "assets: CDK's grant wildcards.",
+            "AwsSolutions-IAM5[Action::s3:GetBucket*]":
+                "grant_read_write on the stack's data bucket and grant_read on the node script "
+                "assets: CDK's grant wildcards.",
+            "AwsSolutions-IAM5[Action::s3:List*]":
+                "grant_read_write on the stack's data bucket and grant_read on the node script "
+                "assets: CDK's grant wildcards.",
+            "AwsSolutions-IAM5[Action::s3:DeleteObject*]":
+                "Jobs on the nodes write and replace checkpoints and datasets in the stack's "
+                "own data bucket (grant_read_write).",
+            "AwsSolutions-IAM5[Action::s3:Abort*]":
+                "Multipart uploads of large checkpoints to the stack's own data bucket "
+                "(grant_read_write).",
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]":
+                "Objects of the stack's own data bucket (datasets, checkpoints).",
+            bootstrap_assets_finding(stack):
+                "The nodes fetch their setup scripts, S3 assets of this deploy, from the CDK "
+                "bootstrap bucket (read only, grant_read).",
+        }.items():
+            acknowledge(policy, finding, reason)

@@ -1,0 +1,193 @@
+#!/bin/bash
+# TrnUltraCluster standalone node setup.
+#
+# The user data (user_data.sh) runs this as root at an instance's first boot, beside the
+# shared node scripts (fsx.sh, lcs.py) and the stack's trn_ultracluster.json. It is
+# idempotent: `sudo bash /opt/trn-ultracluster/node/node_setup.sh` on a node gives the same
+# result again. Steps:
+#
+# 1. the Lustre client, when the AMI lacks it (FSx for Lustre user guide, "Installing the
+#    Lustre client", Ubuntu: https://docs.aws.amazon.com/fsx/latest/LustreGuide/install-lustre-client.html);
+# 2. the stack's FSx for Lustre file system, found by its tag, waited for (with its S3 link's
+#    metadata import) and mounted at /fsx with retries and an fstab entry; the job
+#    environment file /fsx/.trn-ultracluster/env (the Neuron/EFA variables, the compile cache
+#    on FSx) and /etc/profile.d: the shared steps of fsx.sh, the same as on HyperPod nodes;
+# 3. the runtime of the jobs (trn_ultracluster.json node.runtime): `container` logs Docker
+#    in to the stack's ECR registry and pulls the training image (installing Docker first if
+#    the AMI has none); `dlami-venv` unpacks the training program and checks that the DLAMI's
+#    virtual environment imports it;
+# 4. the ready marker the job CLI checks before it starts a job on this node.
+#
+# Log: /var/log/trn-ultracluster/node-setup.log (node.log), sent to the stack's log group
+# (node.log_group, stream <instance id>/node-setup) when the script ends, also on failure.
+#
+# Test hooks (all optional; fsx.sh lists its own):
+#   TRN_ROOT          prefix of every file path written or read (a fake root in tests)
+#   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py and trn_ultracluster.json
+#   TRN_INSTANCE_ID   this instance's id (default: the instance metadata service)
+#   TRN_PULL_ATTEMPTS attempts of the ECR login and the image pull (default 5)
+
+set -euo pipefail
+
+NODE_DIR="${TRN_NODE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+# shellcheck source-path=SCRIPTDIR/../../node_scripts source=fsx.sh
+source "${NODE_DIR}/fsx.sh"
+CLUSTER_JSON="${NODE_DIR}/trn_ultracluster.json"
+PULL_ATTEMPTS="${TRN_PULL_ATTEMPTS:-5}"
+IMDS="http://169.254.169.254/latest"
+export DEBIAN_FRONTEND=noninteractive  # apt-get asks nothing
+
+lcs() { python3 "${NODE_DIR}/lcs.py" --cluster "${CLUSTER_JSON}" "$@"; }
+setting() { lcs get node "$1"; }
+
+if [[ ! -f "${CLUSTER_JSON}" ]]; then
+  echo "${CLUSTER_JSON} not found: the user data did not finish" >&2
+  exit 1
+fi
+LOG_FILE="${ROOT}$(setting log)"
+mkdir -p "$(dirname "${LOG_FILE}")"
+exec > >(tee -a "${LOG_FILE}") 2>&1
+
+log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [trn-ultracluster] $*"; }
+
+# This instance's id, from the instance metadata service with an IMDSv2 session token (the
+# launch template requires IMDSv2; EC2 user guide, "Use the Instance Metadata Service to
+# access instance metadata", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html).
+instance_id() {
+  if [[ -n "${TRN_INSTANCE_ID:-}" ]]; then
+    echo "${TRN_INSTANCE_ID}"
+    return 0
+  fi
+  local token
+  token="$(curl -sSf -X PUT "${IMDS}/api/token" -H "X-aws-ec2-metadata-token-ttl-seconds: 300")" \
+    && curl -sSf -H "X-aws-ec2-metadata-token: ${token}" "${IMDS}/meta-data/instance-id"
+}
+
+# Send the log to the stack's log group (PutLogEvents; the newest lines that fit one batch,
+# lcs.py log-events). Never fails the script: a node without its log in CloudWatch still has
+# it in LOG_FILE.
+ship_log() {
+  local group stream events
+  group="$(setting log_group)" || return 0
+  [[ -n "${group}" ]] || return 0
+  stream="$(instance_id || echo unknown-instance)/node-setup"
+  events="$(mktemp)"
+  lcs log-events "${LOG_FILE}" > "${events}" || return 0
+  aws logs create-log-stream --region "${REGION}" --log-group-name "${group}" \
+    --log-stream-name "${stream}" > /dev/null 2>&1 || true
+  if ! aws logs put-log-events --region "${REGION}" --log-group-name "${group}" \
+       --log-stream-name "${stream}" --log-events "file://${events}" > /dev/null; then
+    echo "WARNING: could not send this log to CloudWatch Logs group ${group}" >&2
+  fi
+  rm -f "${events}"
+}
+
+fail() { log "ERROR: $*"; sync; ship_log; exit 1; }
+
+# 1. The Lustre client: mount.lustre and the kernel modules for the running kernel, from the
+# AWS Lustre client repository for this Ubuntu release. (The guide's Ubuntu sections name the
+# focal and jammy repositories; one for this release, VERSION_CODENAME, is not verified.)
+install_lustre_client() {
+  if command -v mount.lustre > /dev/null 2>&1; then
+    log "Lustre client present"
+    return 0
+  fi
+  local codename keyring="${ROOT}/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
+  # shellcheck source=/dev/null
+  codename="$(. "${ROOT}/etc/os-release" && echo "${VERSION_CODENAME:-}")"
+  [[ -n "${codename}" ]] || fail "cannot tell the Ubuntu release (/etc/os-release VERSION_CODENAME) to install the Lustre client"
+  log "installing the Lustre client for ${codename}, kernel $(uname -r)"
+  mkdir -p "$(dirname "${keyring}")" "${ROOT}/etc/apt/sources.list.d"
+  retry 3 "${RETRY_DELAY_S}" curl -fsSL -o "${keyring}.asc" \
+    https://fsx-lustre-client-repo-public-keys.s3.amazonaws.com/fsx-ubuntu-public-key.asc \
+    || fail "could not download the FSx Lustre client repository key"
+  gpg --batch --yes --dearmor -o "${keyring}" "${keyring}.asc"
+  echo "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu ${codename} main" \
+    > "${ROOT}/etc/apt/sources.list.d/fsxlustreclientrepo.list"
+  retry 3 "${RETRY_DELAY_S}" apt-get update -q \
+    || fail "apt-get update failed (the FSx Lustre client repository may have no ${codename} release)"
+  retry 3 "${RETRY_DELAY_S}" \
+    apt-get install -y -q "lustre-client-modules-$(uname -r)" \
+    || fail "could not install lustre-client-modules-$(uname -r): the AWS Lustre client repository has no modules for this kernel"
+}
+
+# 3a. Docker, logged in to the stack's registry, with the training image pulled. Docker is
+# installed from Ubuntu's docker.io package if the AMI has none. ECR login: `aws ecr
+# get-login-password | docker login --username AWS --password-stdin <registry>` (ECR user
+# guide, "Private registry authentication",
+# https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html).
+ecr_login() {
+  aws ecr get-login-password --region "${REGION}" \
+    | docker login --username AWS --password-stdin "$1" > /dev/null
+}
+setup_container_runtime() {
+  local registry image
+  registry="$(lcs env-get ECR_REGISTRY)"
+  image="$(lcs env-get TRAINING_IMAGE_URI)"
+  [[ -n "${registry}" && -n "${image}" ]] || fail "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI"
+  if ! command -v docker > /dev/null 2>&1; then
+    log "Docker is not installed; installing Ubuntu's docker.io"
+    retry 3 "${RETRY_DELAY_S}" apt-get install -y -q docker.io \
+      || fail "could not install docker.io"
+  fi
+  systemctl enable --now docker > /dev/null || fail "could not start Docker"
+  retry "${PULL_ATTEMPTS}" "${RETRY_DELAY_S}" ecr_login "${registry}" \
+    || fail "docker login to ${registry} failed: the node role needs ecr:GetAuthorizationToken"
+  log "pulling ${image} (tens of GB; minutes)"
+  retry "${PULL_ATTEMPTS}" "${RETRY_DELAY_S}" docker pull -q "${image}" > /dev/null \
+    || fail "could not pull ${image}: the node role needs ECR pull on the repository, and the image must exist (the deploy builds it)"
+  log "training image ${image} is here"
+}
+
+# 3b. The training program (the files the training image holds) in node.program_dir, and a
+# check that the DLAMI's virtual environment imports it and what it needs on Neuron.
+setup_venv_runtime() {
+  local venv program staging imports
+  venv="$(setting venv)"
+  program="${ROOT}$(setting program_dir)"
+  imports="$(setting imports)"
+  [[ -f "${ROOT}${venv}/bin/activate" ]] \
+    || fail "the AMI has no virtual environment ${venv} (standalone.dlami_venv): pick one of the DLAMI's /opt/aws_neuronx_venv_* or runtime container"
+  [[ -f "${NODE_DIR}/program.zip" ]] || fail "${NODE_DIR}/program.zip not found: the user data did not fetch the training program"
+  staging="$(mktemp -d "${program}.XXXXXX" 2> /dev/null || mktemp -d)"
+  python3 -m zipfile -e "${NODE_DIR}/program.zip" "${staging}"
+  chmod -R a+rX "${staging}"
+  rm -rf "${program}"
+  mv "${staging}" "${program}"
+  if ! PYTHONPATH="${program}:${program}/training" "${ROOT}${venv}/bin/python" -c \
+       "import importlib, sys; [importlib.import_module(m) for m in sys.argv[1].split(',') if m]; import trn_train.cli" \
+       "${imports}"; then
+    fail "${venv} cannot import the training program or one of ${imports} (error above): use a virtual environment that has them, or runtime container"
+  fi
+  log "training program in ${program}; ${venv} imports it"
+}
+
+write_ready_marker() {
+  local ready runtime
+  ready="${ROOT}$(setting ready_file)"
+  runtime="$(setting runtime)"
+  mkdir -p "$(dirname "${ready}")"
+  printf 'runtime=%s\nready_at=%s\n' "${runtime}" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "${ready}"
+  log "node ready (${ready})"
+}
+
+main() {
+  log "node_setup start (node dir ${NODE_DIR})"
+  read_storage_layout
+  rm -f "${ROOT}$(setting ready_file)"
+  install_lustre_client
+  wait_for_file_system
+  wait_for_link
+  mount_fsx
+  write_environment
+  case "$(setting runtime)" in
+    container) setup_container_runtime ;;
+    dlami-venv) setup_venv_runtime ;;
+    *) fail "unknown runtime '$(setting runtime)' in ${CLUSTER_JSON}" ;;
+  esac
+  write_ready_marker
+  log "node_setup done"
+  ship_log
+}
+
+main "$@"
