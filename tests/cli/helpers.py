@@ -13,11 +13,17 @@ import boto3
 from botocore.stub import Stubber
 
 from trn_ultracluster.cli import main as cli
-from trn_ultracluster.contracts.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
+from trn_ultracluster.contracts.outputs import (
+    EKS_KEYS,
+    FOUNDATION_KEYS,
+    HYPERPOD_KEYS,
+    STANDALONE_KEYS,
+)
 
 REGION = "us-west-2"
 CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"
 ACCOUNT = "123456789012"
+STANDALONE_GROUP = "TrnUltraCluster-StandaloneNodes-ABC123"
 
 
 def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge") -> dict[str, str]:
@@ -36,6 +42,10 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         values.update({k.value: f"value-of-{k.value}" for k in EKS_KEYS})
         values.update({"EksTrainingNamespace": "training",
                        "EksTrainingRuntimeName": "neuron-torch-distributed"})
+    elif orchestrator == "standalone":
+        values.update({k.value: f"value-of-{k.value}" for k in STANDALONE_KEYS})
+        values.update({"StandaloneAutoScalingGroupName": STANDALONE_GROUP,
+                       "StandaloneRuntime": "container", "StandaloneDlamiVenv": "none"})
     else:
         values.update({k.value: f"value-of-{k.value}" for k in HYPERPOD_KEYS})
         values.update({"HyperPodClusterName": "trn-ultracluster", "HyperPodClusterArn": CLUSTER_ARN,

@@ -38,7 +38,7 @@ Run `trn-ultracluster COMMAND --help` for a command's options."""
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "preflight": preflight.preflight, "outputs": stack.outputs, "data": stack.data,
     "submit": jobs.submit, "status": jobs.status, "logs": jobs.logs, "cancel": jobs.cancel,
-    "scale": stack.scale, "smoke-test": smoke_test.smoke_test,
+    "scale": stack.scale, "shell": stack.shell, "smoke-test": smoke_test.smoke_test,
 }
 """Command name -> its function (``args`` in, exit status out)."""
 
@@ -54,6 +54,17 @@ def _at_least_one(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _not_negative(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -190,11 +201,20 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--tail", type=_at_least_one, help="last N lines only (N >= 1)")
         _cluster_options(p)
 
-    p = _command(sub, "scale", parents=[common], help="set the number of Trainium nodes (EKS)",
-                 description="Set the desired size of the EKS Trainium node group, e.g. "
-                             "once a Capacity Block is active, or 0 to stop paying for "
-                             "idle nodes.")
+    p = _command(sub, "scale", parents=[common],
+                 help="set the number of Trainium nodes (EKS, standalone)",
+                 description="Set the desired size of the EKS Trainium node group (e.g. "
+                             "once a Capacity Block is active) or of the standalone nodes' "
+                             "Auto Scaling group; 0 stops paying for idle nodes.")
     p.add_argument("--nodes", type=int, required=True, help="desired nodes, 0..NodeCountMax")
+
+    p = _command(sub, "shell", parents=[common], help="open a shell on a node (standalone)",
+                 description="Open a Session Manager shell on a standalone node (`aws ssm "
+                             "start-session`; needs the AWS CLI v2 and the Session Manager "
+                             "plugin).")
+    p.add_argument("--node", type=_not_negative, default=0,
+                   help="node number, 0 (default) is the first")
+    p.add_argument("--print", action="store_true", help="print the command instead of running it")
 
     p = _command(sub, "smoke-test", parents=[common], help="2-node all-reduce over EFA",
                  description="All-reduce over every NeuronCore of 2 nodes; reports bus "

@@ -203,3 +203,13 @@ class JobBackend(ABC):
         """
         raise CliError(f"scale is not available with the {self.name} job backend: its nodes "
                        "are sized by the stack", "set nodes.desired and deploy")
+
+    def shell_argv(self, node: int) -> list[str]:
+        """The command line of an interactive shell on node ``node`` (0: the first).
+
+        Raises:
+            CliError: USAGE: this backend opens no shells (see the stack's outputs).
+        """
+        raise CliError(f"shell is not available with the {self.name} job backend",
+                       "see the stack's outputs (`trn-ultracluster outputs`) for how to reach "
+                       "its nodes")

@@ -1,16 +1,19 @@
-"""Commands about the deployed stack: ``outputs``, ``data`` (stage a dataset) and ``scale``
-(the Trainium node count, where the job backend allows it)."""
+"""Commands about the deployed stack: ``outputs``, ``data`` (stage a dataset), ``scale``
+(the Trainium node count) and ``shell`` (a Session Manager shell on a node), where the job
+backend allows them."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 
 from trn_ultracluster.cli.commands import common
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.contracts.outputs import DESCRIPTIONS
 
-__all__ = ["DEFAULT_DATA_PREFIX", "data", "outputs", "scale"]
+__all__ = ["DEFAULT_DATA_PREFIX", "data", "outputs", "scale", "shell"]
 
 DEFAULT_DATA_PREFIX = "datasets"
 """Default S3 key prefix of ``data`` (``<prefix>/<source name>``)."""
@@ -61,3 +64,15 @@ def scale(args: argparse.Namespace) -> int:
     found = common.load(args)
     print(common.backend(args, found).scale(args.nodes))
     return ExitCode.OK
+
+
+def shell(args: argparse.Namespace) -> int:
+    """Open an interactive shell on a node (``aws ssm start-session``), or print the command
+    with ``--print``."""
+    found = common.load(args)
+    argv = common.backend(args, found).shell_argv(args.node)
+    if args.print:
+        print(shlex.join(argv))
+        return ExitCode.OK
+    os.execvp(argv[0], argv)  # replaces this process; returns only on failure (OSError)
+    return ExitCode.OK  # pragma: no cover
