@@ -110,7 +110,7 @@ class NodeBoot(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, foundation: Foundation,
                  instance: InstanceSpec, settings: StandaloneConfig, fsx_tag_value: str) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(self, "Logs")
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description="TrnUltraCluster standalone Trainium nodes (Session Manager, FSx, ECR)",

@@ -1,0 +1,1 @@
+"""Tests of the standalone orchestrator (trn_ultracluster/orchestrators/standalone)."""

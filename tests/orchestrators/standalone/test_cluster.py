@@ -1,0 +1,251 @@
+"""Standalone orchestrator: the Auto Scaling group, the launch template it boots from, access
+(Session Manager only), the node role, deploy and destroy order, the user data and the
+outputs, on the two standalone profiles (single-node: 1x trn1.32xlarge, container runtime;
+trn1-2xl: 1x trn1.2xlarge without EFA, DLAMI venv runtime)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import profile_path
+from tests.orchestrators.standalone.template_values import user_data
+from trn_ultracluster.config import ConfigError, parse_config
+from trn_ultracluster.config.facts import NEURON_DLAMI_SSM_PARAMETER
+from trn_ultracluster.contracts.hyperpod import JobEnv
+from trn_ultracluster.contracts.outputs import STANDALONE_KEYS
+from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
+from trn_ultracluster.orchestrators.standalone.node import SSM_CORE_POLICY, render_user_data
+from trn_ultracluster.template_graph import transitive_dependencies
+
+
+@pytest.fixture(scope="module")
+def single(synth):
+    return synth(profile_path("single-node"))
+
+
+@pytest.fixture(scope="module")
+def small(synth):
+    return synth(profile_path("trn1-2xl"))
+
+
+def the(s, cfn_type: str) -> tuple[str, dict]:
+    """The one resource of ``cfn_type``: (logical id, resource)."""
+    (found,) = s.resources(cfn_type).items()
+    return found
+
+
+def lt_data(s) -> dict:
+    return s.only("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+
+
+# --- the group and its launch template ---------------------------------------------------
+
+@pytest.mark.parametrize("name", ["single", "small"])
+def test_group_launches_from_the_efa_launch_template_in_the_compute_subnet(request, name):
+    s = request.getfixturevalue(name)
+    group = s.only("AWS::AutoScaling::AutoScalingGroup")
+    lt_id, _ = the(s, "AWS::EC2::LaunchTemplate")
+    assert group["LaunchTemplate"] == {"LaunchTemplateId": {"Ref": lt_id},
+                                       "Version": {"Fn::GetAtt": [lt_id, "LatestVersionNumber"]}}
+    n = s.config.nodes
+    assert (group["MinSize"], group["DesiredCapacity"], group["MaxSize"]) == (
+        str(n.min), str(n.desired), str(n.max))
+    assert group["VPCZoneIdentifier"] == [s.output("ComputeSubnetId")]
+    assert "AvailabilityZones" not in group and "LaunchConfigurationName" not in group
+    assert s.output("LaunchTemplateId") == {"Ref": lt_id}
+
+
+def test_trainium_type_interfaces_and_placement(single, small):
+    big = lt_data(single)
+    assert big["InstanceType"] == "trn1.32xlarge"
+    assert [i.get("InterfaceType") for i in big["NetworkInterfaces"]] == ["efa"] * 8
+    assert big["Placement"] == {"GroupName": {"Ref": single.ref_id("EfaPlacementGroup")}}
+    one = lt_data(small)
+    assert one["InstanceType"] == "trn1.2xlarge"
+    assert len(one["NetworkInterfaces"]) == 1 and "InterfaceType" not in one["NetworkInterfaces"][0]
+    assert "Placement" not in one and not small.resources("AWS::EC2::PlacementGroup")
+
+
+@pytest.mark.parametrize("name", ["single", "small"])
+def test_the_launch_template_boots_the_dlami_with_the_node_profile_and_user_data(request, name):
+    s = request.getfixturevalue(name)
+    data = lt_data(s)
+    parameter = s.template["Parameters"][data["ImageId"]["Ref"]]
+    assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
+                         "Default": NEURON_DLAMI_SSM_PARAMETER}
+    profile_id, profile = the(s, "AWS::IAM::InstanceProfile")
+    assert data["IamInstanceProfile"] == {"Arn": {"Fn::GetAtt": [profile_id, "Arn"]}}
+    assert profile["Properties"]["Roles"] == [{"Ref": s.ref_id("StandaloneNodeRole")}]
+    assert "Fn::Base64" in data["UserData"]
+    # the root volume resizes the Ubuntu DLAMI's root device, encrypted gp3
+    assert data["BlockDeviceMappings"] == [{"DeviceName": "/dev/sda1", "Ebs": {
+        "DeleteOnTermination": True, "Encrypted": True, "VolumeType": "gp3",
+        "VolumeSize": s.config.root_volume_gib}}]
+    assert data["MetadataOptions"] == {"HttpEndpoint": "enabled", "HttpTokens": "required",
+                                       "HttpPutResponseHopLimit": 1}
+
+
+def test_an_own_ami_parameter_and_root_device_reach_the_template(synth):
+    s = synth(profile_path("single-node"), **{
+        "standalone.ami_ssm_parameter": "/my-team/amis/neuron", "standalone.root_device_name":
+        "/dev/xvda"})
+    data = lt_data(s)
+    assert s.template["Parameters"][data["ImageId"]["Ref"]]["Default"] == "/my-team/amis/neuron"
+    assert data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"
+    assert s.output("StandaloneAmiSsmParameter") == "/my-team/amis/neuron"
+
+
+# --- access: Session Manager only ----------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["single", "small"])
+def test_no_key_pair_and_no_inbound_rule_from_outside(request, name):
+    s = request.getfixturevalue(name)
+    assert "KeyName" not in lt_data(s)
+    assert not s.resources("AWS::EC2::KeyPair")
+    rules = list(s.resources("AWS::EC2::SecurityGroupIngress").values())
+    for group in s.resources("AWS::EC2::SecurityGroup").values():
+        rules += [{"Properties": r} for r in group["Properties"].get("SecurityGroupIngress", [])]
+    assert rules
+    for rule in rules:
+        props = rule["Properties"]
+        assert "CidrIp" not in props and "CidrIpv6" not in props, props  # groups only
+        assert "SourceSecurityGroupId" in props
+        assert not (props.get("FromPort", -1) <= 22 <= props.get("ToPort", -1)
+                    and "SourceSecurityGroupId" not in props)
+    # every interface is in the nodes' (EFA) security group alone
+    efa_group = {"Fn::GetAtt": [s.ref_id("EfaSecurityGroup"), "GroupId"]}
+    assert all(i["Groups"] == [efa_group] for i in lt_data(s)["NetworkInterfaces"])
+
+
+def test_node_role_ssm_core_ecr_fsx_data_bucket_logs_and_assets(single):
+    s = single
+    role = s.logical("StandaloneNodeRole")["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"] == [{
+        "Action": "sts:AssumeRole", "Effect": "Allow",
+        "Principal": {"Service": "ec2.amazonaws.com"}}]
+    assert role["ManagedPolicyArns"] == [{"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{SSM_CORE_POLICY}"]]}]
+    policy = s.logical("StandaloneNodeRoleDefaultPolicy")["Properties"]["PolicyDocument"]
+    statements = policy["Statement"]
+    text = json.dumps(statements)
+
+    def actions(statement):
+        a = statement["Action"]
+        return {a} if isinstance(a, str) else set(a)
+
+    fsx = next(st for st in statements if st.get("Sid") == "FsxDescribe")
+    assert actions(fsx) == {"fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
+                            "fsx:DescribeDataRepositoryTasks"} and fsx["Resource"] == "*"
+    pull = next(st for st in statements if "ecr:BatchGetImage" in actions(st))
+    assert pull["Resource"] == {"Fn::GetAtt": [s.ref_id("TrainingImageRepository"), "Arn"]}
+    assert any("ecr:GetAuthorizationToken" in actions(st) for st in statements)
+    bucket = s.ref_id("StorageDataBucket")
+    writes = [st for st in statements if "s3:PutObject" in actions(st)]
+    assert len(writes) == 1 and bucket in json.dumps(writes[0]["Resource"])
+    logs = next(st for st in statements if "logs:PutLogEvents" in actions(st))
+    assert s.ref_id("StandaloneNodeLogs") in json.dumps(logs["Resource"])
+    assert "cdk-hnb659fds-assets" in text  # the node scripts, read only
+    assert not any(a.endswith(":*") and a != "s3:*" for st in statements for a in actions(st))
+    assert "ec2:" not in text and "iam:" not in text
+
+
+# --- deploy and destroy order --------------------------------------------------------------
+
+def test_group_waits_for_its_permissions_nat_and_image_build_not_for_the_file_system(single):
+    s = single
+    group_id, group = the(s, "AWS::AutoScaling::AutoScalingGroup")
+    depends = set(group["DependsOn"])
+    assert {s.ref_id("StandaloneNodeRoleDefaultPolicy"), s.ref_id("TrainingImageBuild")} <= depends
+    assert any("PrivateSubnet1DefaultRoute" in d for d in depends)  # the NAT route
+    needs = transitive_dependencies(s.template, group_id)
+    assert not {k for k in needs if s.template["Resources"][k]["Type"].startswith("AWS::FSx")}
+
+
+def test_dlami_venv_needs_no_image_build(small):
+    group_id, group = the(small, "AWS::AutoScaling::AutoScalingGroup")
+    assert not any("TrainingImageBuild" in d for d in group["DependsOn"])
+
+
+def test_destroy_deletes_the_group_before_what_its_instances_use(single):
+    """CloudFormation deletes in reverse dependency order: the group (and so its instances
+    and their interfaces) goes before the launch template, the instance profile, the nodes'
+    security group, the placement group and the subnet."""
+    group_id, _ = the(single, "AWS::AutoScaling::AutoScalingGroup")
+    needs = transitive_dependencies(single.template, group_id)
+    for prefix in ("EfaLaunchTemplate", "StandaloneNodeInstanceProfile", "EfaSecurityGroup",
+                   "EfaPlacementGroup", "NetworkVpcPrivateSubnet1Subnet"):
+        assert single.ref_id(prefix) in needs, prefix
+    group = single.template["Resources"][group_id]
+    assert group.get("DeletionPolicy", "Delete") == "Delete"
+    assert "UpdatePolicy" not in group  # a deploy never replaces a node that runs a job
+
+
+def test_node_log_group_follows_the_data_policy(single, synth):
+    logs = single.logical("StandaloneNodeLogs")
+    assert logs["DeletionPolicy"] == "Delete"  # single-node: data_removal_policy destroy
+    kept = synth(orchestrator="standalone").logical("StandaloneNodeLogs")
+    assert kept["DeletionPolicy"] == "Retain" and kept["Properties"]["RetentionInDays"] == 30
+
+
+# --- the user data --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, runtime", [("single", "container"), ("small", "dlami-venv")])
+def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(request, name,
+                                                                               runtime):
+    s = request.getfixturevalue(name)
+    text = user_data(s.template)
+    assert not re.search(r"@@[A-Z_]+@@", text)
+    assert f'NODE_DIR="${{ROOT}}{NODE_DIR}"' in text
+    fetched = re.findall(r"^fetch '(s3://[^']+)' (\S+)$", text, flags=re.M)
+    assert [f[1] for f in fetched] == ["node_setup.sh", "fsx.sh", "lcs.py"]
+    program = re.search(r"^PROGRAM_URL='([^']*)'$", text, flags=re.M).group(1)
+    assert bool(program) == (runtime == "dlami-venv")
+    assert text.rstrip().endswith('exec bash "${NODE_DIR}/node_setup.sh"')
+    data = json.loads(text.split("<<'TRN_CLUSTER_JSON'\n", 1)[1].split("\nTRN_CLUSTER_JSON", 1)[0])
+    env = data["env"]
+    assert env[JobEnv.INSTANCE_TYPE.value] == s.config.instance_type
+    assert env[JobEnv.NEURON_CORES_PER_NODE.value] == str(s.config.instance.logical_neuron_cores)
+    assert env["NEURON_CC_FLAGS"] == "--cache_dir=/fsx/neuron-compile-cache"
+    assert ("FI_PROVIDER" in env) == s.config.instance.supports_efa
+    assert data["fsx"]["tag_value"].startswith("arn:aws:cloudformation:")
+    assert data["names"]["FSX_MOUNT_POINT"] == JobEnv.FSX_MOUNT_POINT.value
+    node = data["node"]
+    assert node["runtime"] == runtime
+    assert (node["venv"] is None) == (runtime == "container")
+    assert (node["ready_file"], node["log"], node["program_dir"]) == (READY_FILE, NODE_LOG,
+                                                                      PROGRAM_DIR)
+    assert node["log_group"] == f"ref-{s.ref_id('StandaloneNodeLogs')}"
+    assert len(text.encode()) < 16 * 1024  # EC2's user data limit (16 KB before encoding)
+
+
+def test_render_user_data_refuses_missing_or_unknown_values():
+    with pytest.raises(ValueError, match="differ"):
+        render_user_data({"A": "1"}, template="x @@A@@ @@B@@")
+    assert render_user_data({"A": "1", "B": "2"}, template="x @@A@@ @@B@@") == "x 1 2"
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+def test_outputs(single, small):
+    assert {k.value for k in STANDALONE_KEYS} <= set(single.template["Outputs"])
+    group_id, _ = the(single, "AWS::AutoScaling::AutoScalingGroup")
+    assert single.output("StandaloneAutoScalingGroupName") == {"Ref": group_id}
+    assert single.output("JobBackend") == "standalone"
+    assert (single.output("StandaloneRuntime"), single.output("StandaloneDlamiVenv")) == (
+        "container", "none")
+    assert (small.output("StandaloneRuntime"), small.output("StandaloneDlamiVenv")) == (
+        "dlami-venv", small.config.standalone.dlami_venv)
+    shell = json.dumps(single.output("StandaloneShellCommand"))
+    assert "aws ssm start-session --region us-west-2 --target" in shell and group_id in shell
+
+
+# --- configuration ------------------------------------------------------------------------
+
+def test_standalone_allows_trn1_2xlarge_but_not_two_of_them():
+    assert parse_config({"orchestrator": "standalone", "instance_type": "trn1.2xlarge"})
+    with pytest.raises(ConfigError, match="nodes.max = 2: must be 1 for trn1.2xlarge"):
+        parse_config({"orchestrator": "standalone", "instance_type": "trn1.2xlarge",
+                      "nodes": {"min": 0, "desired": 1, "max": 2}})

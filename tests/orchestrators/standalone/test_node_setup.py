@@ -1,0 +1,298 @@
+"""The standalone nodes' user data and node_setup.sh, run against a fake root.
+
+The user data is taken from the synthesized template (its CloudFormation functions given
+plausible values, :mod:`.template_values`) and run with bash, with ``TRN_ROOT`` pointing at a
+temporary directory and a PATH whose ``aws``, ``mount``, ``docker``, ``systemctl``,
+``apt-get``, ``curl``, ``gpg`` and ``sleep`` are stubs that record their arguments. The
+``aws`` stub copies the S3 assets the user data fetches from the synth's cloud assembly
+(where the CDK CLI would upload them from) and answers the FSx Describe calls with prepared
+answers, as the HyperPod lifecycle tests do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import shellcheck
+from tests.conftest import REPO_ROOT, profile_path
+from tests.orchestrators.standalone.template_values import STACK_ID, user_data
+from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
+from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS
+from trn_ultracluster.orchestrators.standalone.node import SCRIPTS
+
+FS_ID = "fs-0123456789abcdef0"
+FSX_DNS, FSX_MOUNT = f"{FS_ID}.fsx.us-west-2.amazonaws.com", "abcdefgh"
+INSTANCE = "i-0123456789abcdef0"
+TEST_IMPORTS = "torch,transformers,tokenizers,tqdm,numpy,yaml"
+"""What this test venv has of what trn_train imports on Neuron (no torch_xla here)."""
+
+AWS_STUB = r'''#!PYTHON
+"""aws stub: records the call; s3 cp copies an asset of the cloud assembly; fsx describe-*
+answer prepared JSON; ecr get-login-password prints a token; logs calls keep the events."""
+import json, os, shutil, sys, zipfile
+from pathlib import Path
+args = sys.argv[1:]
+with open(os.environ["STUB_LOG"], "a") as log:
+    log.write("aws " + " ".join(args) + "\n")
+if args[:2] == ["s3", "cp"]:
+    url, dest = [a for a in args[2:] if not a.startswith("--") and a != os.environ["REGION"]][-2:]
+    name = url.rsplit("/", 1)[1]
+    assembly = Path(os.environ["ASSEMBLY"])
+    found = assembly / f"asset.{name}"
+    folder = assembly / f"asset.{name.rsplit('.', 1)[0]}"
+    if found.is_file():
+        shutil.copy(found, dest)
+    elif not folder.is_dir():
+        sys.exit("fatal error: An error occurred (404) when calling the HeadObject operation")
+    else:  # a directory asset: the CDK CLI uploads it zipped
+        with zipfile.ZipFile(dest, "w") as z:
+            for path in folder.rglob("*"):
+                z.write(path, path.relative_to(folder))
+elif args[:1] == ["fsx"]:
+    print(open(os.path.join(os.environ["STUB_AWS_DIR"], args[1] + ".json")).read())
+elif args[:2] == ["ecr", "get-login-password"]:
+    print("token")
+elif args[:2] == ["logs", "put-log-events"]:
+    events = args[args.index("--log-events") + 1].removeprefix("file://")
+    shutil.copy(events, os.environ["STUB_EVENTS"])
+'''
+STUB = """#!/bin/bash
+echo "$(basename "$0") $*" >> "$STUB_LOG"
+name="$(basename "$0")"
+if [[ "$name" == mount && "${STUB_MOUNT_FAIL:-}" == 1 ]]; then
+  echo "mount.lustre: mount failed: Connection timed out" >&2; exit 32
+fi
+if [[ " $* " == *" --password-stdin "* ]]; then cat > /dev/null; fi  # docker login reads it
+if [[ "$name" == curl ]]; then
+  while (( $# )); do if [[ "$1" == -o ]]; then echo key > "$2"; fi; shift; done
+fi
+if [[ "$name" == gpg ]]; then
+  while (( $# )); do if [[ "$1" == -o ]]; then echo gpgkey > "$2"; fi; shift; done
+fi
+exit 0
+"""
+STUBS = ("mount", "docker", "systemctl", "apt-get", "curl", "gpg", "sleep", "mount.lustre")
+
+
+def answers(data_repository: bool = True) -> dict:
+    """DescribeFileSystems (the stack's file system, tagged with its stack id, AVAILABLE),
+    and its data repository association with a finished import (botocore fsx model)."""
+    fs = {"FileSystemId": FS_ID, "Lifecycle": "AVAILABLE", "DNSName": FSX_DNS,
+          "Tags": [{"Key": "trn-ultracluster:stack-id", "Value": STACK_ID}],
+          "LustreConfiguration": {"MountName": FSX_MOUNT}}
+    return {"describe-file-systems": {"FileSystems": [fs]},
+            "describe-data-repository-associations": {"Associations": [
+                {"AssociationId": "dra-1", "FileSystemId": FS_ID, "Lifecycle": "AVAILABLE"}]},
+            "describe-data-repository-tasks": {"DataRepositoryTasks": [
+                {"TaskId": "task-1", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
+                 "Lifecycle": "SUCCEEDED", "CreationTime": "2026-11-22T10:00:00Z"}]}}
+
+
+class Node:
+    """A fake root with the stubs; ``run_user_data()`` and ``run_setup()`` run the scripts."""
+
+    def __init__(self, tmp_path: Path, template: dict, assembly: Path,
+                 stubs: tuple[str, ...] = STUBS):
+        self.root, self.bin, self.aws_dir = (tmp_path / "root", tmp_path / "bin",
+                                             tmp_path / "aws")
+        for d in (self.root / "etc", self.bin, self.aws_dir):
+            d.mkdir(parents=True)
+        (self.root / "etc/os-release").write_text('NAME="Ubuntu"\nVERSION_CODENAME=noble\n')
+        self.log, self.events = tmp_path / "calls.log", tmp_path / "events.json"
+        self.log.touch()
+        for name, text in {"aws": AWS_STUB.replace("PYTHON", sys.executable),
+                           **{s: STUB for s in stubs}}.items():
+            path = self.bin / name
+            path.write_text(text)
+            path.chmod(path.stat().st_mode | stat.S_IEXEC)
+        for name, answer in answers().items():
+            (self.aws_dir / f"{name}.json").write_text(json.dumps(answer))
+        self.user_data = user_data(template)
+        self.assembly = assembly
+        self.node_dir = self.root / NODE_DIR.lstrip("/")
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {"PATH": f"{self.bin}:{os.environ['PATH']}", "STUB_LOG": str(self.log),
+                "STUB_AWS_DIR": str(self.aws_dir), "STUB_EVENTS": str(self.events),
+                "ASSEMBLY": str(self.assembly), "REGION": "us-west-2",
+                "TRN_ROOT": str(self.root), "TRN_INSTANCE_ID": INSTANCE,
+                "TRN_RETRY_DELAY_S": "0", "TRN_FSX_POLL_S": "0", **extra}
+
+    def run_user_data(self, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", self.user_data], env=self.env(**extra),
+                              capture_output=True, text=True, timeout=120)
+
+    def run_setup(self, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(self.node_dir / "node_setup.sh")],
+                              env=self.env(**extra), capture_output=True, text=True, timeout=120)
+
+    def calls(self, name: str) -> list[str]:
+        return [ln for ln in self.log.read_text().splitlines() if ln.split(" ", 1)[0] == name]
+
+    def path(self, absolute: str) -> Path:
+        return self.root / absolute.lstrip("/")
+
+
+@pytest.fixture(scope="module")
+def single(synth):
+    return synth(profile_path("single-node"))
+
+
+@pytest.fixture(scope="module")
+def small(synth):
+    return synth(profile_path("trn1-2xl"))
+
+
+@pytest.fixture
+def node(tmp_path, single):
+    return Node(tmp_path, single.template, single.outdir)
+
+
+def test_scripts_parse_and_are_shellcheck_clean():
+    scripts = sorted(SCRIPTS.glob("*.sh"))
+    assert [s.name for s in scripts] == ["node_setup.sh", "user_data.sh"]
+    for script in scripts:
+        subprocess.run(["bash", "-n", str(script)], check=True)
+    done = subprocess.run([shellcheck(), "-x", *map(str, scripts), str(NODE_SCRIPTS / FSX_SCRIPT)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+def test_rendered_user_data_is_shellcheck_clean(tmp_path, single, small):
+    for s in (single, small):
+        path = tmp_path / "user-data.sh"
+        path.write_text(user_data(s.template))
+        done = subprocess.run([shellcheck(), str(path)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout
+
+
+def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is_ready(node):
+    result = node.run_user_data()
+    assert result.returncode == 0, result.stdout + result.stderr
+    # the scripts and the stack's file, fetched by the user data
+    assert sorted(p.name for p in node.node_dir.iterdir()) == [
+        "fsx.sh", "lcs.py", "node_setup.sh", "trn_ultracluster.json"]
+    assert (node.node_dir / "node_setup.sh").read_text() == (SCRIPTS / "node_setup.sh").read_text()
+    # FSx: found by its tag, the link's import waited for, mounted, in fstab
+    aws = node.calls("aws")
+    assert any(c.startswith("aws fsx describe-file-systems") for c in aws)
+    assert any(c.startswith("aws fsx describe-data-repository-tasks") for c in aws)
+    assert node.calls("mount") == [
+        f"mount -t lustre -o relatime,flock {FSX_DNS}@tcp:/{FSX_MOUNT} {node.root}/fsx"]
+    assert f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre" in node.path("/etc/fstab").read_text()
+    # the same job environment file as the other orchestrators, compile cache on FSx
+    env = node.path("/fsx/.trn-ultracluster/env").read_text()
+    assert f"export TRN_FSX_FILE_SYSTEM_ID={FS_ID}" in env.splitlines()
+    assert "export NEURON_CC_FLAGS=--cache_dir=/fsx/neuron-compile-cache" in env.splitlines()
+    assert "export FI_PROVIDER=efa" in env.splitlines()
+    assert node.path("/fsx/neuron-compile-cache").is_dir()
+    assert ". /fsx/.trn-ultracluster/env" in node.path("/etc/profile.d/trn-ultracluster.sh").read_text()
+    # the training image: Docker on, logged in to the stack's registry, pulled
+    image = next(ln.split("=", 1)[1] for ln in env.splitlines()
+                 if ln.startswith("export TRN_TRAINING_IMAGE_URI="))
+    registry = image.split("/", 1)[0]
+    assert node.calls("docker") == [f"docker login --username AWS --password-stdin {registry}",
+                                    f"docker pull -q {image}"]
+    assert "systemctl enable --now docker" in node.calls("systemctl")
+    assert "aws ecr get-login-password --region us-west-2" in aws
+    assert node.calls("apt-get") == []  # the Lustre client (mount.lustre) and Docker are there
+    # ready, and the log sent to the stack's log group
+    assert node.path(READY_FILE).read_text().startswith("runtime=container\n")
+    log = node.path(NODE_LOG).read_text()
+    assert log.rstrip().endswith("[trn-ultracluster] node_setup done")
+    stream = f"--log-stream-name {INSTANCE}/node-setup"
+    assert any(c.startswith("aws logs create-log-stream") and stream in c for c in aws)
+    events = json.loads(node.events.read_text())
+    assert events and "node_setup done" in events[-1]["message"]
+
+
+def test_rerun_is_idempotent(node):
+    assert node.run_user_data().returncode == 0
+    node.path("/proc").mkdir()
+    node.path("/proc/mounts").write_text(f"{FSX_DNS}@tcp:/{FSX_MOUNT} {node.root}/fsx lustre rw 0 0\n")
+    node.log.write_text("")
+    result = node.run_setup()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert node.calls("mount") == []
+    assert len(node.path("/etc/fstab").read_text().splitlines()) == 1
+    assert "already mounted" in result.stdout
+    assert node.path(READY_FILE).is_file()
+
+
+def test_without_a_lustre_client_it_is_installed_from_the_fsx_repository(tmp_path, single):
+    node = Node(tmp_path, single.template, single.outdir,
+                stubs=tuple(s for s in STUBS if s != "mount.lustre"))
+    result = node.run_user_data()
+    assert result.returncode == 0, result.stdout + result.stderr
+    listing = node.path("/etc/apt/sources.list.d/fsxlustreclientrepo.list").read_text()
+    assert listing.strip() == (
+        "deb [signed-by=/usr/share/keyrings/fsx-ubuntu-public-key.gpg] "
+        "https://fsx-lustre-client-repo.s3.amazonaws.com/ubuntu noble main")
+    kernel = os.uname().release
+    assert node.calls("apt-get")[-1] == f"apt-get install -y -q lustre-client-modules-{kernel}"
+    assert any("fsx-ubuntu-public-key.asc" in c for c in node.calls("curl"))
+    assert node.path("/usr/share/keyrings/fsx-ubuntu-public-key.gpg").is_file()
+
+
+def test_a_failed_mount_fails_the_node_ships_the_log_and_leaves_it_not_ready(node):
+    result = node.run_user_data(STUB_MOUNT_FAIL="1", TRN_MOUNT_ATTEMPTS="2")
+    assert result.returncode == 1
+    assert len(node.calls("mount")) == 2
+    assert "ERROR: could not mount FSx for Lustre" in result.stdout
+    assert not node.path(READY_FILE).exists()
+    assert node.calls("docker") == []
+    events = json.loads(node.events.read_text())
+    assert "ERROR: could not mount FSx for Lustre" in events[-1]["message"]
+
+
+def test_a_missing_asset_stops_the_user_data_before_the_setup(node):
+    node.assembly = node.root / "empty"  # the aws stub finds no asset
+    node.assembly.mkdir()
+    result = node.run_user_data(TRN_FETCH_ATTEMPTS="2")
+    assert result.returncode != 0
+    assert "could not fetch" in result.stderr
+    assert not node.path(NODE_LOG).exists()
+
+
+def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_path, small):
+    node = Node(tmp_path, small.template, small.outdir)
+    venv = node.path(small.config.standalone.dlami_venv)
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin/activate").write_text("# fake venv\n")
+    python = venv / "bin/python"
+    python.write_text(f'#!/bin/bash\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    # the DLAMI's venv would have torch_xla and torch_neuronx; this one has not
+    result = node.run_user_data()
+    assert result.returncode == 1
+    assert "cannot import the training program or one of torch,torch_xla" in result.stdout
+    assert not node.path(READY_FILE).exists()
+    # with what this venv has, the same node sets up
+    cluster = json.loads((node.node_dir / "trn_ultracluster.json").read_text())
+    cluster["node"]["imports"] = TEST_IMPORTS
+    (node.node_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
+    result = node.run_setup()
+    assert result.returncode == 0, result.stdout + result.stderr
+    program = node.path(PROGRAM_DIR)
+    assert (program / "training/trn_train/cli.py").read_text() == (
+        REPO_ROOT / "training/trn_train/cli.py").read_text()
+    assert (program / "trn_ultracluster/contracts/catalog.py").is_file()
+    assert not (program / "trn_ultracluster/cli").exists()  # the image's files only
+    assert node.calls("docker") == []
+    assert "export FI_PROVIDER=efa" not in node.path("/fsx/.trn-ultracluster/env").read_text()
+    assert node.path(READY_FILE).read_text().startswith("runtime=dlami-venv\n")
+
+
+def test_dlami_venv_missing_on_the_ami_is_a_clear_error(tmp_path, small):
+    node = Node(tmp_path, small.template, small.outdir)
+    result = node.run_user_data()
+    assert result.returncode == 1
+    assert (f"the AMI has no virtual environment {small.config.standalone.dlami_venv}"
+            in result.stdout)
