@@ -112,11 +112,15 @@ def _container_lines(job: JobRequest, unit: str) -> str:
 
 def _venv_lines(runtime: Runtime) -> str:
     """The host part of ``runtime: dlami-venv``: the DLAMI's virtual environment and the
-    training program on ``PYTHONPATH`` (its ``training/`` holds ``trn_train``)."""
+    training program on ``PYTHONPATH`` (its ``training/`` holds ``trn_train``). The program
+    runs in the background so that a stop (SIGTERM from systemd) reaches this script's trap at
+    once and the exit status is recorded."""
     return f"""  # shellcheck source=/dev/null
   source {runtime.venv}/bin/activate
   export PYTHONPATH="{runtime.program_dir}:{runtime.program_dir}/training${{PYTHONPATH:+:${{PYTHONPATH}}}}"
-  TRN_IN_RUNTIME=1 bash "${{JOB_DIR}}/{JOB_SCRIPT}" "${{NODE_RANK}}" "${{MASTER_ADDR}}"
+  TRN_IN_RUNTIME=1 bash "${{JOB_DIR}}/{JOB_SCRIPT}" "${{NODE_RANK}}" "${{MASTER_ADDR}}" &
+  trap 'kill -TERM $! 2> /dev/null || true' TERM
+  wait $!
 """
 
 
