@@ -311,7 +311,8 @@ def log_chunk_script(name: str, rank: int, offset: int | None, tail_lines: int |
     """Run on any node: the first line ``<size> <start>`` of node ``rank``'s log, then up to
     :data:`CHUNK_BYTES` of it from byte ``offset`` (or, with ``offset`` ``None``, from where
     its last ``tail_lines`` lines start, or from the beginning), base64-encoded. Exit status 3
-    when the job has no such log."""
+    when the job has no such log. (``head`` then ``tail``: every command of the pipe reads its
+    input to the end, so none dies of SIGPIPE under ``pipefail``.)"""
     log = node_log_file(name, rank)
     if offset is not None:
         start = str(offset)
@@ -327,7 +328,7 @@ fi
 size=$(stat -c %s {log})
 start={start}
 echo "${{size}} ${{start}}"
-tail -c +$(( start + 1 )) {log} | head -c {CHUNK_BYTES} | base64 -w 0
+head -c $(( start + {CHUNK_BYTES} )) {log} | tail -c +$(( start + 1 )) | base64 -w 0
 echo
 """
 

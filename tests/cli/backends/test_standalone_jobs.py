@@ -1,0 +1,152 @@
+"""The standalone job path for real on CPU: the job CLI's ``submit``, ``status``, ``logs`` and
+``cancel`` with two "nodes" on this machine (:class:`~tests.cli.backends.local_nodes.LocalNodes`:
+the backend's Run Command scripts run with bash here, systemd-run/systemctl shims, ``/fsx`` a
+temporary directory), and the job script exactly as ``submit --dry-run`` prints it: one
+torchrun per node with the c10d rendezvous on the first, the training program (``llama-tiny``,
+CPU/gloo) in the ``dlami-venv`` runtime (this test's venv standing in for the DLAMI's).
+
+The instance type is the catalog's trn1.32xlarge with 1 NeuronCore
+(``dataclasses.replace``), so each node's torchrun starts 1 process and the job has 2.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.cli.backends.local_nodes import REPO, LocalNodes
+from tests.cli.helpers import outputs_values, run, write_outputs
+from trn_ultracluster.cli.backends.standalone import Node, StandaloneBackend, StandaloneNodes
+from trn_ultracluster.cli.stack_outputs import StackOutputs
+from trn_ultracluster.contracts.catalog import get_instance
+from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.standalone import job_dir, job_unit
+
+pytestmark = pytest.mark.slow  # trains twice on CPU: about a minute
+
+SPEC = replace(get_instance("trn1.32xlarge"), neuron_cores=1)
+NODES = [Node("i-0000000000000000a", "127.0.0.1"), Node("i-0000000000000000b", "127.0.0.1")]
+TIMEOUT_S = 240
+TRAIN_ARGS = ["--", "--device", "cpu", "--global-batch-size", "2", "--micro-batch-size", "1",
+              "--log-every", "1", "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Two local nodes, a tiny prepared dataset and the env file on the stand-in /fsx, a
+    stand-in DLAMI venv (this interpreter's), and the stack outputs."""
+    from trn_train.data import prepare_data, train_tokenizer
+
+    tmp = tmp_path_factory.mktemp("standalone")
+    nodes = LocalNodes(tmp, [n.instance_id for n in NODES], env={"OMP_NUM_THREADS": "1"})
+    nodes.mark_ready()
+    # the env file as the node scripts write it (lcs.py env-file)
+    cluster_json = tmp / "trn_ultracluster.json"
+    cluster_json.write_text(json.dumps({"env": neuron_environment(SPEC)}))
+    env_file = nodes.fsx / ".trn-ultracluster/env"
+    env_file.parent.mkdir(parents=True)
+    env_file.write_text(subprocess.run(
+        [sys.executable, str(REPO / "trn_ultracluster/orchestrators/node_scripts/lcs.py"),
+         "--cluster", str(cluster_json), "env-file"], capture_output=True, text=True,
+        check=True).stdout)
+    licenses = Path("/usr/share/common-licenses")
+    corpus = [str(licenses)] if licenses.is_dir() else [str(Path(json.__file__).parent)]
+    tokenizer = train_tokenizer(corpus, tmp / "tokenizer", "bpe", 500)
+    prepare_data(nodes.fsx / "datasets/tiny", str(tokenizer), 64, inputs=corpus, progress=False)
+    venv = tmp / "dlami-venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin/activate").write_text(f'export PATH="{Path(sys.executable).parent}:$PATH"\n')
+    values = outputs_values("standalone")
+    values.update({"StandaloneRuntime": "dlami-venv", "StandaloneDlamiVenv": str(venv),
+                   "NodeCountDesired": "2", "NodeCountMax": "2"})
+    nodes.outputs = write_outputs(tmp, values)
+    return nodes
+
+
+@pytest.fixture
+def cli(cluster, capsys, monkeypatch):
+    monkeypatch.setattr(StandaloneBackend, "connect",
+                        lambda self: StandaloneNodes(list(NODES), cluster))
+    monkeypatch.setattr(StackOutputs, "instance_spec", lambda self: SPEC)
+
+    def call(command: str, *argv: str) -> tuple[int, str, str]:
+        return run(capsys, command, "--outputs-file", str(cluster.outputs), *argv)
+
+    return call
+
+
+def wait_for(cli, name: str, states: tuple[str, ...]) -> str:
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        code, out, err = cli("status", name)
+        assert code == 0, err
+        state = out.split()[1]
+        if state in states:
+            return out
+        assert time.monotonic() < deadline, f"{name} still {state}: {out}"
+        time.sleep(1)
+
+
+def test_two_nodes_train_together_and_the_cli_follows_the_job(cli, cluster):
+    args = ["--name", "cpu-two", "--recipe", "llama-tiny", "--steps", "3",
+            "--data-dir", "/fsx/datasets/tiny", *TRAIN_ARGS]
+    code, printed, err = cli("submit", "--dry-run", *args)
+    assert code == 0, err
+    code, out, err = cli("submit", *args)
+    assert code == 0, err
+    assert out.startswith("submitted cpu-two (2 x trn1.32xlarge)")
+    directory = Path(str(cluster.fsx) + job_dir("cpu-two").removeprefix("/fsx"))
+    # the nodes run exactly what --dry-run printed (with this machine's paths and port)
+    assert (directory / "job.sh").read_text() == cluster.localize(printed, NODES[0].instance_id)
+    meta = json.loads((directory / "job.json").read_text())
+    assert meta["nodes"] == 2 and meta["instances"] == [n.instance_id for n in NODES]
+    starts = [(i, s) for i, s in cluster.scripts if "systemd-run" in s]
+    assert [i for i, _ in starts] == [n.instance_id for n in NODES]
+    assert [f"job.sh {rank} 127.0.0.1" in s for rank, (_, s) in enumerate(starts)] == [True] * 2
+
+    final = wait_for(cli, "cpu-two", ("COMPLETED", "FAILED"))
+    assert final.split()[1] == "COMPLETED", (final, (directory / "node-0.log").read_text()[-3000:],
+                                             (directory / "node-1.log").read_text()[-3000:])
+    assert [(directory / f"node-{r}.exit").read_text().strip() for r in (0, 1)] == ["0", "0"]
+    code, log, err = cli("logs", "cpu-two")
+    assert code == 0, err
+    assert log.startswith("job cpu-two: node 0 of 2 on ")
+    events = [json.loads(ln) for ln in log.splitlines() if ln.startswith('{"event": ')]
+    start = next(e for e in events if e["event"] == "start")
+    assert start["world_size"] == 2  # both nodes' processes in one job
+    assert [e["step"] for e in events if e["event"] == "train"] == [1, 2, 3]
+    code, tail, _ = cli("logs", "cpu-two", "--tail", "2")
+    assert tail.splitlines() == log.splitlines()[-2:]
+    checkpoints = Path(str(cluster.fsx) + "/runs/cpu-two/checkpoints")
+    assert sorted(p.name for p in checkpoints.iterdir() if p.is_dir()) == ["step_00000003"]
+    code, listing, _ = cli("status")
+    assert code == 0 and "cpu-two" in listing and "COMPLETED" in listing
+
+
+def test_a_cancelled_job_stops_on_every_node(cli, cluster):
+    code, _, err = cli("submit", "--name", "cpu-cancel", "--recipe", "llama-tiny", "--steps",
+                       "100000", "--data-dir", "/fsx/datasets/tiny", "--time", "30", *TRAIN_ARGS)
+    assert code == 0, err
+    assert "--property=RuntimeMaxSec=1800" in (
+        cluster.state[NODES[0].instance_id] / "systemd-run.options").read_text()
+    log = Path(str(cluster.fsx) + job_dir("cpu-cancel").removeprefix("/fsx")) / "node-0.log"
+    deadline = time.monotonic() + TIMEOUT_S
+    while '"event": "train"' not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, log.read_text() if log.exists() else "no log"
+        time.sleep(1)
+    assert "RUNNING" in wait_for(cli, "cpu-cancel", ("RUNNING",))
+    code, out, err = cli("cancel", "cpu-cancel")
+    assert (code, out) == (0, "cancelled cpu-cancel\n"), err
+    assert "CANCELLED" in wait_for(cli, "cpu-cancel", ("CANCELLED",))
+    for node in NODES:
+        done = subprocess.run([str(cluster.shims / "systemctl"), "is-active", "--quiet",
+                               job_unit("cpu-cancel")],
+                              env={"SHIM_STATE": str(cluster.state[node.instance_id]),
+                                   "PATH": "/usr/bin:/bin"})
+        assert done.returncode != 0  # nothing of the job runs any more
