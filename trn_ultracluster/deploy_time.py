@@ -67,6 +67,9 @@ CREATE_MINUTES: dict[str, Minutes] = {
         4, f"{_ESTIMATE} (instances launch and join; botocore's NodegroupActive waiter "
            "allows 40 min)"),
     "AWS::EKS::Addon": Minutes(1, _ESTIMATE),
+    "AWS::AutoScaling::AutoScalingGroup": Minutes(
+        4, f"{_ESTIMATE} (the standalone nodes launch; their setup, which pulls the image, "
+           "runs after CloudFormation is done with the group: its time is not in the stack's)"),
     "Custom::CDKContainerImageBuild": Minutes(
         20, f"{_ESTIMATE}: CodeBuild pulls the Neuron base image (several GB), installs the "
             "training program and pushes to ECR (README, 'Training image')"),

@@ -35,7 +35,7 @@ def _paths(model: type[BaseModel], prefix: str = "") -> list[str]:
 PATHS = _paths(ClusterConfig)
 PLAUSIBLE = ["trn1.32xlarge", "trn2.48xlarge", "trn1.2xlarge", "usw2-az4,usw2-az1", "use2-az3",
              "10.0.0.0/16", "8.8.8.0/24", "PERSISTENT_2", "SCRATCH_1", "2.15", "2.10", "eks",
-             "hyperpod-slurm", "retain", "destroy", "capacity-block", "cr-0123456789abcdef0",
+             "hyperpod-slurm", "standalone", "dlami-venv", "/dev/sda1", "retain", "destroy", "capacity-block", "cr-0123456789abcdef0",
              "null", "true", "false", "0", "1", "16", "-1", "2400", "250", "[a, b]", "{x: 1}",
              "s3://bucket/prefix/", "/", "/s3", "arn:aws:iam::123456789012:role/Admin"]
 KEYS = st.one_of(st.sampled_from(PATHS), st.sampled_from(PATHS).map(lambda p: p + ".x"),

@@ -1,0 +1,48 @@
+"""Rules of the standalone orchestrator (the AMI's SSM parameter, the DLAMI venv, the root
+device, capacity); the orchestrator itself: tests/orchestrators/standalone."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.config import check_one_error, load
+
+# (case, context overrides as `-c` would give them, the exact message of the one error)
+BAD_INPUTS = [
+    ('ami parameter without leading slash', {'orchestrator': 'standalone', 'standalone.ami_ssm_parameter': 'aws/service/x'},
+     "error: standalone.ami_ssm_parameter = 'aws/service/x': must be an SSM parameter name like '/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id': a leading '/', levels of letters, digits and '_.-' separated by single '/', at most 1011 characters (see https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html)"),
+    ('ami parameter with a space', {'orchestrator': 'standalone', 'standalone.ami_ssm_parameter': '/my amis/x'},
+     "error: standalone.ami_ssm_parameter = '/my amis/x': must be an SSM parameter name like '/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id': a leading '/', levels of letters, digits and '_.-' separated by single '/', at most 1011 characters (see https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html)"),
+    ('ami parameter with an empty level', {'orchestrator': 'standalone', 'standalone.ami_ssm_parameter': '/amis//x'},
+     "error: standalone.ami_ssm_parameter = '/amis//x': must be an SSM parameter name like '/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id': a leading '/', levels of letters, digits and '_.-' separated by single '/', at most 1011 characters (see https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html)"),
+    ('ami parameter too deep', {'orchestrator': 'standalone', 'standalone.ami_ssm_parameter': '/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p'},
+     "error: standalone.ami_ssm_parameter = '/a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p': must have at most 15 levels (see https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html)"),
+    ('venv not absolute', {'orchestrator': 'standalone', 'standalone.runtime': 'dlami-venv', 'standalone.dlami_venv': 'opt/venv'},
+     "error: standalone.dlami_venv = 'opt/venv': must be an absolute path of letters, digits and '_.+-' like '/opt/aws_neuronx_venv_pytorch_2_9_nxd_training' (see https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/environments/dlami.html)"),
+    ('venv with a shell character', {'orchestrator': 'standalone', 'standalone.runtime': 'dlami-venv', 'standalone.dlami_venv': '/opt/$(reboot)'},
+     "error: standalone.dlami_venv = '/opt/$(reboot)': must be an absolute path of letters, digits and '_.+-' like '/opt/aws_neuronx_venv_pytorch_2_9_nxd_training' (see https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/environments/dlami.html)"),
+    ('root device', {'orchestrator': 'standalone', 'standalone.root_device_name': 'sda1'},
+     "error: standalone.root_device_name = 'sda1': must be a device name like '/dev/sda1' or '/dev/xvda' (see https://docs.aws.amazon.com/ebs/latest/userguide/device_naming.html)"),
+    ('capacity block', {'orchestrator': 'standalone', 'capacity.type': 'capacity-block', 'capacity.reservation_id': 'cr-0123456789abcdef0', 'placement_group': False},
+     "error: capacity.type = 'capacity-block': must be 'on-demand' or 'capacity-reservation' with orchestrator 'standalone': this project does not launch an Auto Scaling group into a Capacity Block (see docs/standalone.md)"),
+    ('unknown runtime', {'orchestrator': 'standalone', 'standalone.runtime': 'conda'},
+     "error: standalone.runtime = 'conda': must be 'container' or 'dlami-venv' (see README.md#configuration)"),
+]
+
+
+@pytest.mark.parametrize("case, overrides, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_gives_one_exact_message(case, overrides, message):
+    check_one_error(overrides, message)
+
+
+def test_the_standalone_settings_are_only_checked_for_standalone():
+    """Another orchestrator ignores the section, whatever it holds."""
+    assert load({"standalone.runtime": "dlami-venv", "standalone.dlami_venv": "relative"})
+    assert load({"standalone.root_device_name": "sda1", "orchestrator": "eks"})
+
+
+def test_a_capacity_reservation_and_the_defaults_are_fine():
+    loaded = load({"orchestrator": "standalone", "capacity.type": "capacity-reservation",
+                   "capacity.reservation_id": "cr-0123456789abcdef0"})
+    assert loaded.config.standalone.runtime == "container"
+    assert loaded.config.standalone.root_device_name == "/dev/sda1"
