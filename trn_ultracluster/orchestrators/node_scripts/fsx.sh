@@ -95,8 +95,9 @@ denied_too_long() {
 pause() { sleep $(( FSX_POLL_S + RANDOM % 10 )); }
 
 # Find the stack's file system by its tag and wait until it is AVAILABLE; sets FSX_ID,
-# FSX_DNS and FSX_MOUNT_NAME. The AWS CLI is on HyperPod nodes and the Neuron
-# DLAMIs' (AWS's base-config mount_fsx.sh calls `aws fsx describe-file-systems` the same way) and follows NextToken
+# FSX_DNS and FSX_MOUNT_NAME. The AWS CLI is on HyperPod nodes (AWS's base-config
+# mount_fsx.sh calls `aws fsx describe-file-systems` the same way; on the standalone nodes' AMI
+# it is assumed, not verified) and follows NextToken
 # itself; the node's credentials are its IAM role (HyperPod: the instance group's execution
 # role), which may call fsx:DescribeFileSystems. Failed calls (throttling, credentials not there yet) and
 # unreadable answers are retried until the deadline; a permission error fails after

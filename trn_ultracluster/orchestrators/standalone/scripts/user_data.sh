@@ -7,8 +7,8 @@
 # launch an EC2 instance with user data input",
 # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html). It fetches the node
 # scripts, which the deploy uploaded as S3 assets (node_setup.sh, and the shared fsx.sh and
-# lcs.py), writes the stack's trn_ultracluster.json beside them and runs node_setup.sh. The
-# AWS CLI comes with the Neuron DLAMIs.
+# lcs.py), writes the stack's trn_ultracluster.json beside them and runs node_setup.sh. It
+# needs the AWS CLI on the AMI (that the Neuron DLAMIs have it is not verified here).
 #
 # Test hooks: TRN_ROOT (prefix of every path written), TRN_FETCH_ATTEMPTS (default 10),
 # TRN_RETRY_DELAY_S (seconds between attempts, default 10).
