@@ -46,26 +46,19 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 # --- argument parsing -------------------------------------------------------------------------
 
 
-def _at_least_one(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+def _integer_from(minimum: int) -> Callable[[str], int]:
+    """argparse type: an integer >= ``minimum``."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
 
-def _not_negative(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return parse
 
 
 def _positive_seconds(text: str) -> float:
@@ -198,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("job", nargs="?" if name == "status" else None,
                        help=_per_backend("job"))
         if name == "logs":
-            p.add_argument("--tail", type=_at_least_one, help="last N lines only (N >= 1)")
+            p.add_argument("--tail", type=_integer_from(1), help="last N lines only (N >= 1)")
         _cluster_options(p)
 
     p = _command(sub, "scale", parents=[common],
@@ -212,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
                  description="Open a Session Manager shell on a standalone node (`aws ssm "
                              "start-session`; needs the AWS CLI v2 and the Session Manager "
                              "plugin).")
-    p.add_argument("--node", type=_not_negative, default=0,
+    p.add_argument("--node", type=_integer_from(0), default=0,
                    help="node number, 0 (default) is the first")
     p.add_argument("--print", action="store_true", help="print the command instead of running it")
 

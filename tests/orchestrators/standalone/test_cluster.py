@@ -21,16 +21,6 @@ from trn_ultracluster.orchestrators.standalone.node import SSM_CORE_POLICY, rend
 from trn_ultracluster.template_graph import transitive_dependencies
 
 
-@pytest.fixture(scope="module")
-def single(synth):
-    return synth(profile_path("single-node"))
-
-
-@pytest.fixture(scope="module")
-def small(synth):
-    return synth(profile_path("trn1-2xl"))
-
-
 def the(s, cfn_type: str) -> tuple[str, dict]:
     """The one resource of ``cfn_type``: (logical id, resource)."""
     (found,) = s.resources(cfn_type).items()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.helpers import shellcheck
-from tests.conftest import REPO_ROOT, profile_path
+from tests.conftest import REPO_ROOT
 from tests.orchestrators.standalone.template_values import STACK_ID, user_data
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
 from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS
@@ -138,16 +138,6 @@ class Node:
 
     def path(self, absolute: str) -> Path:
         return self.root / absolute.lstrip("/")
-
-
-@pytest.fixture(scope="module")
-def single(synth):
-    return synth(profile_path("single-node"))
-
-
-@pytest.fixture(scope="module")
-def small(synth):
-    return synth(profile_path("trn1-2xl"))
 
 
 @pytest.fixture
