@@ -96,6 +96,19 @@ def test_preflight_hyperpod_quota_by_name():
 
 
 @moto.mock_aws
+def test_preflight_standalone_counts_ec2_vcpus():
+    """Standalone nodes are EC2 instances of the account: the On-Demand Trn vCPU quota."""
+    from trn_ultracluster.cli.preflight import _quota
+
+    config = preflight_config(orchestrator="standalone", instance_type="trn1.2xlarge",
+                              nodes={"min": 0, "desired": 1, "max": 1})
+    check = _quota(Session(**{"service-quotas": quota_client(8)}), config)
+    assert check.ok, check.detail
+    assert check.detail == ("EC2 Running On-Demand Trn instances = 8 vCPUs, need 8 "
+                            "(1 x trn1.2xlarge x 8 vCPUs)")
+
+
+@moto.mock_aws
 def test_preflight_without_bootstrap_or_docker():
     from trn_ultracluster.cli.preflight import run_preflight
 
