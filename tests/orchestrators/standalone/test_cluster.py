@@ -48,6 +48,18 @@ def test_group_launches_from_the_efa_launch_template_in_the_compute_subnet(reque
     assert s.output("LaunchTemplateId") == {"Ref": lt_id}
 
 
+def test_instances_get_each_tag_from_one_place(single):
+    """The launch template tags instances, volumes and interfaces with the configuration's
+    tags; the group keeps its copies for itself and passes on only its Name."""
+    group = single.only("AWS::AutoScaling::AutoScalingGroup")
+    propagated = {t["Key"] for t in group["Tags"] if t["PropagateAtLaunch"]}
+    assert propagated == {"Name"}
+    assert {t["Key"] for t in group["Tags"]} == {"Name", *single.config.tags}
+    (instance_tags,) = [s["Tags"] for s in lt_data(single)["TagSpecifications"]
+                        if s["ResourceType"] == "instance"]
+    assert {t["Key"] for t in instance_tags} == set(single.config.tags)
+
+
 def test_trainium_type_interfaces_and_placement(single, small):
     big = lt_data(single)
     assert big["InstanceType"] == "trn1.32xlarge"

@@ -29,7 +29,7 @@ it, ``trn-ultracluster scale --nodes 0`` and back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import Aws, Stack, Tags
 from aws_cdk import aws_autoscaling as autoscaling
@@ -49,6 +49,9 @@ JOB_BACKEND = "standalone"
 """The job CLI backend of this orchestrator: torchrun on every node through SSM Run Command."""
 NODE_NAME_TAG = "trn-ultracluster-node"
 """``Name`` tag of the instances (the EC2 console's name column)."""
+TAG_PRIORITY = 200
+"""Above the stack's own ``Tags.of(stack).add`` (CDK's default priority 100), so that the
+group's copy of a configuration tag is the one that does not propagate to instances."""
 
 
 @dataclass(frozen=True)
@@ -59,11 +62,14 @@ class StandaloneProps:
         foundation: the foundation's handles; its ``launch_template`` must be set.
         shape: the Trainium nodes (type, counts, capacity).
         settings: the ``standalone`` configuration section.
+        tags: the configuration's ``tags`` (the stack puts them on the group too; see
+            :class:`StandaloneOrchestrator` for why the group does not pass them on).
     """
 
     foundation: Foundation
     shape: NodeShape
     settings: StandaloneConfig
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 class StandaloneOrchestrator(Construct):
@@ -89,7 +95,7 @@ class StandaloneOrchestrator(Construct):
         return cls(scope, construct_id, StandaloneProps(
             foundation=foundation,
             shape=NodeShape(config.instance, config.nodes, config.capacity),
-            settings=config.standalone))
+            settings=config.standalone, tags=dict(config.tags)))
 
     def __init__(self, scope: Construct, construct_id: str, props: StandaloneProps) -> None:
         super().__init__(scope, construct_id)
@@ -119,6 +125,12 @@ class StandaloneOrchestrator(Construct):
             vpc_zone_identifier=[base.compute_subnet.subnet_id],
         )
         Tags.of(self.group).add("Name", NODE_NAME_TAG)
+        # The launch template already tags the instances, their volumes and interfaces with
+        # the configuration's tags (constructs/efa.py); the group keeps them for itself only,
+        # so that no instance gets one key from two places.
+        for key, value in props.tags.items():
+            Tags.of(self.group).add(key, value, apply_to_launched_instances=False,
+                                    priority=TAG_PRIORITY)
         # At boot the user data needs the role's policies and the NAT route, and pulls the
         # image the deploy builds (a DockerImageAsset with training_image.build: local has no
         # resource to wait for).
