@@ -54,7 +54,8 @@ class StackOutputs:
 
     @property
     def orchestrator(self) -> str | None:
-        """``eks``, ``hyperpod-slurm`` or ``None`` (output missing)."""
+        """The ``Orchestrator`` output (``eks``, ``hyperpod-slurm``, ``standalone``), or
+        ``None`` when it is missing."""
         return self.values.get(OutputKey.ORCHESTRATOR.value)
 
     def missing(self) -> list[OutputKey]:

@@ -155,6 +155,17 @@ def test_scripts_parse_and_are_shellcheck_clean():
     assert done.returncode == 0, done.stdout
 
 
+def test_scripts_name_job_variables_by_contract_member_only():
+    """The scripts read the job environment's variables through lcs.py by JobEnv member
+    (``lcs env-get TRAINING_IMAGE_URI``), never by copies of their names."""
+    from trn_ultracluster.contracts.hyperpod import JobEnv
+
+    for path in SCRIPTS.glob("*.sh"):
+        text = path.read_text()
+        copies = [m.value for m in JobEnv if m.value in text]
+        assert not copies, f"{path.name} names {copies}"
+
+
 def test_rendered_user_data_is_shellcheck_clean(tmp_path, single, small):
     for s in (single, small):
         path = tmp_path / "user-data.sh"
