@@ -34,7 +34,7 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt training/requirements-cpu.tx
 # checkov in its own venv: it pins a boto3 that the project's requirements exclude.
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	PYTHONPATH= $(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
