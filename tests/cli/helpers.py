@@ -102,6 +102,10 @@ class Session:
     def client(self, name, region_name=None):
         return self.stubbed.get(name) or boto3.client(name, region_name=REGION)
 
+    def get_credentials(self):
+        """None: prices come from the offline table (a stubbed ``pricing`` client aside)."""
+        return None if "pricing" not in self.stubbed else object()
+
 
 class StubSession:
     """A boto3-like session whose named clients are given (no others)."""
