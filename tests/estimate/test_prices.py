@@ -87,3 +87,30 @@ def test_price_list_errors_reach_the_caller(live):
 def test_offline_source_says_when_the_stack_is_elsewhere():
     assert "us-west-2" in OfflinePrices("us-west-2").name
     assert OfflinePrices("us-east-1").price(("ec2", "trn2.48xlarge")) is None
+
+
+def test_a_whole_estimate_from_the_price_list(live, default):
+    """The default stack priced through the Stubber: one request per live-priced item, in
+    the template's order; FSx from the table."""
+    from trn_ultracluster.estimate import estimate
+
+    prices, stub = live
+    answers = {"nat-gateway": ("AmazonEC2", "USW2-NatGateway-Hours", "0.05"),
+               "eks": ("AmazonEKS", "USW2-AmazonEKS-Hours:perCluster", "0.11"),
+               "m6i.xlarge": ("AmazonEC2", "USW2-BoxUsage:m6i.xlarge", "0.2"),
+               "trn1.32xlarge": ("AmazonEC2", "USW2-BoxUsage:trn1.32xlarge", "22")}
+    from trn_ultracluster.estimate import bill_of_materials
+
+    for item in bill_of_materials(default.template).items:
+        name = item.key[1] if item.key[0] == "ec2" else item.key[0]
+        if name in answers:
+            service, usage, usd = answers.pop(name)
+            stub.add_response("get_products", {"PriceList": [product(usage, usd)]},
+                              {"ServiceCode": service, "FormatVersion": "aws_v1", "Filters": ANY})
+    assert not answers
+    est = estimate(default.template, prices)
+    live_lines = [line for line in est.lines if line.price.source == "AWS Price List API"]
+    assert len(live_lines) == 4
+    assert est.running_usd == pytest.approx(
+        0.05 * default.config.nat_gateways + 0.11 + 2 * 0.2 + 22 * default.config.nodes.max
+        + default.config.fsx.storage_capacity_gib * 0.210 / 730)
