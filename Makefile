@@ -19,7 +19,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test test-xla test-slurm deploy destroy diff bench setup setup-dev clean
+.PHONY: synth test test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -84,6 +84,25 @@ diff: setup
 bench: setup-dev
 	$(VPY) benchmarks/synth.py
 	$(VPY) benchmarks/deploy_time.py
+
+## diagram: an architecture picture of the stack for each orchestrator of the registry
+## (default configuration otherwise), docs/diagrams/<orchestrator>.svg, drawn by cdk-dia
+## (package.json) with Graphviz's dot
+DIAGRAMS := docs/diagrams
+DIAGRAM_OUT := $(OUT)/diagram
+
+diagram: setup
+	@command -v dot >/dev/null || { echo "make diagram: Graphviz's dot is not on PATH." \
+	  "Install Graphviz: apt-get install graphviz (Debian, Ubuntu), dnf install graphviz" \
+	  "(Fedora), brew install graphviz (macOS); then run make diagram again." >&2; exit 1; }
+	@set -e; for o in $$($(VPY) -m trn_ultracluster.diagram orchestrators); do \
+	  echo "diagram: $$o"; \
+	  $(CDK) synth $(STACK) --quiet -c orchestrator=$$o -o $(DIAGRAM_OUT)/$$o; \
+	  $(VPY) -m trn_ultracluster.diagram customize $(DIAGRAM_OUT)/$$o/tree.json $(DIAGRAM_OUT)/$$o.tree.json; \
+	  npx --no-install cdk-dia --tree $(DIAGRAM_OUT)/$$o.tree.json --target $(DIAGRAM_OUT)/$$o.png; \
+	  $(VPY) -m trn_ultracluster.diagram svg $(DIAGRAM_OUT)/$$o.dot $(DIAGRAMS)/$$o.svg; \
+	  echo "  $(DIAGRAMS)/$$o.svg ($$(( $$(wc -c < $(DIAGRAMS)/$$o.svg) / 1000 )) kB)"; \
+	done
 
 clean:
 	rm -rf $(OUT) .pytest_cache
