@@ -1,5 +1,5 @@
-"""``make diagram``: one picture per orchestrator of the registry, drawn with cdk-dia's collapse
-settings that still match the stack's constructs, with its icons embedded.
+"""``make diagram``: one self-contained picture per orchestrator of the registry, linked from the
+docs, drawn with cdk-dia's collapse settings that still match the stack's constructs.
 
 Nothing here needs Graphviz except the icon embedding, which skips without ``dot``.
 """
@@ -7,6 +7,7 @@ Nothing here needs Graphviz except the icon embedding, which skips without ``dot
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -21,8 +22,22 @@ from tests.conftest import REPO_ROOT
 from trn_ultracluster import diagram
 from trn_ultracluster.orchestrators import ORCHESTRATORS
 
+DIAGRAMS = REPO_ROOT / "docs" / "diagrams"
+DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"\]\(([^)\s]*diagrams/[^)\s]+)\)")
 SVG = "{http://www.w3.org/2000/svg}"
 HREF = "{http://www.w3.org/1999/xlink}href"
+FOUNDATION = ("Network", "Efa", "Storage", "TrainingImage")
+"""The stack's constructs every picture shows as a box, beside the orchestrator's."""
+
+
+def linked_diagrams() -> dict[Path, set[Path]]:
+    """Picture -> the Markdown files that link it (links resolved from each file)."""
+    links: dict[Path, set[Path]] = {}
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text(encoding="utf-8")):
+            links.setdefault((doc.parent / target).resolve(), set()).add(doc)
+    return links
 
 
 def test_make_diagram_draws_every_orchestrator_of_the_registry():
@@ -36,6 +51,48 @@ def test_make_diagram_draws_every_orchestrator_of_the_registry():
     listed = subprocess.run([sys.executable, "-m", "trn_ultracluster.diagram", "orchestrators"],
                             cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
     assert listed.split() == list(ORCHESTRATORS)
+
+
+@pytest.mark.parametrize("orchestrator", list(ORCHESTRATORS))
+def test_every_orchestrator_has_its_picture_in_the_readme(orchestrator):
+    svg = DIAGRAMS / f"{orchestrator}.svg"
+    assert svg.is_file(), f"no {svg.relative_to(REPO_ROOT)}: run make diagram"
+    assert REPO_ROOT / "README.md" in linked_diagrams().get(svg, set()), (
+        f"README.md does not show {svg.relative_to(REPO_ROOT)} (section Architecture)")
+
+
+def test_every_linked_picture_exists_and_every_picture_is_linked():
+    links = linked_diagrams()
+    missing = sorted(str(p.relative_to(REPO_ROOT)) for p in links if not p.is_file())
+    assert not missing, f"linked but not in the repository: {missing}"
+    unlinked = sorted(p.name for p in DIAGRAMS.iterdir() if p.resolve() not in links)
+    assert not unlinked, f"in docs/diagrams/ but linked from no document: {unlinked}"
+
+
+@pytest.mark.parametrize("orchestrator", list(ORCHESTRATORS))
+def test_each_picture_stands_alone_and_shows_the_stack(orchestrator):
+    svg = DIAGRAMS / f"{orchestrator}.svg"
+    if not svg.is_file():
+        pytest.skip(f"no {svg.name} (the test above fails)")
+    text = svg.read_text(encoding="utf-8")
+    assert "node_modules" not in text and str(REPO_ROOT) not in text
+    root = ET.fromstring(text)
+    symbols = {s.get("id") for s in root.iter(f"{SVG}symbol")}
+    for element in root.iter():
+        href = element.get(HREF)
+        if href is None:
+            continue
+        if element.tag == f"{SVG}use":
+            assert href[1:] in symbols, href
+        else:
+            assert href.startswith("data:image/png;base64,"), f"{element.tag} links {href[:80]}"
+    assert symbols and len(symbols) == len({s.find(f"{SVG}image").get(HREF) for s in
+                                            root.iter(f"{SVG}symbol")}), "one symbol per icon"
+    labels = {t.text for t in root.iter(f"{SVG}text")}
+    construct_id = ORCHESTRATORS[orchestrator][2]
+    for box in (*FOUNDATION, construct_id):
+        assert box in labels, f"{svg.name} shows no {box} (stale? run make diagram)"
+    assert len(text) < 400_000, f"{svg.name}: {len(text)} bytes"
 
 
 def test_every_collapse_setting_matches_a_construct_of_some_orchestrator(synth):
