@@ -87,11 +87,16 @@ bench: setup-dev
 
 ## diagram: an architecture picture of the stack for each orchestrator of the registry
 ## (default configuration otherwise), docs/diagrams/<orchestrator>.svg, drawn by cdk-dia
-## (package.json) with Graphviz's dot
+## (tools/diagram/package.json, installed by this target only) with Graphviz's dot
 DIAGRAMS := docs/diagrams
 DIAGRAM_OUT := $(OUT)/diagram
 
-diagram: setup
+DIAGRAM_NPM := tools/diagram
+$(DIAGRAM_NPM)/node_modules/.installed: $(DIAGRAM_NPM)/package.json $(DIAGRAM_NPM)/package-lock.json
+	npm ci --prefix $(DIAGRAM_NPM) --no-audit --no-fund --loglevel=error
+	touch $@
+
+diagram: setup $(DIAGRAM_NPM)/node_modules/.installed
 	@command -v dot >/dev/null || { echo "make diagram: Graphviz's dot is not on PATH." \
 	  "Install Graphviz: apt-get install graphviz (Debian, Ubuntu), dnf install graphviz" \
 	  "(Fedora), brew install graphviz (macOS); then run make diagram again." >&2; exit 1; }
@@ -99,7 +104,7 @@ diagram: setup
 	  echo "diagram: $$o"; \
 	  $(CDK) synth $(STACK) --quiet -c orchestrator=$$o -o $(DIAGRAM_OUT)/$$o; \
 	  $(VPY) -m trn_ultracluster.diagram customize $(DIAGRAM_OUT)/$$o/tree.json $(DIAGRAM_OUT)/$$o.tree.json; \
-	  npx --no-install cdk-dia --tree $(DIAGRAM_OUT)/$$o.tree.json --target $(DIAGRAM_OUT)/$$o.png; \
+	  $(DIAGRAM_NPM)/node_modules/.bin/cdk-dia --tree $(DIAGRAM_OUT)/$$o.tree.json --target $(DIAGRAM_OUT)/$$o.png; \
 	  $(VPY) -m trn_ultracluster.diagram svg $(DIAGRAM_OUT)/$$o.dot $(DIAGRAMS)/$$o.svg; \
 	  echo "  $(DIAGRAMS)/$$o.svg ($$(( $$(wc -c < $(DIAGRAMS)/$$o.svg) / 1000 )) kB)"; \
 	done

@@ -1,6 +1,6 @@
 """Architecture pictures of the synthesized stack, one per orchestrator (``make diagram``).
 
-cdk-dia (npm, pinned in ``package.json``) reads a cloud assembly's ``tree.json`` and draws it
+cdk-dia (npm, pinned in ``tools/diagram/package.json``) reads a cloud assembly's ``tree.json`` and draws it
 with Graphviz. This module does the steps around it; ``make diagram`` runs them for each
 orchestrator (``python -m trn_ultracluster.diagram <command>``):
 
