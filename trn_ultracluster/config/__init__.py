@@ -29,6 +29,7 @@ from trn_ultracluster.config.model import (
     HyperPodWorkerGroupConfig,
     LoadedConfig,
     NodeCounts,
+    ObservabilityConfig,
     TrainingImageConfig,
 )
 from trn_ultracluster.config.parse import parse_config
@@ -48,6 +49,7 @@ __all__ = [
     "HyperPodWorkerGroupConfig",
     "LoadedConfig",
     "NodeCounts",
+    "ObservabilityConfig",
     "TrainingImageConfig",
     "load_config",
     "parse_config",

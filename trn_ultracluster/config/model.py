@@ -29,6 +29,7 @@ __all__ = [
     "HyperPodWorkerGroupConfig",
     "LoadedConfig",
     "NodeCounts",
+    "ObservabilityConfig",
     "TrainingImageConfig",
 ]
 
@@ -125,6 +126,10 @@ class EksAddonVersionsConfig(_Frozen):
         kube_proxy: ``kube-proxy`` (a pinned minor version must match the cluster's).
         eks_pod_identity_agent: ``eks-pod-identity-agent``.
         aws_fsx_csi_driver: ``aws-fsx-csi-driver``.
+        amazon_cloudwatch_observability: ``amazon-cloudwatch-observability`` (Container
+            Insights with its Neuron and EFA metrics); a pinned version must be v3.1.0 or
+            newer (Pod Identity; see
+            :mod:`trn_ultracluster.orchestrators.eks.observability`).
     """
 
     vpc_cni: str | None = None
@@ -132,6 +137,7 @@ class EksAddonVersionsConfig(_Frozen):
     kube_proxy: str | None = None
     eks_pod_identity_agent: str | None = None
     aws_fsx_csi_driver: str | None = None
+    amazon_cloudwatch_observability: str | None = None
 
 
 class EksConfig(_Frozen):
@@ -231,6 +237,29 @@ class TrainingImageConfig(_Frozen):
     build: Literal["codebuild", "local"] = "codebuild"
 
 
+class ObservabilityConfig(_Frozen):
+    """The stack's dashboard and alarms (``constructs/observability.py``).
+
+    Default: no e-mail subscription, the file-system alarm at 90 % full, the idle alarm after
+    4 hours of Trainium nodes at under 1 % NeuronCore utilization.
+
+    Attributes:
+        alarm_email: an address subscribed to the alarm topic (SNS sends it a confirmation
+            mail first); ``null``: subscribe yourself to the ``AlarmTopicArn`` output.
+        fsx_full_percent: the FSx alarm fires when more than this share of the file system's
+            storage capacity is used (50-99).
+        idle_hours: the idle alarm fires when Trainium nodes run this many hours in a row
+            (1-24) at under ``idle_utilization_percent`` NeuronCore utilization.
+        idle_utilization_percent: average NeuronCore utilization, percent (0-100 exclusive),
+            under which a running Trainium node counts as idle.
+    """
+
+    alarm_email: str | None = None
+    fsx_full_percent: int = 90
+    idle_hours: int = 4
+    idle_utilization_percent: float = 1.0
+
+
 class ClusterConfig(_Frozen):
     """The whole cluster configuration (frozen). See README "Configuration".
 
@@ -252,6 +281,7 @@ class ClusterConfig(_Frozen):
         hyperpod: HyperPod settings (used with ``orchestrator: hyperpod-slurm``).
         capacity: on-demand, capacity reservation or Capacity Block.
         training_image: how the training image is built.
+        observability: dashboard and alarms.
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
         tags: tags on every resource.
     """
@@ -270,6 +300,7 @@ class ClusterConfig(_Frozen):
     hyperpod: HyperPodConfig = HyperPodConfig()
     capacity: CapacityConfig = CapacityConfig()
     training_image: TrainingImageConfig = TrainingImageConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
     data_removal_policy: Literal["retain", "destroy"] = "retain"
     tags: dict[str, str] = Field(default_factory=dict)
 

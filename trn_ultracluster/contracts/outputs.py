@@ -48,6 +48,8 @@ class OutputKey(str, Enum):
     JOB_BACKEND = "JobBackend"
     CAPACITY_TYPE = "CapacityType"
     CAPACITY_RESERVATION_ID = "CapacityReservationId"
+    DASHBOARD_URL = "DashboardUrl"
+    ALARM_TOPIC_ARN = "AlarmTopicArn"
     # --- EKS orchestrator (present when Orchestrator = eks) ---
     EKS_CLUSTER_NAME = "EksClusterName"
     EKS_CLUSTER_ARN = "EksClusterArn"
@@ -94,6 +96,8 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.JOB_BACKEND: "How the job CLI submits jobs to this stack's orchestrator",
     OutputKey.CAPACITY_TYPE: "on-demand, capacity-reservation or capacity-block",
     OutputKey.CAPACITY_RESERVATION_ID: "Capacity Reservation or Capacity Block id, or 'none'",
+    OutputKey.DASHBOARD_URL: "CloudWatch dashboard of the cluster (nodes, FSx, training)",
+    OutputKey.ALARM_TOPIC_ARN: "SNS topic of the cluster's alarms: subscribe to it",
     OutputKey.EKS_CLUSTER_NAME: "EKS cluster name",
     OutputKey.EKS_CLUSTER_ARN: "EKS cluster ARN",
     OutputKey.EKS_UPDATE_KUBECONFIG: "Command that writes a kubeconfig entry for the cluster",

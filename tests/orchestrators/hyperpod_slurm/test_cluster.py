@@ -254,7 +254,8 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
     props = upload["Properties"]
     assert props["DestinationBucketKeyPrefix"] == "lifecycle"
     assert props["Prune"] is True  # removes provisioning_parameters.json of older stacks
-    assert len(props["SourceObjectKeys"]) == 2  # the lifecycle scripts + trn_ultracluster.json
+    # the lifecycle scripts, the node metrics scripts, trn_ultracluster.json
+    assert len(props["SourceObjectKeys"]) == 3
     markers = json.dumps(props.get("SourceMarkers", []))
     assert logical_id(hp, "AWS::FSx::FileSystem", "Storage") not in markers
     assert "AWS::StackId" in markers  # the file system's tag value, filled in at deploy time

@@ -12,7 +12,16 @@ from collections.abc import Callable, Iterator
 
 from trn_ultracluster.config.errors import ConfigIssue
 from trn_ultracluster.config.model import ClusterConfig
-from trn_ultracluster.config.rules import capacity, compute, eks, fsx, hyperpod, network, tags
+from trn_ultracluster.config.rules import (
+    capacity,
+    compute,
+    eks,
+    fsx,
+    hyperpod,
+    network,
+    observability,
+    tags,
+)
 
 __all__ = ["RULES", "Rule"]
 
@@ -36,5 +45,6 @@ RULES: tuple[Rule, ...] = (
     hyperpod.orchestrator,
     hyperpod.hyperpod,
     eks.eks,
+    observability.observability,
     tags.tags,
 )

@@ -20,6 +20,7 @@ from trn_ultracluster.nag import acknowledge
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
+from trn_ultracluster.orchestrators.eks.observability import container_insights
 from trn_ultracluster.orchestrators.eks.versions import (
     ADMIN_POLICY,
     CONTROL_PLANE_LOG_GROUP,
@@ -228,6 +229,9 @@ class EksOrchestrator(Construct):
         self.trainer_chart = self._chart("KubeflowTrainerChart", TRAINER_CHART, {},
                                          wait=True, create_namespace=True)
         self._kubernetes_objects()
+        self.metric_source = container_insights(
+            self, self.cluster, version=settings.addon_versions.amazon_cloudwatch_observability,
+            after=[self.addons["eks_pod_identity_agent"], self.system_nodegroup])
         acknowledge_eks(self)
 
     # --- parts -------------------------------------------------------------------------

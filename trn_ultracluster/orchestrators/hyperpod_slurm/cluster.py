@@ -56,6 +56,7 @@ from trn_ultracluster.config import ClusterConfig, HyperPodConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import CONTROLLER_GROUP, LOGIN_GROUP, ON_INIT_COMPLETE
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.node_metrics import node_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.hyperpod_slurm.execution_role import execution_role
 from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
@@ -146,6 +147,7 @@ class HyperPodSlurmOrchestrator(Construct):
         self.deployment = upload_lifecycle_files(self, self.bucket, lifecycle_file(
             settings, env, Aws.STACK_ID, data_repository=base.data_repository_path is not None))
         self.role = execution_role(self, base, self.bucket)
+        self.metric_source = node_metrics(self, self.role, self.cluster_name)
         self.cluster = sagemaker.CfnCluster(
             self,
             "Cluster",

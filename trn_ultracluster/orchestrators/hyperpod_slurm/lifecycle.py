@@ -33,6 +33,7 @@ from trn_ultracluster.nag import (
     bootstrap_assets_finding,
     find_stack_child,
 )
+from trn_ultracluster.node_metrics import SCRIPTS as NODE_METRICS_SCRIPTS
 from trn_ultracluster.orchestrators.base import Foundation
 
 __all__ = ["LIFECYCLE_ASSETS", "LIFECYCLE_PREFIX", "job_environment", "lifecycle_bucket",
@@ -154,6 +155,7 @@ def upload_lifecycle_files(scope: Construct, bucket: s3.Bucket,
         destination_key_prefix=LIFECYCLE_PREFIX,
         sources=[
             s3deploy.Source.asset(str(LIFECYCLE_ASSETS), exclude=["__pycache__", "*.pyc"]),
+            s3deploy.Source.asset(str(NODE_METRICS_SCRIPTS), exclude=["__pycache__", "*.pyc"]),
             s3deploy.Source.json_data(LIFECYCLE_FILE, data),
         ],
         prune=True,
