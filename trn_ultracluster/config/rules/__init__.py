@@ -35,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     capacity.capacity,
     hyperpod.orchestrator,
     hyperpod.hyperpod,
+    hyperpod.hyperpod_eks,
     eks.eks,
     tags.tags,
 )
