@@ -100,6 +100,10 @@ class FakeKubeApi:
                     name = url.path.rsplit("/", 1)[1]
                     if name not in api.jobs:
                         return self._not_found("trainjobs.trainer.kubeflow.org", name)
+                    if method == "DELETE":
+                        api.jobs.pop(name)
+                        return self._json(200, {"kind": "Status", "apiVersion": "v1",
+                                                "metadata": {}, "status": "Success"})
                     return self._json(200, api.jobs[name])
                 if url.path == PODS:
                     selector = dict(s.split("=", 1) for s in query["labelSelector"][0].split(","))
@@ -129,6 +133,9 @@ class FakeKubeApi:
 
             def do_POST(self):
                 self._route("POST")
+
+            def do_DELETE(self):
+                self._route("DELETE")
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
