@@ -162,14 +162,20 @@ def kubeconfig(tmp_path: Path, server: str) -> Path:
     return path
 
 
+def fake_cluster(tmp_path, monkeypatch, orchestrator: str):
+    """The fake API server and, in its ``args``, the CLI arguments that reach it for a stack
+    of ``orchestrator`` (a generator for a fixture)."""
+    with FakeKubeApi() as api:
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, api.url)))
+        outputs = write_outputs(tmp_path, outputs_values(orchestrator))
+        api.args = ["--outputs-file", str(outputs), "--kube-context", "fake"]
+        yield api
+
+
 @pytest.fixture
 def kube(tmp_path, monkeypatch):
     """The fake API server and the CLI arguments that reach it."""
-    with FakeKubeApi() as api:
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, api.url)))
-        outputs = write_outputs(tmp_path, outputs_values("eks"))
-        api.args = ["--outputs-file", str(outputs), "--kube-context", "fake"]
-        yield api
+    yield from fake_cluster(tmp_path, monkeypatch, "eks")
 
 
 LOG = ("2026-11-21 09:30:00 INFO torchrun: starting 32 processes\n"

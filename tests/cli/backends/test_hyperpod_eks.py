@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.cli.backends.test_eks import ALLREDUCE, PODS, TRAINJOBS, FakeKubeApi, kubeconfig
+from tests.cli.backends.test_eks import ALLREDUCE, PODS, TRAINJOBS, fake_cluster
 from tests.cli.backends.test_trainjob import TRAINJOB_CRD
 from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
 from trn_ultracluster.cli.backends import BACKENDS
@@ -21,11 +21,7 @@ from trn_ultracluster.cli.errors import ExitCode
 @pytest.fixture
 def kube(tmp_path, monkeypatch):
     """The fake API server and the CLI arguments that reach it, for a hyperpod-eks stack."""
-    with FakeKubeApi() as api:
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, api.url)))
-        outputs = write_outputs(tmp_path, outputs_values("hyperpod-eks"))
-        api.args = ["--outputs-file", str(outputs), "--kube-context", "fake"]
-        yield api
+    yield from fake_cluster(tmp_path, monkeypatch, "hyperpod-eks")
 
 
 def test_the_backend_is_the_eks_one_for_hyperpod_stacks():

@@ -1,4 +1,5 @@
-"""The Trainium instance group of both HyperPod orchestrators.
+"""The Trainium instance group and the ``AWS::SageMaker::Cluster`` of both HyperPod
+orchestrators.
 
 Sources of the property names and limits (checked against both by the tests):
 
@@ -12,12 +13,16 @@ Sources of the property names and limits (checked against both by the tests):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
 
 from trn_ultracluster.config import HyperPodConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.orchestrators.base import Foundation
 
-__all__ = ["WORKER_THREADS_PER_CORE", "ml_name", "trainium_group"]
+__all__ = ["WORKER_THREADS_PER_CORE", "hyperpod_cluster", "ml_name", "trainium_group"]
 
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on the Trainium groups (``ThreadsPerCore`` 1), as the AWS HyperPod
@@ -78,4 +83,27 @@ def trainium_group(name: str, count: int, instance: InstanceSpec, settings: Hype
         kubernetes_config=kubernetes_config,
         execution_role=execution_role,
         life_cycle_config=life_cycle_config,
+    )
+
+
+def hyperpod_cluster(scope: Construct, construct_id: str, settings: HyperPodConfig,
+                     foundation: Foundation,
+                     instance_groups: Sequence[sagemaker.CfnCluster.ClusterInstanceGroupProperty],
+                     orchestrator: sagemaker.CfnCluster.OrchestratorProperty,
+                     ) -> sagemaker.CfnCluster:
+    """The ``AWS::SageMaker::Cluster`` ``hyperpod.cluster_name`` with ``instance_groups``,
+    ``hyperpod.node_recovery`` and ``orchestrator`` (Slurm or EKS), its nodes in the compute
+    subnet with the EFA security group (``VpcConfig``; HyperPod requires a private subnet,
+    SageMaker developer guide, HyperPod EKS prerequisites)."""
+    return sagemaker.CfnCluster(
+        scope,
+        construct_id,
+        cluster_name=settings.cluster_name,
+        instance_groups=list(instance_groups),
+        vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+            security_group_ids=[foundation.node_security_group.security_group_id],
+            subnets=[foundation.compute_subnet.subnet_id],
+        ),
+        node_recovery=settings.node_recovery,
+        orchestrator=orchestrator,
     )

@@ -47,7 +47,11 @@ from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART
 from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
-from trn_ultracluster.orchestrators.hyperpod.instance_groups import ml_name, trainium_group
+from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+    hyperpod_cluster,
+    ml_name,
+    trainium_group,
+)
 from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_bucket,
     lifecycle_config,
@@ -133,20 +137,11 @@ class HyperPodEksOrchestrator(EksCluster):
         self.deployment = upload_lifecycle_files(self, self.bucket, LIFECYCLE_SCRIPTS, {})
         self.role = execution_role(self, base, self.bucket)
         add_eks_permissions(self.role, self.cluster, base)
-        self.hyperpod_cluster = sagemaker.CfnCluster(
-            self,
-            "HyperPodCluster",
-            cluster_name=settings.cluster_name,
-            instance_groups=self._instance_groups(),
-            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                security_group_ids=[base.node_security_group.security_group_id],
-                subnets=[base.compute_subnet.subnet_id],
-            ),
-            node_recovery=settings.node_recovery,
-            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+        self.hyperpod_cluster = hyperpod_cluster(
+            self, "HyperPodCluster", settings, base, self._instance_groups(),
+            sagemaker.CfnCluster.OrchestratorProperty(
                 eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
-                    cluster_arn=self.cluster.cluster_arn)),
-        )
+                    cluster_arn=self.cluster.cluster_arn)))
         # HyperPod needs the EKS side ready before it creates its nodes ("Before creating a
         # HyperPod cluster, you need a running Amazon EKS cluster ... installed using Helm",
         # SageMaker developer guide, HyperPod EKS prerequisites): the add-ons (VPC CNI, Pod

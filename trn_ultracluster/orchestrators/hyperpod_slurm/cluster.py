@@ -65,7 +65,11 @@ from trn_ultracluster.contracts.hyperpod import (
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
-from trn_ultracluster.orchestrators.hyperpod.instance_groups import Group, trainium_group
+from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+    Group,
+    hyperpod_cluster,
+    trainium_group,
+)
 from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_bucket,
     lifecycle_config,
@@ -146,20 +150,11 @@ class HyperPodSlurmOrchestrator(Construct):
                 settings, env, Aws.STACK_ID,
                 data_repository=base.data_repository_path is not None)})
         self.role = execution_role(self, base, self.bucket, describe_fsx=True)
-        self.cluster = sagemaker.CfnCluster(
-            self,
-            "Cluster",
-            cluster_name=self.cluster_name,
-            instance_groups=self._instance_groups(),
-            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                security_group_ids=[base.node_security_group.security_group_id],
-                subnets=[base.compute_subnet.subnet_id],
-            ),
-            node_recovery=settings.node_recovery,
-            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+        self.cluster = hyperpod_cluster(
+            self, "Cluster", settings, base, self._instance_groups(),
+            sagemaker.CfnCluster.OrchestratorProperty(
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
-                    slurm_config_strategy=SLURM_CONFIG_STRATEGY)),
-        )
+                    slurm_config_strategy=SLURM_CONFIG_STRATEGY)))
         # Nodes run the lifecycle script at creation: the files, the role's policies and
         # the route to the NAT gateway (the script calls the FSx and ECR APIs) must exist
         # first. The file system is not among them (see lifecycle_file).
