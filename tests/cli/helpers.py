@@ -13,7 +13,12 @@ import boto3
 from botocore.stub import Stubber
 
 from trn_ultracluster.cli import main as cli
-from trn_ultracluster.contracts.outputs import EKS_KEYS, FOUNDATION_KEYS, HYPERPOD_KEYS
+from trn_ultracluster.contracts.outputs import (
+    EKS_KEYS,
+    FOUNDATION_KEYS,
+    HYPERPOD_EKS_KEYS,
+    HYPERPOD_KEYS,
+)
 
 REGION = "us-west-2"
 CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef123456"
@@ -36,6 +41,11 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         values.update({k.value: f"value-of-{k.value}" for k in EKS_KEYS})
         values.update({"EksTrainingNamespace": "training",
                        "EksTrainingRuntimeName": "neuron-torch-distributed"})
+    elif orchestrator == "hyperpod-eks":
+        values.update({k.value: f"value-of-{k.value}" for k in HYPERPOD_EKS_KEYS})
+        values.update({"EksTrainingNamespace": "training",
+                       "EksTrainingRuntimeName": "neuron-torch-distributed",
+                       "HyperPodClusterName": "trn-ultracluster", "HyperPodClusterArn": CLUSTER_ARN})
     else:
         values.update({k.value: f"value-of-{k.value}" for k in HYPERPOD_KEYS})
         values.update({"HyperPodClusterName": "trn-ultracluster", "HyperPodClusterArn": CLUSTER_ARN,

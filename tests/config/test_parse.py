@@ -17,7 +17,7 @@ BAD_INPUTS = [
     ('count not a number', {'nodes.max': 'many'},
      "error: nodes.max = 'many': must be a whole number (see README.md#configuration)"),
     ('unknown orchestrator', {'orchestrator': 'slurm'},
-     "error: orchestrator = 'slurm': must be 'eks' or 'hyperpod-slurm' (see README.md#configuration)"),
+     "error: orchestrator = 'slurm': must be 'eks', 'hyperpod-slurm' or 'hyperpod-eks' (see README.md#configuration)"),
     ('unknown top-level key', {'instance_typo': 'trn1.32xlarge'},
      "error: instance_typo = 'trn1.32xlarge': must be one of the known keys here: az_ids, capacity, data_removal_policy, efa_interface_layout, eks, fsx, hyperpod, instance_type, nat_gateways, nodes, observability, orchestrator, placement_group, root_volume_gib, tags, training_image, vpc_cidr (see README.md#configuration)"),
     ('unknown nested key', {'fsx.capacity': '1200'},

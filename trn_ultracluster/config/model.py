@@ -15,7 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
-from trn_ultracluster.config.facts import region_of_az_id
+from trn_ultracluster.config.facts import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_KUBERNETES_VERSIONS,
+    HYPERPOD_EKS_KUBERNETES_VERSIONS,
+    region_of_az_id,
+)
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
 
 __all__ = [
@@ -140,14 +145,22 @@ class EksAddonVersionsConfig(_Frozen):
     amazon_cloudwatch_observability: str | None = None
 
 
-class EksConfig(_Frozen):
-    """EKS orchestrator settings (used when ``orchestrator`` is ``eks``).
+_FLOAT_K8S_VERSIONS = {float(v): v for v in (*HYPERPOD_EKS_KUBERNETES_VERSIONS,
+                                              *EKS_KUBERNETES_VERSIONS)}
 
-    Default: API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
+
+class EksConfig(_Frozen):
+    """EKS settings (used when ``orchestrator`` is ``eks`` or ``hyperpod-eks``).
+
+    Default: the orchestrator's Kubernetes version, API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
     asks you to narrow it), no extra admin role, two ``m6i.xlarge`` system nodes, jobs in
     the ``training`` namespace, the add-on versions of :class:`EksAddonVersionsConfig`.
 
     Attributes:
+        kubernetes_version: Kubernetes minor version of the cluster, e.g. ``"1.34"``. Default
+            ``None``: 1.36 with ``eks``, 1.34 with ``hyperpod-eks`` (the newest HyperPod
+            supports); :data:`~trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` lists
+            what the stack can build.
         endpoint_access: ``public-and-private`` (kubectl from the allow-list and from the
             VPC) or ``private`` (only from inside the VPC).
         public_access_cidrs: IPv4 CIDR blocks allowed to the public endpoint.
@@ -164,6 +177,7 @@ class EksConfig(_Frozen):
         addon_versions: EKS add-on versions.
     """
 
+    kubernetes_version: str | None = None
     endpoint_access: Literal["public-and-private", "private"] = "public-and-private"
     public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
     admin_role_arn: str | None = None
@@ -172,13 +186,22 @@ class EksConfig(_Frozen):
     training_namespace: str = "training"
     addon_versions: EksAddonVersionsConfig = EksAddonVersionsConfig()
 
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _k8s_version_as_text(cls, value: Any) -> Any:
+        """YAML reads ``1.30`` as the float 1.3: map the floats of the known versions back to
+        their text (as :meth:`FsxConfig._version_as_text` does)."""
+        if isinstance(value, float):
+            return _FLOAT_K8S_VERSIONS.get(value, repr(value))
+        return value
+
 
 class HyperPodWorkerGroupConfig(_Frozen):
-    """One HyperPod worker instance group = one Slurm partition of Trainium nodes.
+    """One HyperPod instance group of Trainium nodes (with Slurm: one partition).
 
     Attributes:
         name: instance group name (``[a-zA-Z0-9](-*[a-zA-Z0-9])*``, at most 63 characters).
-        partition: Slurm partition the group's nodes join (same pattern).
+        partition: Slurm only: the partition the group's nodes join (same pattern).
         instance_count: nodes in the group. Default ``None``: ``nodes.desired``.
     """
 
@@ -188,18 +211,21 @@ class HyperPodWorkerGroupConfig(_Frozen):
 
 
 class HyperPodConfig(_Frozen):
-    """SageMaker HyperPod Slurm settings (used when ``orchestrator`` is ``hyperpod-slurm``).
+    """SageMaker HyperPod settings (used when ``orchestrator`` is ``hyperpod-slurm`` or
+    ``hyperpod-eks``; the Slurm-only keys are marked).
 
     Default: a cluster named ``trn-ultracluster`` with an ``ml.c5.xlarge`` Slurm controller,
     an ``ml.m5.4xlarge`` login node, one worker group of ``nodes.desired`` Trainium nodes in
     the ``trainium`` partition, each with a 500 GiB EBS volume at ``/opt/sagemaker``, deep
     health checks (stress and connectivity) when nodes start, and automatic node recovery.
+    With ``hyperpod-eks`` the controllers run on the EKS system node group and a failed
+    TrainJob is recreated up to 3 times.
 
     Attributes:
         cluster_name: HyperPod cluster name (1-63 characters, letters, digits, hyphens).
-        controller_instance_type: ``ml.`` type of the Slurm controller.
-        login_instance_type: ``ml.`` type of the login node; ``null`` for no login node.
-        worker_groups: one or more Trainium worker groups; each is a Slurm partition.
+        controller_instance_type: Slurm only: ``ml.`` type of the Slurm controller.
+        login_instance_type: Slurm only: ``ml.`` type of the login node; ``null`` for none.
+        worker_groups: one or more Trainium instance groups; with Slurm each is a partition.
         worker_ebs_volume_gib: extra EBS volume per worker, GiB (1-16384), mounted by
             HyperPod at ``/opt/sagemaker`` (container images, local scratch).
         deep_health_checks: checks run on workers when they start: ``InstanceStress``,
@@ -209,6 +235,9 @@ class HyperPodConfig(_Frozen):
         training_plan_arn: SageMaker training plan for the workers (reserved capacity),
             ``arn:aws:sagemaker:<region>:<account>:training-plan/<name>``; ``null`` for
             on-demand capacity.
+        job_max_restarts: ``hyperpod-eks`` only: how often a TrainJob whose pod failed (a
+            node HyperPod replaced, a crash) is recreated from its last checkpoint (JobSet
+            ``failurePolicy.maxRestarts`` of the stack's training runtime), 0-100.
     """
 
     cluster_name: str = "trn-ultracluster"
@@ -222,6 +251,7 @@ class HyperPodConfig(_Frozen):
     )
     node_recovery: Literal["Automatic", "None"] = "Automatic"
     training_plan_arn: str | None = None
+    job_max_restarts: int = 3
 
 
 class TrainingImageConfig(_Frozen):
@@ -276,9 +306,9 @@ class ClusterConfig(_Frozen):
             without IP, on every card, as the EC2 user guide recommends today).
         root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
         fsx: FSx for Lustre settings.
-        orchestrator: ``eks`` or ``hyperpod-slurm``.
-        eks: EKS settings (used with ``orchestrator: eks``).
-        hyperpod: HyperPod settings (used with ``orchestrator: hyperpod-slurm``).
+        orchestrator: ``eks``, ``hyperpod-slurm`` or ``hyperpod-eks``.
+        eks: EKS settings (used with ``eks`` and ``hyperpod-eks``).
+        hyperpod: HyperPod settings (used with ``hyperpod-slurm`` and ``hyperpod-eks``).
         capacity: on-demand, capacity reservation or Capacity Block.
         training_image: how the training image is built.
         observability: dashboard and alarms.
@@ -295,7 +325,7 @@ class ClusterConfig(_Frozen):
     efa_interface_layout: Literal["efa", "efa-only"] = "efa"
     root_volume_gib: int = 512
     fsx: FsxConfig = FsxConfig()
-    orchestrator: Literal["eks", "hyperpod-slurm"] = "eks"
+    orchestrator: Literal["eks", "hyperpod-slurm", "hyperpod-eks"] = "eks"
     eks: EksConfig = EksConfig()
     hyperpod: HyperPodConfig = HyperPodConfig()
     capacity: CapacityConfig = CapacityConfig()
@@ -309,6 +339,13 @@ class ClusterConfig(_Frozen):
     def instance(self) -> InstanceSpec:
         """Catalog entry of :attr:`instance_type`."""
         return get_instance(self.instance_type)
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """Kubernetes version of the EKS cluster: ``eks.kubernetes_version`` or the
+        orchestrator's default (:data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`);
+        ``None`` for an orchestrator without EKS."""
+        return self.eks.kubernetes_version or DEFAULT_KUBERNETES_VERSION.get(self.orchestrator)
 
     @property
     def region(self) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey",
-           "STACK_NAME"]
+__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS",
+           "NONE", "OutputKey", "STACK_NAME"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
@@ -119,6 +119,13 @@ HYPERPOD_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k.value.startswith("HyperPod")
 )
 """Keys a ``hyperpod-slurm`` stack adds."""
+HYPERPOD_EKS_KEYS: tuple[OutputKey, ...] = (
+    *(k for k in EKS_KEYS if k is not OutputKey.EKS_TRAINIUM_NODEGROUP),
+    OutputKey.HYPERPOD_CLUSTER_NAME, OutputKey.HYPERPOD_CLUSTER_ARN,
+    OutputKey.HYPERPOD_WORKER_GROUPS, OutputKey.HYPERPOD_LIFECYCLE_BUCKET,
+)
+"""Keys a ``hyperpod-eks`` stack adds: the EKS cluster's (its Trainium nodes are no EKS node
+group) and the HyperPod cluster's (no Slurm controller)."""
 FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k not in EKS_KEYS and k not in HYPERPOD_KEYS
 )

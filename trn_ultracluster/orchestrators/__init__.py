@@ -2,7 +2,9 @@
 
 Each orchestrator is a sub-package with its construct, its cdk-nag acknowledgments and its
 assets (``eks``: Amazon EKS with Kubeflow Trainer; ``hyperpod_slurm``: SageMaker HyperPod
-with Slurm and its lifecycle scripts). The stack builds the one the configuration names
+with Slurm and its lifecycle scripts; ``hyperpod_eks``: SageMaker HyperPod nodes in the
+``eks`` orchestrator's cluster). Code two of them share lives in a sub-package of its own
+(``hyperpod``) or in the one the other builds on (``eks.control_plane``). The stack builds the one the configuration names
 through :func:`build`; it gets the foundation's handles (:class:`~.base.Foundation`), the
 node shape (:class:`~.base.NodeShape`) and its own configuration section, and gives back
 its stack outputs and the name of the job CLI backend that submits to it
@@ -32,6 +34,8 @@ ORCHESTRATORS: dict[str, tuple[str, str, str]] = {
     "eks": ("trn_ultracluster.orchestrators.eks.cluster", "EksOrchestrator", "Eks"),
     "hyperpod-slurm": ("trn_ultracluster.orchestrators.hyperpod_slurm.cluster",
                        "HyperPodSlurmOrchestrator", "HyperPod"),
+    "hyperpod-eks": ("trn_ultracluster.orchestrators.hyperpod_eks.cluster",
+                     "HyperPodEksOrchestrator", "HyperPodEks"),
 }
 """``orchestrator`` config value -> (module, construct class, construct id). The construct
 id is part of every resource's logical id: changing it replaces the orchestrator's

@@ -72,7 +72,7 @@ def test_an_unknown_backend_is_a_stack_error(capsys, tmp_path, key, command):
     code, out, err = run(capsys, command[0], "--outputs-file", str(path), *command[1:])
     assert code == ExitCode.STACK == 3
     assert (f"error: stack TrnUltraCluster ({path}) names job backend 'pbs' (output {key}), "
-            "which this job CLI does not know (it knows: eks, hyperpod-slurm)") in err
+            f"which this job CLI does not know (it knows: {', '.join(BACKENDS)})") in err
     assert "fix: use the job CLI of the version that deployed the stack" in err
     assert "Traceback" not in err and out == ""
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from trn_ultracluster.cli.backends.base import JobBackend
 from trn_ultracluster.cli.backends.eks import EksBackend
+from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
 from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.contracts.outputs import OutputKey
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["BACKENDS", "JobBackend", "backend_class", "open_backend"]
 
 BACKENDS: dict[str, type[JobBackend]] = {
-    backend.name: backend for backend in (EksBackend, HyperPodSlurmBackend)
+    backend.name: backend for backend in (EksBackend, HyperPodSlurmBackend, HyperPodEksBackend)
 }
 """Backend name (stack output ``JobBackend``) -> class, in the order ``--help`` lists them."""
 

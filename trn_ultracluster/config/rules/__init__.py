@@ -44,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     capacity.capacity,
     hyperpod.orchestrator,
     hyperpod.hyperpod,
+    hyperpod.hyperpod_eks,
     eks.eks,
     observability.observability,
     tags.tags,
