@@ -19,7 +19,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test test-xla test-slurm deploy destroy diff bench setup setup-dev clean
+.PHONY: synth test test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,7 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt training/requirements-cpu.tx
 # checkov in its own venv: it pins a boto3 that the project's requirements exclude.
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	PYTHONPATH= $(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -84,6 +84,30 @@ diff: setup
 bench: setup-dev
 	$(VPY) benchmarks/synth.py
 	$(VPY) benchmarks/deploy_time.py
+
+## diagram: an architecture picture of the stack for each orchestrator of the registry
+## (default configuration otherwise), docs/diagrams/<orchestrator>.svg, drawn by cdk-dia
+## (tools/diagram/package.json, installed by this target only) with Graphviz's dot
+DIAGRAMS := docs/diagrams
+DIAGRAM_OUT := $(OUT)/diagram
+
+DIAGRAM_NPM := tools/diagram
+$(DIAGRAM_NPM)/node_modules/.installed: $(DIAGRAM_NPM)/package.json $(DIAGRAM_NPM)/package-lock.json
+	npm ci --prefix $(DIAGRAM_NPM) --no-audit --no-fund --loglevel=error
+	touch $@
+
+diagram: setup $(DIAGRAM_NPM)/node_modules/.installed
+	@command -v dot >/dev/null || { echo "make diagram: Graphviz's dot is not on PATH." \
+	  "Install Graphviz: apt-get install graphviz (Debian, Ubuntu), dnf install graphviz" \
+	  "(Fedora), brew install graphviz (macOS); then run make diagram again." >&2; exit 1; }
+	@set -e; for o in $$($(VPY) -m trn_ultracluster.diagram orchestrators); do \
+	  echo "diagram: $$o"; \
+	  $(CDK) synth $(STACK) --quiet -c orchestrator=$$o -o $(DIAGRAM_OUT)/$$o; \
+	  $(VPY) -m trn_ultracluster.diagram customize $(DIAGRAM_OUT)/$$o/tree.json $(DIAGRAM_OUT)/$$o.tree.json; \
+	  $(DIAGRAM_NPM)/node_modules/.bin/cdk-dia --tree $(DIAGRAM_OUT)/$$o.tree.json --target $(DIAGRAM_OUT)/$$o.png; \
+	  $(VPY) -m trn_ultracluster.diagram svg $(DIAGRAM_OUT)/$$o.dot $(DIAGRAMS)/$$o.svg; \
+	  echo "  $(DIAGRAMS)/$$o.svg ($$(( $$(wc -c < $(DIAGRAMS)/$$o.svg) / 1000 )) kB)"; \
+	done
 
 clean:
 	rm -rf $(OUT) .pytest_cache

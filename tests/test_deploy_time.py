@@ -34,8 +34,13 @@ def test_references_order_resources_like_depends_on():
     assert [s.logical_id for s in critical_path(t).steps] == ["Fs", "Dra"]
 
 
+SLURM = {"Orchestrator": {"Slurm": {"SlurmConfigStrategy": "Managed"}}}
+EKS = {"Orchestrator": {"Eks": {"ClusterArn": "arn"}}}
+
+
 def test_a_hyperpod_cluster_finishes_after_the_file_system_it_waits_for_at_run_time():
     t = template(Fs=("AWS::FSx::FileSystem", []), Cluster=("AWS::SageMaker::Cluster", []))
+    t["Resources"]["Cluster"]["Properties"] = SLURM
     path = critical_path(t)  # cluster 15 min in parallel with FSx 10 min: the cluster ends
     assert path.total_minutes == 15
     t["Resources"]["Slow"] = {"Type": "AWS::EC2::NatGateway"}
@@ -44,6 +49,16 @@ def test_a_hyperpod_cluster_finishes_after_the_file_system_it_waits_for_at_run_t
     assert path.total_minutes == pytest.approx(5 + 10 + 2)
     assert [s.logical_id for s in path.steps] == ["Slow", "Fs", "Cluster"]
     assert path.steps[-1].waits_for_runtime == "Fs"
+
+
+def test_an_eks_orchestrated_hyperpod_cluster_does_not_wait_for_the_file_system():
+    """Its nodes run no script that mounts /fsx: the FSx CSI driver mounts it for pods."""
+    t = template(Slow=("AWS::EC2::NatGateway", []), Fs=("AWS::FSx::FileSystem", ["Slow"]),
+                 Cluster=("AWS::SageMaker::Cluster", []))
+    t["Resources"]["Cluster"]["Properties"] = EKS
+    path = critical_path(t)
+    assert path.finish["Cluster"] == 15 and path.total_minutes == pytest.approx(5 + 10)
+    assert all(s.waits_for_runtime is None for s in path.steps)
 
 
 def test_a_cycle_is_an_error():

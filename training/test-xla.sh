@@ -17,7 +17,7 @@ want="$(sha256sum "$REQ" | cut -d' ' -f1)"
 if [[ ! -x "$VENV/bin/python" || "$(cat "$STAMP" 2>/dev/null || true)" != "$want" ]]; then
   echo "test-xla: building $VENV from $REQ (first run: about 1.5 min, 7 GB)" >&2
   "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ"
+  PYTHONPATH= "$VENV/bin/python" -m pip install --disable-pip-version-check --quiet -r "$REQ"
   echo "$want" > "$STAMP"
 else
   echo "test-xla: $VENV is up to date" >&2

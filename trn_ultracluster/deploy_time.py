@@ -13,8 +13,9 @@ here: nothing in this module is measured, and the totals are estimates for plann
 promises.
 
 Besides the template's edges, :data:`RUNTIME_WAITS` models waits the template cannot show:
-HyperPod nodes' lifecycle script waits for the file system to be AVAILABLE (it finds it by
-its tag, so that CloudFormation creates both in parallel).
+HyperPod Slurm nodes' lifecycle script waits for the file system to be AVAILABLE (it finds it
+by its tag, so that CloudFormation creates both in parallel). HyperPod on EKS has no such
+wait: the FSx CSI driver mounts the file system when a pod asks for it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 from trn_ultracluster.template_graph import dependencies
 
 __all__ = ["CREATE_MINUTES", "CriticalPath", "Minutes", "RUNTIME_WAITS", "create_minutes",
-           "critical_path"]
+           "critical_path", "runtime_waits"]
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,9 @@ _ESTIMATE = "no published figure found; our estimate"
 CREATE_MINUTES: dict[str, Minutes] = {
     "AWS::SageMaker::Cluster": Minutes(
         15, "SageMaker developer guide, 'Getting started with SageMaker HyperPod using the AWS "
-            "CLI': InService 'typically 10 to 15 minutes' (upper end)", True),
+            "CLI': InService 'typically 10 to 15 minutes' (upper end; the page is about Slurm, "
+            "no figure for an EKS-orchestrated cluster was found and the same is assumed)",
+        True),
     "AWS::FSx::FileSystem": Minutes(
         10, "aws-samples/awsome-distributed-training 1.architectures/5.sagemaker-hyperpod/"
             "README.md: the FSx for Lustre PERSISTENT_2 stack 'will take about 10 minutes'",
@@ -93,8 +96,19 @@ RUNTIME_WAITS: dict[str, tuple[tuple[str, Minutes], ...]] = {
                                 ("AWS::FSx::DataRepositoryAssociation", _AFTER_STORAGE)),
 }
 """Resource type -> (type it waits for while it is being created, minutes it still needs
-once that one is created), ...: waits outside the template's graph (the HyperPod lifecycle
-script waits for the file system and its data repository association)."""
+once that one is created), ...: waits outside the template's graph (the HyperPod Slurm
+lifecycle script waits for the file system and its data repository association); only for
+the resources :func:`runtime_waits` says wait."""
+
+
+def runtime_waits(resource: dict[str, Any]) -> tuple[tuple[str, Minutes], ...]:
+    """The :data:`RUNTIME_WAITS` of one template resource: a HyperPod cluster waits for the
+    file system only when Slurm orchestrates it (its lifecycle script mounts /fsx); an
+    EKS-orchestrated one does not."""
+    if resource["Type"] == "AWS::SageMaker::Cluster":
+        if "Slurm" not in resource.get("Properties", {}).get("Orchestrator", {}):
+            return ()
+    return RUNTIME_WAITS.get(resource["Type"], ())
 
 
 def create_minutes(resource_type: str) -> Minutes:
@@ -167,7 +181,7 @@ def critical_path(template: dict[str, Any]) -> CriticalPath:
                 start, before = timing(dep)[1], dep
         kind = resources[name]["Type"]
         finish, waited = start + create_minutes(kind).minutes, None
-        for other_type, after in RUNTIME_WAITS.get(kind, ()):
+        for other_type, after in runtime_waits(resources[name]):
             for other in by_type.get(other_type, []):
                 if timing(other)[1] + after.minutes > finish:
                     finish, waited = timing(other)[1] + after.minutes, other

@@ -40,6 +40,19 @@ def _output(template: dict[str, Any], key: OutputKey) -> Any:
     return template.get("Outputs", {}).get(key.value, {}).get("Value", "?")
 
 
+def _estimate_line(template: dict[str, Any]) -> str:
+    """One line of :mod:`trn_ultracluster.estimate` with the offline table (synth makes no
+    AWS call)."""
+    from trn_ultracluster.estimate import OfflinePrices, estimate
+
+    region = template["Outputs"]["Region"]["Value"]
+    est = estimate(template, OfflinePrices(region))
+    partial = "" if est.complete else ", some items unpriced"
+    return (f"estimate:       ${est.idle_usd:,.2f}/h idle, ${est.running_usd:,.2f}/h running "
+            f"(offline table{partial}; itemized: trn-ultracluster estimate); first deploy "
+            f"~{est.deploy_minutes:.0f} min")
+
+
 def summarize(outdir: Path) -> str:
     """Return the summary text for the cloud assembly in ``outdir``.
 
@@ -66,6 +79,7 @@ def summarize(outdir: Path) -> str:
         f"compute AZ ID:  {_output(template, OutputKey.COMPUTE_AZ_ID)}",
         f"EFA per node:   {efa_interfaces_per_node(template)} interfaces",
         f"orchestrator:   {_output(template, OutputKey.ORCHESTRATOR)}",
+        _estimate_line(template),
         "",
         "resources by type:",
     ]

@@ -17,3 +17,13 @@ def fake_aws_env(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+
+
+@pytest.fixture(autouse=True)
+def no_synthesized_stack(monkeypatch, tmp_path):
+    """``preflight`` and ``estimate`` read ``cdk.out`` of the working directory by default:
+    point the default at an empty place, so a developer's own ``make synth`` does not change
+    what the tests see (tests that want a template pass ``--cdk-out``)."""
+    from trn_ultracluster.cli.commands import estimate
+
+    monkeypatch.setattr(estimate, "DEFAULT_CDK_OUT", tmp_path / "cdk.out")

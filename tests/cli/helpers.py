@@ -16,6 +16,7 @@ from trn_ultracluster.cli import main as cli
 from trn_ultracluster.contracts.outputs import (
     EKS_KEYS,
     FOUNDATION_KEYS,
+    HYPERPOD_EKS_KEYS,
     HYPERPOD_KEYS,
     STANDALONE_KEYS,
 )
@@ -42,6 +43,11 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         values.update({k.value: f"value-of-{k.value}" for k in EKS_KEYS})
         values.update({"EksTrainingNamespace": "training",
                        "EksTrainingRuntimeName": "neuron-torch-distributed"})
+    elif orchestrator == "hyperpod-eks":
+        values.update({k.value: f"value-of-{k.value}" for k in HYPERPOD_EKS_KEYS})
+        values.update({"EksTrainingNamespace": "training",
+                       "EksTrainingRuntimeName": "neuron-torch-distributed",
+                       "HyperPodClusterName": "trn-ultracluster", "HyperPodClusterArn": CLUSTER_ARN})
     elif orchestrator == "standalone":
         values.update({k.value: f"value-of-{k.value}" for k in STANDALONE_KEYS})
         values.update({"StandaloneAutoScalingGroupName": STANDALONE_GROUP,
@@ -111,6 +117,10 @@ class Session:
 
     def client(self, name, region_name=None):
         return self.stubbed.get(name) or boto3.client(name, region_name=REGION)
+
+    def get_credentials(self):
+        """None: prices come from the offline table (a stubbed ``pricing`` client aside)."""
+        return None if "pricing" not in self.stubbed else object()
 
 
 class StubSession:

@@ -84,10 +84,12 @@ def test_preflight_ec2_quota_missing_in_region():
 
 
 @moto.mock_aws
-def test_preflight_hyperpod_quota_by_name():
+@pytest.mark.parametrize("orchestrator", ["hyperpod-slurm", "hyperpod-eks"])
+def test_preflight_hyperpod_quota_by_name(orchestrator):
+    """HyperPod runs the nodes on both HyperPod orchestrators: the SageMaker quota counts."""
     from trn_ultracluster.cli.preflight import _quota
 
-    config = preflight_config(orchestrator="hyperpod-slurm")
+    config = preflight_config(orchestrator=orchestrator)
     name = f"{config.instance.hyperpod_instance_type} for cluster usage"
     workers = sum(config.hyperpod_worker_counts.values())
     check = _quota(Session(**{"service-quotas": quota_client(workers, "sagemaker", name)}), config)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.backends import BACKENDS
-from trn_ultracluster.cli.commands import jobs, preflight, smoke_test, stack
+from trn_ultracluster.cli.commands import estimate, jobs, preflight, smoke_test, stack
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
@@ -36,7 +36,7 @@ config), or from --outputs-file (the JSON of `cdk deploy --outputs-file`).
 Run `trn-ultracluster COMMAND --help` for a command's options."""
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "preflight": preflight.preflight, "outputs": stack.outputs, "data": stack.data,
+    "preflight": preflight.preflight, "estimate": estimate.estimate, "outputs": stack.outputs, "data": stack.data,
     "submit": jobs.submit, "status": jobs.status, "logs": jobs.logs, "cancel": jobs.cancel,
     "scale": stack.scale, "shell": stack.shell, "smoke-test": smoke_test.smoke_test,
 }
@@ -81,6 +81,24 @@ def _ratio(text: str) -> float:
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1, got {text}")
     return value
+
+
+def _positive_usd(text: str) -> float:
+    """A budget in USD per hour: a number above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of USD above 0, e.g. 50")
+    return value
+
+
+def _estimate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cdk-out", type=Path, default=estimate.DEFAULT_CDK_OUT, metavar="DIR",
+                   help="the synthesized cloud assembly (default: cdk.out)")
+    p.add_argument("--offline", action="store_true",
+                   help="use the offline price table even with AWS credentials")
 
 
 def _common() -> argparse.ArgumentParser:
@@ -148,6 +166,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", help="profile YAML, as `-c config=path.yaml` for the CDK")
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+    _estimate_options(p)
+    p.add_argument("--max-hourly-usd", type=_positive_usd, metavar="USD",
+                   help="warn when the stack costs more per hour than this when running")
+
+    p = _command(sub, "estimate", help="hourly cost and deploy time of the synthesized stack",
+                 description="Itemized hourly cost when idle (node groups at their minimum) "
+                             "and when running (at their maximum), and the first deploy's "
+                             "duration, of the stack in --cdk-out (`make synth` writes it; "
+                             "no deployed stack needed). Prices from the AWS Price List API "
+                             "when credentials exist, else from a dated offline table; the "
+                             "output says which.")
+    _estimate_options(p)
 
     p = _command(sub, "outputs", parents=[common], help="print the stack outputs",
                  description="Print the stack outputs as a table (or JSON); say which "

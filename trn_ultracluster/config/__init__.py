@@ -29,6 +29,7 @@ from trn_ultracluster.config.model import (
     HyperPodWorkerGroupConfig,
     LoadedConfig,
     NodeCounts,
+    ObservabilityConfig,
     StandaloneConfig,
     TrainingImageConfig,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "HyperPodWorkerGroupConfig",
     "LoadedConfig",
     "NodeCounts",
+    "ObservabilityConfig",
     "StandaloneConfig",
     "TrainingImageConfig",
     "load_config",

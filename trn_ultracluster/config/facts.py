@@ -52,6 +52,13 @@ DOC_EKS_ENDPOINT = "https://docs.aws.amazon.com/eks/latest/userguide/cluster-end
 DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html"
 DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
 DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
+DOC_EKS_VERSIONS = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
+DOC_HYPERPOD_EKS = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html")
+DOC_HYPERPOD_EKS_AUTO_RESUME = "docs/hyperpod-eks.md#auto-resume"
+DOC_HYPERPOD_EKS_HELM = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/"
+    "sagemaker-hyperpod-eks-install-packages-using-helm-chart.html")
 DOC_NEURON_DLAMI = (
     "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/environments/dlami.html"
 )
@@ -182,6 +189,48 @@ IAM user guide, "IAM identifiers"; EKS access entries take either, a role with i
 ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+EKS_KUBERNETES_VERSIONS = ("1.34", "1.36")
+"""Kubernetes versions the stack can build an EKS cluster with: each has an EKS AL2023 Neuron
+AMI (awslabs/amazon-eks-ami: release v20260818 publishes
+``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; release v20261119's AMI table lists
+AL2023_x86_64_NEURON source AMIs for "K8s 1.33 - 1.35", and
+``amazon-eks-node-al2023-x86_64-neuron-1.34-v20260625`` is an AMI of that family), an
+``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36) and a pinned kubectl
+Lambda layer (``aws-cdk.lambda-layer-kubectl-v34`` 2.2.2, ``-v36`` 2.0.1; PyPI).
+:mod:`trn_ultracluster.orchestrators.eks.versions` maps each to those (a test checks the two
+agree)."""
+DEFAULT_KUBERNETES_VERSION = {"eks": "1.36", "hyperpod-eks": "1.34"}
+"""``eks.kubernetes_version`` when it is null, per orchestrator: the newest of
+:data:`EKS_KUBERNETES_VERSIONS` that the orchestrator supports."""
+HYPERPOD_EKS_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+"""Kubernetes versions of the EKS cluster that SageMaker HyperPod supports: "SageMaker
+HyperPod supports Kubernetes versions 1.28, 1.29, 1.30, 1.31, 1.32, 1.33 and 1.34" (SageMaker
+developer guide, "Getting started with Amazon EKS support in SageMaker HyperPod",
+DOC_HYPERPOD_EKS; the newest revision found, docs.amazonaws.cn
+``sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md``, read 2026-11; older
+revisions of the same page end at 1.32 or 1.33). 1.35 and 1.36 are not listed there."""
+HYPERPOD_EKS_AUTH_MODES = ("API", "API_AND_CONFIG_MAP")
+"""EKS authentication modes HyperPod supports (same page); aws-eks-v2 clusters use ``API``."""
+VPC_CNI_MIN_FOR_HYPERPOD = (1, 18, 3)
+""""SageMaker HyperPod requires the Amazon VPC Container Network Interface (CNI) plugin
+version 1.18.3 or later" (same page)."""
+HYPERPOD_HMA_IMAGE_ACCOUNTS: dict[str, str] = {
+    "us-east-1": "767398015722", "us-west-2": "905418368575", "us-east-2": "851725546812",
+    "us-west-1": "011528288828", "eu-central-1": "211125453373", "eu-north-1": "654654141839",
+    "eu-west-1": "533267293120", "eu-west-2": "011528288831", "eu-south-2": "626887787726",
+    "ap-northeast-1": "533267052152", "ap-south-1": "011528288864",
+    "ap-southeast-1": "905418428165", "ap-southeast-2": "851725636348",
+    "ap-southeast-3": "971422672635", "ap-southeast-4": "084375568333",
+    "ca-central-1": "843976229209", "sa-east-1": "025066253954",
+}
+"""Region -> AWS account of the ECR repository ``hyperpod-health-monitoring-agent``, from the
+HyperPod Helm chart's ``health-monitoring-agent/templates/_helpers.tpl``
+(``regionAccountMap``; aws/sagemaker-hyperpod-cli commit 011ca927, vendored in
+``orchestrators/hyperpod_eks/charts``). In another Region the chart falls back to the
+us-east-1 image; the configuration refuses such a Region instead."""
+JOB_MAX_RESTARTS_RANGE = (0, 100)
+"""``hyperpod.job_max_restarts``: JobSet ``failurePolicy.maxRestarts`` is an int32 (Kubeflow
+Trainer 2.3.0 CRD); 100 is our bound (each restart reloads the last checkpoint)."""
 VPC_CNI_MIN_FOR_EFA_ONLY = (1, 19, 0)
 """First VPC CNI minor after aws/amazon-vpc-cni-k8s PR #3047 ("Filter for interfaces with
 no ip info", merged 2024-09-26), which lets the CNI start on nodes with ``efa-only``
@@ -235,3 +284,29 @@ the "aws:" prefix is reserved for AWS. CloudFormation refuses other characters o
 deploy time, after the template is written."""
 TAG_KEY_CHARS = 128
 TAG_VALUE_CHARS = 256
+
+# --- observability (dashboard, alarms, Container Insights) -------------------------------
+DOC_SNS_EMAIL = "https://docs.aws.amazon.com/sns/latest/dg/sns-email-notifications.html"
+DOC_CW_ALARMS = (
+    "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html")
+DOC_CW_OBSERVABILITY_ADDON = (
+    "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/"
+    "install-CloudWatch-Observability-EKS-addon.html")
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+"""A plausible e-mail address; SNS itself confirms it with a mail (DOC_SNS_EMAIL)."""
+FSX_FULL_PERCENT_RANGE = (50, 99)
+"""Our bounds for the file-system alarm: below 50 % it would fire on an ordinary file system,
+at 100 % never."""
+IDLE_HOURS_RANGE = (1, 24)
+"""The idle alarm evaluates 1-hour periods; 24 of them is one day, within the limit of
+PutMetricAlarm (EvaluationPeriods x Period at most one day, 86,400 s, for alarms with periods
+under one hour, longer only for hourly and longer periods: CloudWatch API reference,
+PutMetricAlarm ``EvaluationPeriods``). We stay at one day either way."""
+CLOUDWATCH_OBSERVABILITY_MIN = (3, 1, 0)
+"""Oldest ``amazon-cloudwatch-observability`` add-on that takes its IAM role through EKS Pod
+Identity ("If you use version 3.1.0 or later of the add-on, you can use EKS Pod Identity",
+CloudWatch user guide, "Quick start with the Amazon CloudWatch Observability EKS add-on",
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Container-Insights-setup-EKS-addon.html).
+It is newer than the versions that brought the Neuron metrics (v1.5.0-eksbuild.1) and the
+EFA metrics (v1.5.2-eksbuild.1), see
+:mod:`trn_ultracluster.orchestrators.eks.observability`."""

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
 from trn_ultracluster.config.facts import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_KUBERNETES_VERSIONS,
+    HYPERPOD_EKS_KUBERNETES_VERSIONS,
     NEURON_DLAMI_ROOT_DEVICE,
     NEURON_DLAMI_SSM_PARAMETER,
     NEURON_DLAMI_VENV,
@@ -34,6 +37,7 @@ __all__ = [
     "HyperPodWorkerGroupConfig",
     "LoadedConfig",
     "NodeCounts",
+    "ObservabilityConfig",
     "StandaloneConfig",
     "TrainingImageConfig",
 ]
@@ -131,6 +135,10 @@ class EksAddonVersionsConfig(_Frozen):
         kube_proxy: ``kube-proxy`` (a pinned minor version must match the cluster's).
         eks_pod_identity_agent: ``eks-pod-identity-agent``.
         aws_fsx_csi_driver: ``aws-fsx-csi-driver``.
+        amazon_cloudwatch_observability: ``amazon-cloudwatch-observability`` (Container
+            Insights with its Neuron and EFA metrics); a pinned version must be v3.1.0 or
+            newer (Pod Identity; see
+            :mod:`trn_ultracluster.orchestrators.eks.observability`).
     """
 
     vpc_cni: str | None = None
@@ -138,16 +146,25 @@ class EksAddonVersionsConfig(_Frozen):
     kube_proxy: str | None = None
     eks_pod_identity_agent: str | None = None
     aws_fsx_csi_driver: str | None = None
+    amazon_cloudwatch_observability: str | None = None
+
+
+_FLOAT_K8S_VERSIONS = {float(v): v for v in (*HYPERPOD_EKS_KUBERNETES_VERSIONS,
+                                              *EKS_KUBERNETES_VERSIONS)}
 
 
 class EksConfig(_Frozen):
-    """EKS orchestrator settings (used when ``orchestrator`` is ``eks``).
+    """EKS settings (used when ``orchestrator`` is ``eks`` or ``hyperpod-eks``).
 
-    Default: API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
+    Default: the orchestrator's Kubernetes version, API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
     asks you to narrow it), no extra admin role, two ``m6i.xlarge`` system nodes, jobs in
     the ``training`` namespace, the add-on versions of :class:`EksAddonVersionsConfig`.
 
     Attributes:
+        kubernetes_version: Kubernetes minor version of the cluster, e.g. ``"1.34"``. Default
+            ``None``: 1.36 with ``eks``, 1.34 with ``hyperpod-eks`` (the newest HyperPod
+            supports); :data:`~trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` lists
+            what the stack can build.
         endpoint_access: ``public-and-private`` (kubectl from the allow-list and from the
             VPC) or ``private`` (only from inside the VPC).
         public_access_cidrs: IPv4 CIDR blocks allowed to the public endpoint.
@@ -164,6 +181,7 @@ class EksConfig(_Frozen):
         addon_versions: EKS add-on versions.
     """
 
+    kubernetes_version: str | None = None
     endpoint_access: Literal["public-and-private", "private"] = "public-and-private"
     public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
     admin_role_arn: str | None = None
@@ -172,13 +190,22 @@ class EksConfig(_Frozen):
     training_namespace: str = "training"
     addon_versions: EksAddonVersionsConfig = EksAddonVersionsConfig()
 
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _k8s_version_as_text(cls, value: Any) -> Any:
+        """YAML reads ``1.30`` as the float 1.3: map the floats of the known versions back to
+        their text (as :meth:`FsxConfig._version_as_text` does)."""
+        if isinstance(value, float):
+            return _FLOAT_K8S_VERSIONS.get(value, repr(value))
+        return value
+
 
 class HyperPodWorkerGroupConfig(_Frozen):
-    """One HyperPod worker instance group = one Slurm partition of Trainium nodes.
+    """One HyperPod instance group of Trainium nodes (with Slurm: one partition).
 
     Attributes:
         name: instance group name (``[a-zA-Z0-9](-*[a-zA-Z0-9])*``, at most 63 characters).
-        partition: Slurm partition the group's nodes join (same pattern).
+        partition: Slurm only: the partition the group's nodes join (same pattern).
         instance_count: nodes in the group. Default ``None``: ``nodes.desired``.
     """
 
@@ -188,18 +215,21 @@ class HyperPodWorkerGroupConfig(_Frozen):
 
 
 class HyperPodConfig(_Frozen):
-    """SageMaker HyperPod Slurm settings (used when ``orchestrator`` is ``hyperpod-slurm``).
+    """SageMaker HyperPod settings (used when ``orchestrator`` is ``hyperpod-slurm`` or
+    ``hyperpod-eks``; the Slurm-only keys are marked).
 
     Default: a cluster named ``trn-ultracluster`` with an ``ml.c5.xlarge`` Slurm controller,
     an ``ml.m5.4xlarge`` login node, one worker group of ``nodes.desired`` Trainium nodes in
     the ``trainium`` partition, each with a 500 GiB EBS volume at ``/opt/sagemaker``, deep
     health checks (stress and connectivity) when nodes start, and automatic node recovery.
+    With ``hyperpod-eks`` the controllers run on the EKS system node group and a failed
+    TrainJob is recreated up to 3 times.
 
     Attributes:
         cluster_name: HyperPod cluster name (1-63 characters, letters, digits, hyphens).
-        controller_instance_type: ``ml.`` type of the Slurm controller.
-        login_instance_type: ``ml.`` type of the login node; ``null`` for no login node.
-        worker_groups: one or more Trainium worker groups; each is a Slurm partition.
+        controller_instance_type: Slurm only: ``ml.`` type of the Slurm controller.
+        login_instance_type: Slurm only: ``ml.`` type of the login node; ``null`` for none.
+        worker_groups: one or more Trainium instance groups; with Slurm each is a partition.
         worker_ebs_volume_gib: extra EBS volume per worker, GiB (1-16384), mounted by
             HyperPod at ``/opt/sagemaker`` (container images, local scratch).
         deep_health_checks: checks run on workers when they start: ``InstanceStress``,
@@ -209,6 +239,9 @@ class HyperPodConfig(_Frozen):
         training_plan_arn: SageMaker training plan for the workers (reserved capacity),
             ``arn:aws:sagemaker:<region>:<account>:training-plan/<name>``; ``null`` for
             on-demand capacity.
+        job_max_restarts: ``hyperpod-eks`` only: how often a TrainJob whose pod failed (a
+            node HyperPod replaced, a crash) is recreated from its last checkpoint (JobSet
+            ``failurePolicy.maxRestarts`` of the stack's training runtime), 0-100.
     """
 
     cluster_name: str = "trn-ultracluster"
@@ -222,6 +255,7 @@ class HyperPodConfig(_Frozen):
     )
     node_recovery: Literal["Automatic", "None"] = "Automatic"
     training_plan_arn: str | None = None
+    job_max_restarts: int = 3
 
 
 class StandaloneConfig(_Frozen):
@@ -265,6 +299,29 @@ class TrainingImageConfig(_Frozen):
     build: Literal["codebuild", "local"] = "codebuild"
 
 
+class ObservabilityConfig(_Frozen):
+    """The stack's dashboard and alarms (``constructs/observability.py``).
+
+    Default: no e-mail subscription, the file-system alarm at 90 % full, the idle alarm after
+    4 hours of Trainium nodes at under 1 % NeuronCore utilization.
+
+    Attributes:
+        alarm_email: an address subscribed to the alarm topic (SNS sends it a confirmation
+            mail first); ``null``: subscribe yourself to the ``AlarmTopicArn`` output.
+        fsx_full_percent: the FSx alarm fires when more than this share of the file system's
+            storage capacity is used (50-99).
+        idle_hours: the idle alarm fires when Trainium nodes run this many hours in a row
+            (1-24) at under ``idle_utilization_percent`` NeuronCore utilization.
+        idle_utilization_percent: average NeuronCore utilization, percent (0-100 exclusive),
+            under which a running Trainium node counts as idle.
+    """
+
+    alarm_email: str | None = None
+    fsx_full_percent: int = 90
+    idle_hours: int = 4
+    idle_utilization_percent: float = 1.0
+
+
 class ClusterConfig(_Frozen):
     """The whole cluster configuration (frozen). See README "Configuration".
 
@@ -281,12 +338,13 @@ class ClusterConfig(_Frozen):
             without IP, on every card, as the EC2 user guide recommends today).
         root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
         fsx: FSx for Lustre settings.
-        orchestrator: ``eks``, ``hyperpod-slurm`` or ``standalone``.
-        eks: EKS settings (used with ``orchestrator: eks``).
-        hyperpod: HyperPod settings (used with ``orchestrator: hyperpod-slurm``).
+        orchestrator: ``eks``, ``hyperpod-slurm``, ``hyperpod-eks`` or ``standalone``.
+        eks: EKS settings (used with ``eks`` and ``hyperpod-eks``).
+        hyperpod: HyperPod settings (used with ``hyperpod-slurm`` and ``hyperpod-eks``).
         standalone: standalone node settings (used with ``orchestrator: standalone``).
         capacity: on-demand, capacity reservation or Capacity Block.
         training_image: how the training image is built.
+        observability: dashboard and alarms.
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
         tags: tags on every resource.
     """
@@ -300,12 +358,13 @@ class ClusterConfig(_Frozen):
     efa_interface_layout: Literal["efa", "efa-only"] = "efa"
     root_volume_gib: int = 512
     fsx: FsxConfig = FsxConfig()
-    orchestrator: Literal["eks", "hyperpod-slurm", "standalone"] = "eks"
+    orchestrator: Literal["eks", "hyperpod-slurm", "hyperpod-eks", "standalone"] = "eks"
     eks: EksConfig = EksConfig()
     hyperpod: HyperPodConfig = HyperPodConfig()
     standalone: StandaloneConfig = StandaloneConfig()
     capacity: CapacityConfig = CapacityConfig()
     training_image: TrainingImageConfig = TrainingImageConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
     data_removal_policy: Literal["retain", "destroy"] = "retain"
     tags: dict[str, str] = Field(default_factory=dict)
 
@@ -314,6 +373,13 @@ class ClusterConfig(_Frozen):
     def instance(self) -> InstanceSpec:
         """Catalog entry of :attr:`instance_type`."""
         return get_instance(self.instance_type)
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """Kubernetes version of the EKS cluster: ``eks.kubernetes_version`` or the
+        orchestrator's default (:data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`);
+        ``None`` for an orchestrator without EKS."""
+        return self.eks.kubernetes_version or DEFAULT_KUBERNETES_VERSION.get(self.orchestrator)
 
     @property
     def region(self) -> str:

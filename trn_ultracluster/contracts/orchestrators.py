@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from trn_ultracluster.contracts.outputs import EKS_KEYS, HYPERPOD_KEYS, STANDALONE_KEYS, OutputKey
+from trn_ultracluster.contracts.outputs import (
+    EKS_KEYS,
+    HYPERPOD_EKS_KEYS,
+    HYPERPOD_KEYS,
+    STANDALONE_KEYS,
+    OutputKey,
+)
 
 __all__ = ["ORCHESTRATORS", "OrchestratorFacts"]
 
@@ -33,6 +39,7 @@ ORCHESTRATORS: dict[str, OrchestratorFacts] = {
     facts.name: facts for facts in (
         OrchestratorFacts("eks", EKS_KEYS, "ec2-vcpus"),
         OrchestratorFacts("hyperpod-slurm", HYPERPOD_KEYS, "sagemaker-cluster-instances"),
+        OrchestratorFacts("hyperpod-eks", HYPERPOD_EKS_KEYS, "sagemaker-cluster-instances"),
         OrchestratorFacts("standalone", STANDALONE_KEYS, "ec2-vcpus"),
     )
 }

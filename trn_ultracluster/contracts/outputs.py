@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey",
-           "STACK_NAME", "STANDALONE_KEYS"]
+__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS",
+           "NONE", "OutputKey", "STACK_NAME", "STANDALONE_KEYS"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
@@ -48,6 +48,8 @@ class OutputKey(str, Enum):
     JOB_BACKEND = "JobBackend"
     CAPACITY_TYPE = "CapacityType"
     CAPACITY_RESERVATION_ID = "CapacityReservationId"
+    DASHBOARD_URL = "DashboardUrl"
+    ALARM_TOPIC_ARN = "AlarmTopicArn"
     # --- EKS orchestrator (present when Orchestrator = eks) ---
     EKS_CLUSTER_NAME = "EksClusterName"
     EKS_CLUSTER_ARN = "EksClusterArn"
@@ -97,10 +99,12 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.NODE_COUNT_MIN: "Minimum Trainium nodes",
     OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",
     OutputKey.NODE_COUNT_MAX: "Maximum Trainium nodes",
-    OutputKey.ORCHESTRATOR: "eks, hyperpod-slurm or standalone",
+    OutputKey.ORCHESTRATOR: "eks, hyperpod-slurm, hyperpod-eks or standalone",
     OutputKey.JOB_BACKEND: "How the job CLI submits jobs to this stack's orchestrator",
     OutputKey.CAPACITY_TYPE: "on-demand, capacity-reservation or capacity-block",
     OutputKey.CAPACITY_RESERVATION_ID: "Capacity Reservation or Capacity Block id, or 'none'",
+    OutputKey.DASHBOARD_URL: "CloudWatch dashboard of the cluster (nodes, FSx, training)",
+    OutputKey.ALARM_TOPIC_ARN: "SNS topic of the cluster's alarms: subscribe to it",
     OutputKey.EKS_CLUSTER_NAME: "EKS cluster name",
     OutputKey.EKS_CLUSTER_ARN: "EKS cluster ARN",
     OutputKey.EKS_UPDATE_KUBECONFIG: "Command that writes a kubeconfig entry for the cluster",
@@ -128,6 +132,13 @@ HYPERPOD_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k.value.startswith("HyperPod")
 )
 """Keys a ``hyperpod-slurm`` stack adds."""
+HYPERPOD_EKS_KEYS: tuple[OutputKey, ...] = (
+    *(k for k in EKS_KEYS if k is not OutputKey.EKS_TRAINIUM_NODEGROUP),
+    OutputKey.HYPERPOD_CLUSTER_NAME, OutputKey.HYPERPOD_CLUSTER_ARN,
+    OutputKey.HYPERPOD_WORKER_GROUPS, OutputKey.HYPERPOD_LIFECYCLE_BUCKET,
+)
+"""Keys a ``hyperpod-eks`` stack adds: the EKS cluster's (its Trainium nodes are no EKS node
+group) and the HyperPod cluster's (no Slurm controller)."""
 STANDALONE_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k.value.startswith("Standalone")
 )

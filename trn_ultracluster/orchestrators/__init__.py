@@ -2,8 +2,11 @@
 
 Each orchestrator is a sub-package with its construct, its cdk-nag acknowledgments and its
 assets (``eks``: Amazon EKS with Kubeflow Trainer; ``hyperpod_slurm``: SageMaker HyperPod
-with Slurm and its lifecycle scripts; ``standalone``: an Auto Scaling group of nodes reached
-with Session Manager). :mod:`.nodes` holds what the nodes that run our own scripts share. The stack builds the one the configuration names
+with Slurm and its lifecycle scripts; ``hyperpod_eks``: SageMaker HyperPod nodes in the
+``eks`` orchestrator's cluster; ``standalone``: an Auto Scaling group of nodes reached with
+Session Manager). Code two of them share lives in a sub-package of its own (``hyperpod``), in
+the one the other builds on (``eks.control_plane``), or, for the nodes that run our own
+scripts, in :mod:`.nodes`. The stack builds the one the configuration names
 through :func:`build`; it gets the foundation's handles (:class:`~.base.Foundation`), the
 node shape (:class:`~.base.NodeShape`) and its own configuration section, and gives back
 its stack outputs and the name of the job CLI backend that submits to it
@@ -33,6 +36,8 @@ ORCHESTRATORS: dict[str, tuple[str, str, str]] = {
     "eks": ("trn_ultracluster.orchestrators.eks.cluster", "EksOrchestrator", "Eks"),
     "hyperpod-slurm": ("trn_ultracluster.orchestrators.hyperpod_slurm.cluster",
                        "HyperPodSlurmOrchestrator", "HyperPod"),
+    "hyperpod-eks": ("trn_ultracluster.orchestrators.hyperpod_eks.cluster",
+                     "HyperPodEksOrchestrator", "HyperPodEks"),
     "standalone": ("trn_ultracluster.orchestrators.standalone.cluster",
                    "StandaloneOrchestrator", "Standalone"),
 }

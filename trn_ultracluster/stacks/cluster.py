@@ -9,6 +9,7 @@ from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.constructs.efa import Efa, EfaProps
 from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
+from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
 from trn_ultracluster.contracts.outputs import DESCRIPTIONS, NONE, OutputKey
@@ -28,6 +29,8 @@ class TrnUltraClusterStack(Stack):
     Attributes:
         config: the validated configuration.
         network, efa, storage, training_image: the foundation constructs.
+        observability: dashboard, alarms and alarm topic (the orchestrator's
+            ``metric_source`` says where its metrics are).
         orchestrator: the orchestrator ``config.orchestrator`` names
             (:mod:`trn_ultracluster.orchestrators`).
     """
@@ -86,6 +89,11 @@ class TrnUltraClusterStack(Stack):
             TrainingImageProps(build=config.training_image.build,
                                removal_policy=self.data_removal, log_key=self.logs.key))
         self.orchestrator = self._orchestrator()
+        self.observability = Observability(self, "Observability", ObservabilityProps(
+            metric_source=getattr(self.orchestrator, "metric_source", None),
+            file_system_id=self.storage.file_system.file_system_id,
+            fsx_capacity_gib=config.fsx.storage_capacity_gib,
+            settings=config.observability))
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
         self._outputs()
@@ -142,6 +150,8 @@ class TrnUltraClusterStack(Stack):
             OutputKey.CAPACITY_TYPE: c.capacity.type,
             OutputKey.CAPACITY_RESERVATION_ID: c.capacity.reservation_id or NONE,
             OutputKey.JOB_BACKEND: self.orchestrator.job_backend,
+            OutputKey.DASHBOARD_URL: self.observability.url,
+            OutputKey.ALARM_TOPIC_ARN: self.observability.topic.topic_arn,
         }
         values.update(self.orchestrator.outputs())
         for key, value in values.items():

@@ -100,6 +100,10 @@ class FakeKubeApi:
                     name = url.path.rsplit("/", 1)[1]
                     if name not in api.jobs:
                         return self._not_found("trainjobs.trainer.kubeflow.org", name)
+                    if method == "DELETE":
+                        api.jobs.pop(name)
+                        return self._json(200, {"kind": "Status", "apiVersion": "v1",
+                                                "metadata": {}, "status": "Success"})
                     return self._json(200, api.jobs[name])
                 if url.path == PODS:
                     selector = dict(s.split("=", 1) for s in query["labelSelector"][0].split(","))
@@ -130,6 +134,9 @@ class FakeKubeApi:
             def do_POST(self):
                 self._route("POST")
 
+            def do_DELETE(self):
+                self._route("DELETE")
+
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(target=self.server.serve_forever,
@@ -155,14 +162,20 @@ def kubeconfig(tmp_path: Path, server: str) -> Path:
     return path
 
 
+def fake_cluster(tmp_path, monkeypatch, orchestrator: str):
+    """The fake API server and, in its ``args``, the CLI arguments that reach it for a stack
+    of ``orchestrator`` (a generator for a fixture)."""
+    with FakeKubeApi() as api:
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, api.url)))
+        outputs = write_outputs(tmp_path, outputs_values(orchestrator))
+        api.args = ["--outputs-file", str(outputs), "--kube-context", "fake"]
+        yield api
+
+
 @pytest.fixture
 def kube(tmp_path, monkeypatch):
     """The fake API server and the CLI arguments that reach it."""
-    with FakeKubeApi() as api:
-        monkeypatch.setenv("KUBECONFIG", str(kubeconfig(tmp_path, api.url)))
-        outputs = write_outputs(tmp_path, outputs_values("eks"))
-        api.args = ["--outputs-file", str(outputs), "--kube-context", "fake"]
-        yield api
+    yield from fake_cluster(tmp_path, monkeypatch, "eks")
 
 
 LOG = ("2026-11-21 09:30:00 INFO torchrun: starting 32 processes\n"

@@ -174,7 +174,7 @@ def _addons(s) -> dict[str, dict[str, Any]]:
 def test_addon_names_versions_pod_identity(default):
     addons = _addons(default)
     assert set(addons) == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
-                           "aws-fsx-csi-driver"}
+                           "aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
     # Default: no version, EKS installs its default for the cluster's Kubernetes version.
     assert all("AddonVersion" not in r["Properties"] for r in addons.values())
     accounts = {name: [a["ServiceAccount"] for a in r["Properties"].get("PodIdentityAssociations", [])]
@@ -186,7 +186,8 @@ def test_addon_names_versions_pod_identity(default):
 def test_pinned_addon_versions(synth):
     pinned = {"vpc-cni": "v1.19.0-eksbuild.1", "kube-proxy": "v1.36.0-eksbuild.1",
               "coredns": "v1.11.4-eksbuild.2", "eks-pod-identity-agent": "v1.3.4-eksbuild.1",
-              "aws-fsx-csi-driver": "v1.5.0-eksbuild.1"}
+              "aws-fsx-csi-driver": "v1.5.0-eksbuild.1",
+              "amazon-cloudwatch-observability": "v6.4.0-eksbuild.1"}
     s = synth(**{f"eks.addon_versions.{name.replace('-', '_')}": version
                  for name, version in pinned.items()})
     assert {name: r["Properties"]["AddonVersion"] for name, r in _addons(s).items()} == pinned

@@ -1,7 +1,8 @@
 """HyperPod Slurm orchestrator: the synthesized cluster, role, lifecycle bucket and outputs.
 
 The instance groups and VpcConfig are also checked against botocore's SageMaker
-``CreateCluster`` input model after replacing CloudFormation functions with realistic values.
+``CreateCluster`` input model after replacing CloudFormation functions with realistic values
+(:func:`tests.orchestrators.hyperpod.create_cluster_request`, shared with HyperPod on EKS).
 """
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import botocore.session
 import pytest
 from botocore.validate import validate_parameters
 
 from tests.conftest import REPO_ROOT
+from tests.orchestrators.hyperpod import PLACEHOLDERS, create_cluster_request, sagemaker_model
 from trn_ultracluster.config import ConfigError, parse_config
 from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_ASSETS
 from trn_ultracluster.contracts.outputs import HYPERPOD_KEYS
@@ -127,40 +128,15 @@ def test_sixteen_node_profile_has_sixteen_workers(synth):
 
 # --- botocore CreateCluster --------------------------------------------------------------
 
-PLACEHOLDERS = {
-    "Arn": "arn:aws:iam::123456789012:role/TrnUltraCluster-HyperPodExecutionRole-ABCDEF",
-    "GroupId": "sg-0123456789abcdef0",
-}
-
-
-def resolve(value: Any, template: dict[str, Any]) -> Any:
-    """Replace CloudFormation functions with realistic values of the right shape."""
-    if isinstance(value, list):
-        return [resolve(v, template) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if "Ref" in value:
-        kind = template["Resources"][value["Ref"]]["Type"]
-        return {"AWS::EC2::Subnet": "subnet-0123456789abcdef0",
-                "AWS::S3::Bucket": "trnultracluster-hyperpodlifecyclebucket-abc123"}[kind]
-    if "Fn::GetAtt" in value:
-        return PLACEHOLDERS[value["Fn::GetAtt"][1]]
-    if "Fn::Join" in value:
-        sep, parts = value["Fn::Join"]
-        return sep.join(resolve(p, template) for p in parts)
-    return {k: resolve(v, template) for k, v in value.items()}
-
-
 @pytest.mark.parametrize("name", ["hp", "variant"])
 def test_instance_groups_and_vpc_pass_botocore_validation(name, request):
     s = request.getfixturevalue(name)
     cluster = s.only("AWS::SageMaker::Cluster")
-    params = resolve({k: cluster[k] for k in ("ClusterName", "InstanceGroups", "VpcConfig",
-                                              "NodeRecovery", "Orchestrator")}, s.template)
+    params = create_cluster_request(cluster, s.template, ("ClusterName", "InstanceGroups",
+                                                          "VpcConfig", "NodeRecovery",
+                                                          "Orchestrator"))
     assert "Fn::" not in json.dumps(params) and '"Ref"' not in json.dumps(params)
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    shape = model.operation_model("CreateCluster").input_shape
-    validate_parameters(params, shape)  # raises ParamValidationError
+    model = sagemaker_model()
     enum = model.shape_for("ClusterInstanceType").enum
     assert {g["InstanceType"] for g in params["InstanceGroups"]} <= set(enum)
     # validate_parameters does not check enums
@@ -173,8 +149,7 @@ def test_instance_groups_and_vpc_pass_botocore_validation(name, request):
 def test_botocore_validation_would_catch_a_bad_group():
     from botocore.exceptions import ParamValidationError
 
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    shape = model.operation_model("CreateCluster").input_shape
+    shape = sagemaker_model().operation_model("CreateCluster").input_shape
     bad = {"ClusterName": "x", "InstanceGroups": [{"InstanceGroupName": "g", "InstanceCount": 1,
                                                    "ExecutionRole": PLACEHOLDERS["Arn"],
                                                    "ThreadsPerCores": 1}]}
@@ -254,12 +229,13 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
     props = upload["Properties"]
     assert props["DestinationBucketKeyPrefix"] == "lifecycle"
     assert props["Prune"] is True  # removes provisioning_parameters.json of older stacks
-    # the lifecycle scripts, the shared node scripts (fsx.sh, lcs.py), trn_ultracluster.json
-    assert len(props["SourceObjectKeys"]) == 3
+    # the lifecycle scripts, the shared node scripts (fsx.sh, lcs.py), the node metrics
+    # scripts, trn_ultracluster.json
+    assert len(props["SourceObjectKeys"]) == 4
     staged = {p.name for key in props["SourceObjectKeys"]
               if (hp.outdir / f"asset.{key.removesuffix('.zip')}").is_dir()
               for p in (hp.outdir / f"asset.{key.removesuffix('.zip')}").iterdir()}
-    assert {"on_init_complete.sh", "fsx.sh", "lcs.py"} <= staged, staged
+    assert {"on_init_complete.sh", "fsx.sh", "lcs.py", "neuron_metrics.sh"} <= staged, staged
     markers = json.dumps(props.get("SourceMarkers", []))
     assert logical_id(hp, "AWS::FSx::FileSystem", "Storage") not in markers
     assert "AWS::StackId" in markers  # the file system's tag value, filled in at deploy time

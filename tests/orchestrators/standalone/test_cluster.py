@@ -202,7 +202,8 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
     assert not re.search(r"@@[A-Z_]+@@", text)
     assert f'NODE_DIR="${{ROOT}}{NODE_DIR}"' in text
     fetched = re.findall(r"^fetch '(s3://[^']+)' (\S+)$", text, flags=re.M)
-    assert [f[1] for f in fetched] == ["node_setup.sh", "fsx.sh", "lcs.py"]
+    assert [f[1] for f in fetched] == ["node_setup.sh", "fsx.sh", "lcs.py", "neuron_metrics.sh",
+                                       "neuron_metrics.py"]
     program = re.search(r"^PROGRAM_URL='([^']*)'$", text, flags=re.M).group(1)
     assert bool(program) == (runtime == "dlami-venv")
     assert text.rstrip().endswith('exec bash "${NODE_DIR}/node_setup.sh"')
@@ -220,6 +221,7 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
     assert (node["ready_file"], node["log"], node["program_dir"]) == (READY_FILE, NODE_LOG,
                                                                       PROGRAM_DIR)
     assert node["log_group"] == f"ref-{s.ref_id('StandaloneNodeLogs')}"
+    assert node["metrics_cluster"] == "TrnUltraCluster"
     assert len(text.encode()) < 16 * 1024  # EC2's user data limit (16 KB before encoding)
 
 
@@ -227,6 +229,23 @@ def test_render_user_data_refuses_missing_or_unknown_values():
     with pytest.raises(ValueError, match="differ"):
         render_user_data({"A": "1"}, template="x @@A@@ @@B@@")
     assert render_user_data({"A": "1", "B": "2"}, template="x @@A@@ @@B@@") == "x 1 2"
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+def test_nodes_publish_neuron_metrics_the_dashboard_reads(single):
+    """The node role may put metrics only in the stack's namespaces; the dashboard searches
+    the nodes' namespace with the ClusterName the node setup publishes (the stack's name)."""
+    source = single.stack.orchestrator.metric_source
+    assert (source.namespace, dict(source.cluster_dimensions)) == (
+        "TrnUltraCluster/Neuron", {"ClusterName": "TrnUltraCluster"})
+    policy = single.logical("StandaloneNodeMetricsPolicy")["Properties"]
+    assert policy["Roles"] == [{"Ref": single.ref_id("StandaloneNodeRole")}]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": [
+        "TrnUltraCluster/Neuron", "TrnUltraCluster/Training/TrnUltraCluster"]}}
+    dashboard = json.dumps(single.only("AWS::CloudWatch::Dashboard"))
+    assert "TrnUltraCluster/Neuron,ClusterName,InstanceId,NodeName" in dashboard
 
 
 # --- outputs --------------------------------------------------------------------------------

@@ -179,7 +179,8 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
     assert result.returncode == 0, result.stdout + result.stderr
     # the scripts and the stack's file, fetched by the user data
     assert sorted(p.name for p in node.node_dir.iterdir()) == [
-        "fsx.sh", "lcs.py", "node_setup.sh", "trn_ultracluster.json"]
+        "fsx.sh", "lcs.py", "neuron_metrics.py", "neuron_metrics.sh", "node_setup.sh",
+        "trn_ultracluster.json"]
     assert (node.node_dir / "node_setup.sh").read_text() == (SCRIPTS / "node_setup.sh").read_text()
     # FSx: found by its tag, the link's import waited for, mounted, in fstab
     aws = node.calls("aws")
@@ -204,6 +205,9 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
     assert "systemctl enable --now docker" in node.calls("systemctl")
     assert "aws ecr get-login-password --region us-west-2" in aws
     assert node.calls("apt-get") == []  # the Lustre client (mount.lustre) and Docker are there
+    # the node metrics exporter of HyperPod Slurm nodes (no neuron-monitor here: a warning)
+    assert node.path("/opt/trn-ultracluster/metrics/neuron_metrics.py").is_file()
+    assert "no Neuron metrics from this node" in result.stdout
     # ready, and the log sent to the stack's log group
     assert node.path(READY_FILE).read_text().startswith("runtime=container\n")
     log = node.path(NODE_LOG).read_text()

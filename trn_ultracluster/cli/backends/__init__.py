@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from trn_ultracluster.cli.backends.base import JobBackend
 from trn_ultracluster.cli.backends.eks import EksBackend
+from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
 from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
 from trn_ultracluster.cli.backends.standalone import StandaloneBackend
 from trn_ultracluster.cli.errors import CliError, ExitCode
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["BACKENDS", "JobBackend", "backend_class", "open_backend"]
 
 BACKENDS: dict[str, type[JobBackend]] = {
-    backend.name: backend for backend in (EksBackend, HyperPodSlurmBackend, StandaloneBackend)
+    backend.name: backend for backend in (EksBackend, HyperPodSlurmBackend, HyperPodEksBackend,
+                                          StandaloneBackend)
 }
 """Backend name (stack output ``JobBackend``) -> class, in the order ``--help`` lists them."""
 

@@ -46,6 +46,32 @@ def _cdk_context(repo: Path) -> dict[str, Any]:
     return dict(context)
 
 
+def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None:
+    """Print the estimate of ``--cdk-out`` when it was synthesized from ``config`` (else say
+    why not), and warn on stderr when running costs more than ``--max-hourly-usd``."""
+    from trn_ultracluster.cli.commands.estimate import estimate_text, load_template
+
+    try:
+        template = load_template(args.cdk_out)
+    except CliError as err:
+        print(f"estimate: none ({err.message}; {err.fix})")
+        return
+    found = {k: str(v.get("Value")) for k, v in template["Outputs"].items()}
+    expected = {"Region": config.region, "InstanceType": config.instance_type,
+                "NodeCountMax": str(config.nodes.max), "Orchestrator": config.orchestrator}
+    stale = [f"{k} {found.get(k)} (configuration: {v})" for k, v in expected.items()
+             if found.get(k) != v]
+    if stale:
+        print(f"estimate: none ({args.cdk_out} was synthesized from another configuration: "
+              f"{'; '.join(stale)}; run `make synth` with the same profile)")
+        return
+    text, running = estimate_text(template, offline=args.offline, session=session)
+    print(text)
+    if args.max_hourly_usd is not None and running > args.max_hourly_usd:
+        print(f"warning: running costs ${running:,.2f}/h, more than --max-hourly-usd "
+              f"{args.max_hourly_usd:g}", file=sys.stderr)
+
+
 def preflight(args: argparse.Namespace) -> int:
     """Load the config like the CDK app does, then run the checks in its Region.
 
@@ -77,11 +103,13 @@ def preflight(args: argparse.Namespace) -> int:
                        f"(derived from az_ids {', '.join(config.az_ids)})",
                        "leave --region out, or set az_ids to AZ IDs of "
                        f"{args.region} (-c az_ids=... or a profile)")
-    account, checks = run_preflight(aws.make_session(config.region), config, subprocess.run,
+    session = aws.make_session(config.region)
+    account, checks = run_preflight(session, config, subprocess.run,
                                     stack_name=args.stack_name)
     print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
           f"({config.region}), orchestrator {config.orchestrator}, account {account}")
     print(format_table(checks))
+    _print_estimate(args, config, session)
     failed = [c.name for c in checks if not c.ok]
     if failed:
         print(f"preflight failed: {', '.join(failed)}", file=sys.stderr)

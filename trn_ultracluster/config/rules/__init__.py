@@ -19,6 +19,7 @@ from trn_ultracluster.config.rules import (
     fsx,
     hyperpod,
     network,
+    observability,
     standalone,
     tags,
 )
@@ -44,7 +45,9 @@ RULES: tuple[Rule, ...] = (
     capacity.capacity,
     hyperpod.orchestrator,
     hyperpod.hyperpod,
+    hyperpod.hyperpod_eks,
     eks.eks,
+    observability.observability,
     standalone.standalone,
     tags.tags,
 )

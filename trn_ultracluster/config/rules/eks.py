@@ -1,18 +1,21 @@
-"""Rules of the EKS orchestrator: API endpoint access, cluster admins, system nodes, the
-training namespace and add-on versions."""
+"""Rules of the EKS cluster (orchestrators ``eks`` and ``hyperpod-eks``): Kubernetes version,
+API endpoint access, cluster admins, system nodes, the training namespace and add-on
+versions."""
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
 
-from trn_ultracluster.config.errors import ConfigIssue
+from trn_ultracluster.config.errors import ConfigIssue, one_of
 from trn_ultracluster.config.facts import (
     ADDON_VERSION_RE,
     DNS_LABEL_RE,
+    EKS_KUBERNETES_VERSIONS,
     DOC_EKS_ACCESS,
     DOC_EKS_ADDONS,
     DOC_EKS_ENDPOINT,
+    DOC_EKS_VERSIONS,
     DOC_INSTANCES,
     DOC_K8S_NAMES,
     IAM_PRINCIPAL_ARN_RE,
@@ -23,7 +26,10 @@ from trn_ultracluster.config.facts import (
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 
-__all__ = ["eks"]
+__all__ = ["EKS_ORCHESTRATORS", "eks"]
+
+EKS_ORCHESTRATORS = ("eks", "hyperpod-eks")
+"""The orchestrators that build an EKS cluster (the ``eks`` section)."""
 
 
 def _endpoint(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -92,8 +98,13 @@ def _addons(c: ClusterConfig) -> Iterator[ConfigIssue]:
 
 
 def eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    if c.orchestrator != "eks":
+    if c.orchestrator not in EKS_ORCHESTRATORS:
         return
+    version = c.eks.kubernetes_version
+    if version is not None and version not in EKS_KUBERNETES_VERSIONS:
+        yield ConfigIssue("eks.kubernetes_version", version,
+                          f"must be {one_of(EKS_KUBERNETES_VERSIONS)} or null (the versions "
+                          "with an EKS Neuron AMI and a pinned kubectl layer)", DOC_EKS_VERSIONS)
     yield from _endpoint(c)
     yield from _admins(c)
     system = c.eks.system_instance_type

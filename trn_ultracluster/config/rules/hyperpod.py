@@ -1,5 +1,7 @@
-"""Rules of the SageMaker HyperPod Slurm orchestrator: instance types HyperPod offers,
-cluster and instance group names, partitions, counts, volumes and training plans."""
+"""Rules of the SageMaker HyperPod orchestrators (``hyperpod-slurm``, ``hyperpod-eks``):
+instance types HyperPod offers, cluster and instance group names, counts, volumes and training
+plans; Slurm's controller, login node and partitions; HyperPod on EKS's Kubernetes version,
+VPC CNI, Region and job restarts."""
 
 from __future__ import annotations
 
@@ -7,27 +9,39 @@ from collections.abc import Iterator
 
 from trn_ultracluster.config.errors import ConfigIssue, one_of
 from trn_ultracluster.config.facts import (
+    ADDON_VERSION_RE,
     DOC_HYPERPOD,
     DOC_HYPERPOD_CREATE,
+    DOC_HYPERPOD_EKS,
+    DOC_HYPERPOD_EKS_AUTO_RESUME,
+    DOC_HYPERPOD_EKS_HELM,
     DOC_HYPERPOD_GROUP,
     DOC_HYPERPOD_SLURM,
     DOC_SUBNET_IPS,
     HYPERPOD_EBS_GIB_RANGE,
+    HYPERPOD_EKS_KUBERNETES_VERSIONS,
+    HYPERPOD_HMA_IMAGE_ACCOUNTS,
     HYPERPOD_MAX_INSTANCE_COUNT,
     HYPERPOD_NAME_RE,
     HYPERPOD_TYPE_RE,
+    JOB_MAX_RESTARTS_RANGE,
     TRAINING_PLAN_RE,
+    VPC_CNI_MIN_FOR_HYPERPOD,
 )
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.contracts.hyperpod import ALL_NODES_PARTITION, CONTROLLER_GROUP, LOGIN_GROUP
 
-__all__ = ["hyperpod", "orchestrator"]
+__all__ = ["HYPERPOD_ORCHESTRATORS", "hyperpod", "hyperpod_eks", "orchestrator"]
+
+HYPERPOD_ORCHESTRATORS = ("hyperpod-slurm", "hyperpod-eks")
+"""The orchestrators whose nodes SageMaker HyperPod runs (the ``hyperpod`` section)."""
 
 
 def orchestrator(c: ClusterConfig) -> Iterator[ConfigIssue]:
     spec = CATALOG.get(c.instance_type)
-    if c.orchestrator == "hyperpod-slurm" and spec is not None and spec.hyperpod_instance_type is None:
+    if (c.orchestrator in HYPERPOD_ORCHESTRATORS and spec is not None
+            and spec.hyperpod_instance_type is None):
         offered = sorted(n for n, s in CATALOG.items() if s.hyperpod_instance_type)
         yield ConfigIssue(
             "orchestrator", c.orchestrator,
@@ -37,15 +51,30 @@ def orchestrator(c: ClusterConfig) -> Iterator[ConfigIssue]:
         )
 
 
+_NAME_RULE = ("must be 1-63 letters, digits and single hyphens, starting and ending with a "
+              "letter or digit")
+
+
+def _partition(where: str, partition: str) -> Iterator[ConfigIssue]:
+    if not HYPERPOD_NAME_RE.match(partition):
+        yield ConfigIssue(f"{where}.partition", partition,
+                          "must be a Slurm partition name of letters, digits and single "
+                          "hyphens", DOC_HYPERPOD_GROUP)
+    elif partition == ALL_NODES_PARTITION:
+        yield ConfigIssue(f"{where}.partition", partition,
+                          f"must not be '{ALL_NODES_PARTITION}': HyperPod puts every "
+                          "node of the cluster in that partition itself", DOC_HYPERPOD_SLURM)
+
+
 def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    if c.orchestrator != "hyperpod-slurm":
+    if c.orchestrator not in HYPERPOD_ORCHESTRATORS:
         return
+    slurm = c.orchestrator == "hyperpod-slurm"
     hp = c.hyperpod
-    name_rule = "must be 1-63 letters, digits and single hyphens, starting and ending with " \
-                "a letter or digit"
+    name_rule = _NAME_RULE
     if len(hp.cluster_name) > 63 or not HYPERPOD_NAME_RE.match(hp.cluster_name):
         yield ConfigIssue("hyperpod.cluster_name", hp.cluster_name, name_rule, DOC_HYPERPOD_CREATE)
-    for field in ("controller_instance_type", "login_instance_type"):
+    for field in ("controller_instance_type", "login_instance_type") if slurm else ():
         value = getattr(hp, field)
         if value is not None and not HYPERPOD_TYPE_RE.match(value):
             yield ConfigIssue(f"hyperpod.{field}", value,
@@ -54,7 +83,7 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if not hp.worker_groups:
         yield ConfigIssue("hyperpod.worker_groups", [], "must hold at least one worker group",
                           DOC_HYPERPOD_GROUP)
-    seen: set[str] = {CONTROLLER_GROUP, LOGIN_GROUP}
+    seen: set[str] = {CONTROLLER_GROUP, LOGIN_GROUP} if slurm else set()
     total = 0
     for i, group in enumerate(hp.worker_groups):
         where = f"hyperpod.worker_groups[{i}]"
@@ -65,14 +94,8 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                               f"must differ from the other instance group names "
                               f"({', '.join(sorted(seen))})", DOC_HYPERPOD_GROUP)
         seen.add(group.name)
-        if not HYPERPOD_NAME_RE.match(group.partition):
-            yield ConfigIssue(f"{where}.partition", group.partition,
-                              "must be a Slurm partition name of letters, digits and single "
-                              "hyphens", DOC_HYPERPOD_GROUP)
-        elif group.partition == ALL_NODES_PARTITION:
-            yield ConfigIssue(f"{where}.partition", group.partition,
-                              f"must not be '{ALL_NODES_PARTITION}': HyperPod puts every "
-                              "node of the cluster in that partition itself", DOC_HYPERPOD_SLURM)
+        if slurm:
+            yield from _partition(where, group.partition)
         count = c.worker_group_count(group)
         if not 0 <= count <= HYPERPOD_MAX_INSTANCE_COUNT:
             yield ConfigIssue(f"{where}.instance_count", count,
@@ -100,7 +123,36 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           DOC_HYPERPOD_GROUP)
     if c.capacity.type != "on-demand":
         yield ConfigIssue("capacity.type", c.capacity.type,
-                          "must be 'on-demand' with orchestrator 'hyperpod-slurm': HyperPod "
+                          f"must be 'on-demand' with orchestrator {c.orchestrator!r}: HyperPod "
                           "does not launch into EC2 capacity reservations; reserve capacity "
                           "with a SageMaker training plan (hyperpod.training_plan_arn)",
                           DOC_HYPERPOD_GROUP)
+
+
+def hyperpod_eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """HyperPod on EKS: a Kubernetes version and VPC CNI HyperPod supports, a Region with the
+    health-monitoring agent's image, and the TrainJob restart bound."""
+    if c.orchestrator != "hyperpod-eks":
+        return
+    version = c.kubernetes_version
+    if version not in HYPERPOD_EKS_KUBERNETES_VERSIONS:
+        yield ConfigIssue("eks.kubernetes_version", version,
+                          f"must be one of {one_of(HYPERPOD_EKS_KUBERNETES_VERSIONS)} with "
+                          "orchestrator 'hyperpod-eks' (the versions SageMaker HyperPod supports)",
+                          DOC_HYPERPOD_EKS)
+    cni = c.eks.addon_versions.vpc_cni
+    match = ADDON_VERSION_RE.match(cni or "")
+    if match and tuple(int(g) for g in match.groups()) < VPC_CNI_MIN_FOR_HYPERPOD:
+        need = ".".join(map(str, VPC_CNI_MIN_FOR_HYPERPOD))
+        yield ConfigIssue("eks.addon_versions.vpc_cni", cni,
+                          f"must be v{need} or newer with orchestrator 'hyperpod-eks' (SageMaker "
+                          "HyperPod's minimum)", DOC_HYPERPOD_EKS)
+    if c.region not in HYPERPOD_HMA_IMAGE_ACCOUNTS:
+        yield ConfigIssue("az_ids", list(c.az_ids),
+                          f"must be in a Region where HyperPod's health-monitoring agent image "
+                          f"is published ({', '.join(sorted(HYPERPOD_HMA_IMAGE_ACCOUNTS))}) with "
+                          f"orchestrator 'hyperpod-eks', not {c.region}", DOC_HYPERPOD_EKS_HELM)
+    lo, hi = JOB_MAX_RESTARTS_RANGE
+    if not lo <= c.hyperpod.job_max_restarts <= hi:
+        yield ConfigIssue("hyperpod.job_max_restarts", c.hyperpod.job_max_restarts,
+                          f"must be between {lo} and {hi}", DOC_HYPERPOD_EKS_AUTO_RESUME)

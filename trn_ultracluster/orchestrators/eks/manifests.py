@@ -74,6 +74,22 @@ NEURON_TAINT = Taint(NEURON_RESOURCE, "true", "NoSchedule")
 EFA device plugins) run there."""
 
 
+def trainium_node_labels(spec: InstanceSpec) -> dict[str, str]:
+    """Labels the stack puts on Trainium nodes: the one the EFA device plugin selects
+    (:data:`EFA_NODE_LABEL`) on EFA instance types, nothing otherwise (the kubelet labels
+    the instance type itself)."""
+    return {EFA_NODE_LABEL: "true"} if spec.supports_efa else {}
+
+
+def efa_plugin_values(*extra_tolerations: dict[str, str]) -> dict[str, Any]:
+    """Values of the EFA device plugin chart: run only on nodes labelled
+    :data:`EFA_NODE_LABEL` and tolerate :data:`NEURON_TAINT` (plus ``extra_tolerations``);
+    ``nodeSelector`` and ``tolerations`` are the chart's values (aws/eks-charts
+    ``stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml``)."""
+    return {"nodeSelector": {EFA_NODE_LABEL: "true"},
+            "tolerations": [NEURON_TAINT.toleration(), *extra_tolerations]}
+
+
 def neuron_resources_per_node(spec: InstanceSpec) -> dict[str, int]:
     """Extended resources one training pod requests to own a whole Trainium node.
 
@@ -168,14 +184,19 @@ def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: in
     }
 
 
-def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
+def neuron_training_runtime(spec: InstanceSpec, *, image: str,
+                            node_selector: dict[str, str] | None = None,
+                            max_restarts: int | None = None) -> Manifest:
     """``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) for torchrun on whole Trainium nodes.
 
     Each node's pod requests all chips and all EFA interfaces of the node
     (:func:`neuron_resources_per_node`), tolerates :data:`NEURON_TAINT`, selects the
-    instance type, mounts the FSx claim :data:`FSX_PVC_NAME` at :data:`FSX_MOUNT_PATH`
-    (so TrainJobs run in the namespace that holds the claim) and gets
-    :func:`neuron_environment`. ``/dev/shm`` is a memory volume for the data loaders.
+    nodes (``node_selector``; default: the EC2 instance type label), mounts the FSx claim
+    :data:`FSX_PVC_NAME` at :data:`FSX_MOUNT_PATH` (so TrainJobs run in the namespace that
+    holds the claim) and gets :func:`neuron_environment`. ``/dev/shm`` is a memory volume
+    for the data loaders. With ``max_restarts`` the JobSet behind every TrainJob is
+    recreated up to that many times after a pod failed (JobSet ``failurePolicy.maxRestarts``
+    in the runtime's template, Trainer 2.3.0 CRD); without it a failed pod fails the job.
 
     Trainer 2.3.0's torch policy has no processes-per-node field: the TrainJob sets
     ``spec.trainer.numProcPerNode`` to :func:`neuron_processes_per_node` (the job CLI's
@@ -185,6 +206,8 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
     Args:
         spec: catalog entry of the Trainium instance type.
         image: default container image (a TrainJob normally overrides it).
+        node_selector: node labels the pods require.
+        max_restarts: JobSet restarts after a failure (``None``: the field is left out).
     """
     container = {
         "name": TRAINER_NODE,
@@ -197,7 +220,7 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
         ],
     }
     pod_spec = {
-        "nodeSelector": {INSTANCE_TYPE_LABEL: spec.name},
+        "nodeSelector": node_selector or {INSTANCE_TYPE_LABEL: spec.name},
         "tolerations": [NEURON_TAINT.toleration()],
         "containers": [container],
         "volumes": [
@@ -205,6 +228,21 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
         ],
     }
+    jobset_spec: dict[str, Any] = {
+        "replicatedJobs": [
+            {
+                "name": TRAINER_NODE,
+                "template": {
+                    "metadata": {
+                        "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                    },
+                    "spec": {"template": {"spec": pod_spec}},
+                },
+            }
+        ]
+    }
+    if max_restarts is not None:
+        jobset_spec["failurePolicy"] = {"maxRestarts": max_restarts}
     return {
         "apiVersion": TRAINER_API_VERSION,
         "kind": "ClusterTrainingRuntime",
@@ -214,21 +252,7 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str) -> Manifest:
         },
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": TRAINER_NODE,
-                            "template": {
-                                "metadata": {
-                                    "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-                                },
-                                "spec": {"template": {"spec": pod_spec}},
-                            },
-                        }
-                    ]
-                }
-            },
+            "template": {"spec": jobset_spec},
         },
     }
 

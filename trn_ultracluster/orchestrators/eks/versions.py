@@ -2,12 +2,16 @@
 
 Facts used here and their sources:
 
-- Kubernetes 1.36: the newest version with an EKS AL2023 Neuron AMI
+- Kubernetes 1.36 (``eks``' default): the newest version with an EKS AL2023 Neuron AMI
   (awslabs/amazon-eks-ami release v20260818 publishes
   ``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; SSM
   ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``)
   and the newest ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36).
   The kubectl layer matches it: ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI).
+- Kubernetes 1.34 (``hyperpod-eks``' default, the newest SageMaker HyperPod supports; see
+  :data:`trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` for the AMI and
+  :data:`~trn_ultracluster.config.facts.HYPERPOD_EKS_KUBERNETES_VERSIONS` for HyperPod) with
+  ``aws-cdk.lambda-layer-kubectl-v34==2.2.2`` (PyPI), whose layer holds kubectl and helm.
 - Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
   2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
   ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
@@ -41,28 +45,61 @@ Facts used here and their sources:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import import_module
 
 from aws_cdk import Aws, Duration, Fn, Stack
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk.aws_lambda import ILayerVersion
+from constructs import Construct
 
 __all__ = [
     "ADMIN_POLICY",
+    "KUBECTL_LAYERS",
     "CONTROL_PLANE_LOG_GROUP",
     "EFA_PLUGIN_CHART",
     "FSX_CSI_SERVICE_ACCOUNT",
     "HelmChartPin",
-    "KUBERNETES_VERSION",
     "NEURON_CHART",
     "NODE_POLICIES",
     "SYSTEM_NODES",
     "TRAINER_CHART",
     "TRAINER_INSTALL_TIMEOUT",
     "VPC_CNI_SERVICE_ACCOUNT",
+    "kubectl_layer",
+    "kubernetes_version",
     "stack_unique_name",
 ]
 
-KUBERNETES_VERSION = eks.KubernetesVersion.V1_36
-"""Newest version with an EKS AL2023 Neuron AMI and in aws-cdk-lib 2.275.0 (see module doc)."""
+KUBECTL_LAYERS: dict[str, tuple[str, str]] = {
+    "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
+    "1.36": ("aws_cdk.lambda_layer_kubectl_v36", "KubectlV36Layer"),
+}
+"""Kubernetes version -> (module, class) of its kubectl/helm Lambda layer (pinned in
+requirements.txt). The versions are
+:data:`trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` (a test checks it); each
+module is imported only when its version is used."""
+
+
+def kubernetes_version(version: str) -> eks.KubernetesVersion:
+    """The ``aws_eks_v2.KubernetesVersion`` of ``"1.34"``-style text.
+
+    Raises:
+        KeyError: a version without a kubectl layer (the configuration allows none).
+    """
+    KUBECTL_LAYERS[version]  # noqa: B018 (only versions the stack can build)
+    return eks.KubernetesVersion.of(version)
+
+
+def kubectl_layer(scope: Construct, construct_id: str, version: str) -> ILayerVersion:
+    """The kubectl/helm Lambda layer matching Kubernetes ``version`` (construct
+    ``construct_id`` in ``scope``).
+
+    Raises:
+        KeyError: a version without a pinned layer.
+    """
+    module, cls = KUBECTL_LAYERS[version]
+    layer: ILayerVersion = getattr(import_module(module), cls)(scope, construct_id)
+    return layer
 SYSTEM_NODES = 2
 """On-demand system nodes for controllers and add-ons (two, for one failure)."""
 NODE_POLICIES = {

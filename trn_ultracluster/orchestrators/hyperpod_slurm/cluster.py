@@ -11,6 +11,9 @@ What it creates:
   job scripts read (:mod:`.lifecycle`);
 - the instance groups' execution role.
 
+The bucket, the upload, the execution role and the Trainium instance group are shared with
+HyperPod on EKS (:mod:`trn_ultracluster.orchestrators.hyperpod`).
+
 Slurm is configured through the API: each instance group has a ``SlurmConfig``
 (``NodeType`` Controller / Login / Compute, the worker group's partition in
 ``PartitionNames``) and the cluster ``Orchestrator.Slurm.SlurmConfigStrategy``; there is no
@@ -53,18 +56,33 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
-from trn_ultracluster.contracts.catalog import InstanceSpec
-from trn_ultracluster.contracts.hyperpod import CONTROLLER_GROUP, LOGIN_GROUP, ON_INIT_COMPLETE
+from trn_ultracluster.contracts.hyperpod import (
+    CONTROLLER_GROUP,
+    LIFECYCLE_FILE,
+    LOGIN_GROUP,
+    ON_INIT_COMPLETE,
+)
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.node_metrics import SCRIPTS as NODE_METRICS_SCRIPTS
+from trn_ultracluster.node_metrics import node_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
-from trn_ultracluster.orchestrators.hyperpod_slurm.execution_role import execution_role
-from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
-    LIFECYCLE_PREFIX,
-    job_environment,
+from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
+from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+    Group,
+    hyperpod_cluster,
+    trainium_group,
+)
+from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_bucket,
-    lifecycle_file,
+    lifecycle_config,
     upload_lifecycle_files,
 )
+from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
+    LIFECYCLE_ASSETS,
+    job_environment,
+    lifecycle_file,
+)
+from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS
 
 __all__ = ["HyperPodProps", "HyperPodSlurmOrchestrator"]
 
@@ -76,19 +94,6 @@ SLURM_CONFIG_STRATEGY = "Managed"
 (SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration). Set
 explicitly because the guide's pages disagree on the default (reference page: Managed;
 migration page: Merge)."""
-WORKER_THREADS_PER_CORE = 1
-"""Hyperthreading off on workers (``ThreadsPerCore`` 1), as the AWS HyperPod Slurm samples
-configure worker groups (aws-samples/awsome-distributed-training
-``1.architectures/5.sagemaker-hyperpod/automate-smhp-slurm/automate-cluster-creation.sh``,
-``create_config``: worker groups ``"ThreadsPerCore": 1``, controller and login groups 2)."""
-
-
-def _ml_name(instance: InstanceSpec) -> str:
-    name = instance.hyperpod_instance_type
-    if name is None:  # the config rules reject this already
-        raise ValueError(f"{instance.name} has no SageMaker HyperPod instance type")
-    return name
-
 
 @dataclass(frozen=True)
 class HyperPodProps:
@@ -112,7 +117,7 @@ class HyperPodSlurmOrchestrator(Construct):
     """SageMaker HyperPod cluster with Slurm on the Trainium nodes.
 
     Attributes:
-        bucket: the lifecycle bucket (:func:`.lifecycle.lifecycle_bucket`).
+        bucket: the lifecycle bucket (:func:`trn_ultracluster.orchestrators.hyperpod.lifecycle.lifecycle_bucket`).
         deployment: uploads the lifecycle scripts and ``trn_ultracluster.json`` under
             ``lifecycle/``; the cluster waits for it.
         role: execution role of every instance group.
@@ -143,23 +148,18 @@ class HyperPodSlurmOrchestrator(Construct):
 
         self.bucket = lifecycle_bucket(self, base)
         env = job_environment(self, settings, props.shape.instance, props.worker_counts, base)
-        self.deployment = upload_lifecycle_files(self, self.bucket, lifecycle_file(
-            settings, env, Aws.STACK_ID, data_repository=base.data_repository_path is not None))
-        self.role = execution_role(self, base, self.bucket)
-        self.cluster = sagemaker.CfnCluster(
-            self,
-            "Cluster",
-            cluster_name=self.cluster_name,
-            instance_groups=self._instance_groups(),
-            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-                security_group_ids=[base.node_security_group.security_group_id],
-                subnets=[base.compute_subnet.subnet_id],
-            ),
-            node_recovery=settings.node_recovery,
-            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+        self.deployment = upload_lifecycle_files(
+            self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], {
+            LIFECYCLE_FILE: lifecycle_file(
+                settings, env, Aws.STACK_ID,
+                data_repository=base.data_repository_path is not None)})
+        self.role = execution_role(self, base, self.bucket, describe_fsx=True)
+        self.metric_source = node_metrics(self, self.role, self.cluster_name)
+        self.cluster = hyperpod_cluster(
+            self, "Cluster", settings, base, self._instance_groups(),
+            sagemaker.CfnCluster.OrchestratorProperty(
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
-                    slurm_config_strategy=SLURM_CONFIG_STRATEGY)),
-        )
+                    slurm_config_strategy=SLURM_CONFIG_STRATEGY)))
         # Nodes run the lifecycle script at creation: the files, the role's policies and
         # the route to the NAT gateway (the script calls the FSx and ECR APIs) must exist
         # first. The file system is not among them (see lifecycle_file).
@@ -199,12 +199,6 @@ class HyperPodSlurmOrchestrator(Construct):
 
     # --- pieces ------------------------------------------------------------------------
 
-    def _lifecycle_config(self) -> sagemaker.CfnCluster.ClusterLifeCycleConfigProperty:
-        return sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
-            source_s3_uri=self.bucket.s3_url_for_object(LIFECYCLE_PREFIX) + "/",
-            on_init_complete=ON_INIT_COMPLETE,
-        )
-
     def _instance_groups(self) -> list[sagemaker.CfnCluster.ClusterInstanceGroupProperty]:
         """Controller, optional login and worker groups, each with its ``SlurmConfig``.
 
@@ -214,10 +208,10 @@ class HyperPodSlurmOrchestrator(Construct):
         (SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration).
         """
         settings, instance = self.props.settings, self.props.shape.instance
-        Group = sagemaker.CfnCluster.ClusterInstanceGroupProperty
         Slurm = sagemaker.CfnCluster.ClusterSlurmConfigProperty
         common = dict(execution_role=self.role.role_arn,
-                      life_cycle_config=self._lifecycle_config())
+                      life_cycle_config=lifecycle_config(self.bucket,
+                                                         on_init_complete=ON_INIT_COMPLETE))
         groups = [Group(instance_group_name=CONTROLLER_GROUP,
                         instance_type=settings.controller_instance_type, instance_count=1,
                         slurm_config=Slurm(node_type="Controller"), **common)]
@@ -225,20 +219,10 @@ class HyperPodSlurmOrchestrator(Construct):
             groups.append(Group(instance_group_name=LOGIN_GROUP,
                                 instance_type=settings.login_instance_type, instance_count=1,
                                 slurm_config=Slurm(node_type="Login"), **common))
-        storage = [sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
-            ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
-                volume_size_in_gb=settings.worker_ebs_volume_gib))]
         partitions = {g.name: g.partition for g in settings.worker_groups}
         for name, count in self.props.worker_counts.items():
-            groups.append(Group(
-                instance_group_name=name,
-                instance_type=_ml_name(instance),
-                instance_count=count,
-                threads_per_core=WORKER_THREADS_PER_CORE,
-                instance_storage_configs=storage,
-                on_start_deep_health_checks=list(settings.deep_health_checks) or None,
-                training_plan_arn=settings.training_plan_arn,
+            groups.append(trainium_group(
+                name, count, instance, settings,
                 slurm_config=Slurm(node_type="Compute", partition_names=[partitions[name]]),
-                **common,
-            ))
+                **common))
         return groups

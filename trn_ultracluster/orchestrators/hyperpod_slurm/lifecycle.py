@@ -1,46 +1,27 @@
-"""The HyperPod orchestrator's lifecycle files: the bucket, what is uploaded to it, and the
-generated ``trn_ultracluster.json`` with the job environment."""
+"""The HyperPod Slurm orchestrator's lifecycle files: the scripts and the generated
+``trn_ultracluster.json`` with the job environment (the bucket and the upload:
+:mod:`trn_ultracluster.orchestrators.hyperpod.lifecycle`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Aws, Fn, Stack
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import Fn
 from constructs import Construct
 
 from trn_ultracluster.config import HyperPodConfig
-from trn_ultracluster.constructs.storage import NONCURRENT_VERSION_EXPIRATION, private_bucket
 from trn_ultracluster.contracts.catalog import InstanceSpec
-from trn_ultracluster.contracts.hyperpod import (
-    CONTROLLER_GROUP,
-    LIFECYCLE_FILE,
-    LOGIN_GROUP,
-    JobEnv,
-)
-from trn_ultracluster.nag import (
-    LAMBDA_BASIC_EXECUTION,
-    acknowledge,
-    bootstrap_assets_finding,
-    find_stack_child,
-)
+from trn_ultracluster.contracts.hyperpod import CONTROLLER_GROUP, LOGIN_GROUP, JobEnv
 from trn_ultracluster.orchestrators import nodes
 from trn_ultracluster.orchestrators.base import Foundation
-from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, node_file
+from trn_ultracluster.orchestrators.nodes import node_file
 
-__all__ = ["LIFECYCLE_ASSETS", "LIFECYCLE_PREFIX", "job_environment", "lifecycle_bucket",
-           "lifecycle_file", "upload_lifecycle_files"]
+__all__ = ["LIFECYCLE_ASSETS", "job_environment", "lifecycle_file"]
 
 LIFECYCLE_ASSETS = Path(__file__).resolve().parent / "scripts"
 """Our lifecycle scripts (uploaded as they are, with the shared node scripts of
 :data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS` beside them)."""
-LIFECYCLE_PREFIX = "lifecycle"
-"""Key prefix of the lifecycle files in the lifecycle bucket."""
-LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
-"""HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see
-:func:`lifecycle_bucket`)."""
 
 
 def lifecycle_file(settings: HyperPodConfig, env: dict[str, str], fsx_tag_value: str,
@@ -87,77 +68,3 @@ def job_environment(scope: Construct, settings: HyperPodConfig, instance: Instan
     }
     return {**nodes.job_environment(scope, instance, foundation),
             **{k.value: v for k, v in env.items()}}
-
-
-def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
-    """The stack-owned lifecycle bucket (construct id ``LifecycleBucket``): SSE-S3, SSL
-    only, no public access, access logs to the foundation's log bucket, versioned; emptied
-    and deleted on ``cdk destroy`` (the scripts are rebuilt from the repository)."""
-    return private_bucket(
-        scope,
-        "LifecycleBucket",
-        retain=False,
-        # "Make sure that the S3 bucket path starts with s3://sagemaker-" (SageMaker API
-        # reference, ClusterLifeCycleConfig.SourceS3Uri,
-        # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html).
-        # Account and Region make it unique; at most 19 + 12 + 14 + 2 = 47 characters.
-        bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, Aws.ACCOUNT_ID, Aws.REGION]),
-        server_access_logs_bucket=foundation.log_bucket,
-        server_access_logs_prefix="lifecycle-bucket/",
-        # Versions record which scripts each node generation ran (replaced nodes run the
-        # current ones); old versions expire.
-        versioned=True,
-        lifecycle_rules=[s3.LifecycleRule(
-            noncurrent_version_expiration=NONCURRENT_VERSION_EXPIRATION)],
-    )
-
-
-def upload_lifecycle_files(scope: Construct, bucket: s3.Bucket,
-                           data: dict[str, Any]) -> s3deploy.BucketDeployment:
-    """Upload the scripts of :data:`LIFECYCLE_ASSETS` and
-    :data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS` and ``data`` as
-    :data:`~trn_ultracluster.contracts.hyperpod.LIFECYCLE_FILE` under
-    :data:`LIFECYCLE_PREFIX` (construct id ``LifecycleScripts``). Files removed from the
-    repository are removed from the bucket (``prune``), as is the ``provisioning_parameters.json``
-    of stacks from before the API-driven Slurm configuration."""
-    deployment = s3deploy.BucketDeployment(
-        scope,
-        "LifecycleScripts",
-        destination_bucket=bucket,
-        destination_key_prefix=LIFECYCLE_PREFIX,
-        sources=[
-            s3deploy.Source.asset(str(LIFECYCLE_ASSETS), exclude=["__pycache__", "*.pyc"]),
-            s3deploy.Source.asset(str(NODE_SCRIPTS), exclude=["__pycache__", "*.pyc"]),
-            s3deploy.Source.json_data(LIFECYCLE_FILE, data),
-        ],
-        prune=True,
-    )
-    _acknowledge_upload_function(bucket)
-    return deployment
-
-
-def _acknowledge_upload_function(bucket: s3.Bucket) -> None:
-    """cdk-nag findings on the upload function aws-cdk-lib creates once per stack, beside
-    the orchestrator, for every BucketDeployment (its role and policy are aws-cdk-lib's)."""
-    stack = Stack.of(bucket)
-    bucket_id = stack.get_logical_id(bucket.node.default_child)
-    bucket_objects = f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]"
-    handler = find_stack_child(stack, "Custom::CDKBucketDeployment")
-    role = handler.node.find_child("ServiceRole")
-    acknowledge(handler.node.find_child("Resource"), "AwsSolutions-L1",
-                "aws-cdk-lib 2.275.0 sets the BucketDeployment function's runtime; we do "
-                "not own that function.")
-    acknowledge(role, LAMBDA_BASIC_EXECUTION,
-                "The CDK BucketDeployment function only writes its own CloudWatch logs.")
-    bootstrap_assets = bootstrap_assets_finding(stack)
-    copy = "The CDK BucketDeployment function copies the lifecycle files"
-    for finding, reason in {
-        "AwsSolutions-IAM5[Action::s3:GetObject*]": f"{copy} (read of the asset).",
-        "AwsSolutions-IAM5[Action::s3:GetBucket*]": f"{copy} (read of the asset).",
-        "AwsSolutions-IAM5[Action::s3:List*]": f"{copy} (listing to prune old files).",
-        "AwsSolutions-IAM5[Action::s3:DeleteObject*]": f"{copy} (prunes removed files).",
-        "AwsSolutions-IAM5[Action::s3:Abort*]": f"{copy} (aborts failed multipart uploads).",
-        bootstrap_assets: f"{copy} from the CDK bootstrap asset bucket.",
-        bucket_objects: f"{copy} into the stack's own lifecycle bucket.",
-    }.items():
-        acknowledge(role, finding, reason)

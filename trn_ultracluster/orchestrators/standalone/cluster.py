@@ -12,7 +12,9 @@ What it creates:
   (``standalone.ami_ssm_parameter``, default the Neuron DLAMI for PyTorch 2.9, see
   :data:`trn_ultracluster.config.facts.NEURON_DLAMI_SSM_PARAMETER`), the nodes' instance
   profile and the user data (:mod:`.node`);
-- the nodes' IAM role, instance profile, setup log group and script assets (:mod:`.node`).
+- the nodes' IAM role, instance profile, setup log group and script assets (:mod:`.node`);
+- ``PutMetricData`` for the nodes' Neuron and EFA metrics (:mod:`trn_ultracluster.node_metrics`),
+  which the stack's dashboard and alarms read (``metric_source``).
 
 Access is Session Manager only: no key pair, and the nodes' security group admits nothing
 from outside (the EFA group: all traffic from itself; Lustre from the file system's group).
@@ -40,6 +42,7 @@ from trn_ultracluster.config import ClusterConfig, StandaloneConfig
 from trn_ultracluster.constructs.efa import boot_from
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.nag import acknowledge
+from trn_ultracluster.node_metrics import node_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.standalone.node import NodeBoot
 
@@ -77,6 +80,10 @@ class StandaloneOrchestrator(Construct):
 
     Attributes:
         boot: the nodes' role, instance profile, log group, assets and user data.
+        metric_source: the nodes publish their Neuron and EFA metrics with the node metrics
+            exporter of :mod:`trn_ultracluster.node_metrics` (``ClusterName`` = the stack's
+            name); the training program's tokens/s and MFU are not published from standalone
+            nodes (docs/standalone.md).
         image_id: the AMI id token (a CloudFormation parameter of type
             ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``, resolved at each deploy).
         group: the ``AWS::AutoScaling::AutoScalingGroup``.
@@ -104,8 +111,11 @@ class StandaloneOrchestrator(Construct):
         if base.launch_template is None:
             raise ValueError("the standalone orchestrator boots its nodes from the foundation's "
                              "launch template, and the foundation gives none")
+        metrics_cluster = Stack.of(self).stack_name
         self.boot = NodeBoot(self, "Node", foundation=base, instance=shape.instance,
-                             settings=settings, fsx_tag_value=Aws.STACK_ID)
+                             settings=settings, fsx_tag_value=Aws.STACK_ID,
+                             metrics_cluster=metrics_cluster)
+        self.metric_source = node_metrics(self, self.boot.role, metrics_cluster)
         self.image_id = ssm.StringParameter.value_for_typed_string_parameter_v2(
             self, settings.ami_ssm_parameter, ssm.ParameterValueType.AWS_EC2_IMAGE_ID)
         boot_from(base.launch_template, image_id=self.image_id,

@@ -3,8 +3,9 @@ assets, the stack's ``trn_ultracluster.json`` and the user data that fetches the
 ``node_setup.sh`` (``scripts/`` beside this module).
 
 The scripts are S3 assets of the deploy (uploaded by the CDK CLI to the bootstrap bucket,
-no Lambda): ``node_setup.sh`` and the shared ``fsx.sh`` and ``lcs.py``
-(:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS`), and with ``runtime:
+no Lambda): ``node_setup.sh``, the shared ``fsx.sh`` and ``lcs.py``
+(:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS`), the node metrics scripts
+(:mod:`trn_ultracluster.node_metrics`, as on HyperPod Slurm nodes), and with ``runtime:
 dlami-venv`` the training program, zipped with the training image's own file list
 (``training/Dockerfile.dockerignore``).
 """
@@ -34,6 +35,8 @@ from trn_ultracluster.contracts.standalone import (
     USER_DATA,
 )
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding, managed_policy_finding
+from trn_ultracluster.node_metrics import SCRIPTS as NODE_METRICS_SCRIPTS
+from trn_ultracluster.node_metrics import SETUP_SCRIPT as NODE_METRICS_SETUP
 from trn_ultracluster.orchestrators.base import Foundation
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
@@ -58,6 +61,8 @@ VENV_IMPORTS = ("torch", "torch_xla", "torch_neuronx", "transformers", "tokenize
                 "numpy", "yaml")
 """What ``trn_train`` imports on Neuron (the training image's build checks the same modules,
 ``training/Dockerfile``); ``runtime: dlami-venv`` checks them in the DLAMI's environment."""
+NODE_METRICS_EXPORTER = "neuron_metrics.py"
+"""The exporter ``neuron_metrics.sh`` installs (``trn_ultracluster/node_metrics/scripts/``)."""
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
 
 
@@ -79,10 +84,12 @@ def render_user_data(values: dict[str, str], template: str | None = None) -> str
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
 
-def node_settings(settings: StandaloneConfig, log_group_name: str) -> dict[str, Any]:
+def node_settings(settings: StandaloneConfig, log_group_name: str,
+                  metrics_cluster: str) -> dict[str, Any]:
     """The ``node`` section of the node's ``trn_ultracluster.json`` (``lcs.py get node KEY``):
-    ``runtime``, ``venv``, ``imports``, ``program_dir``, ``ready_file``, ``log`` and
-    ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths)."""
+    ``runtime``, ``venv``, ``imports``, ``program_dir``, ``ready_file``, ``log``,
+    ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths) and
+    ``metrics_cluster``, the ``ClusterName`` dimension of the node metrics."""
     return {
         "runtime": settings.runtime,
         "venv": settings.dlami_venv if settings.runtime == "dlami-venv" else None,
@@ -91,6 +98,7 @@ def node_settings(settings: StandaloneConfig, log_group_name: str) -> dict[str, 
         "ready_file": READY_FILE,
         "log": NODE_LOG,
         "log_group": log_group_name,
+        "metrics_cluster": metrics_cluster,
     }
 
 
@@ -108,7 +116,8 @@ class NodeBoot(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, foundation: Foundation,
-                 instance: InstanceSpec, settings: StandaloneConfig, fsx_tag_value: str) -> None:
+                 instance: InstanceSpec, settings: StandaloneConfig, fsx_tag_value: str,
+                 metrics_cluster: str) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.role = iam.Role(
@@ -125,7 +134,11 @@ class NodeBoot(Construct):
                 for name, asset_id, path in (
                     ("NODE_SETUP_URL", "NodeSetup", SCRIPTS / NODE_SETUP),
                     ("FSX_URL", "FsxScript", NODE_SCRIPTS / FSX_SCRIPT),
-                    ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT))}
+                    ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT),
+                    ("METRICS_SETUP_URL", "MetricsSetup",
+                     NODE_METRICS_SCRIPTS / NODE_METRICS_SETUP),
+                    ("METRICS_EXPORTER_URL", "MetricsExporter",
+                     NODE_METRICS_SCRIPTS / NODE_METRICS_EXPORTER))}
         urls["PROGRAM_URL"] = ""
         if settings.runtime == "dlami-venv":
             program = s3_assets.Asset(self, "Program", path=str(REPO_ROOT),
@@ -136,7 +149,7 @@ class NodeBoot(Construct):
         data = {
             **node_file(job_environment(self, instance, foundation), fsx_tag_value,
                         data_repository=foundation.data_repository_path is not None),
-            "node": node_settings(settings, self.log_group.log_group_name),
+            "node": node_settings(settings, self.log_group.log_group_name, metrics_cluster),
         }
         self.user_data = render_user_data({
             **urls, "NODE_DIR": NODE_DIR, "REGION": Stack.of(self).region,

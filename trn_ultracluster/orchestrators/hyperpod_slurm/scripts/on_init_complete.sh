@@ -175,6 +175,7 @@ main() {
   setup_homes
   write_environment
   check_container_tools
+  bash "${LCS_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(lcs env-get CLUSTER_NAME)" --role "${role}" --jobs-dir "${STATE_DIR}/jobs" || log "WARNING: node metrics are not set up (see above); the node works without them"
   if [[ "${role}" == "controller" ]]; then
     check_slurm_partitions
   fi

@@ -16,7 +16,9 @@
 #    in to the stack's ECR registry and pulls the training image (installing Docker first if
 #    the AMI has none); `dlami-venv` unpacks the training program and checks that the DLAMI's
 #    virtual environment imports it;
-# 4. the ready marker the job CLI checks before it starts a job on this node.
+# 4. the node's Neuron and EFA metrics to CloudWatch (the node metrics scripts of HyperPod
+#    Slurm nodes, neuron_metrics.sh --role compute; never fails the node);
+# 5. the ready marker the job CLI checks before it starts a job on this node.
 #
 # Log: /var/log/trn-ultracluster/node-setup.log (node.log), sent to the stack's log group
 # (node.log_group, stream <instance id>/node-setup) when the script ends, also on failure.
@@ -185,6 +187,9 @@ main() {
     dlami-venv) setup_venv_runtime ;;
     *) fail "unknown runtime '$(setting runtime)' in ${CLUSTER_JSON}" ;;
   esac
+  bash "${NODE_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(setting metrics_cluster)" \
+    --role compute --jobs-dir "${STATE_DIR}/jobs" \
+    || log "WARNING: node metrics are not set up (see above); the node works without them"
   write_ready_marker
   log "node_setup done"
   ship_log

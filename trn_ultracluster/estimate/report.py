@@ -1,0 +1,146 @@
+"""The estimate of a synthesized template: hourly cost when idle and when running, itemized,
+and the first deploy's duration (:func:`trn_ultracluster.deploy_time.critical_path`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trn_ultracluster.deploy_time import critical_path
+from trn_ultracluster.estimate.bill import BillItem, bill_of_materials
+from trn_ultracluster.estimate.prices import HOURS_PER_MONTH, Price, PriceSource
+
+__all__ = ["Estimate", "Line", "estimate", "format_estimate"]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One priced line.
+
+    Attributes:
+        item: the bill line.
+        price: its price (``None``: no source has one).
+        hourly: USD per hour for one unit (GB-month prices divided by
+            :data:`~trn_ultracluster.estimate.prices.HOURS_PER_MONTH`), or ``None``.
+        lower_bound: ``price`` is the fallback's (e.g. the EC2 price of an ``ml.`` type).
+    """
+
+    item: BillItem
+    price: Price | None
+    hourly: float | None
+    lower_bound: bool = False
+
+    @property
+    def idle_usd(self) -> float:
+        """USD per hour at idle (0 for prepaid or unpriced lines)."""
+        return 0.0 if self.hourly is None or self.item.prepaid else self.hourly * self.item.idle
+
+    @property
+    def running_usd(self) -> float:
+        """USD per hour when running (0 for prepaid or unpriced lines)."""
+        if self.hourly is None or self.item.prepaid:
+            return 0.0
+        return self.hourly * self.item.running
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimate of one template.
+
+    Attributes:
+        region: the stack's Region.
+        lines: the priced lines.
+        source: the price source's name.
+        deploy_minutes: the estimated first ``cdk deploy``, in minutes.
+        notes: what is not priced, prepaid capacity, lower bounds.
+    """
+
+    region: str
+    lines: list[Line]
+    source: str
+    deploy_minutes: float
+    notes: list[str]
+
+    @property
+    def idle_usd(self) -> float:
+        """USD per hour with every group at its minimum."""
+        return sum(line.idle_usd for line in self.lines)
+
+    @property
+    def running_usd(self) -> float:
+        """USD per hour with every group at its maximum."""
+        return sum(line.running_usd for line in self.lines)
+
+    @property
+    def complete(self) -> bool:
+        """Every line has a price of its own (no missing price, no lower bound)."""
+        return all(line.item.prepaid or (line.price is not None and not line.lower_bound)
+                   for line in self.lines)
+
+
+def _hourly(price: Price) -> float:
+    return price.usd / HOURS_PER_MONTH if price.unit == "GB-month" else price.usd
+
+
+def estimate(template: dict[str, Any], prices: PriceSource) -> Estimate:
+    """Price the bill of ``template`` with ``prices`` and time its first deploy.
+
+    Raises:
+        KeyError: not a TrnUltraCluster template (no ``Region`` output).
+        ValueError: the template has a dependency cycle.
+    """
+    bill = bill_of_materials(template)
+    lines, notes = [], list(bill.notes)
+    for item in bill.items:
+        price, lower = prices.price(item.key), False
+        if price is None and item.fallback is not None:
+            price, lower = prices.price(item.fallback), True
+        lines.append(Line(item, price, None if price is None else _hourly(price), lower))
+    if any(line.lower_bound and line.price and not line.item.prepaid for line in lines):
+        notes.append("'>=': no price for the SageMaker ml. type here; the EC2 price of the same "
+                     "type is shown as a lower bound (run with AWS credentials for the rest)")
+    if any(line.price is None and not line.item.prepaid for line in lines):
+        notes.append("'n/a': no price in this source (run with AWS credentials to use the AWS "
+                     "Price List API)")
+    return Estimate(bill.region, lines, prices.name,
+                    critical_path(template).total_minutes, notes)
+
+
+def _usd(value: float) -> str:
+    return f"${value:,.2f}"
+
+
+def _unit_usd(value: float) -> str:
+    """Unit prices keep their cents' fractions: $0.045, $0.192, $21.50."""
+    return f"${value:,.3f}" if value < 1 else f"${value:,.2f}"
+
+
+def format_estimate(est: Estimate) -> str:
+    """The estimate as text: one line per item (units idle/running, unit price, USD per hour
+    idle and running), the totals, the deploy time and the notes."""
+    rows = []
+    for line in est.lines:
+        item, mark = line.item, ">=" if line.lower_bound else ""
+        unit = "n/a" if line.price is None else f"{mark}{_unit_usd(line.price.usd)}/{line.price.unit}"
+        count = (f"{item.idle:g}" if item.idle == item.running
+                 else f"{item.idle:g}-{item.running:g}")
+        if item.prepaid:
+            idle = running = "prepaid"
+        elif line.price is None:
+            idle = running = "n/a"
+        else:
+            idle, running = mark + _usd(line.idle_usd), mark + _usd(line.running_usd)
+        rows.append((item.label, count, unit, idle, running))
+    head = ("item", "units", "price", "idle/h", "running/h")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    fmt = "  ".join(f"{{:{'<' if i < 2 else '>'}{w}}}" for i, w in enumerate(widths))
+    total = "" if est.complete else " (incomplete: see notes)"
+    out = [f"estimate for {est.region}; prices: {est.source}", fmt.format(*head)]
+    out += [fmt.format(*r) for r in rows]
+    out += [f"total per hour: idle {_usd(est.idle_usd)}, running {_usd(est.running_usd)}"
+            f"{total}; per 30 days: idle {_usd(est.idle_usd * 720)}, running "
+            f"{_usd(est.running_usd * 720)}",
+            f"first deploy: about {est.deploy_minutes:.0f} min (critical path of the "
+            "template; benchmarks/deploy_time.py prints it)"]
+    out += [f"note: {n}" for n in est.notes]
+    return "\n".join(out)

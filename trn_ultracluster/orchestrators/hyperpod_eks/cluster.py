@@ -1,0 +1,217 @@
+"""HyperPod on EKS orchestrator: SageMaker HyperPod's Trainium nodes as the Kubernetes nodes of
+the stack's EKS cluster.
+
+What it creates, on top of the EKS cluster the ``eks`` orchestrator builds
+(:class:`~trn_ultracluster.orchestrators.eks.control_plane.EksCluster`: control plane,
+system node group, add-ons, FSx CSI, Kubeflow Trainer, FSx PV/PVC), instead of its EKS
+managed Trainium node group:
+
+- the HyperPod dependencies HyperPod requires before the cluster is created, as the Helm
+  release ``hyperpod-dependencies`` of the vendored part of HyperPod's chart
+  (``charts/``: health-monitoring agent, deep-health-check and job-auto-restart RBAC,
+  HyperPod patching RBAC, Neuron device plugin for ``ml.`` types) and the EFA device plugin
+  chart with HyperPod's toleration;
+- ``AWS::SageMaker::Cluster`` with ``Orchestrator.Eks.ClusterArn`` = the EKS cluster, one
+  Trainium instance group per ``hyperpod.worker_groups`` entry (``ml.`` type, ``nodes``
+  count, ``ThreadsPerCore`` 1, EBS volume, deep health checks, training plan,
+  ``KubernetesConfig``: the Neuron taint and the EFA label the device plugins and the
+  training runtime expect), ``NodeRecovery``, ``VpcConfig`` = compute subnet + EFA security
+  group; the controllers run on the EKS system node group;
+- the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, and the
+  execution role (shared part + :mod:`.execution_role`);
+- a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
+  type and ``node-health-status=Schedulable``, and recreates a failed TrainJob's JobSet up to
+  ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume").
+
+Create and delete order: the SageMaker cluster refers to the EKS cluster's ARN and depends
+on every add-on, the dependencies and EFA charts, the execution role's policy, the lifecycle
+upload and the NAT route, so CloudFormation creates it after all of them and deletes it (its
+nodes and their interfaces, and the access entries HyperPod made) before any of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Stack
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from trn_ultracluster.config import ClusterConfig, HyperPodConfig
+from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
+from trn_ultracluster.orchestrators.base import Foundation, NodeShape
+from trn_ultracluster.orchestrators.eks import manifests as k8s
+from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
+from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART
+from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
+from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+    hyperpod_cluster,
+    ml_name,
+    trainium_group,
+)
+from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
+    lifecycle_bucket,
+    lifecycle_config,
+    upload_lifecycle_files,
+)
+from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
+from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
+    DEPENDENCIES_CHART,
+    DEPENDENCIES_NAMESPACE,
+    DEPENDENCIES_RELEASE,
+    HEALTH_STATUS_LABEL,
+    LIFECYCLE_SCRIPTS,
+    ON_CREATE,
+    SCHEDULABLE,
+    UNSCHEDULABLE_TAINT,
+)
+
+__all__ = ["HyperPodEksOrchestrator", "HyperPodEksProps", "node_selector"]
+
+JOB_BACKEND = "hyperpod-eks"
+"""The job CLI backend of this orchestrator: TrainJobs on the HyperPod nodes."""
+
+
+@dataclass(frozen=True)
+class HyperPodEksProps(EksProps):
+    """What HyperPod on EKS builds on: the EKS cluster's props plus the HyperPod ones.
+
+    Attributes:
+        hyperpod: the ``hyperpod`` configuration section (cluster name, deep health checks,
+            node recovery, EBS volume, training plan, TrainJob restarts).
+        worker_counts: instances per Trainium instance group, in order
+            (``ClusterConfig.hyperpod_worker_counts``).
+    """
+
+    hyperpod: HyperPodConfig = HyperPodConfig()
+    worker_counts: dict[str, int] | None = None
+
+
+def node_selector(shape: NodeShape) -> dict[str, str]:
+    """Node labels a training pod requires on HyperPod: the ``ml.`` instance type and
+    HyperPod's ``node-health-status=Schedulable`` (nodes under deep health checks or waiting
+    for replacement carry another value), e.g. ``{"node.kubernetes.io/instance-type":
+    "ml.trn1.32xlarge", "sagemaker.amazonaws.com/node-health-status": "Schedulable"}``."""
+    return {k8s.INSTANCE_TYPE_LABEL: ml_name(shape.instance), HEALTH_STATUS_LABEL: SCHEDULABLE}
+
+
+class HyperPodEksOrchestrator(EksCluster):
+    """The shared EKS cluster plus a SageMaker HyperPod cluster of Trainium nodes in it.
+
+    Attributes:
+        dependencies_chart: the ``hyperpod-dependencies`` Helm release.
+        efa_chart: the EFA device plugin release.
+        bucket, deployment: the lifecycle bucket and the upload of ``scripts/``.
+        role: the instance groups' execution role.
+        hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
+        worker_groups: names of the Trainium instance groups.
+    """
+
+    job_backend = JOB_BACKEND
+    props: HyperPodEksProps
+
+    @classmethod
+    def from_config(cls, scope: Construct, construct_id: str, config: ClusterConfig,
+                    foundation: Foundation) -> HyperPodEksOrchestrator:
+        """The orchestrator of ``config`` (what :func:`trn_ultracluster.orchestrators.build`
+        calls)."""
+        assert config.kubernetes_version is not None  # hyperpod-eks has a default version
+        return cls(scope, construct_id, HyperPodEksProps(
+            foundation=foundation,
+            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            settings=config.eks,
+            fsx_capacity_gib=config.fsx.storage_capacity_gib,
+            kubernetes_version=config.kubernetes_version,
+            hyperpod=config.hyperpod,
+            worker_counts=dict(config.hyperpod_worker_counts)))
+
+    def __init__(self, scope: Construct, construct_id: str, props: HyperPodEksProps) -> None:
+        super().__init__(scope, construct_id, props)
+        base, settings = props.foundation, props.hyperpod
+        self.worker_groups = list(props.worker_counts or {})
+
+        self.bucket = lifecycle_bucket(self, base)
+        self.deployment = upload_lifecycle_files(self, self.bucket, [LIFECYCLE_SCRIPTS], {})
+        self.role = execution_role(self, base, self.bucket)
+        add_eks_permissions(self.role, self.cluster, base)
+        self.hyperpod_cluster = hyperpod_cluster(
+            self, "HyperPodCluster", settings, base, self._instance_groups(),
+            sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
+                    cluster_arn=self.cluster.cluster_arn)))
+        # HyperPod needs the EKS side ready before it creates its nodes ("Before creating a
+        # HyperPod cluster, you need a running Amazon EKS cluster ... installed using Helm",
+        # SageMaker developer guide, HyperPod EKS prerequisites): the add-ons (VPC CNI, Pod
+        # Identity, FSx CSI, ...), the dependencies and EFA charts; and its nodes run the
+        # lifecycle script with the role's permissions and reach AWS through the NAT route.
+        # The same edges make CloudFormation delete the cluster before all of them.
+        for needed in (*self.addons.values(), self.dependencies_chart, self.efa_chart,
+                       self.deployment, self.role,
+                       base.compute_subnet.internet_connectivity_established):
+            self.hyperpod_cluster.node.add_dependency(needed)
+
+    # --- EksCluster hooks --------------------------------------------------------------
+
+    def device_plugin_charts(self) -> None:
+        asset = s3_assets.Asset(self, "DependenciesChartAsset", path=str(DEPENDENCIES_CHART))
+        self.dependencies_chart = self.chart(
+            "HyperPodDependencies", None,
+            {"health-monitoring-agent": {"region": Stack.of(self).region}},
+            chart_asset=asset, release=DEPENDENCIES_RELEASE, namespace=DEPENDENCIES_NAMESPACE)
+        handler = self.cluster.kubectl_provider.node.find_child("Handler")  # type: ignore[union-attr]
+        for finding in (bootstrap_assets_finding(Stack.of(self)),
+                        "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+                        "AwsSolutions-IAM5[Action::s3:GetObject*]",
+                        "AwsSolutions-IAM5[Action::s3:List*]"):
+            acknowledge(handler, finding,
+                        "aws-eks-v2's kubectl handler reads the HyperPod dependencies chart, an "
+                        "S3 asset of this stack, from the CDK bootstrap asset bucket "
+                        "(HelmChart chartAsset: grantRead on that bucket, read only).")
+        self.efa_chart = self.chart("EfaDevicePluginChart", EFA_PLUGIN_CHART,
+                                    k8s.efa_plugin_values(UNSCHEDULABLE_TAINT.toleration()))
+
+    def node_tolerations(self) -> tuple[dict[str, str], ...]:
+        """The Neuron taint and HyperPod's deep-health-check taint (the agents run while a
+        node is checked)."""
+        return (k8s.NEURON_TAINT.toleration(), UNSCHEDULABLE_TAINT.toleration())
+
+    def training_runtime_manifest(self) -> k8s.Manifest:
+        return k8s.neuron_training_runtime(
+            self.props.shape.instance, image=self.props.foundation.training_image.image_uri,
+            node_selector=node_selector(self.props.shape),
+            max_restarts=self.props.hyperpod.job_max_restarts)
+
+    # --- parts -------------------------------------------------------------------------
+
+    def _instance_groups(self) -> list[sagemaker.CfnCluster.ClusterInstanceGroupProperty]:
+        """One Trainium instance group per worker group; its nodes carry the Neuron taint
+        (only pods that tolerate it run there) and, on EFA types, the EFA label."""
+        instance, settings = self.props.shape.instance, self.props.hyperpod
+        taint = k8s.NEURON_TAINT
+        kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+            labels=k8s.trainium_node_labels(instance) or None,
+            taints=[sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
+                key=taint.key, value=taint.value, effect=taint.effect)])
+        lifecycle = lifecycle_config(self.bucket, on_create=ON_CREATE)
+        return [trainium_group(name, count, instance, settings,
+                               execution_role=self.role.role_arn, life_cycle_config=lifecycle,
+                               kubernetes_config=kubernetes)
+                for name, count in (self.props.worker_counts or {}).items()]
+
+    def outputs(self) -> dict[OutputKey, str]:
+        """The EKS cluster's outputs and the HyperPod cluster's (name, ARN, instance groups,
+        lifecycle bucket)."""
+        return {
+            **self.cluster_outputs(),
+            OutputKey.HYPERPOD_CLUSTER_NAME: self.props.hyperpod.cluster_name,
+            OutputKey.HYPERPOD_CLUSTER_ARN: self.hyperpod_cluster.attr_cluster_arn,
+            OutputKey.HYPERPOD_WORKER_GROUPS: ",".join(self.worker_groups),
+            OutputKey.HYPERPOD_LIFECYCLE_BUCKET: self.bucket.bucket_name,
+        }
+
+    def compute_nodegroups(self) -> list[eks.Nodegroup]:
+        """None: HyperPod runs the Trainium nodes."""
+        return []
