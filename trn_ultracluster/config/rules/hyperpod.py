@@ -45,7 +45,7 @@ def orchestrator(c: ClusterConfig) -> Iterator[ConfigIssue]:
         offered = sorted(n for n, s in CATALOG.items() if s.hyperpod_instance_type)
         yield ConfigIssue(
             "orchestrator", c.orchestrator,
-            f"must be 'eks' for {c.instance_type}: SageMaker HyperPod offers only "
+            f"must be 'eks' or 'standalone' for {c.instance_type}: SageMaker HyperPod offers only "
             f"{one_of(offered)} (or choose one of those instance types)",
             DOC_HYPERPOD,
         )
