@@ -157,6 +157,18 @@ def test_job_logs_are_followed_from_their_end_then_new_files_from_their_start(tm
     assert list(follower.poll()) == ['{"event": "train", "tokens_per_s": 3}']
 
 
+def test_job_logs_by_glob_follow_only_the_first_nodes_logs(tmp_path):
+    """Standalone jobs: <job>/node-RANK.log; only node 0's lines are followed."""
+    for job in ("a", "b"):
+        (tmp_path / job).mkdir()
+    follower = nm.JobLogFollower(tmp_path, "*/node-0.log")
+    assert list(follower.poll()) == []
+    (tmp_path / "a" / "node-0.log").write_text("a0\n")
+    (tmp_path / "a" / "node-1.log").write_text("a1\n")
+    (tmp_path / "b" / "node-0.log").write_text("b0\n")
+    assert list(follower.poll()) == ["a0", "b0"]
+
+
 def test_training_datums_are_statistic_sets():
     datums = nm.training_datums([{"TokensPerSecond": 10.0, "MFU": 0.2}, {"TokensPerSecond": 30.0}])
     assert datums == [
@@ -307,7 +319,7 @@ def test_controller_gets_the_training_metrics_service(node):
     unit = (node.root / "etc/systemd/system/trn-training-metrics.service").read_text()
     assert ("ExecStart=/usr/bin/env python3 /opt/trn-ultracluster/metrics/neuron_metrics.py "
             "training --region us-west-2 --namespace TrnUltraCluster/Training/trn-ultracluster "
-            "--jobs-dir /fsx/.trn-ultracluster/jobs") in unit
+            "--jobs-dir /fsx/.trn-ultracluster/jobs --log-glob *.out") in unit
     assert not (node.root / "etc/systemd/system/trn-neuron-metrics.service").exists()
 
 

@@ -208,6 +208,9 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
     # the node metrics exporter of HyperPod Slurm nodes (no neuron-monitor here: a warning)
     assert node.path("/opt/trn-ultracluster/metrics/neuron_metrics.py").is_file()
     assert "no Neuron metrics from this node" in result.stdout
+    # and the training metrics of the jobs' first nodes (node-0.log on FSx)
+    unit = node.path("/etc/systemd/system/trn-training-metrics.service").read_text()
+    assert "--jobs-dir /fsx/.trn-ultracluster/jobs --log-glob */node-0.log" in unit
     # ready, and the log sent to the stack's log group
     assert node.path(READY_FILE).read_text().startswith("runtime=container\n")
     log = node.path(NODE_LOG).read_text()

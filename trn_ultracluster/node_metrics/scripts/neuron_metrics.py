@@ -207,18 +207,21 @@ def train_values(line: str) -> dict[str, float]:
 
 
 class JobLogFollower:
-    """New complete lines of the ``*.out`` files in a directory, file by file. Files present
-    at the first :meth:`poll` are read from their end (their past is not republished after a
-    restart), files that appear later from their start."""
+    """New complete lines of the files matching ``pattern`` (a glob relative to
+    ``directory``: ``*.out`` for sbatch output files, ``*/node-0.log`` for standalone jobs'
+    first nodes), file by file. Files present at the first :meth:`poll` are read from their
+    end (their past is not republished after a restart), files that appear later from their
+    start."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, pattern: str = "*.out") -> None:
         self.directory = directory
+        self.pattern = pattern
         self.offsets: dict[tuple[int, int], int] = {}
         self.first = True
 
     def poll(self) -> Iterator[str]:
         try:
-            paths = sorted(self.directory.glob("*.out"))
+            paths = sorted(self.directory.glob(self.pattern))
         except OSError:
             paths = []
         for path in paths:
@@ -312,7 +315,7 @@ def run_training(args: argparse.Namespace, rounds: int | None = None,
                  sleep: Callable[[float], None] = time.sleep, run: Runner = subprocess.run) -> None:
     """The ``training`` loop: poll the job logs, publish every ``--interval`` seconds
     (``rounds`` bounds it for tests)."""
-    follower = JobLogFollower(Path(args.jobs_dir))
+    follower = JobLogFollower(Path(args.jobs_dir), args.log_glob)
     while rounds is None or rounds > 0:
         datums = training_datums(v for line in follower.poll() if (v := train_values(line)))
         if datums:
@@ -338,6 +341,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             p.add_argument("--sys-root", default="/sys")
         else:
             p.add_argument("--jobs-dir", required=True)
+            p.add_argument("--log-glob", default="*.out",
+                           help="job logs under --jobs-dir (glob, default *.out)")
     args = parser.parse_args(argv)
     if not args.interval > 0:
         parser.error(f"--interval must be positive, got {args.interval}")

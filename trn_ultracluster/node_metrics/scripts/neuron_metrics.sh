@@ -2,13 +2,14 @@
 # TrnUltraCluster: publish a node's Neuron and EFA metrics (and, on the node that sees every
 # job log, the training program's tokens/s and MFU) to CloudWatch, as systemd services.
 #
-# Usage: neuron_metrics.sh --region REGION --cluster NAME --role ROLE [--jobs-dir DIR]
+# Usage: neuron_metrics.sh --region REGION --cluster NAME --role ROLE [--jobs-dir DIR] [--log-glob GLOB]
 #   ROLE compute:    on a node with neuron-monitor (aws-neuronx-tools,
 #                    /opt/aws/neuron/bin/neuron-monitor), the service trn-neuron-metrics:
 #                    `neuron-monitor -c <config> | neuron_metrics.py nodes` (metric names and
 #                    sources: neuron_metrics.py). Without neuron-monitor: a warning, nothing else.
 #   ROLE controller: the service trn-training-metrics: `neuron_metrics.py training` over the
-#                    job logs in --jobs-dir (default /fsx/.trn-ultracluster/jobs).
+#                    job logs matching --log-glob (default *.out: sbatch output files) in
+#                    --jobs-dir (default /fsx/.trn-ultracluster/jobs).
 #   other roles:     nothing.
 # neuron-monitor's documented use is a pipe into a consumer (`neuron-monitor |
 # neuron-monitor-cloudwatch.py --namespace <ns> --region <region>`: Neuron documentation,
@@ -33,10 +34,10 @@ CONFIG_DIR="/etc/trn-ultracluster"
 UNIT_DIR="/etc/systemd/system"
 NODE_NAMESPACE="TrnUltraCluster/Neuron"
 TRAINING_NAMESPACE_PREFIX="TrnUltraCluster/Training"
-REGION="" CLUSTER="" ROLE="" JOBS_DIR="/fsx/.trn-ultracluster/jobs"
+REGION="" CLUSTER="" ROLE="" JOBS_DIR="/fsx/.trn-ultracluster/jobs" LOG_GLOB="*.out"
 
 log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [trn-ultracluster metrics] $*"; }
-usage() { echo "usage: $0 --region REGION --cluster NAME --role ROLE [--jobs-dir DIR]" >&2; exit 2; }
+usage() { echo "usage: $0 --region REGION --cluster NAME --role ROLE [--jobs-dir DIR] [--log-glob GLOB]" >&2; exit 2; }
 
 while (( $# )); do
   case "$1" in
@@ -44,10 +45,11 @@ while (( $# )); do
     --cluster) CLUSTER="${2:-}"; shift 2 ;;
     --role) ROLE="${2:-}"; shift 2 ;;
     --jobs-dir) JOBS_DIR="${2:-}"; shift 2 ;;
+    --log-glob) LOG_GLOB="${2:-}"; shift 2 ;;
     *) usage ;;
   esac
 done
-[[ -n "${REGION}" && -n "${CLUSTER}" && -n "${ROLE}" && -n "${JOBS_DIR}" ]] || usage
+[[ -n "${REGION}" && -n "${CLUSTER}" && -n "${ROLE}" && -n "${JOBS_DIR}" && -n "${LOG_GLOB}" ]] || usage
 
 CHANGED=""
 # write_file PATH MODE < CONTENT: write PATH (under ROOT) when its content differs; records
@@ -129,7 +131,7 @@ EOF
     ;;
   controller)
     service trn-training-metrics "TrnUltraCluster: training tokens/s and MFU to CloudWatch" \
-      "${PY} training --region ${REGION} --namespace ${TRAINING_NAMESPACE_PREFIX}/${CLUSTER} --jobs-dir ${JOBS_DIR}"
+      "${PY} training --region ${REGION} --namespace ${TRAINING_NAMESPACE_PREFIX}/${CLUSTER} --jobs-dir ${JOBS_DIR} --log-glob ${LOG_GLOB}"
     ;;
   *)
     log "no metrics services on a ${ROLE} node"

@@ -187,9 +187,14 @@ main() {
     dlami-venv) setup_venv_runtime ;;
     *) fail "unknown runtime '$(setting runtime)' in ${CLUSTER_JSON}" ;;
   esac
-  bash "${NODE_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(setting metrics_cluster)" \
-    --role compute --jobs-dir "${STATE_DIR}/jobs" \
-    || log "WARNING: node metrics are not set up (see above); the node works without them"
+  # Every node also follows the first node's log of each job (node-0.log, where the
+  # training program prints its JSON lines): the dashboard averages them, so several nodes
+  # publishing the same line do not change what it shows.
+  for role in compute controller; do
+    bash "${NODE_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(setting metrics_cluster)" \
+      --role "${role}" --jobs-dir "${STATE_DIR}/jobs" --log-glob '*/node-0.log' \
+      || log "WARNING: node metrics (${role}) are not set up (see above); the node works without them"
+  done
   write_ready_marker
   log "node_setup done"
   ship_log
