@@ -122,8 +122,9 @@ def bill_of_materials(template: dict[str, Any]) -> Bill:
             deployment = lustre.get("DeploymentType", "SCRATCH_1")
             throughput = lustre.get("PerUnitStorageThroughput", "-")
             gib = props["StorageCapacity"]
+            tier = "" if throughput == "-" else f" {throughput} MB/s/TiB"
             items.append(BillItem(
-                f"FSx for Lustre {deployment} {throughput} MB/s/TiB, {gib} GiB",
+                f"FSx for Lustre {deployment}{tier}, {gib} GiB",
                 ("fsx-lustre", f"{deployment}/{throughput}"), gib, gib))
     if any(i.prepaid for i in items):
         notes.append("Capacity Block / training plan nodes are paid up front when the "
