@@ -57,3 +57,13 @@ def test_the_add_on_version_matters_only_on_eks():
     config = load({"orchestrator": "hyperpod-slurm",
                    "eks.addon_versions.amazon_cloudwatch_observability": "v2.6.0-eksbuild.1"})
     assert config.config.orchestrator == "hyperpod-slurm"
+
+
+def test_patterns_do_not_take_a_trailing_newline():
+    """``$`` also matches before a final newline (a quoted YAML value keeps it); SNS, EC2 and
+    SSM would refuse such a value only at deploy time."""
+    from trn_ultracluster.config import facts
+
+    assert facts.EMAIL_RE.match("a@example.com") and not facts.EMAIL_RE.match("a@example.com\n")
+    assert not facts.ROOT_DEVICE_RE.match("/dev/sda1\n")
+    assert not facts.SSM_PARAMETER_NAME_RE.match("/aws/service/x\n")

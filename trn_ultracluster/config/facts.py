@@ -93,7 +93,7 @@ AZ_ID_PREFIX_TO_REGION: dict[str, str] = {
     "sae1": "sa-east-1",
     "cac1": "ca-central-1",
 }
-AZ_ID_RE = re.compile(r"^(?P<prefix>[a-z]+[0-9]+)-az(?P<n>[0-9]+)$")
+AZ_ID_RE = re.compile(r"^(?P<prefix>[a-z]+[0-9]+)-az(?P<n>[0-9]+)\Z")
 
 
 def region_of_az_id(az_id: str) -> str:
@@ -132,7 +132,7 @@ a HyperPod instance group takes at most 6,758 instances (botocore SageMaker mode
 ROOT_VOLUME_GIB_RANGE = (64, 16384)
 """Our minimum (Neuron container images are tens of GiB) to the gp3 maximum, 16 TiB
 (DOC_EBS_GP3)."""
-RESOURCE_ID_RE = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})$")
+RESOURCE_ID_RE = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})\Z")
 """Capacity Reservation / Capacity Block IDs: ``cr-`` and 8 or 17 hex digits
 (DOC_RESOURCE_IDS)."""
 
@@ -171,24 +171,24 @@ us-west-2 and others, 25,200 GiB in smaller Regions; adjustable up to petabytes)
 # ClusterInstanceGroupName, ClusterPartitionNames, ClusterInstanceCount (0-6758),
 # ClusterEbsVolumeSizeInGB (1-16384) and TrainingPlanArn; the CloudFormation schema of
 # AWS::SageMaker::Cluster (as bundled with cfn-lint 1.58.0) has the same.
-HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$")
-HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
-TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+$")
+HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*\Z")
+HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+\Z")
+TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+\Z")
 HYPERPOD_MAX_INSTANCE_COUNT = 6758
 HYPERPOD_EBS_GIB_RANGE = (1, 16384)
 """Size of a worker's extra EBS volume, GiB (``ClusterEbsVolumeSizeInGB``)."""
 
 # --- Amazon EKS and Kubernetes -----------------------------------------------------------
 
-IAM_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+IAM_ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}\Z")
 IAM_PRINCIPAL_ARN_RE = re.compile(
-    r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512}$")
+    r"^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512}\Z")
 """IAM role and user ARNs (names of letters, digits and ``+=,.@_-``, with an optional path):
 IAM user guide, "IAM identifiers"; EKS access entries take either, a role with its path
 (EKS user guide, "Create access entries")."""
-ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
-DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+\Z")
+DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
+INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+\Z")
 EKS_KUBERNETES_VERSIONS = ("1.34", "1.36")
 """Kubernetes versions the stack can build an EKS cluster with: each has an EKS AL2023 Neuron
 AMI (awslabs/amazon-eks-ami: release v20260818 publishes
@@ -260,15 +260,15 @@ Ubuntu-based images use ``/dev/sda1``; Hugging Face's build of its Neuron AMI on
 Neuron DLAMI maps ``/dev/sda1`` to a 512 GB root volume (huggingface/optimum-neuron
 ``infrastructure/ami/hcl2-files/build.pkr.hcl``). Not verified with DescribeImages (no AWS
 account here)."""
-ROOT_DEVICE_RE = re.compile(r"^/dev/[a-z][a-z0-9]*$")
-SSM_PARAMETER_NAME_RE = re.compile(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
+ROOT_DEVICE_RE = re.compile(r"^/dev/[a-z][a-z0-9]*\Z")
+SSM_PARAMETER_NAME_RE = re.compile(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*\Z")
 SSM_PARAMETER_NAME_CHARS = 1011
 SSM_PARAMETER_MAX_LEVELS = 15
 """SSM parameter names: letters, digits and ``_.-``, ``/`` between the levels of a
 hierarchy (a leading ``/`` for hierarchical names), at most fifteen levels; the 2048
 characters the API reports include 1037 reserved for the ARN, which leaves 1011 (SSM API
 reference, ``PutParameter``, ``Name``, DOC_SSM_PARAMETER_NAMES)."""
-LINUX_PATH_RE = re.compile(r"^/[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*$")
+LINUX_PATH_RE = re.compile(r"^/[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*\Z")
 """An absolute path without spaces, quotes or shell characters (our rule: it goes into shell
 scripts unquoted-safe)."""
 
@@ -292,7 +292,7 @@ DOC_CW_ALARMS = (
 DOC_CW_OBSERVABILITY_ADDON = (
     "https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/"
     "install-CloudWatch-Observability-EKS-addon.html")
-EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+EMAIL_RE = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+\Z")
 """A plausible e-mail address; SNS itself confirms it with a mail (DOC_SNS_EMAIL)."""
 FSX_FULL_PERCENT_RANGE = (50, 99)
 """Our bounds for the file-system alarm: below 50 % it would fire on an ordinary file system,

@@ -322,8 +322,25 @@ def test_scale_sets_the_groups_desired_capacity(capsys, tmp_path, monkeypatch):
     assert code == ExitCode.USAGE and "NodeCountMax (2), got 3" in err
 
 
+@pytest.mark.parametrize("command", ["cancel", "logs", "status"])
+@pytest.mark.parametrize("bad", ["*", "x; id", "../x", "Job-A"])
+def test_job_names_are_checked_before_they_reach_a_node(capsys, tmp_path, recorder, command, bad):
+    """A node runs these scripts as root: a name submit could not have given never gets there
+    (a glob would cancel every job, a ';' would run a command)."""
+    code, _, err = run(capsys, command, "--outputs-file", str(standalone_outputs(tmp_path)), bad)
+    assert code == ExitCode.USAGE and "must be 1-63 lower-case letters" in err
+    assert recorder.calls == []
+
+
+def test_node_scripts_quote_the_paths_they_build():
+    from trn_ultracluster.cli.backends import node_jobs
+
+    assert "'" in node_jobs.cancel_script("a b").split("\n")[1]
+    assert "stat -c %s '" in node_jobs.log_chunk_script("a b", 0, None, None)
+
+
 def test_shell_prints_the_session_manager_command(capsys, tmp_path, recorder, monkeypatch):
-    monkeypatch.setattr("shutil.which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr("shutil.which", lambda name: None)  # --print needs neither tool
     monkeypatch.setattr(common, "stack_session", lambda args, outputs: StubSession())
     path = standalone_outputs(tmp_path)
     code, out, _ = run(capsys, "shell", "--outputs-file", str(path), "--node", "1", "--print")

@@ -204,8 +204,9 @@ class JobBackend(ABC):
         raise CliError(f"scale is not available with the {self.name} job backend: its nodes "
                        "are sized by the stack", "set nodes.desired and deploy")
 
-    def shell_argv(self, node: int) -> list[str]:
-        """The command line of an interactive shell on node ``node`` (0: the first).
+    def shell_argv(self, node: int, *, check_tools: bool = True) -> list[str]:
+        """The command line of an interactive shell on node ``node`` (0: the first);
+        ``check_tools``: fail when the tools it runs are not on PATH (not when only printed).
 
         Raises:
             CliError: USAGE: this backend opens no shells (see the stack's outputs).

@@ -313,7 +313,7 @@ def log_chunk_script(name: str, rank: int, offset: int | None, tail_lines: int |
     its last ``tail_lines`` lines start, or from the beginning), base64-encoded. Exit status 3
     when the job has no such log. (``head`` then ``tail``: every command of the pipe reads its
     input to the end, so none dies of SIGPIPE under ``pipefail``.)"""
-    log = node_log_file(name, rank)
+    log = shlex.quote(node_log_file(name, rank))
     if offset is not None:
         start = str(offset)
     elif tail_lines:
@@ -348,7 +348,7 @@ def cancel_script(name: str) -> str:
     """Run on every node: mark the job cancelled, stop its unit (which stops torchrun or the
     container) and remove its container if one is left; prints ``cancelled``. Exit status 3
     when there is no such job."""
-    unit, directory = job_unit(name), job_dir(name)
+    unit, directory = shlex.quote(job_unit(name)), shlex.quote(job_dir(name))
     return f"""set -euo pipefail
 if [ ! -d {directory} ]; then
   echo "there is no job named {name} ({directory}): status lists the jobs" >&2

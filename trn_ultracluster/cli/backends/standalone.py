@@ -22,6 +22,7 @@ from trn_ultracluster.cli.backends.base import BackendTexts, JobBackend, JobStat
 from trn_ultracluster.cli.backends.ssm import run_command
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
+from trn_ultracluster.cli.launch import validate_job_name
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 
 __all__ = ["Node", "StandaloneBackend", "StandaloneNodes", "nodes_of_group"]
@@ -150,7 +151,21 @@ class StandaloneBackend(JobBackend):
             raise
         return request.name
 
+    @staticmethod
+    def _checked(job: str) -> str:
+        """``job`` if it is a job name ``submit`` could have given, before it reaches a node's
+        root shell.
+
+        Raises:
+            CliError: (USAGE) not a valid job name.
+        """
+        try:
+            return validate_job_name(job)
+        except ValueError as err:
+            raise CliError(str(err), "`status` lists the jobs") from None
+
     def _states(self, job: str | None) -> dict[str, node_jobs.JobStatus]:
+        job = None if job is None else self._checked(job)
         return node_jobs.job_states(self.client.on(self._nodes(), node_jobs.status_script(job)))
 
     def status(self, job: str | None) -> list[str]:
@@ -171,6 +186,7 @@ class StandaloneBackend(JobBackend):
         return JobState(found.state, found.ended)
 
     def logs(self, job: str, tail_lines: int | None = None) -> str:
+        job = self._checked(job)
         node = self._nodes()[:1]
         size, start, data = node_jobs.parse_log_chunk(
             self.client.on(node, node_jobs.log_chunk_script(job, 0, None, tail_lines))[
@@ -186,7 +202,8 @@ class StandaloneBackend(JobBackend):
         return b"".join(parts).decode("utf-8", errors="replace")
 
     def cancel(self, job: str) -> None:
-        self.client.on(self._nodes(), node_jobs.cancel_script(job))
+        script = node_jobs.cancel_script(self._checked(job))  # checked before any AWS call
+        self.client.on(self._nodes(), script)
 
     def scale(self, nodes: int) -> str:
         """Set the group's desired capacity (``SetDesiredCapacity``), within its min and max."""
@@ -213,14 +230,16 @@ class StandaloneBackend(JobBackend):
                 + ("(no instance runs, nothing is paid for compute)" if nodes == 0 else
                    "(new nodes take a few minutes to start and set up)"))
 
-    def shell_argv(self, node: int) -> list[str]:
+    def shell_argv(self, node: int, *, check_tools: bool = True) -> list[str]:
         """``aws ssm start-session`` on node ``node`` (0 is the first).
 
         Raises:
-            CliError: USAGE without the AWS CLI and the Session Manager plugin; CLUSTER when
+            CliError: USAGE without the AWS CLI and the Session Manager plugin (with
+                ``check_tools``); CLUSTER when
                 the node is not in service.
         """
-        if shutil.which("aws") is None or shutil.which("session-manager-plugin") is None:
+        if check_tools and (shutil.which("aws") is None
+                            or shutil.which("session-manager-plugin") is None):
             raise CliError("shell needs the AWS CLI v2 and the Session Manager plugin on PATH",
                            f"install them ({DOC_SESSION_PLUGIN})", ExitCode.USAGE)
         target = self._nodes(node + 1)[node]

@@ -70,7 +70,7 @@ def shell(args: argparse.Namespace) -> int:
     """Open an interactive shell on a node (``aws ssm start-session``), or print the command
     with ``--print``."""
     found = common.load(args)
-    argv = common.backend(args, found).shell_argv(args.node)
+    argv = common.backend(args, found).shell_argv(args.node, check_tools=not args.print)
     if args.print:
         print(shlex.join(argv))
         return ExitCode.OK

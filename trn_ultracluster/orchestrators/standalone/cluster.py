@@ -82,8 +82,8 @@ class StandaloneOrchestrator(Construct):
         boot: the nodes' role, instance profile, log group, assets and user data.
         metric_source: the nodes publish their Neuron and EFA metrics with the node metrics
             exporter of :mod:`trn_ultracluster.node_metrics` (``ClusterName`` = the stack's
-            name); the training program's tokens/s and MFU are not published from standalone
-            nodes (docs/standalone.md).
+            name), and the training program's tokens/s and MFU from the jobs' first-node logs
+            (docs/standalone.md).
         image_id: the AMI id token (a CloudFormation parameter of type
             ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``, resolved at each deploy).
         group: the ``AWS::AutoScaling::AutoScalingGroup``.

@@ -129,6 +129,8 @@ setup_container_runtime() {
   [[ -n "${registry}" && -n "${image}" ]] || fail "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI"
   if ! command -v docker > /dev/null 2>&1; then
     log "Docker is not installed; installing Ubuntu's docker.io"
+    # A fresh package list first: the AMI's lists may be stale or cleared.
+    retry 3 "${RETRY_DELAY_S}" apt-get update -q || fail "apt-get update failed"
     retry 3 "${RETRY_DELAY_S}" apt-get install -y -q docker.io \
       || fail "could not install docker.io"
   fi
