@@ -56,3 +56,14 @@ def test_numbers_out_of_any_range_are_clean_errors(value, message):
 
 def test_type_messages_say_must():
     assert all(m.startswith("must ") for m in _TYPE_MESSAGES.values())
+
+
+@pytest.mark.parametrize("field, kind", [
+    ("nodes.max", "must be a whole number"),
+    ("fsx.storage_capacity_gib", "must be a whole number"),
+    ("observability.idle_hours", "must be a whole number"),
+    ("observability.idle_utilization_percent", "must be a number"),
+])
+def test_true_is_not_a_number(field, kind):
+    """Lax pydantic would read ``true`` as 1: a count of ``true`` is a mistake."""
+    assert any(line.startswith(f"error: {field} = True: {kind}") for line in errors({field: "true"}))

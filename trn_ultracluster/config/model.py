@@ -11,7 +11,8 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
@@ -45,6 +46,20 @@ __all__ = [
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_true_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        """Lax pydantic reads ``true`` as 1 for a number; ``nodes.max: true`` is a mistake,
+        not a count."""
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = cls.model_fields[info.field_name].annotation
+            types = {annotation, *getattr(annotation, "__args__", ())}
+            if bool not in types and int in types:
+                raise PydanticCustomError("int_type", "Input should be a valid integer")
+            if bool not in types and float in types:
+                raise PydanticCustomError("float_type", "Input should be a valid number")
+        return value
 
 
 class NodeCounts(_Frozen):

@@ -71,6 +71,8 @@ _TYPE_MESSAGES = {
     "int_type": "must be a whole number",
     "int_from_float": "must be a whole number",
     "int_parsing_size": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
     "bool_parsing": "must be true or false",
     "bool_type": "must be true or false",
     "string_type": "must be text",

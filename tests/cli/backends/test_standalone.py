@@ -133,6 +133,15 @@ def test_a_dlami_venv_stack_refuses_image(capsys, tmp_path):
     assert "--image has no effect on this stack" in err
 
 
+@pytest.mark.parametrize("runtime, venv", [("podman", "none"), ("dlami-venv", "none")])
+def test_a_stack_runtime_this_cli_does_not_know_is_a_stack_error(capsys, tmp_path, runtime, venv):
+    path = standalone_outputs(tmp_path, StandaloneRuntime=runtime, StandaloneDlamiVenv=venv)
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--recipe",
+                       "llama-1b", "--steps", "5", "--data-dir", "/fsx/d")
+    assert code == ExitCode.STACK
+    assert f"has standalone runtime {runtime!r}" in err and "Traceback" not in err
+
+
 # --- SSM Run Command: botocore's model and moto ------------------------------------------------
 
 def test_send_command_request_matches_botocore_model():

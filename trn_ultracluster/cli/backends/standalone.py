@@ -117,10 +117,23 @@ class StandaloneBackend(JobBackend):
         return nodes[:count] if count else nodes
 
     def runtime(self) -> node_jobs.Runtime:
-        """The stack's job runtime (outputs ``StandaloneRuntime``, ``StandaloneDlamiVenv``)."""
+        """The stack's job runtime (outputs ``StandaloneRuntime``, ``StandaloneDlamiVenv``).
+
+        Raises:
+            CliError: (STACK) a runtime this job CLI does not know, or ``dlami-venv``
+                without a virtual environment: the stack's outputs, not the arguments.
+        """
         venv = self.outputs.get(OutputKey.STANDALONE_DLAMI_VENV)
-        return node_jobs.Runtime(self.outputs.get(OutputKey.STANDALONE_RUNTIME),
-                                 None if venv == NONE else venv)
+        runtime = node_jobs.Runtime(self.outputs.get(OutputKey.STANDALONE_RUNTIME),
+                                    None if venv == NONE else venv)
+        if runtime.kind not in ("container", "dlami-venv") or (
+                runtime.kind == "dlami-venv" and not runtime.venv):
+            raise CliError(
+                f"stack {self.outputs.stack_name} has standalone runtime {runtime.kind!r} "
+                f"(virtual environment {runtime.venv!r}), which this job CLI does not know",
+                "use the job CLI of the version that deployed the stack, or deploy the stack "
+                "with this version", ExitCode.STACK)
+        return runtime
 
     def render(self, job: JobRequest) -> RenderedJob:
         runtime = self.runtime()
