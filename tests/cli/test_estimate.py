@@ -96,3 +96,12 @@ def test_the_budget_must_be_a_positive_number(capsys, bad):
         run(capsys, "preflight", "--max-hourly-usd", bad)
     assert done.value.code == ExitCode.USAGE
     assert "argument --max-hourly-usd: " in capsys.readouterr().err
+
+
+def test_estimate_of_a_broken_template_is_a_clear_error(capsys, tmp_path):
+    template = {"Outputs": {"Region": {"Value": "us-west-2"}},
+                "Resources": {"Nodes": {"Type": "AWS::EKS::Nodegroup", "Properties": {}}}}
+    (tmp_path / "TrnUltraCluster.template.json").write_text(json.dumps(template))
+    code, _, err = run(capsys, "estimate", "--offline", "--cdk-out", str(tmp_path))
+    assert code == ExitCode.USAGE
+    assert "cannot be priced" in err and "Traceback" not in err

@@ -62,6 +62,7 @@ def test_eks_and_nat_gateway_prices_pick_their_usage_type(live):
         {"ServiceCode": "AmazonEKS", "FormatVersion": "aws_v1", "Filters": ANY})
     stub.add_response("get_products", {"PriceList": [
         product("USW2-NatGateway-Bytes", "0.045", unit="GB"),
+        product("USW2-RegionalNatGateway-Hours", "0.99"),
         product("USW2-NatGateway-Hours", "0.0450000000")]},
         {"ServiceCode": "AmazonEC2", "FormatVersion": "aws_v1", "Filters": ANY})
     assert prices.price(("eks", "cluster")).usd == 0.1

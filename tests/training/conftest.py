@@ -15,6 +15,17 @@ if str(HERE) not in sys.path:
 from training_helpers import corpus_paths  # noqa: E402
 
 
+@pytest.fixture
+def one_thread():
+    """Same thread count in-process and in subprocesses: CPU matmuls reduce in the same order."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.fixture(scope="session")
 def corpus() -> list[str]:
     return corpus_paths()

@@ -25,14 +25,7 @@ def cfg(data: Path, out: Path, **kw) -> TrainConfig:
     return TrainConfig(**base)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -31,15 +31,7 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "trn_train", "train", *args, "--no-progress", "--device", "cpu"]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Same thread count in-process and in subprocesses: CPU matmuls reduce in the same order."""
-    import torch
-
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ----------------------------------------------------------------------- learning + metrics

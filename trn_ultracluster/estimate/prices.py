@@ -21,6 +21,7 @@ the estimate says which source each line used.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -128,6 +129,9 @@ answers for every Region (AWS Billing and Cost Management user guide, 'Using the
 List Query API', https://docs.aws.amazon.com/awsaccountbilling/latest/aboutv2/using-price-list-query-api.html)."""
 
 
+_ZONAL_NAT_HOURS = re.compile(r"^([A-Z0-9]+-)?NatGateway-Hours\Z")
+
+
 class PriceListPrices:
     """Live On-Demand prices from the AWS Price List Query API (``pricing`` ``GetProducts``)
     for the stack's Region, falling back to :class:`OfflinePrices` for what it does not
@@ -158,10 +162,12 @@ class PriceListPrices:
     def _live(self, key: PriceKey) -> Price | None:
         kind, name = key
         region = {"Type": "TERM_MATCH", "Field": "regionCode", "Value": self.region}
+        # Attribute names and usage types below are those public Price List clients filter
+        # on (found with code search: tenancy/operatingSystem/preInstalledSw/capacitystatus
+        # for On-Demand Linux instances; '<prefix>-BoxUsage:<type>', '<prefix>-AmazonEKS-
+        # Hours:perCluster', '<prefix>-NatGateway-Hours'); no AWS page listing them was
+        # readable here. A product they miss falls back to the offline table.
         if kind == "ec2":
-            # Attribute names and values of the AmazonEC2 offer (Price List API, product
-            # attributes of 'Compute Instance' products): one product per instance type,
-            # OS, tenancy, pre-installed software and capacity status.
             filters = [region] + [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in (
                 ("instanceType", name), ("operatingSystem", "Linux"), ("tenancy", "Shared"),
                 ("preInstalledSw", "NA"), ("capacitystatus", "Used"),
@@ -173,8 +179,9 @@ class PriceListPrices:
         if kind == "nat-gateway":
             filters = [region, {"Type": "TERM_MATCH", "Field": "productFamily",
                                 "Value": "NAT Gateway"}]
+            # zonal gateways only ('<prefix>-RegionalNatGateway-Hours' is another product)
             return self._on_demand("AmazonEC2", filters,
-                                   lambda usage: usage.endswith("NatGateway-Hours"))
+                                   lambda usage: _ZONAL_NAT_HOURS.match(usage) is not None)
         return None
 
     def _on_demand(self, service: str, filters: list[dict[str, str]],

@@ -16,7 +16,7 @@ from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
 
 if TYPE_CHECKING:
-    from trn_ultracluster.config import CapacityConfig, NodeCounts
+    from trn_ultracluster.config import CapacityConfig, ClusterConfig, NodeCounts
     from trn_ultracluster.constructs.training_image import TrainingImage
 
 __all__ = ["Foundation", "MetricSource", "NodeShape", "Orchestrator"]
@@ -79,6 +79,11 @@ class NodeShape:
     instance: InstanceSpec
     nodes: NodeCounts
     capacity: CapacityConfig
+
+    @classmethod
+    def of(cls, config: ClusterConfig) -> NodeShape:
+        """The node shape of ``config`` (``instance_type``, ``nodes``, ``capacity``)."""
+        return cls(config.instance, config.nodes, config.capacity)
 
 
 @dataclass(frozen=True)

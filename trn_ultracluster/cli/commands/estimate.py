@@ -62,11 +62,15 @@ def estimate_text(template: dict[str, Any], *, offline: bool, session: Any = Non
     region = template["Outputs"]["Region"]["Value"]
     source = _price_source(region, offline, session)
     try:
-        est = estimate(template, source)
-    except (BotoCoreError, ClientError) as err:
-        print(f"warning: the AWS Price List API failed ({err}); using the offline table",
-              file=sys.stderr)
-        est = estimate(template, OfflinePrices(region))
+        try:
+            est = estimate(template, source)
+        except (BotoCoreError, ClientError) as err:
+            print(f"warning: the AWS Price List API failed ({err}); using the offline table",
+                  file=sys.stderr)
+            est = estimate(template, OfflinePrices(region))
+    except (KeyError, TypeError, ValueError) as err:  # a hand-edited or foreign template
+        raise CliError(f"the synthesized template cannot be priced (unexpected shape: "
+                       f"{err!r})", "synthesize it again: `make synth`") from None
     return format_estimate(est), est.running_usd
 
 

@@ -44,7 +44,7 @@ class EksOrchestrator(EksCluster):
         assert config.kubernetes_version is not None  # eks has a default version
         return cls(scope, construct_id, EksProps(
             foundation=foundation,
-            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            shape=NodeShape.of(config),
             settings=config.eks,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             kubernetes_version=config.kubernetes_version))

@@ -121,7 +121,7 @@ class HyperPodEksOrchestrator(EksCluster):
         assert config.kubernetes_version is not None  # hyperpod-eks has a default version
         return cls(scope, construct_id, HyperPodEksProps(
             foundation=foundation,
-            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            shape=NodeShape.of(config),
             settings=config.eks,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             kubernetes_version=config.kubernetes_version,

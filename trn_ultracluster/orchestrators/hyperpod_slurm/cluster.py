@@ -134,7 +134,7 @@ class HyperPodSlurmOrchestrator(Construct):
         calls)."""
         return cls(scope, construct_id, HyperPodProps(
             foundation=foundation,
-            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            shape=NodeShape.of(config),
             settings=config.hyperpod,
             worker_counts=dict(config.hyperpod_worker_counts)))
 

@@ -101,7 +101,7 @@ class StandaloneOrchestrator(Construct):
         calls)."""
         return cls(scope, construct_id, StandaloneProps(
             foundation=foundation,
-            shape=NodeShape(config.instance, config.nodes, config.capacity),
+            shape=NodeShape.of(config),
             settings=config.standalone, tags=dict(config.tags)))
 
     def __init__(self, scope: Construct, construct_id: str, props: StandaloneProps) -> None:
