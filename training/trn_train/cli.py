@@ -182,7 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except TrnTrainError as e:
-        print(f"error: {e}", file=sys.stderr, flush=True)
+        # one write per line: torchrun's processes share stderr, and print's separate write
+        # of the newline let two processes' errors run into one line
+        sys.stderr.write(f"error: {e}\n")
+        sys.stderr.flush()
         return e.exit_code
 
 
