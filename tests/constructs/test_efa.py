@@ -113,11 +113,14 @@ def test_security_group_all_traffic_within_itself_nothing_from_outside(default):
                   if r["Properties"]["GroupId"] == group
                   and r["Properties"].get("SourceSecurityGroupId") == group]
     assert self_rules == [{"Description": "EFA: all traffic between members", "IpProtocol": "-1",
-                           "GroupId": {"Fn::GetAtt": [sg_id, "GroupId"]},
-                           "SourceSecurityGroupId": {"Fn::GetAtt": [sg_id, "GroupId"]}}]
+                           "GroupId": group, "SourceSecurityGroupId": group}]
+    # All IPv4 outbound inline, and the rule to itself as a resource of its own (EFA's SRD
+    # traffic is matched only by it: tests/stacks/test_efa_security.py).
     egress = default.logical("EfaSecurityGroup")["Properties"]["SecurityGroupEgress"]
     assert egress == [{"CidrIp": "0.0.0.0/0", "Description": "Allow all outbound traffic by default",
                        "IpProtocol": "-1"}]
+    (to_self,) = default.resources("AWS::EC2::SecurityGroupEgress").values()
+    assert to_self["Properties"]["GroupId"] == to_self["Properties"]["DestinationSecurityGroupId"] == group
 
 
 def test_no_security_group_admits_the_internet(default):

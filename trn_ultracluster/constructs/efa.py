@@ -113,11 +113,12 @@ class EfaProps:
 class Efa(Construct):
     """EFA networking for Trainium nodes.
 
-    - ``security_group``: all traffic from itself (the EFA requirement: "allows all inbound
-      and outbound traffic to and from the security group itself", EC2 user guide, EFA
-      "Prepare an EFA-enabled security group",
-      https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html) and all outbound;
-      nothing inbound from outside.
+    - ``security_group``: all traffic from itself and to itself (the EFA requirement:
+      "allows all inbound and outbound traffic to and from the security group itself", EC2
+      user guide, EFA "Prepare an EFA-enabled security group",
+      https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html; the outbound rule
+      to itself is needed besides all outbound IPv4, which EFA's SRD traffic does not
+      match), all outbound IPv4; nothing inbound from outside.
     - ``placement_group``: a ``cluster`` placement group (None when disabled or with a
       Capacity Block).
     - ``launch_template``: one EFA interface per network card, IMDSv2 required with hop
@@ -143,10 +144,26 @@ class Efa(Construct):
             description="EFA: all traffic to and from members of this group",
             allow_all_outbound=True,
         )
-        # EFA needs all traffic in both directions within the group; all outbound (which
-        # includes the group itself) is already allowed above.
+        # EFA needs an inbound AND an outbound rule for all traffic referencing the group
+        # itself (EC2 user guide, EFA, "Prepare an EFA-enabled security group",
+        # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html#efa-start-security).
+        # The all-outbound IPv4 rule does not cover it: EFA's SRD traffic is neither IPv4 nor
+        # IPv6 and only security-group-referencing rules match it; without the egress rule,
+        # collectives fail with "Unresponsive receiver (reachable by EFA device but
+        # handshake failed)" (awslabs/awsome-distributed-ai #546; gardener/
+        # gardener-extension-provider-aws #1832, fixed by #1833).
         self.security_group.add_ingress_rule(
-            self.security_group, ec2.Port.all_traffic(), "EFA: all traffic between members"
+            self.security_group, ec2.Port.all_traffic(), "EFA: all traffic between members")
+        # The egress half as an L1 rule: while allow_all_outbound is true, CDK drops every
+        # egress rule added with add_egress_rule (aws/aws-cdk #5458, #38558), and with it
+        # false CDK refuses an all-traffic IPv4 rule (CannotAddTrafficEgressRule), which the
+        # nodes need for ECR, S3, SSM and the EKS API.
+        self.self_egress = ec2.CfnSecurityGroupEgress(
+            self, "SecurityGroupEgressToSelf",
+            group_id=self.security_group.security_group_id,
+            ip_protocol="-1",
+            destination_security_group_id=self.security_group.security_group_id,
+            description="EFA: all traffic between members (SRD is matched only by this rule)",
         )
 
         self.placement_group: ec2.CfnPlacementGroup | None = None
