@@ -56,6 +56,14 @@ def submit(capsys, tmp_path, orchestrator="eks", *extra, dry_run=True, **options
     ({"--time": "0"}, "--time must be more than 0"),
     ({"--env": "1X=a"}, "--env '1X=a': the name must be letters, digits and '_', not starting "
                         "with a digit"),
+    ({"--image": "not an image uri"}, "--image 'not an image uri' is not a container image "
+                                      "reference: it must be [registry/]repository[:tag][@digest]"),
+    ({"--image": "Registry.example.com/Repo:v1"}, "--image 'Registry.example.com/Repo:v1' is "
+                                                  "not a container image reference"),
+    ({"--image": "repo:" + "t" * 129}, f"--image 'repo:{'t' * 129}' is not a container image "
+                                       "reference"),
+    ({"--image": "repo@sha256:abc"}, "--image 'repo@sha256:abc' is not a container image "
+                                     "reference"),
 ])
 def test_submit_rejects_before_sending(capsys, tmp_path, never_sent, orchestrator, options, message):
     code, out, err = submit(capsys, tmp_path, orchestrator, dry_run=False, **options)
@@ -110,3 +118,26 @@ def test_a_bad_job_name_is_refused_the_same_on_every_backend(capsys, tmp_path, n
     assert code == ExitCode.USAGE
     assert "error: job name 'Job_A' must be 1-63 lower-case letters, digits and '-'" in err
     assert "fix: fix the arguments (trn-ultracluster submit --help)" in err
+
+
+@pytest.mark.parametrize("image", [
+    "ubuntu",
+    "ubuntu:24.04",
+    "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
+    "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn-ultracluster:0123abcd",
+    "localhost:5000/team/train__v2:latest",
+    "registry.example.com/a/b@sha256:" + "0" * 64,
+])
+def test_image_references_of_the_grammar_are_accepted(image):
+    from trn_ultracluster.cli.job_args import check_image
+
+    assert check_image(image) == image
+
+
+def test_an_image_name_over_255_characters_is_refused():
+    from trn_ultracluster.cli.errors import CliError
+    from trn_ultracluster.cli.job_args import check_image
+
+    check_image("r/" + "a" * 253)
+    with pytest.raises(CliError, match="at most 255 characters"):
+        check_image("r/" + "a" * 254 + ":tag")

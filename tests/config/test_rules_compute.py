@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error
+from tests.config import check_one_error, warnings_about
 
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
@@ -30,3 +30,13 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("case, overrides, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_gives_one_exact_message(case, overrides, message):
     check_one_error(overrides, message)
+
+
+def test_efa_only_on_a_type_without_efa_warns_and_changes_nothing(synth):
+    overrides = {"instance_type": "trn1.2xlarge", "placement_group": "false",
+                 "efa_interface_layout": "efa-only"}
+    assert warnings_about(overrides, "efa_interface_layout") == [
+        "warning: efa_interface_layout = 'efa-only': should be left out for trn1.2xlarge, which "
+        "has no EFA: the nodes get one ordinary network interface, so 'efa-only' has no effect "
+        "(see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html)"]
+    assert warnings_about({"efa_interface_layout": "efa-only"}, "efa_interface_layout") == []

@@ -7,6 +7,8 @@ import pytest
 
 from tests.config import check_one_error, load, warnings_about
 
+DRA_PATH_RULE = ": must be '/' (the whole file system) or an absolute directory path like '/s3': levels of letters, digits and '_.-', none of them '.' or '..', no trailing '/', at most 4096 characters (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"
+
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
     ('FSx capacity not a step', {'fsx.storage_capacity_gib': '3000'},
@@ -24,7 +26,16 @@ BAD_INPUTS = [
     ('DRA bad S3 path', {'fsx.data_repository.s3_path': 'my-bucket/data'},
      "error: fsx.data_repository.s3_path = 'my-bucket/data': must be an S3 URI like 's3://my-bucket/prefix/' or null for the stack's data bucket (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
     ('DRA relative path', {'fsx.data_repository.file_system_path': 's3'},
-     "error: fsx.data_repository.file_system_path = 's3': must be '/' (the whole file system) or an absolute directory path like '/s3' (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
+     "error: fsx.data_repository.file_system_path = 's3'" + DRA_PATH_RULE),
+    ('DRA path escaping the root', {'fsx.data_repository.file_system_path': '/a/../..'},
+     "error: fsx.data_repository.file_system_path = '/a/../..'" + DRA_PATH_RULE),
+    ('DRA path with a dot level', {'fsx.data_repository.file_system_path': '/s3/./data'},
+     "error: fsx.data_repository.file_system_path = '/s3/./data'" + DRA_PATH_RULE),
+    ('DRA path with a trailing slash', {'fsx.data_repository.file_system_path': '/s3/'},
+     "error: fsx.data_repository.file_system_path = '/s3/'" + DRA_PATH_RULE),
+    ('DRA path too long', {'fsx.data_repository.file_system_path': '/' + 'a' * 4096},
+     "error: fsx.data_repository.file_system_path = '/" + "a" * 115 + "... (4099 characters)"
+     + DRA_PATH_RULE),
     ('retain without a data repository', {'fsx.data_repository': 'null'},
      "error: data_removal_policy = 'retain': must be 'destroy' when fsx.data_repository is null: 'retain' exports the file system to S3 before cdk destroy deletes it, and without a data repository there is nowhere to export to. Link one (the default) to keep the file system's contents, or set 'destroy' to delete them with the stack (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/create-dra-linked-data-repo.html)"),
     ('FSx beyond the API maximum', {'fsx.storage_capacity_gib': '2400000000000'},

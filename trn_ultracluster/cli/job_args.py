@@ -22,8 +22,8 @@ from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_recipe
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
-__all__ = ["JobRequest", "check_env", "check_nodes", "check_shared_dir", "check_train_recipe",
-           "job_request", "time_limit_seconds"]
+__all__ = ["JobRequest", "check_env", "check_image", "check_nodes", "check_shared_dir",
+           "check_train_recipe", "job_request", "time_limit_seconds"]
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """Environment names ``--env`` accepts: what bash can export (POSIX "Name": letters, digits
@@ -36,6 +36,39 @@ TIME_FORMATS = ("minutes", "minutes:seconds", "hours:minutes:seconds", "days-hou
                 "days-hours:minutes", "days-hours:minutes:seconds")
 """``sbatch --time`` formats (Slurm sbatch man page, ``--time``,
 https://slurm.schedmd.com/sbatch.html)."""
+
+# An image reference, as the distribution/reference grammar defines it (distribution/reference
+# v0.5.0, reference.go, "Grammar"): name [":" tag] ["@" digest], the name an optional
+# registry domain (with port) and lower-case path components; the name at most 255
+# characters (NameTotalLengthMax). IPv6 registry hosts are left out.
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+IMAGE_REFERENCE_RE = re.compile(
+    rf"(?P<name>(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*(?::[0-9]+)?/)?"
+    rf"{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+    r"(?::[\w][\w.-]{0,127})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?\Z")
+IMAGE_NAME_MAX = 255
+
+
+def check_image(image: str) -> str:
+    """``image`` is a container image reference (:data:`IMAGE_REFERENCE_RE`), e.g.
+    ``123456789012.dkr.ecr.us-west-2.amazonaws.com/repo:tag`` or ``...@sha256:<hex>``;
+    returns it unchanged.
+
+    Raises:
+        CliError: (USAGE) not a reference, or a name longer than :data:`IMAGE_NAME_MAX`.
+    """
+    match = IMAGE_REFERENCE_RE.match(image)
+    if match is None or len(match["name"]) > IMAGE_NAME_MAX:
+        raise CliError(
+            f"--image {image!r} is not a container image reference: it must be "
+            "[registry/]repository[:tag][@digest], with a lower-case repository of letters, "
+            "digits and '._-' separators, a tag of at most 128 characters, and a name of at "
+            f"most {IMAGE_NAME_MAX} characters (distribution/reference grammar)",
+            "e.g. --image 123456789012.dkr.ecr.us-west-2.amazonaws.com/my-training:v1, or "
+            "leave --image out for the stack's TrainingImageUri")
+    return image
 
 
 def _data_parallel_recipes() -> str:
@@ -176,9 +209,10 @@ def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, im
         time_limit: ``--time``, or ``None``.
 
     Raises:
-        CliError: (USAGE) a bad ``--time`` or job name, fewer than 1 node, or more than one
-            node on a type without EFA.
+        CliError: (USAGE) a bad ``--time``, job name or image reference, fewer than 1
+            node, or more than one node on a type without EFA.
     """
+    check_image(image)
     seconds = time_limit_seconds(time_limit) if time_limit is not None else None
     try:
         validate_job_name(name)

@@ -149,6 +149,10 @@ FSX_DRA_LUSTRE_VERSIONS = ("2.12", "2.15")
 """Data repository associations are "supported on all FSx for Lustre 2.12 and 2.15 file
 systems, excluding scratch_1" (FSx API reference, CreateDataRepositoryAssociation,
 https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateDataRepositoryAssociation.html)."""
+FSX_DRA_PATH_MAX_CHARS = 4096
+"""``FileSystemPath`` of a data repository association: 1-4096 characters (botocore's FSx
+model, ``CreateDataRepositoryAssociationRequest.FileSystemPath``, shape ``Namespace``); the
+API documents it as a directory such as ``/ns1/`` with a required leading ``/``."""
 FSX_LUSTRE_VERSIONS: dict[str, tuple[str, ...]] = {
     # FileSystemTypeVersion allowed per deployment type. PERSISTENT_2 needs 2.12 or newer.
     # Source: FSx for Lustre user guide, "Lustre versions" (DOC_FSX_VERSION).

@@ -32,6 +32,7 @@ RULES: tuple[Rule, ...] = (
     compute.instance_type_known,
     compute.node_counts,
     compute.multi_node_needs_efa,
+    compute.efa_layout_needs_efa,
     network.az_ids,
     network.az_offers_instance,
     network.vpc_cidr,

@@ -18,7 +18,8 @@ from trn_ultracluster.config.facts import (
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 
-__all__ = ["instance_type_known", "multi_node_needs_efa", "node_counts", "root_volume"]
+__all__ = ["efa_layout_needs_efa", "instance_type_known", "multi_node_needs_efa", "node_counts",
+           "root_volume"]
 
 
 def instance_type_known(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -63,6 +64,19 @@ def multi_node_needs_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
             f"for more nodes use {one_of(efa_types)}",
             DOC_EFA,
         )
+
+
+def efa_layout_needs_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """``efa-only`` names an interface layout of EFA devices; a type without EFA gets one
+    ordinary interface whatever the layout (:func:`~trn_ultracluster.constructs.efa.
+    efa_network_interfaces`), so the setting does nothing: a warning, not an error."""
+    spec = CATALOG.get(c.instance_type)
+    if spec is not None and not spec.supports_efa and c.efa_interface_layout == "efa-only":
+        yield ConfigIssue(
+            "efa_interface_layout", "efa-only",
+            f"should be left out for {c.instance_type}, which has no EFA: the nodes get one "
+            "ordinary network interface, so 'efa-only' has no effect", DOC_EFA,
+            severity="warning")
 
 
 def root_volume(c: ClusterConfig) -> Iterator[ConfigIssue]:

@@ -16,6 +16,7 @@ from trn_ultracluster.config.facts import (
     FSX_DEFAULT_QUOTA_GIB,
     FSX_DRA_DEPLOYMENT_TYPES,
     FSX_DRA_LUSTRE_VERSIONS,
+    FSX_DRA_PATH_MAX_CHARS,
     FSX_LUSTRE_VERSIONS,
     FSX_MAX_STORAGE_GIB,
     FSX_THROUGHPUT_MB_S_TIB,
@@ -93,10 +94,16 @@ def fsx_data_repository(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "must be an S3 URI like 's3://my-bucket/prefix/' or null for the "
                           "stack's data bucket", DOC_FSX_DRA)
     path = dra.file_system_path
-    if path != "/" and not re.match(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$", path):
+    levels = path.split("/")[1:]
+    if path != "/" and (
+            not re.match(r"^/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*\Z", path)
+            or any(level in (".", "..") for level in levels)
+            or len(path) > FSX_DRA_PATH_MAX_CHARS):
         yield ConfigIssue("fsx.data_repository.file_system_path", path,
                           "must be '/' (the whole file system) or an absolute directory path "
-                          "like '/s3'", DOC_FSX_DRA)
+                          "like '/s3': levels of letters, digits and '_.-', none of them '.' "
+                          f"or '..', no trailing '/', at most {FSX_DRA_PATH_MAX_CHARS} "
+                          "characters", DOC_FSX_DRA)
 
 
 def data_removal(c: ClusterConfig) -> Iterator[ConfigIssue]:
