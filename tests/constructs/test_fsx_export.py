@@ -41,7 +41,8 @@ def aws():
 def _event(request_type, **extra):
     event = {"RequestType": request_type, "StackId": STACK, "RequestId": REQUEST,
              "ResourceProperties": {"FileSystemId": FS, "NodeSecurityGroupId": SG,
-                                    "WaitSeconds": "1200", "ReportPath": REPORT}}
+                                    "WaitSeconds": "1200", "DeadlineSeconds": "3120",
+                                    "ReportPath": REPORT}}
     if request_type != "Create":
         event["PhysicalResourceId"] = FS
     event.update(extra)
@@ -60,11 +61,19 @@ def _interfaces(ec2_stub, count):
             {"Name": "group-id", "Values": [SG]}, {"Name": "status", "Values": ["in-use"]}]})
 
 
-def _tasks(fsx_stub, *lifecycles, created=NOW + 60):
+def _at(seconds):
+    return dt.datetime.fromtimestamp(seconds, dt.timezone.utc)
+
+
+def _tasks(fsx_stub, *lifecycles, created=NOW + 60, status=None):
+    """DescribeDataRepositoryTasks answers one task per lifecycle; ``status``: the
+    ``(total, done)`` files of each, the task started when created."""
+    extra = {} if status is None else {
+        "StartTime": _at(created), "Status": {"TotalCount": status[0], "SucceededCount": status[1],
+                                              "FailedCount": 0}}
     fsx_stub.add_response("describe_data_repository_tasks", {"DataRepositoryTasks": [
         {"TaskId": f"task-0{i:016x}", "Lifecycle": state, "Type": "EXPORT_TO_REPOSITORY",
-         "CreationTime": dt.datetime.fromtimestamp(created + i, dt.timezone.utc),
-         "FileSystemId": FS}
+         "CreationTime": _at(created + i), "FileSystemId": FS, **extra}
         for i, state in enumerate(lifecycles)]},
         {"Filters": [{"Name": "file-system-id", "Values": [FS]}]})
 
@@ -179,3 +188,67 @@ def test_a_refused_export_with_a_linked_repository_keeps_the_file_system(aws):
     _associations(fsx_stub, 1)
     with pytest.raises(RuntimeError, match="FSx refused to export.*the file system is kept"):
         handler.is_complete(event, now=NOW + 60, clients=clients)
+
+
+# --- the budget: DeadlineSeconds (52 min) after the delete started ------------------------
+
+def test_an_export_on_track_is_waited_for(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    # 10 min in, 600,000 of 1,000,000 files: about 7 more minutes
+    _tasks(fsx_stub, "EXECUTING", created=NOW, status=(1_000_000, 600_000))
+    assert handler.is_complete(event, now=NOW + 600, clients=clients) == {"IsComplete": False}
+
+
+def test_an_export_too_slow_for_the_window_fails_early_naming_the_task(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    # 10 min in, 100,000 of 1,000,000 files: about 90 more minutes, past the 52 min budget
+    _tasks(fsx_stub, "EXECUTING", created=NOW, status=(1_000_000, 100_000))
+    with pytest.raises(RuntimeError, match=(
+            r"exporting fs-0123456789abcdef0 to S3 does not fit the 52 min that cdk destroy can "
+            r"wait .* task task-00000000000000000 would finish in about 90 min at its rate so "
+            r"far \(100000 of 1000000 files after 10 min\)\. The task goes on and the file "
+            r"system is kept\. Follow it with aws fsx describe-data-repository-tasks --task-ids "
+            r"task-00000000000000000; once it is SUCCEEDED, run cdk destroy again")):
+        handler.is_complete(event, now=NOW + 600, clients=clients)
+
+
+def test_a_short_sample_does_not_decide(aws):
+    """Two minutes of a task mostly measure its start-up: no early verdict yet."""
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    _tasks(fsx_stub, "EXECUTING", created=NOW, status=(1_000_000, 1_000))
+    assert handler.is_complete(event, now=NOW + 120, clients=clients) == {"IsComplete": False}
+
+
+def test_an_export_still_running_at_the_deadline_fails_with_its_name(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW + 1200)
+    _tasks(fsx_stub, "EXECUTING", created=NOW + 1200)  # no file counts yet
+    with pytest.raises(RuntimeError, match=r"task task-00000000000000000 has not finished "
+                                           r"\(its files after 32 min\)"):
+        handler.is_complete(event, now=NOW + 3120, clients=clients)
+
+
+def test_another_task_that_outlasts_the_budget_fails_with_how_to_finish(aws):
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    _tasks(fsx_stub)
+    fsx_stub.add_client_error("create_data_repository_task", "DataRepositoryTaskExecuting",
+                              "a task is running", 400)
+    with pytest.raises(RuntimeError, match="could not start within 52 min: another data "
+                                           "repository task .* run cdk destroy again"):
+        handler.is_complete(event, now=NOW + 3120, clients=clients)
+
+
+def test_the_budget_ends_before_the_framework_and_cloudformation_give_up(default):
+    from trn_ultracluster.constructs.storage import (EXPORT_DEADLINE, EXPORT_POLL,
+                                                     EXPORT_SERVICE_TIMEOUT, EXPORT_TIMEOUT)
+
+    (export,) = default.resources("Custom::FsxExportOnDelete").values()
+    deadline = int(export["Properties"]["DeadlineSeconds"])
+    assert deadline == EXPORT_DEADLINE.to_seconds()
+    # a poll and a one-minute Lambda run still fit before the framework's timeout
+    assert deadline + EXPORT_POLL.to_seconds() + 60 <= EXPORT_TIMEOUT.to_seconds()
+    assert EXPORT_TIMEOUT.to_seconds() < EXPORT_SERVICE_TIMEOUT.to_seconds() == 3600

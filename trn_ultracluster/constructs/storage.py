@@ -32,7 +32,7 @@ from trn_ultracluster.nag import (
 )
 from trn_ultracluster.contracts.shared_storage import FSX_STACK_TAG
 
-__all__ = ["EXPORT_WAIT", "LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
+__all__ = ["EXPORT_DEADLINE", "EXPORT_WAIT", "LUSTRE_PORTS", "Storage", "StorageProps", "private_bucket"]
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre traffic: TCP 988 and 1018-1023 between the file servers and the clients, in both
@@ -47,6 +47,12 @@ EXPORT_SERVICE_TIMEOUT = Duration.hours(1)
 """CloudFormation waits for a custom resource at most 3600 s (``ServiceTimeout``, 1-3600,
 default 3600: CloudFormation template reference, ``AWS::CloudFormation::CustomResource``)."""
 EXPORT_TIMEOUT = Duration.minutes(55)
+"""The provider framework's total timeout of the export: below :data:`EXPORT_SERVICE_TIMEOUT`,
+so that the framework, not CloudFormation, ends a wait that runs too long."""
+EXPORT_DEADLINE = Duration.minutes(52)
+"""The export's own budget from the start of the delete (node wait included): the handler
+fails with a message naming the task and how to finish before :data:`EXPORT_TIMEOUT` ends the
+wait with the framework's generic one (two polls and a Lambda timeout of margin)."""
 """The provider framework's own limit, inside CloudFormation's: on timeout it reports a clean
 failure (the file system is kept; ``cdk destroy`` can be run again, and a still-running
 export is waited for then)."""
@@ -287,6 +293,7 @@ class Storage(Construct):
                 "FileSystemId": self.file_system.file_system_id,
                 "NodeSecurityGroupId": self.props.client_security_group.security_group_id,
                 "WaitSeconds": str(int(EXPORT_WAIT.to_seconds())),
+                "DeadlineSeconds": str(int(EXPORT_DEADLINE.to_seconds())),
                 "ReportPath": f"{self._repository_path.rstrip('/')}/{EXPORT_REPORT_PREFIX}",
             },
         )

@@ -14,6 +14,14 @@ The resource's physical id is the file system id:
   cancelled export fails the delete: the file system stays, nothing is lost, and
   ``cdk destroy`` can be run again.
 
+The delete has a budget, ``DeadlineSeconds`` after ``StartedAt`` (the node wait included),
+below the provider framework's total timeout and CloudFormation's one hour for a custom
+resource, so that an export too large for the window fails with a message that names the
+task and how to finish, not with the framework's generic timeout. It fails early, once the
+task has run :data:`MIN_SAMPLE_SECONDS`, when its rate of files so far says it cannot end
+within the budget. The task itself goes on: once it has succeeded, ``cdk destroy`` again
+exports only what changed since (an export writes new and changed files only) and goes on.
+
 Sources: FSx API reference, ``CreateDataRepositoryTask`` (EXPORT_TO_REPOSITORY; no
 ``Paths`` exports every file; ``ClientRequestToken`` makes the create idempotent, up to 63
 ASCII characters; it fails when no data repository is linked) and
@@ -34,6 +42,9 @@ from typing import Any
 __all__ = ["is_complete", "on_event"]
 
 DONE_STATES = {"SUCCEEDED"}
+MIN_SAMPLE_SECONDS = 300
+"""How long a task must have run before its rate of files decides that it cannot finish in
+time (a shorter sample mostly measures the task's start-up)."""
 FAILED_STATES = {"FAILED", "CANCELED", "CANCELING"}
 STACK_DELETING = "DELETE_IN_PROGRESS"
 
@@ -106,8 +117,9 @@ def is_complete(event: dict[str, Any], context: Any = None, *, now: float | None
     """Provider framework ``isComplete``: wait for the nodes, then export and wait for it.
 
     Raises:
-        RuntimeError: the export task FAILED or was CANCELED (the delete then fails and the
-            file system is kept).
+        RuntimeError: the export task FAILED or was CANCELED, or it does not fit the budget
+            (``DeadlineSeconds``; see the module doc): the delete then fails and the file
+            system is kept.
     """
     if event["RequestType"] != "Delete":
         return {"IsComplete": True}
@@ -135,6 +147,7 @@ def is_complete(event: dict[str, Any], context: Any = None, *, now: float | None
             )["DataRepositoryTask"]
         except fsx.exceptions.DataRepositoryTaskExecuting:
             _log("another data repository task is running; waiting", file_system=file_system_id)
+            _check_budget(event, None, current)
             return {"IsComplete": False}
         except (fsx.exceptions.BadRequest, fsx.exceptions.UnsupportedOperation) as err:
             if _linked(fsx, file_system_id):
@@ -144,11 +157,63 @@ def is_complete(event: dict[str, Any], context: Any = None, *, now: float | None
             _log("no data repository association: nothing to export", file_system=file_system_id)
             return {"IsComplete": True}
     state = task["Lifecycle"]
-    _log("export task", task=task.get("TaskId"), lifecycle=state)
+    _log("export task", task=task.get("TaskId"), lifecycle=state, status=task.get("Status"))
     if state in FAILED_STATES:
         details = task.get("FailureDetails", {}).get("Message", "")
         raise RuntimeError(
             f"exporting {file_system_id} to S3 ended {state} ({details}); the files that failed "
             f"are listed in {report}/task-{task.get('TaskId')}/failures.csv; the file system is "
             "kept: fix the cause and run cdk destroy again")
+    if state not in DONE_STATES:
+        _check_budget(event, task, current)
     return {"IsComplete": state in DONE_STATES}
+
+
+def _deadline(event: dict[str, Any]) -> float:
+    """Epoch seconds by which the delete must be done (``StartedAt`` + ``DeadlineSeconds``)."""
+    return float(event["StartedAt"]) + float(event["ResourceProperties"]["DeadlineSeconds"])
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min"
+
+
+def _check_budget(event: dict[str, Any], task: dict[str, Any] | None, now: float) -> None:
+    """Fail the delete, naming the task and how to finish, when the export has run out of
+    its budget or, by its rate so far, will.
+
+    Raises:
+        RuntimeError: past the deadline, or the task's projected end is after it.
+    """
+    file_system_id = event["PhysicalResourceId"]
+    deadline = _deadline(event)
+    budget = float(event["ResourceProperties"]["DeadlineSeconds"])
+    if task is None:
+        if now >= deadline:
+            raise RuntimeError(
+                f"the export of {file_system_id} to S3 could not start within {_minutes(budget)}: "
+                "another data repository task of the file system is still running. The file "
+                "system is kept; when that task has ended (aws fsx describe-data-repository-tasks "
+                f"--filters Name=file-system-id,Values={file_system_id}), run cdk destroy again")
+        return
+    task_id = task.get("TaskId")
+    status = task.get("Status") or {}
+    total = int(status.get("TotalCount") or 0)
+    done = int(status.get("SucceededCount") or 0) + int(status.get("FailedCount") or 0)
+    started = task.get("StartTime") or task.get("CreationTime")
+    running = now - started.timestamp() if started is not None else 0.0
+    projected_end = None
+    if total > done > 0 and running >= MIN_SAMPLE_SECONDS:
+        projected_end = now + (total - done) * running / done
+    if now < deadline and (projected_end is None or projected_end <= deadline):
+        return
+    progress = f"{done} of {total} files" if total else "its files"
+    when = ("has not finished" if now >= deadline
+            else f"would finish in about {_minutes(projected_end - now)} at its rate so far")
+    raise RuntimeError(
+        f"exporting {file_system_id} to S3 does not fit the {_minutes(budget)} that cdk destroy "
+        f"can wait (CloudFormation waits at most 1 hour for a custom resource): task {task_id} "
+        f"{when} ({progress} after {_minutes(running)}). The task goes on and the file system "
+        f"is kept. Follow it with aws fsx describe-data-repository-tasks --task-ids {task_id}; "
+        "once it is SUCCEEDED, run cdk destroy again: the next export writes only the files "
+        "changed since")
