@@ -64,7 +64,7 @@ def _not_differing(block: dict[str, Any], model: BaseModel, path: str = "") -> l
 def test_cdk_json_sets_only_what_differs_from_the_model_defaults():
     block = cdk_json_context().get(CONTEXT_KEY, {})
     assert _not_differing(block, ClusterConfig()) == [], (
-        "cdk.json repeats a default (change it in trn_ultracluster/config/model.py instead) "
+        "cdk.json repeats a default (change it in trn_ultracluster/config/model/ instead) "
         "or sets an unknown key")
 
 

@@ -1,7 +1,8 @@
 """Cluster configuration: parsed once, validated once, then frozen.
 
 - :mod:`.model`: the typed, frozen model and its defaults (defined here only; ``cdk.json``
-  holds what differs);
+  holds what differs), one module per section (compute, FSx, capacity, EKS, HyperPod,
+  standalone, training image, observability);
 - :mod:`.loader`: the layers (defaults, ``cdk.json``, a profile, ``-c`` keys) merged;
 - :mod:`.parse`: pydantic checks shape and types, then :data:`.rules.RULES` check the AWS
   rules that span fields (FSx capacity steps per deployment type, EFA needs, CIDR sizes, ...);

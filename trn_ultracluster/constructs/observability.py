@@ -1,7 +1,7 @@
 """Observability: the stack's CloudWatch dashboard, its alarms and the encrypted SNS topic the
 alarms notify, for whichever orchestrator runs the nodes.
 
-The orchestrator says where its metrics are (:class:`~trn_ultracluster.orchestrators.base.MetricSource`:
+The orchestrator says where its metrics are (:class:`MetricSource`:
 Container Insights on EKS, the stack's node exporter elsewhere); the metric names are the same
 everywhere (:mod:`trn_ultracluster.contracts.metrics`), so nothing here depends on which
 orchestrator it is.
@@ -32,6 +32,7 @@ Sources of the AWS facts used here:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -46,9 +47,8 @@ from constructs import Construct
 
 from trn_ultracluster.config import ObservabilityConfig
 from trn_ultracluster.contracts.metrics import NodeMetric, TrainingMetric
-from trn_ultracluster.orchestrators.base import MetricSource
 
-__all__ = ["Observability", "ObservabilityProps", "dashboard_url"]
+__all__ = ["MetricSource", "Observability", "ObservabilityProps", "dashboard_url"]
 
 GIB = 1024**3
 GRAPH_PERIOD = Duration.minutes(5)
@@ -57,6 +57,35 @@ IDLE_PERIOD = Duration.hours(1)
 FSX_PERIOD = Duration.minutes(5)
 FSX_EVALUATION_PERIODS = 3
 TOPIC_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
+
+
+@dataclass(frozen=True)
+class MetricSource:
+    """Where an orchestrator's node and training metrics are: what the stack's dashboard and
+    alarms read (:class:`Observability`); each orchestrator gives one
+    (:class:`~trn_ultracluster.orchestrators.base.Orchestrator`). The metric names are the
+    same everywhere (:mod:`trn_ultracluster.contracts.metrics`).
+
+    Attributes:
+        namespace: the per-node Neuron and EFA metrics' namespace (``ContainerInsights`` on
+            EKS, ``TrnUltraCluster/Neuron`` from the stack's node exporter).
+        cluster_dimensions: the dimensions of the cluster-wide aggregates, e.g.
+            ``{"ClusterName": <name>}`` (values may be tokens).
+        node_dimensions: the dimension names of the per-node values (a SEARCH schema).
+        training_namespace: where the training program's tokens/s and MFU are.
+        training_logs: the log group the jobs' stdout lands in, one JSON line per event:
+            the stack turns the training lines into metrics with metric filters. ``None``:
+            the orchestrator's nodes publish them themselves.
+        training_log_selector: the JSON path of a line's fields in each log event (``$``
+            when the event is the line itself).
+    """
+
+    namespace: str
+    cluster_dimensions: Mapping[str, str]
+    node_dimensions: tuple[str, ...]
+    training_namespace: str
+    training_logs: logs.ILogGroup | None = None
+    training_log_selector: str = "$"
 
 
 @dataclass(frozen=True)

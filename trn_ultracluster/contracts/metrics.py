@@ -3,7 +3,7 @@ node scripts that publish them (``trn_ultracluster/node_metrics/``). Standard li
 
 Node metrics carry the names Container Insights gives them on EKS, so that the dashboard
 reads the same names from either source and only the namespace and the dimensions differ
-(:class:`trn_ultracluster.orchestrators.base.MetricSource`). The names, units and dimension
+(:class:`trn_ultracluster.constructs.observability.MetricSource`). The names, units and dimension
 sets below are Container Insights' (Amazon CloudWatch user guide, "Amazon EKS and Kubernetes
 Container Insights with enhanced observability metrics", sections "AWS Neuron metrics for AWS
 Trainium and AWS Inferentia" and "AWS Elastic Fabric Adapter (EFA) metrics",

@@ -14,6 +14,7 @@ from pathlib import Path
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from trn_ultracluster.constructs.observability import MetricSource
 from trn_ultracluster.contracts.metrics import (
     CLUSTER_DIMENSION,
     NODE_DIMENSIONS,
@@ -21,7 +22,6 @@ from trn_ultracluster.contracts.metrics import (
     training_namespace,
 )
 from trn_ultracluster.nag import acknowledge
-from trn_ultracluster.orchestrators.base import MetricSource
 
 __all__ = ["SCRIPTS", "SETUP_SCRIPT", "node_metrics"]
 

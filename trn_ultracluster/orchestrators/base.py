@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 
+from trn_ultracluster.constructs.observability import MetricSource
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from trn_ultracluster.config import CapacityConfig, ClusterConfig, NodeCounts
     from trn_ultracluster.constructs.training_image import TrainingImage
 
-__all__ = ["Foundation", "MetricSource", "NodeShape", "Orchestrator"]
+__all__ = ["Foundation", "NodeShape", "Orchestrator"]
 
 
 @dataclass(frozen=True)
@@ -84,34 +84,6 @@ class NodeShape:
     def of(cls, config: ClusterConfig) -> NodeShape:
         """The node shape of ``config`` (``instance_type``, ``nodes``, ``capacity``)."""
         return cls(config.instance, config.nodes, config.capacity)
-
-
-@dataclass(frozen=True)
-class MetricSource:
-    """Where an orchestrator's node and training metrics are: what the stack's dashboard and
-    alarms read (:mod:`trn_ultracluster.constructs.observability`). The metric names are the
-    same everywhere (:mod:`trn_ultracluster.contracts.metrics`).
-
-    Attributes:
-        namespace: the per-node Neuron and EFA metrics' namespace (``ContainerInsights`` on
-            EKS, ``TrnUltraCluster/Neuron`` from the stack's node exporter).
-        cluster_dimensions: the dimensions of the cluster-wide aggregates, e.g.
-            ``{"ClusterName": <name>}`` (values may be tokens).
-        node_dimensions: the dimension names of the per-node values (a SEARCH schema).
-        training_namespace: where the training program's tokens/s and MFU are.
-        training_logs: the log group the jobs' stdout lands in, one JSON line per event:
-            the stack turns the training lines into metrics with metric filters. ``None``:
-            the orchestrator's nodes publish them themselves.
-        training_log_selector: the JSON path of a line's fields in each log event (``$``
-            when the event is the line itself).
-    """
-
-    namespace: str
-    cluster_dimensions: Mapping[str, str]
-    node_dimensions: tuple[str, ...]
-    training_namespace: str
-    training_logs: logs.ILogGroup | None = None
-    training_log_selector: str = "$"
 
 
 class Orchestrator(Protocol):

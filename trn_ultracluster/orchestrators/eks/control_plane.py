@@ -203,7 +203,7 @@ class EksCluster(Construct):
             self, self.cluster, version=settings.addon_versions.amazon_cloudwatch_observability,
             after=[self.addons["eks_pod_identity_agent"], self.system_nodegroup],
             tolerations=self.node_tolerations())
-        acknowledge_eks(self)
+        acknowledge_eks(self.cluster, self.node_role, cni_role)
 
     # --- hooks of the subclasses -------------------------------------------------------
 

@@ -57,6 +57,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
+from trn_ultracluster.constructs.observability import MetricSource
 from trn_ultracluster.contracts.metrics import (
     CLUSTER_DIMENSION,
     CONTAINER_INSIGHTS_NAMESPACE,
@@ -64,7 +65,6 @@ from trn_ultracluster.contracts.metrics import (
     training_namespace,
 )
 from trn_ultracluster.nag import acknowledge, managed_policy_finding
-from trn_ultracluster.orchestrators.base import MetricSource
 from trn_ultracluster.orchestrators.eks.manifests import NEURON_TAINT
 
 __all__ = ["ADDON_NAME", "AGENT_NAMESPACE", "AGENT_POLICY", "AGENT_SERVICE_ACCOUNT",

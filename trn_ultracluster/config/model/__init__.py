@@ -1,0 +1,157 @@
+"""The configuration model: typed, frozen pydantic models with their defaults.
+
+The defaults here are the only ones: ``cdk.json`` holds only what differs from them. The
+shape and types are checked by pydantic; the AWS rules that span fields are in
+:mod:`trn_ultracluster.config.rules`.
+
+One module per section, split as the rules are: :mod:`.compute` (``nodes``), :mod:`.fsx`,
+:mod:`.capacity`, :mod:`.eks`, :mod:`.hyperpod`, :mod:`.standalone`, :mod:`.training_image`,
+:mod:`.observability`; :mod:`.base` holds what every model is. Here, :class:`ClusterConfig`
+puts the sections together with the top-level keys (instance type, network, tags, ...), and
+:class:`LoadedConfig` is a validated configuration with its warnings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from trn_ultracluster import network_plan
+from trn_ultracluster.config.errors import ConfigIssue
+from trn_ultracluster.config.facts import DEFAULT_KUBERNETES_VERSION, region_of_az_id
+from trn_ultracluster.config.model.base import FrozenModel
+from trn_ultracluster.config.model.capacity import CapacityConfig
+from trn_ultracluster.config.model.compute import NodeCounts
+from trn_ultracluster.config.model.eks import EksAddonVersionsConfig, EksConfig
+from trn_ultracluster.config.model.fsx import DataRepositoryConfig, FsxConfig
+from trn_ultracluster.config.model.hyperpod import HyperPodConfig, HyperPodWorkerGroupConfig
+from trn_ultracluster.config.model.observability import ObservabilityConfig
+from trn_ultracluster.config.model.standalone import StandaloneConfig
+from trn_ultracluster.config.model.training_image import TrainingImageConfig
+from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
+
+__all__ = [
+    "CapacityConfig",
+    "ClusterConfig",
+    "DataRepositoryConfig",
+    "EksAddonVersionsConfig",
+    "EksConfig",
+    "FsxConfig",
+    "HyperPodConfig",
+    "HyperPodWorkerGroupConfig",
+    "LoadedConfig",
+    "NodeCounts",
+    "ObservabilityConfig",
+    "StandaloneConfig",
+    "TrainingImageConfig",
+]
+
+
+class ClusterConfig(FrozenModel):
+    """The whole cluster configuration (frozen). See README "Configuration".
+
+    Attributes:
+        instance_type: Trainium instance type; one of :data:`catalog.CATALOG`.
+        nodes: node counts; 0 allowed for an idle cluster.
+        az_ids: AZ IDs; the first holds the compute nodes and FSx, the others the
+            services that need two AZs (EKS control plane, NAT per AZ).
+        vpc_cidr: VPC IPv4 CIDR block.
+        nat_gateways: 1, or one per AZ.
+        placement_group: put the nodes in a cluster placement group.
+        efa_interface_layout: ``efa`` (every card an EFA interface with an IP, as in the
+            AWS Neuron samples) or ``efa-only`` (ENA primary plus an EFA-only interface,
+            without IP, on every card, as the EC2 user guide recommends today).
+        root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
+        fsx: FSx for Lustre settings.
+        orchestrator: ``eks``, ``hyperpod-slurm``, ``hyperpod-eks`` or ``standalone``.
+        eks: EKS settings (used with ``eks`` and ``hyperpod-eks``).
+        hyperpod: HyperPod settings (used with ``hyperpod-slurm`` and ``hyperpod-eks``).
+        standalone: standalone node settings (used with ``orchestrator: standalone``).
+        capacity: on-demand, capacity reservation or Capacity Block.
+        training_image: how the training image is built.
+        observability: dashboard and alarms.
+        data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
+        tags: tags on every resource.
+    """
+
+    instance_type: str = "trn1.32xlarge"
+    nodes: NodeCounts = NodeCounts()
+    az_ids: tuple[str, ...] = ("usw2-az4", "usw2-az1")
+    vpc_cidr: str = "10.0.0.0/16"
+    nat_gateways: int = 1
+    placement_group: bool = True
+    efa_interface_layout: Literal["efa", "efa-only"] = "efa"
+    root_volume_gib: int = 512
+    fsx: FsxConfig = FsxConfig()
+    orchestrator: Literal["eks", "hyperpod-slurm", "hyperpod-eks", "standalone"] = "eks"
+    eks: EksConfig = EksConfig()
+    hyperpod: HyperPodConfig = HyperPodConfig()
+    standalone: StandaloneConfig = StandaloneConfig()
+    capacity: CapacityConfig = CapacityConfig()
+    training_image: TrainingImageConfig = TrainingImageConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
+    data_removal_policy: Literal["retain", "destroy"] = "retain"
+    tags: dict[str, str] = Field(default_factory=dict)
+
+    # --- derived values (never configured) ---
+    @property
+    def instance(self) -> InstanceSpec:
+        """Catalog entry of :attr:`instance_type`."""
+        return get_instance(self.instance_type)
+
+    @property
+    def kubernetes_version(self) -> str | None:
+        """Kubernetes version of the EKS cluster: ``eks.kubernetes_version`` or the
+        orchestrator's default (:data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`);
+        ``None`` for an orchestrator without EKS."""
+        return self.eks.kubernetes_version or DEFAULT_KUBERNETES_VERSION.get(self.orchestrator)
+
+    @property
+    def region(self) -> str:
+        """AWS Region, derived from the first AZ ID."""
+        return region_of_az_id(self.az_ids[0])
+
+    @property
+    def compute_az_id(self) -> str:
+        """AZ ID of the compute nodes and FSx (the first AZ ID)."""
+        return self.az_ids[0]
+
+    @property
+    def ips_per_node(self) -> int:
+        """VPC addresses one node may take: one per EFA interface with an IP, plus pods."""
+        spec = self.instance
+        with_ip = spec.network_cards if self.efa_interface_layout == "efa" else 1
+        return with_ip + network_plan.PODS_PER_NODE
+
+    @property
+    def private_subnet_mask(self) -> int:
+        """Prefix length of each private subnet: room for ``nodes.max`` nodes, at least /20
+        when the VPC has room (:func:`trn_ultracluster.network_plan.private_subnet_mask`)."""
+        vpc_prefix = ipaddress.ip_network(self.vpc_cidr, strict=False).prefixlen
+        return network_plan.private_subnet_mask(vpc_prefix, len(self.az_ids), self.nodes.max,
+                                                self.ips_per_node)
+
+    @property
+    def hyperpod_worker_counts(self) -> dict[str, int]:
+        """HyperPod worker group name -> instance count (``nodes.desired`` where not given)."""
+        return {g.name: self.worker_group_count(g) for g in self.hyperpod.worker_groups}
+
+    def worker_group_count(self, group: HyperPodWorkerGroupConfig) -> int:
+        """Instances of one HyperPod worker group: its ``instance_count`` or ``nodes.desired``."""
+        return self.nodes.desired if group.instance_count is None else group.instance_count
+
+    @property
+    def uses_placement_group(self) -> bool:
+        """Whether the stack creates a cluster placement group."""
+        return self.placement_group and self.instance.supports_efa
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated configuration and the warnings found while validating it."""
+
+    config: ClusterConfig
+    warnings: tuple[ConfigIssue, ...] = ()

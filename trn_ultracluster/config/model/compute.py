@@ -1,0 +1,19 @@
+"""The Trainium nodes: ``nodes`` (the instance type, root volume and EFA layout are
+top-level keys of :class:`~trn_ultracluster.config.model.ClusterConfig`)."""
+
+from __future__ import annotations
+
+from trn_ultracluster.config.model.base import FrozenModel
+
+__all__ = ["NodeCounts"]
+
+
+class NodeCounts(FrozenModel):
+    """Trainium node counts of the compute node group / instance group.
+
+    Default: 0 minimum (the cluster can go idle), 1 desired, 1 maximum.
+    """
+
+    min: int = 0
+    desired: int = 1
+    max: int = 1

@@ -1,0 +1,59 @@
+"""FSx for Lustre: ``fsx`` and its data repository association."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import field_validator
+
+from trn_ultracluster.config.model.base import FrozenModel
+
+__all__ = ["DataRepositoryConfig", "FsxConfig"]
+
+
+class DataRepositoryConfig(FrozenModel):
+    """An FSx data repository association (DRA) that links a file system path to S3.
+
+    Attributes:
+        s3_path: ``s3://bucket/prefix/``; default ``None`` links the stack's data bucket.
+        file_system_path: the part of the file system linked to S3: ``/`` (default) links
+            the whole file system, so everything written to it is exported (and, with
+            ``data_removal_policy: retain``, kept after ``cdk destroy``); a path such as
+            ``/s3`` links only that directory.
+        auto_import: new and changed S3 objects appear in the file system.
+        auto_export: new and changed files (checkpoints) are written back to S3.
+    """
+
+    s3_path: str | None = None
+    file_system_path: str = "/"
+    auto_import: bool = True
+    auto_export: bool = True
+
+
+_FLOAT_VERSIONS = {float(v): v for v in ("2.10", "2.12", "2.15")}
+
+
+class FsxConfig(FrozenModel):
+    """FSx for Lustre shared storage.
+
+    Default: PERSISTENT_2, 1200 GiB, 250 MB/s/TiB, LZ4 compression, Lustre 2.15, linked to
+    the stack's data bucket over the whole file system (``/``).
+    """
+
+    deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = (
+        "PERSISTENT_2"
+    )
+    storage_capacity_gib: int = 1200
+    per_unit_storage_throughput: int | None = 250
+    data_compression: Literal["NONE", "LZ4"] = "LZ4"
+    lustre_version: Literal["2.10", "2.12", "2.15"] = "2.15"
+    data_repository: DataRepositoryConfig | None = DataRepositoryConfig()
+
+    @field_validator("lustre_version", mode="before")
+    @classmethod
+    def _version_as_text(cls, value: Any) -> Any:
+        """YAML reads ``2.10`` as the float 2.1: map the floats of the known versions back
+        to their text, and show any other float as written (``2.150001`` is not 2.15)."""
+        if isinstance(value, float):
+            return _FLOAT_VERSIONS.get(value, repr(value))
+        return value

@@ -1,0 +1,42 @@
+"""Standalone nodes: ``standalone``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from trn_ultracluster.config.facts import (
+    NEURON_DLAMI_ROOT_DEVICE,
+    NEURON_DLAMI_SSM_PARAMETER,
+    NEURON_DLAMI_VENV,
+)
+from trn_ultracluster.config.model.base import FrozenModel
+
+__all__ = ["StandaloneConfig"]
+
+
+class StandaloneConfig(FrozenModel):
+    """Standalone Trainium nodes (used when ``orchestrator`` is ``standalone``): an Auto Scaling
+    group of ``nodes`` instances from the EFA launch template, reached with Session Manager.
+    See docs/standalone.md.
+
+    Default: the newest Deep Learning AMI Neuron PyTorch 2.9 (Ubuntu 24.04), resolved at
+    deploy time from its public SSM parameter; jobs run in the stack's training image.
+
+    Attributes:
+        ami_ssm_parameter: public (or your own) SSM parameter holding the nodes' AMI id,
+            resolved by CloudFormation at each deploy (a changed AMI reaches new nodes only).
+        runtime: ``container`` runs jobs in the training image (pulled from ECR when a node
+            starts) with ``/fsx`` and the Neuron and EFA devices; ``dlami-venv`` runs them in
+            the AMI's Neuron virtual environment :attr:`dlami_venv`, with the training
+            program copied to each node.
+        dlami_venv: the virtual environment of ``runtime: dlami-venv`` (an absolute path on
+            the AMI).
+        root_device_name: the AMI's root device, which the launch template's root volume
+            (``root_volume_gib``) resizes; ``/dev/sda1`` on Ubuntu AMIs, ``/dev/xvda`` on
+            Amazon Linux. A wrong name adds a second volume instead.
+    """
+
+    ami_ssm_parameter: str = NEURON_DLAMI_SSM_PARAMETER
+    runtime: Literal["container", "dlami-venv"] = "container"
+    dlami_venv: str = NEURON_DLAMI_VENV
+    root_device_name: str = NEURON_DLAMI_ROOT_DEVICE

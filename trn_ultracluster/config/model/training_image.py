@@ -1,0 +1,22 @@
+"""The training image: ``training_image``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from trn_ultracluster.config.model.base import FrozenModel
+
+__all__ = ["TrainingImageConfig"]
+
+
+class TrainingImageConfig(FrozenModel):
+    """How ``cdk deploy`` builds the training image (``training/Dockerfile``).
+
+    Attributes:
+        build: ``codebuild`` (default): built in AWS CodeBuild during the deploy and pushed
+            to the stack's ECR repository; no Docker needed where ``cdk deploy`` runs.
+            ``local``: built by the CDK CLI with the local Docker and published to the CDK
+            bootstrap repository (faster iteration when Docker is at hand).
+    """
+
+    build: Literal["codebuild", "local"] = "codebuild"
