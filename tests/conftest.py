@@ -86,7 +86,6 @@ class Synth:
 def synth(tmp_path_factory):
     """Factory fixture: ``synth(profile=None, **context) -> Synth``, cached per session."""
     from trn_ultracluster.app import build_app
-    from trn_ultracluster.contracts.outputs import STACK_NAME
 
     cache: dict[tuple, Synth] = {}
 
@@ -100,7 +99,7 @@ def synth(tmp_path_factory):
             outdir = tmp_path_factory.mktemp("cdk.out")
             app, stack, loaded = build_app(ctx, outdir=str(outdir), base_dir=REPO_ROOT)
             assembly = app.synth()
-            template = assembly.get_stack_by_name(STACK_NAME).template
+            template = assembly.get_stack_by_name(stack.stack_name).template
             cache[key] = Synth(template, outdir, stack, loaded.config, loaded.warnings)
         return cache[key]
 

@@ -12,6 +12,7 @@ from aws_cdk import Acknowledgment, CfnResource, Stack, Token, Validations
 from constructs import IConstruct
 
 __all__ = [
+    "IN_VPC_REASON",
     "LAMBDA_BASIC_EXECUTION",
     "acknowledge",
     "bootstrap_assets_finding",
@@ -99,6 +100,15 @@ def checkov_skip(scope: IConstruct, check_id: str, reason: str) -> None:
     skips.append({"id": check_id, "comment": reason})
     resource.add_metadata("checkov", {"skip": skips})
 
+
+IN_VPC_REASON = "TrnUltraCluster::InVpcReason"
+"""Template ``Metadata`` key of a Lambda function that runs in the VPC although ``cdk
+destroy`` deletes it before its subnets: why it must, and where the README says what that
+costs on destroy. A function's network interfaces outlive it by up to 20 minutes (Lambda
+developer guide, "Giving Lambda functions access to resources in an Amazon VPC": Lambda
+takes "up to 20 minutes to delete the attached Hyperplane ENI") and hold the subnets and
+security groups CloudFormation deletes next (aws/aws-cdk #18650, go-to-k/delstack #637);
+the retention tests refuse an in-VPC function without this key."""
 
 LIBRARY_FUNCTION_SKIPS = {
     "CKV_AWS_115": "A library-defined custom resource function, invoked only by "

@@ -187,6 +187,52 @@ def test_nothing_kept_on_destroy_depends_on_a_deleted_network_resource(each):
         assert not needs, f"{name} is kept but needs {sorted(needs)}, which are deleted"
 
 
+def _functions_in_the_vpc(template) -> dict[str, dict]:
+    return {k: r for k, r in template["Resources"].items()
+            if r["Type"] == "AWS::Lambda::Function" and "VpcConfig" in r["Properties"]}
+
+
+def test_no_function_in_the_vpc_without_a_documented_reason(each):
+    """A VPC function's network interfaces outlive it by up to 20 minutes (Lambda developer
+    guide, "Giving Lambda functions access to resources in an Amazon VPC") and hold the
+    subnets and security groups that cdk destroy deletes after it (aws/aws-cdk #18650,
+    go-to-k/delstack #637): each one in the VPC says why in its metadata, and the README's
+    destroy section says what to expect."""
+    from trn_ultracluster.nag import IN_VPC_REASON
+    from trn_ultracluster.template_graph import transitive_dependencies
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    for name, function in _functions_in_the_vpc(each.template).items():
+        # its deletion precedes that of its subnets: it depends on them
+        subnets = {d for d in transitive_dependencies(each.template, name)
+                   if each.template["Resources"][d]["Type"] == "AWS::EC2::Subnet"}
+        assert subnets, f"{name} is in the VPC but depends on no subnet of the stack"
+        reason = function.get("Metadata", {}).get(IN_VPC_REASON)
+        assert reason, f"{name} runs in the VPC without {IN_VPC_REASON} metadata"
+        assert "README.md#deploy-and-destroy" in reason
+    assert "### A private EKS endpoint" in readme
+
+
+@pytest.mark.parametrize("context, in_vpc", [
+    ({}, False),  # public endpoint open to every address: the default
+    ({"eks.public_access_cidrs": "203.0.113.0/24"}, True),
+    ({"eks.endpoint_access": "private"}, True),
+    ({"orchestrator": "hyperpod-eks", "eks.endpoint_access": "private"}, True),
+])
+def test_kubectl_functions_leave_the_vpc_when_the_public_endpoint_lets_them(synth, context, in_vpc):
+    from trn_ultracluster.nag import IN_VPC_REASON
+
+    template = synth(**context).template
+    kubectl = {k: r for k, r in template["Resources"].items()
+               if r["Type"] == "AWS::Lambda::Function" and "KubectlProvider" in k}
+    assert len(kubectl) == 2  # the handler and the provider framework's onEvent
+    for name, function in kubectl.items():
+        assert ("VpcConfig" in function["Properties"]) is in_vpc, name
+        assert (IN_VPC_REASON in function.get("Metadata", {})) is in_vpc, name
+    if not in_vpc:
+        assert _functions_in_the_vpc(template) == {}
+
+
 def test_retain_keeps_only_data_logs_and_keys(each):
     types = {each.template["Resources"][k]["Type"] for k in _kept(each.template)}
     if each.config.data_removal_policy == "retain":

@@ -88,9 +88,15 @@ def test_admin_access_entry(default, admin):
     assert "AmazonEKSClusterAdminPolicy" in json.dumps(policy["PolicyArn"])
 
 
-def test_kubectl_provider_in_private_subnets(default):
+def test_kubectl_provider_outside_the_vpc_with_an_open_public_endpoint(default, synth):
+    """Default: out of the VPC (nothing left behind on destroy); with a narrowed allow-list
+    it reaches the private endpoint from the private subnets (tests/stacks/test_cluster.py
+    covers every endpoint setting)."""
     res = default.template["Resources"]
     handler = res[_ref(res, "AWS::Lambda::Function", "EksClusterKubectlProviderHandler")]
+    assert "VpcConfig" not in handler["Properties"]
+    narrowed = synth(**{"eks.public_access_cidrs": "203.0.113.0/24"}).template["Resources"]
+    handler = narrowed[_ref(narrowed, "AWS::Lambda::Function", "EksClusterKubectlProviderHandler")]
     subnets = handler["Properties"]["VpcConfig"]["SubnetIds"]
     assert all("PrivateSubnet" in s["Ref"] for s in subnets) and len(subnets) == 2
 

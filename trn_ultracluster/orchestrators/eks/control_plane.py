@@ -30,6 +30,7 @@ from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
+from trn_ultracluster.orchestrators.eks.kubectl import place_kubectl_functions
 from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
 from trn_ultracluster.orchestrators.eks.observability import container_insights
 from trn_ultracluster.orchestrators.eks.versions import (
@@ -148,6 +149,7 @@ class EksCluster(Construct):
             output_config_command=False,
         )
         self.cluster.node.add_dependency(self.control_plane_logs)
+        place_kubectl_functions(self.cluster, settings)
         for construct_id, principal in self.admin_principals(settings).items():
             self.cluster.grant_access(
                 construct_id, principal,

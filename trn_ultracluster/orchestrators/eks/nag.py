@@ -37,8 +37,9 @@ def acknowledge_eks(cluster: eks.Cluster, node_role: iam.IRole, cni_role: iam.IR
     handler = provider.node.find_child("Handler")
     on_event = provider.node.find_child("Provider").node.find_child("framework-onEvent")
     lambda_reason = ("aws-eks-v2's kubectl provider Lambda (defined by aws-cdk-lib) logs to "
-                     "CloudWatch and runs in the private subnets to reach the private "
-                     "API endpoint")
+                     "CloudWatch; aws-cdk-lib adds the VPC access policy whenever the endpoint "
+                     "has private access (the function leaves the VPC when the public "
+                     "endpoint is open to it: orchestrators/eks/kubectl.py)")
     for scope in (handler, on_event):
         skip_library_function_checks(scope)
         acknowledge(scope, LAMBDA_BASIC_EXECUTION, lambda_reason)
