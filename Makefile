@@ -7,7 +7,9 @@ PYTHON ?= python3
 VENV := .venv
 VPY := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
-STACK := TrnUltraCluster
+# The app defines one stack, named by the configuration's stack_name (default TrnUltraCluster):
+# the CDK targets address it with --all.
+STACK := --all
 OUT := cdk.out
 # Optional profile file: make synth PROFILE=profiles/ultracluster-16.yaml
 PROFILE ?=

@@ -51,6 +51,21 @@ def test_cli_bad_input_exits_non_zero_and_writes_no_template(tmp_path):
     assert not (tmp_path / "TrnUltraCluster.template.json").exists()
 
 
+def test_cli_synth_of_a_second_stack_name(tmp_path, capsys):
+    """`-c stack_name=TrnTwo` gives a stack TrnTwo, found by the summary as `make synth`
+    runs it (`cdk synth --all`)."""
+    result = subprocess.run([str(CDK), "synth", "--all", "--quiet", "-o", str(tmp_path),
+                             "-c", "stack_name=TrnTwo"], cwd=REPO_ROOT, capture_output=True,
+                            text=True, timeout=300,
+                            env={**os.environ, "PATH": f"{Path(sys.executable).parent}"
+                                                      f"{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "TrnTwo.template.json").exists()
+    assert not (tmp_path / "TrnUltraCluster.template.json").exists()
+    assert summary_main([str(tmp_path)]) == 0
+    assert "stack:          TrnTwo" in capsys.readouterr().out
+
+
 def test_summary_without_synth_says_what_to_do(tmp_path, capsys):
     assert summary_main([str(tmp_path)]) == 1
     assert "run `make synth` first" in capsys.readouterr().err

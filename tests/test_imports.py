@@ -45,11 +45,12 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "stacks": _STACKS,
     "app": _STACKS | {"stacks"},
     "template_graph": frozenset(),
+    "cloud_assembly": frozenset(),
     "deploy_time": frozenset({"template_graph"}),
     "estimate": frozenset({"deploy_time", "template_graph"}),
-    "summary": frozenset({"contracts", "estimate"}),
+    "summary": frozenset({"cloud_assembly", "contracts", "estimate"}),
     "diagram": frozenset({"orchestrators"}),  # the registry of orchestrators, nothing built
-    "cli": frozenset({"contracts", "config", "estimate"}),
+    "cli": frozenset({"cloud_assembly", "contracts", "config", "estimate"}),
     "__main__": frozenset({"cli"}),
     "": frozenset(),  # the package's own __init__
 }

@@ -14,7 +14,6 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from trn_ultracluster.config import ConfigError, LoadedConfig, load_config
-from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.stacks.cluster import TrnUltraClusterStack
 
 __all__ = ["build_app", "main"]
@@ -25,7 +24,8 @@ def build_app(
     outdir: str | None = None,
     base_dir: Path | str | None = None,
 ) -> tuple[cdk.App, TrnUltraClusterStack, LoadedConfig]:
-    """Create the app and the ``TrnUltraCluster`` stack with cdk-nag AwsSolutions checks.
+    """Create the app and its one stack (named ``stack_name``, default ``TrnUltraCluster``)
+    with cdk-nag AwsSolutions checks.
 
     Args:
         context: extra context (as ``-c`` would give); merged over cdk.json's when run by
@@ -46,7 +46,7 @@ def build_app(
     app = cdk.App(context=dict(context or {}), outdir=outdir,
                   builtin_cloud_formation_validation=False)
     loaded = load_config(app.node.get_all_context(), base_dir=base_dir or Path.cwd())
-    stack = TrnUltraClusterStack(app, STACK_NAME, config=loaded.config)
+    stack = TrnUltraClusterStack(app, loaded.config.stack_name, config=loaded.config)
     for warning in loaded.warnings:
         # The CDK CLI prints these (and `cdk synth --strict` fails on them).
         cdk.Annotations.of(stack).add_warning_v2(f"trn-ultracluster:{warning.field}",

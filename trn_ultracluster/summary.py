@@ -13,7 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.contracts.outputs import STACK_NAME, OutputKey
+from trn_ultracluster.cloud_assembly import AssemblyError, assembly_stack
+from trn_ultracluster.contracts.outputs import OutputKey
 
 __all__ = ["efa_interfaces_per_node", "main", "summarize"]
 
@@ -57,9 +58,10 @@ def summarize(outdir: Path) -> str:
     """Return the summary text for the cloud assembly in ``outdir``.
 
     Raises:
-        FileNotFoundError: no TrnUltraCluster template in ``outdir`` (run synth first).
+        AssemblyError: no synthesized stack in ``outdir`` (run synth first).
     """
-    path = outdir / f"{STACK_NAME}.template.json"
+    stack = assembly_stack(outdir)
+    path = stack.template_path
     text = path.read_text(encoding="utf-8")
     template = json.loads(text)
     resources = template["Resources"]
@@ -70,6 +72,7 @@ def summarize(outdir: Path) -> str:
         f"{CFN_TEMPLATE_LIMIT_BYTES // 1000} kB, {len(resources)} of {CFN_RESOURCE_LIMIT} resources)",
         f"cdk-nag report: {report if report.exists() else '(none written: no findings)'}",
         "",
+        f"stack:          {stack.name}",
         f"instance type:  {_output(template, OutputKey.INSTANCE_TYPE)}",
         "nodes:          min {} / desired {} / max {}".format(
             _output(template, OutputKey.NODE_COUNT_MIN),
@@ -94,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     outdir = Path(args[0] if args else "cdk.out")
     try:
         print(summarize(outdir))
-    except FileNotFoundError:
-        print(f"no {STACK_NAME} template in {outdir}: run `make synth` first", file=sys.stderr)
+    except AssemblyError as err:
+        print(f"{err}: run `make synth` first", file=sys.stderr)
         return 1
     return 0
 

@@ -25,14 +25,22 @@ def test_estimate_offline_prints_every_item_and_the_deploy_time(capsys, default)
     assert "total per hour: idle $" in out and "first deploy: about" in out
 
 
+def write_assembly(outdir, template, stack="TrnUltraCluster"):
+    """A cloud assembly with one stack: its manifest entry and template."""
+    (outdir / "manifest.json").write_text(json.dumps({"artifacts": {stack: {
+        "type": "aws:cloudformation:stack",
+        "properties": {"templateFile": f"{stack}.template.json"}}}}))
+    (outdir / f"{stack}.template.json").write_text(json.dumps(template))
+
+
 def test_estimate_without_a_synthesized_stack_says_what_to_run(capsys, tmp_path):
     code, _, err = run(capsys, "estimate", "--cdk-out", str(tmp_path))
     assert code == ExitCode.USAGE
-    assert "no synthesized template at" in err and "make synth" in err
+    assert f"no synthesized stack in {tmp_path} (no manifest.json)" in err and "make synth" in err
 
 
 def test_estimate_refuses_another_template(capsys, tmp_path):
-    (tmp_path / "TrnUltraCluster.template.json").write_text(json.dumps({"Resources": {}}))
+    write_assembly(tmp_path, {"Resources": {}})
     code, _, err = run(capsys, "estimate", "--cdk-out", str(tmp_path))
     assert code == ExitCode.USAGE and "not a TrnUltraCluster template" in err
 
@@ -101,7 +109,7 @@ def test_the_budget_must_be_a_positive_number(capsys, bad):
 def test_estimate_of_a_broken_template_is_a_clear_error(capsys, tmp_path):
     template = {"Outputs": {"Region": {"Value": "us-west-2"}},
                 "Resources": {"Nodes": {"Type": "AWS::EKS::Nodegroup", "Properties": {}}}}
-    (tmp_path / "TrnUltraCluster.template.json").write_text(json.dumps(template))
+    write_assembly(tmp_path, template)
     code, _, err = run(capsys, "estimate", "--offline", "--cdk-out", str(tmp_path))
     assert code == ExitCode.USAGE
     assert "cannot be priced" in err and "Traceback" not in err

@@ -84,9 +84,29 @@ def test_no_credentials(capsys, monkeypatch):
 
 def test_outputs_file_wrong_stack(capsys, tmp_path):
     path = write_outputs(tmp_path, outputs_values(), stack="Other")
-    code, _, err = run(capsys, "outputs", "--outputs-file", str(path))
+    code, _, err = run(capsys, "outputs", "--outputs-file", str(path),
+                       "--stack-name", "TrnUltraCluster")
     assert code == ExitCode.STACK
     assert "has no stack 'TrnUltraCluster' (stacks: Other)" in err
+
+
+def test_the_one_stack_of_an_outputs_file_is_the_default(capsys, tmp_path):
+    path = write_outputs(tmp_path, outputs_values(), stack="TrnTwo")
+    code, out, _ = run(capsys, "outputs", "--outputs-file", str(path))
+    assert code == 0 and "stack TrnTwo (" in out
+
+
+def test_the_configured_stack_name_is_the_default(tmp_path, monkeypatch):
+    import json
+
+    from trn_ultracluster.cli.project_config import default_stack_name
+
+    assert default_stack_name(tmp_path) == "TrnUltraCluster"  # no cdk.json here
+    (tmp_path / "cdk.json").write_text(json.dumps(
+        {"context": {"trn-ultracluster": {"stack_name": "TrnTwo"}}}))
+    assert default_stack_name(tmp_path) == "TrnTwo"
+    (tmp_path / "cdk.json").write_text("{not json")
+    assert default_stack_name(tmp_path) == "TrnUltraCluster"  # the command reports the file
 
 
 def _bad_file(kind: str, tmp_path: Path) -> Path:

@@ -23,6 +23,7 @@ from trn_ultracluster.cli.commands import estimate, jobs, preflight, smoke_test,
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
+from trn_ultracluster.cli.project_config import default_stack_name
 from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
@@ -104,8 +105,10 @@ def _estimate_options(p: argparse.ArgumentParser) -> None:
 def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("stack")
-    group.add_argument("--stack-name", default=STACK_NAME,
-                       help=f"CloudFormation stack name (default: {STACK_NAME})")
+    group.add_argument("--stack-name",
+                       help="CloudFormation stack name (default: the one stack of "
+                            "--outputs-file, else stack_name of the configuration: cdk.json, "
+                            f"and --profile for preflight; else {STACK_NAME})")
     group.add_argument("--region", help="AWS Region of the stack (default: AWS_REGION, then "
                                         "AWS_DEFAULT_REGION / the AWS config)")
     group.add_argument("--outputs-file", type=Path,
@@ -275,6 +278,9 @@ def _stdout_gone() -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status and prints ``error:``/``fix:`` lines on failure."""
     args = build_parser().parse_args(argv)
+    if getattr(args, "stack_name", "") is None and args.command != "preflight":
+        # preflight takes the stack name of the configuration it loads (with --profile)
+        args.stack_name = default_stack_name(Path.cwd(), args.outputs_file)
     try:
         code = int(COMMANDS[args.command](args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit

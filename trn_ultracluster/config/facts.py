@@ -12,6 +12,7 @@ import ipaddress
 import re
 
 README_CONFIG = "README.md#configuration"
+DOC_CFN_STACK_NAME = "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_CreateStack.html"
 
 # --- documentation links, one per topic ------------------------------------------------
 DOC_AZ_IDS = "https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html"
@@ -175,6 +176,17 @@ us-west-2 and others, 25,200 GiB in smaller Regions; adjustable up to petabytes)
 # ClusterInstanceGroupName, ClusterPartitionNames, ClusterInstanceCount (0-6758),
 # ClusterEbsVolumeSizeInGB (1-16384) and TrainingPlanArn; the CloudFormation schema of
 # AWS::SageMaker::Cluster (as bundled with cfn-lint 1.58.0) has the same.
+STACK_NAME_RE = re.compile(r"^[A-Za-z][-A-Za-z0-9]*\Z")
+STACK_NAME_MAX_CHARS = 128
+"""CloudFormation stack names: "can contain only alphanumeric characters (case sensitive) and
+hyphens. It must start with an alphabetical character and can't be longer than 128
+characters"; unique per account and Region (CloudFormation API reference, CreateStack
+``StackName``, DOC_CFN_STACK_NAME)."""
+EKS_CLUSTER_NAME_MAX_CHARS = 100
+"""EKS cluster names: letters, digits, ``-`` and ``_``, at most 100 characters (EKS API
+reference, CreateCluster ``name``). The stack names its cluster ``<stack name>-<8 hex>``
+(:func:`trn_ultracluster.constructs.names.stack_unique_name`)."""
+HYPERPOD_NAME_MAX_CHARS = 63
 HYPERPOD_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*\Z")
 HYPERPOD_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+\Z")
 TRAINING_PLAN_RE = re.compile(r"^arn:aws[a-z\-]*:sagemaker:[a-z0-9\-]*:[0-9]{12}:training-plan/.+\Z")

@@ -127,7 +127,7 @@ def test_trainium_instance_group(hpe):
         "OnCreate": "on_create.sh",
         "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/lifecycle/"]]}}
     name = hpe.template["Resources"][bucket]["Properties"]["BucketName"]
-    assert name["Fn::Join"][1][0] == "sagemaker-trnuc-lcs"  # HyperPod reads sagemaker-* only
+    assert name["Fn::Join"][1][0] == "sagemaker-trnuc"  # HyperPod reads sagemaker-* only
     role, _ = _role(hpe)
     assert group["ExecutionRole"] == {"Fn::GetAtt": [role, "Arn"]}
 

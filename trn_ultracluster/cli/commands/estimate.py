@@ -11,7 +11,7 @@ from typing import Any
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.files import read_text
-from trn_ultracluster.contracts.outputs import STACK_NAME
+from trn_ultracluster.cloud_assembly import AssemblyError, assembly_stack
 
 __all__ = ["DEFAULT_CDK_OUT", "estimate", "estimate_text", "load_template"]
 
@@ -19,14 +19,18 @@ DEFAULT_CDK_OUT = Path("cdk.out")
 
 
 def load_template(cdk_out: Path) -> dict[str, Any]:
-    """The synthesized TrnUltraCluster template in ``cdk_out``.
+    """The synthesized TrnUltraCluster template in ``cdk_out`` (the assembly's one stack,
+    whatever its ``stack_name``).
 
     Raises:
         CliError: (USAGE) no template there (nothing synthesized), or it is not a
             TrnUltraCluster template.
     """
-    path = cdk_out / f"{STACK_NAME}.template.json"
     fix = "run `make synth` (with the same PROFILE=...) first, or pass --cdk-out DIR"
+    try:
+        path = assembly_stack(cdk_out).template_path
+    except AssemblyError as err:
+        raise CliError(str(err), fix) from None
     if not path.is_file():
         raise CliError(f"no synthesized template at {path}", fix)
     try:
@@ -34,7 +38,7 @@ def load_template(cdk_out: Path) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise CliError(f"{path} is not JSON ({err})", fix) from None
     if not isinstance(template, dict) or "Region" not in template.get("Outputs", {}):
-        raise CliError(f"{path} is not a {STACK_NAME} template (no Region output)", fix)
+        raise CliError(f"{path} is not a TrnUltraCluster template (no Region output)", fix)
     return template
 
 

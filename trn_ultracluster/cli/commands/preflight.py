@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.files import read_text
+from trn_ultracluster.cli.project_config import cdk_context
 
 __all__ = ["preflight"]
 
@@ -23,27 +23,6 @@ def _key_value(items: list[str], option: str) -> dict[str, str]:
             raise CliError(f"{option} {item!r} must be KEY=VALUE", f"e.g. {option} nodes.max=4")
         out[key] = value
     return out
-
-
-def _cdk_context(repo: Path) -> dict[str, Any]:
-    """The ``context`` of ``cdk.json`` in ``repo`` (empty without the file), as the CDK app
-    reads it.
-
-    Raises:
-        CliError: (USAGE) the file cannot be read or is not a JSON object.
-    """
-    path = repo / "cdk.json"
-    if not path.exists():
-        return {}
-    fix = "fix cdk.json (the repository's copy is valid JSON), or run from the repository"
-    try:
-        data = json.loads(read_text(path, "file", fix).strip() or "null")
-    except json.JSONDecodeError as err:
-        raise CliError(f"{path} is not JSON ({err})", fix) from None
-    context = data.get("context", {}) if isinstance(data, dict) else None
-    if not isinstance(context, dict):
-        raise CliError(f"{path} has no \"context\" object", fix)
-    return dict(context)
 
 
 def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None:
@@ -90,7 +69,7 @@ def preflight(args: argparse.Namespace) -> int:
                        "leave --outputs-file out (`outputs --outputs-file ...` reads a "
                        "deployed stack's outputs)")
     repo = Path.cwd()
-    context = _cdk_context(repo)
+    context = cdk_context(repo)
     if args.profile:
         context[PROFILE_CONTEXT_KEY] = args.profile
     context.update(_key_value(args.context, "-c"))
@@ -105,7 +84,7 @@ def preflight(args: argparse.Namespace) -> int:
                        f"{args.region} (-c az_ids=... or a profile)")
     session = aws.make_session(config.region)
     account, checks = run_preflight(session, config, subprocess.run,
-                                    stack_name=args.stack_name)
+                                    stack_name=args.stack_name or config.stack_name)
     print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
           f"({config.region}), orchestrator {config.orchestrator}, account {account}")
     print(format_table(checks))

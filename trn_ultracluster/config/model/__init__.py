@@ -32,6 +32,7 @@ from trn_ultracluster.config.model.observability import ObservabilityConfig
 from trn_ultracluster.config.model.standalone import StandaloneConfig
 from trn_ultracluster.config.model.training_image import TrainingImageConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
+from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = [
     "CapacityConfig",
@@ -54,6 +55,9 @@ class ClusterConfig(FrozenModel):
     """The whole cluster configuration (frozen). See README "Configuration".
 
     Attributes:
+        stack_name: the CloudFormation stack's name (and CDK stack id); the physical names
+            that must be unique in the account and Region derive from it, so two stacks
+            of different names never collide.
         instance_type: Trainium instance type; one of :data:`catalog.CATALOG`.
         nodes: node counts; 0 allowed for an idle cluster.
         az_ids: AZ IDs; the first holds the compute nodes and FSx, the others the
@@ -77,6 +81,7 @@ class ClusterConfig(FrozenModel):
         tags: tags on every resource.
     """
 
+    stack_name: str = STACK_NAME
     instance_type: str = "trn1.32xlarge"
     nodes: NodeCounts = NodeCounts()
     az_ids: tuple[str, ...] = ("usw2-az4", "usw2-az1")
@@ -108,6 +113,11 @@ class ClusterConfig(FrozenModel):
         orchestrator's default (:data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`);
         ``None`` for an orchestrator without EKS."""
         return self.eks.kubernetes_version or DEFAULT_KUBERNETES_VERSION.get(self.orchestrator)
+
+    @property
+    def hyperpod_cluster_name(self) -> str:
+        """Name of the HyperPod cluster: ``hyperpod.cluster_name``, else the stack's name."""
+        return self.hyperpod.cluster_name or self.stack_name
 
     @property
     def region(self) -> str:

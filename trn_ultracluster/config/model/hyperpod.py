@@ -27,7 +27,7 @@ class HyperPodConfig(FrozenModel):
     """SageMaker HyperPod settings (used when ``orchestrator`` is ``hyperpod-slurm`` or
     ``hyperpod-eks``; the Slurm-only keys are marked).
 
-    Default: a cluster named ``trn-ultracluster`` with an ``ml.c5.xlarge`` Slurm controller,
+    Default: a cluster named after the stack (``stack_name``) with an ``ml.c5.xlarge`` Slurm controller,
     an ``ml.m5.4xlarge`` login node, one worker group of ``nodes.desired`` Trainium nodes in
     the ``trainium`` partition, each with a 500 GiB EBS volume at ``/opt/sagemaker``, deep
     health checks (stress and connectivity) when nodes start, and automatic node recovery.
@@ -35,7 +35,9 @@ class HyperPodConfig(FrozenModel):
     TrainJob is recreated up to 3 times.
 
     Attributes:
-        cluster_name: HyperPod cluster name (1-63 characters, letters, digits, hyphens).
+        cluster_name: HyperPod cluster name (1-63 characters, letters, digits, hyphens);
+            ``null`` (default): the stack's name (``stack_name``), unique per account and
+            Region as stack names are. Set it to keep the name of an existing cluster.
         controller_instance_type: Slurm only: ``ml.`` type of the Slurm controller.
         login_instance_type: Slurm only: ``ml.`` type of the login node; ``null`` for none.
         worker_groups: one or more Trainium instance groups; with Slurm each is a partition.
@@ -53,7 +55,7 @@ class HyperPodConfig(FrozenModel):
             ``failurePolicy.maxRestarts`` of the stack's training runtime), 0-100.
     """
 
-    cluster_name: str = "trn-ultracluster"
+    cluster_name: str | None = None
     controller_instance_type: str = "ml.c5.xlarge"
     login_instance_type: str | None = "ml.m5.4xlarge"
     worker_groups: tuple[HyperPodWorkerGroupConfig, ...] = (HyperPodWorkerGroupConfig(),)

@@ -20,6 +20,7 @@ from trn_ultracluster.config.rules import (
     hyperpod,
     network,
     observability,
+    stack,
     standalone,
     tags,
 )
@@ -29,6 +30,7 @@ __all__ = ["RULES", "Rule"]
 Rule = Callable[[ClusterConfig], Iterator[ConfigIssue]]
 
 RULES: tuple[Rule, ...] = (
+    stack.stack_name,
     compute.instance_type_known,
     compute.node_counts,
     compute.multi_node_needs_efa,

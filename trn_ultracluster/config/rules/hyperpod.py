@@ -72,7 +72,8 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
     slurm = c.orchestrator == "hyperpod-slurm"
     hp = c.hyperpod
     name_rule = _NAME_RULE
-    if len(hp.cluster_name) > 63 or not HYPERPOD_NAME_RE.match(hp.cluster_name):
+    if hp.cluster_name is not None and (len(hp.cluster_name) > 63
+                                        or not HYPERPOD_NAME_RE.match(hp.cluster_name)):
         yield ConfigIssue("hyperpod.cluster_name", hp.cluster_name, name_rule, DOC_HYPERPOD_CREATE)
     for field in ("controller_instance_type", "login_instance_type") if slurm else ():
         value = getattr(hp, field)

@@ -26,6 +26,7 @@ from constructs import Construct
 
 from trn_ultracluster.config import EksConfig
 from trn_ultracluster.config.facts import DEFAULT_KUBERNETES_VERSION
+from trn_ultracluster.constructs.names import stack_unique_name
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
@@ -45,7 +46,6 @@ from trn_ultracluster.orchestrators.eks.versions import (
     HelmChartPin,
     kubectl_layer,
     kubernetes_version,
-    stack_unique_name,
 )
 
 __all__ = ["EksCluster", "EksProps"]

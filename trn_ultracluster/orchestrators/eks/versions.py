@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import import_module
 
-from aws_cdk import Aws, Duration, Fn, Stack
+from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.aws_lambda import ILayerVersion
 from constructs import Construct
@@ -67,7 +67,6 @@ __all__ = [
     "VPC_CNI_SERVICE_ACCOUNT",
     "kubectl_layer",
     "kubernetes_version",
-    "stack_unique_name",
 ]
 
 KUBECTL_LAYERS: dict[str, tuple[str, str]] = {
@@ -139,16 +138,6 @@ rollout fails with helm's message instead of a Lambda timeout."""
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 """EKS access policy for cluster-wide admin (EKS user guide, "Review access policy
 permissions")."""
-
-
-def stack_unique_name(stack: Stack) -> str:
-    """``<stack name>-<first 8 hex digits of the stack id's UUID>`` (a deploy-time token):
-    unique per stack instance. A stack id is
-    ``arn:aws:cloudformation:<region>:<account>:stack/<name>/<uuid>`` (CloudFormation
-    ``AWS::StackId`` pseudo parameter). EKS cluster names allow 100 characters of letters,
-    digits, ``-`` and ``_`` (EKS API reference, CreateCluster ``name``)."""
-    uuid = Fn.select(2, Fn.split("/", Aws.STACK_ID))
-    return Fn.join("-", [stack.stack_name, Fn.select(0, Fn.split("-", uuid))])
 
 
 CONTROL_PLANE_LOG_GROUP = "/aws/eks/{cluster}/cluster"

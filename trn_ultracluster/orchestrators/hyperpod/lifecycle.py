@@ -22,6 +22,7 @@ from trn_ultracluster.nag import (
     bootstrap_assets_finding,
     find_stack_child,
 )
+from trn_ultracluster.constructs.names import stack_id_suffix
 from trn_ultracluster.orchestrators.base import Foundation
 
 __all__ = ["LIFECYCLE_BUCKET_PREFIX", "LIFECYCLE_PREFIX", "lifecycle_bucket", "lifecycle_config",
@@ -29,7 +30,7 @@ __all__ = ["LIFECYCLE_BUCKET_PREFIX", "LIFECYCLE_PREFIX", "lifecycle_bucket", "l
 
 LIFECYCLE_PREFIX = "lifecycle"
 """Key prefix of the lifecycle files in the lifecycle bucket."""
-LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc-lcs"
+LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc"
 """HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see
 :func:`lifecycle_bucket`)."""
 
@@ -45,8 +46,11 @@ def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
         # "Make sure that the S3 bucket path starts with s3://sagemaker-" (SageMaker API
         # reference, ClusterLifeCycleConfig.SourceS3Uri,
         # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html).
-        # Account and Region make it unique; at most 19 + 12 + 14 + 2 = 47 characters.
-        bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, Aws.ACCOUNT_ID, Aws.REGION]),
+        # The stack id's UUID makes it unique per stack (two stacks in one account and
+        # Region, and a new stack after a destroy, get their own bucket), account and Region
+        # across them: at most 15 + 8 + 12 + 14 + 3 = 52 of S3's 63 characters.
+        bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, stack_id_suffix(), Aws.ACCOUNT_ID,
+                                  Aws.REGION]),
         server_access_logs_bucket=foundation.log_bucket,
         server_access_logs_prefix="lifecycle-bucket/",
         # Versions record which scripts each node generation ran (replaced nodes run the

@@ -125,7 +125,8 @@ class HyperPodEksOrchestrator(EksCluster):
             settings=config.eks,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             kubernetes_version=config.kubernetes_version,
-            hyperpod=config.hyperpod,
+            hyperpod=config.hyperpod.model_copy(
+                update={"cluster_name": config.hyperpod_cluster_name}),
             worker_counts=dict(config.hyperpod_worker_counts)))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodEksProps) -> None:

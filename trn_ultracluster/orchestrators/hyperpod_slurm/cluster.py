@@ -135,7 +135,8 @@ class HyperPodSlurmOrchestrator(Construct):
         return cls(scope, construct_id, HyperPodProps(
             foundation=foundation,
             shape=NodeShape.of(config),
-            settings=config.hyperpod,
+            settings=config.hyperpod.model_copy(
+                update={"cluster_name": config.hyperpod_cluster_name}),
             worker_counts=dict(config.hyperpod_worker_counts)))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodProps) -> None:

@@ -1,0 +1,37 @@
+"""Finding the app's one stack in a cloud assembly, whatever its ``stack_name``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trn_ultracluster.cloud_assembly import AssemblyError, assembly_stack
+
+
+def test_the_synthesized_default_stack_is_found(default):
+    stack = assembly_stack(default.outdir)
+    assert stack.name == "TrnUltraCluster"
+    assert json.loads(stack.template_path.read_text()) == default.template
+
+
+def test_another_stack_name_is_found_by_its_manifest(synth):
+    two = synth(stack_name="TrnTwo")
+    stack = assembly_stack(two.outdir)
+    assert (stack.name, stack.template_path.name) == ("TrnTwo", "TrnTwo.template.json")
+
+
+@pytest.mark.parametrize("manifest, message", [
+    (None, "no synthesized stack in {d} (no manifest.json)"),
+    ("not json", "manifest.json is not a cloud assembly manifest"),
+    ({"artifacts": {}}, "{d} holds 0 stacks (); expected this app's one"),
+    ({"artifacts": {n: {"type": "aws:cloudformation:stack"} for n in ("A", "B")}},
+     "{d} holds 2 stacks (A, B)"),
+])
+def test_no_single_stack_is_a_clear_error(tmp_path, manifest, message):
+    if manifest is not None:
+        (tmp_path / "manifest.json").write_text(
+            manifest if isinstance(manifest, str) else json.dumps(manifest))
+    with pytest.raises(AssemblyError, match=message.format(d=tmp_path).replace("(", r"\(")
+                       .replace(")", r"\)")):
+        assembly_stack(tmp_path)

@@ -1,0 +1,56 @@
+"""The project's configuration as the job CLI sees it from the working directory: the
+context of ``cdk.json`` (as the CDK app reads it) and the stack name it configures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.cli.files import read_text
+from trn_ultracluster.contracts.outputs import STACK_NAME
+
+__all__ = ["cdk_context", "default_stack_name"]
+
+
+def cdk_context(repo: Path) -> dict[str, Any]:
+    """The ``context`` of ``cdk.json`` in ``repo`` (empty without the file), as the CDK app
+    reads it.
+
+    Raises:
+        CliError: (USAGE) the file cannot be read or is not a JSON object.
+    """
+    path = repo / "cdk.json"
+    if not path.exists():
+        return {}
+    fix = "fix cdk.json (the repository's copy is valid JSON), or run from the repository"
+    try:
+        data = json.loads(read_text(path, "file", fix).strip() or "null")
+    except json.JSONDecodeError as err:
+        raise CliError(f"{path} is not JSON ({err})", fix) from None
+    context = data.get("context", {}) if isinstance(data, dict) else None
+    if not isinstance(context, dict):
+        raise CliError(f"{path} has no \"context\" object", fix)
+    return dict(context)
+
+
+def default_stack_name(repo: Path, outputs_file: Path | None = None) -> str:
+    """The stack the job CLI talks to when ``--stack-name`` is not given: the one stack of
+    ``outputs_file`` when it holds exactly one, else ``stack_name`` of the configuration in
+    ``repo``'s ``cdk.json`` (what ``make deploy`` without a profile deploys), else
+    :data:`~trn_ultracluster.contracts.outputs.STACK_NAME`. Never raises: a file it cannot
+    read is reported by the command that reads it."""
+    if outputs_file is not None:
+        try:
+            data = json.loads(Path(outputs_file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = None
+        if isinstance(data, dict) and len(data) == 1:
+            return str(next(iter(data)))
+    from trn_ultracluster.config import ConfigError, load_config
+
+    try:
+        return load_config(cdk_context(repo), base_dir=repo).config.stack_name
+    except (CliError, ConfigError):
+        return STACK_NAME
