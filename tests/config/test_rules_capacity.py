@@ -47,9 +47,12 @@ WARNINGS = [
 ]
 
 
+ODCR = {'capacity.type': 'capacity-reservation', 'capacity.reservation_id': 'cr-0123456789abcdef0'}
+
+
 @pytest.mark.parametrize("overrides", [
-    {'capacity.type': 'capacity-reservation', 'capacity.reservation_id': 'cr-0123456789abcdef0', 'capacity.placement_group_name': 'my-odcr-pg'},
-    {'capacity.type': 'capacity-reservation', 'capacity.reservation_id': 'cr-0123456789abcdef0', 'placement_group': 'false'},
+    {**ODCR, 'capacity.placement_group_name': 'my-odcr-pg'},
+    {**ODCR, 'placement_group': 'false'},
 ], ids=["group named", "no placement group"])
 def test_reservation_in_its_group_or_without_one_has_no_placement_warning(overrides):
     assert warnings_about(overrides, 'capacity.placement_group_name') == []
@@ -57,7 +60,7 @@ def test_reservation_in_its_group_or_without_one_has_no_placement_warning(overri
 
 def test_placement_group_name_of_255_printable_ascii_characters_is_valid():
     name = ''.join(chr(32 + i % 95) for i in range(255))
-    config = load({'capacity.type': 'capacity-reservation', 'capacity.reservation_id': 'cr-0123456789abcdef0', 'capacity.placement_group_name': name}).config
+    config = load({**ODCR, 'capacity.placement_group_name': name}).config
     assert config.capacity.placement_group_name == name and config.uses_placement_group
 
 
