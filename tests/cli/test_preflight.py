@@ -5,6 +5,7 @@ Region, the stack options); a check AWS cannot answer fails alone."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import boto3
@@ -147,9 +148,119 @@ def test_preflight_capacity_block(state, az, ok):
         check = _capacity(SimpleNamespace(client=lambda _: ec2), config)
     assert check.ok is ok, check.detail
     if state != "active":
-        assert check.detail == f"{rid}: state is scheduled (must be active)"
+        assert check.detail == (f"{rid}: state is scheduled: a future-dated reservation, "
+                                "delivered on its start date (must be active)")
     elif not ok:
         assert check.detail == f"{rid}: it is in use2-az1, compute AZ is use2-az3"
+
+
+RID = "cr-0123456789abcdef0"
+PG_ARN = "arn:aws:ec2:us-west-2:123456789012:placement-group/"
+ODCR = {"capacity": {"type": "capacity-reservation", "reservation_id": RID,
+                     "placement_group_name": "odcr-pg"}}
+
+
+def _odcr_check(config, **fields):
+    """``_capacity`` of ``config`` against an On-Demand Capacity Reservation that fits the
+    default preflight configuration (2 x trn1.32xlarge in usw2-az4, in placement group
+    odcr-pg), with ``fields`` changed (None: left out)."""
+    from trn_ultracluster.cli.preflight import _capacity
+
+    reservation = {"CapacityReservationId": RID, "InstanceType": "trn1.32xlarge",
+                   "AvailabilityZoneId": "usw2-az4", "AvailabilityZone": "us-west-2d",
+                   "State": "active", "TotalInstanceCount": 2, "AvailableInstanceCount": 2,
+                   "ReservationType": "default", "InstanceMatchCriteria": "targeted",
+                   "EndDateType": "unlimited", "PlacementGroupArn": PG_ARN + "odcr-pg"}
+    reservation.update(fields)
+    reservation = {k: v for k, v in reservation.items() if v is not None}
+    ec2 = boto3.client("ec2", region_name=REGION)
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_capacity_reservations",
+                          {"CapacityReservations": [reservation]},
+                          {"CapacityReservationIds": [RID]})
+        return _capacity(SimpleNamespace(client=lambda _: ec2), config)
+
+
+@pytest.mark.parametrize("config, fields, detail", [
+    (ODCR, {}, f"{RID} active in usw2-az4: 2 x trn1.32xlarge in placement group odcr-pg"),
+    ({"capacity": {"type": "capacity-reservation", "reservation_id": RID}},
+     {"PlacementGroupArn": None, "InstanceMatchCriteria": "open"},
+     f"{RID} active in usw2-az4: 2 x trn1.32xlarge"),
+    (ODCR, {"EndDateType": "limited", "EndDate": datetime(2100, 1, 1, tzinfo=timezone.utc)},
+     f"{RID} active in usw2-az4: 2 x trn1.32xlarge in placement group odcr-pg"),
+], ids=["in the named group", "no group, the stack's own", "ends in the future"])
+def test_preflight_reservation_that_serves_the_nodes(config, fields, detail):
+    check = _odcr_check(preflight_config(**config), **fields)
+    assert (check.ok, check.detail) == (True, detail)
+
+
+# (case, configuration overrides, reservation fields, the check's exact detail and fix)
+ODCR_REFUSED = [
+    ("other AZ ID", ODCR, {"AvailabilityZoneId": "usw2-az1"},
+     f"{RID}: it is in usw2-az1, compute AZ is usw2-az4", "set az_ids to start with usw2-az1"),
+    ("other instance type", ODCR, {"InstanceType": "trn1n.32xlarge"},
+     f"{RID}: it holds trn1n.32xlarge, config uses trn1.32xlarge",
+     "set instance_type: trn1n.32xlarge"),
+    ("fewer instances than nodes.max", ODCR, {"TotalInstanceCount": 1},
+     f"{RID}: it holds 1 instances, nodes.max is 2",
+     "lower nodes.max to 1, or use a reservation of at least 2 instances"),
+    ("a Capacity Block as capacity-reservation", ODCR, {"ReservationType": "capacity-block"},
+     f"{RID}: it is a capacity-block reservation, capacity.type is capacity-reservation",
+     "set capacity.type: capacity-block"),
+    ("expired", ODCR, {"State": "expired"},
+     f"{RID}: state is expired: it reached its end date; the capacity is released (must be active)",
+     "reserve the capacity again and set capacity.reservation_id to the new reservation"),
+    ("pending", ODCR, {"State": "pending"},
+     f"{RID}: state is pending: the request succeeded, the capacity is still being provisioned "
+     "(must be active)",
+     f"wait until it is active (aws ec2 describe-capacity-reservations "
+     f"--capacity-reservation-ids {RID}), then run preflight again"),
+    ("end date passed", ODCR, {"EndDateType": "limited",
+                               "EndDate": datetime(2020, 1, 1, 12, 30, tzinfo=timezone.utc)},
+     f"{RID}: its end date 2020-01-01 12:30 UTC has passed",
+     "reserve the capacity again and set capacity.reservation_id to the new reservation"),
+    ("in another group", ODCR, {"PlacementGroupArn": PG_ARN + "other-pg"},
+     f"{RID}: it was created in placement group other-pg, capacity.placement_group_name is odcr-pg",
+     "set capacity.placement_group_name: other-pg"),
+    ("in a group, the stack creates its own",
+     {"capacity": {"type": "capacity-reservation", "reservation_id": RID}}, {},
+     f"{RID}: it was created in placement group odcr-pg, the stack would launch the nodes into "
+     "a new group of its own", "set capacity.placement_group_name: odcr-pg"),
+    ("in a group, no placement group",
+     {"capacity": {"type": "capacity-reservation", "reservation_id": RID},
+      "placement_group": False}, {},
+     f"{RID}: it was created in placement group odcr-pg, the nodes launch into no placement group",
+     "set placement_group: true and capacity.placement_group_name: odcr-pg"),
+    ("in no group, one named", ODCR, {"PlacementGroupArn": None},
+     f"{RID}: it is in no placement group, capacity.placement_group_name is odcr-pg",
+     "remove capacity.placement_group_name, or create a reservation in odcr-pg (an existing "
+     "reservation cannot be moved into a placement group)"),
+]
+
+
+@pytest.mark.parametrize("case, config, fields, detail, fix", ODCR_REFUSED,
+                         ids=[c[0] for c in ODCR_REFUSED])
+def test_preflight_refuses_a_reservation_that_cannot_serve_the_nodes(case, config, fields,
+                                                                     detail, fix):
+    check = _odcr_check(preflight_config(**config), **fields)
+    assert (check.ok, check.detail, check.fix) == (False, detail, fix)
+
+
+def test_preflight_lists_every_problem_of_a_reservation():
+    check = _odcr_check(preflight_config(**ODCR), AvailabilityZoneId="usw2-az1",
+                        TotalInstanceCount=1)
+    assert check.detail == (f"{RID}: it is in usw2-az1, compute AZ is usw2-az4; "
+                            "it holds 1 instances, nodes.max is 2")
+    assert check.fix == ("set az_ids to start with usw2-az1; lower nodes.max to 1, or use a "
+                         "reservation of at least 2 instances")
+
+
+def test_reservation_states_are_botocores():
+    """Every state of botocore's EC2 model has a meaning, and no other state is listed."""
+    from trn_ultracluster.cli.preflight import RESERVATION_STATES
+
+    model = boto3.client("ec2", region_name=REGION).meta.service_model
+    assert sorted(RESERVATION_STATES) == sorted(model.shape_for("CapacityReservationState").enum)
 
 
 def test_preflight_no_credentials(monkeypatch):

@@ -3,6 +3,8 @@ template settings (IMDSv2, root volume, capacity), security group."""
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
@@ -15,13 +17,18 @@ from trn_ultracluster.constructs.efa import Efa, EfaProps
 EFA_TYPES = sorted(name for name, spec in CATALOG.items() if spec.supports_efa)
 
 
-def _launch_template(instance_type: str, **props) -> dict:
-    """Launch template data of an Efa construct alone in a small stack."""
+def _template(instance_type: str, **props) -> dict:
+    """Template of an Efa construct alone in a small stack."""
     stack = cdk.Stack(cdk.App(), "T", env=cdk.Environment(region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", max_azs=1, nat_gateways=0)
     Efa(stack, "Efa", EfaProps(vpc=vpc, instance=CATALOG[instance_type], **props))
-    template = assertions.Template.from_stack(stack).to_json()
-    lts = [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    return assertions.Template.from_stack(stack).to_json()
+
+
+def _launch_template(instance_type: str, **props) -> dict:
+    """Launch template data of an Efa construct alone in a small stack."""
+    resources = _template(instance_type, **props)["Resources"].values()
+    lts = [r for r in resources if r["Type"] == "AWS::EC2::LaunchTemplate"]
     return lts[0]["Properties"]["LaunchTemplateData"]
 
 
@@ -104,6 +111,41 @@ def test_capacity_reservation_targets_it_without_market_type():
     assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
         "CapacityReservationId": "cr-0123456789abcdef0"}
     assert "InstanceMarketOptions" not in data
+
+
+RESERVATION = {"capacity_type": "capacity-reservation",
+               "capacity_reservation_id": "cr-0123456789abcdef0"}
+
+
+def test_reservation_in_an_existing_group_names_it_and_creates_none():
+    template = _template("trn1.32xlarge", placement_group_name="my-odcr-pg", **RESERVATION)
+    types = {r["Type"] for r in template["Resources"].values()}
+    assert "AWS::EC2::PlacementGroup" not in types
+    (lt,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    data = lt["Properties"]["LaunchTemplateData"]
+    assert data["Placement"] == {"GroupName": "my-odcr-pg"}
+    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {
+        "CapacityReservationId": "cr-0123456789abcdef0"}
+
+
+def test_existing_group_without_a_placement_group_is_refused():
+    with pytest.raises(ValueError, match="placement_group_name needs placement_group=True"):
+        _template("trn1.32xlarge", placement_group=False, placement_group_name="my-odcr-pg",
+                  **RESERVATION)
+
+
+def test_stack_with_an_existing_group_outputs_it_and_owns_no_group(synth):
+    """The stack names the reservation's group and owns no placement group, so a destroy
+    cannot delete it: the name appears only in the launch template and the output."""
+    s = synth(profile_path("single-node"), **{
+        "capacity.type": "capacity-reservation", "capacity.reservation_id": "cr-0123456789abcdef0",
+        "capacity.placement_group_name": "my-odcr-pg"})
+    assert s.resources("AWS::EC2::PlacementGroup") == {}
+    assert s.output("PlacementGroupName") == "my-odcr-pg"
+    naming = sorted(k for k, r in s.template["Resources"].items() if "my-odcr-pg" in json.dumps(r))
+    assert naming == [s.ref_id("EfaLaunchTemplate")]
+    data = s.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert data["Placement"] == {"GroupName": "my-odcr-pg"}
 
 
 def test_security_group_all_traffic_within_itself_nothing_from_outside(default):

@@ -20,9 +20,10 @@ Checks (each a :class:`Check` with the fix for a failure):
 4. with ``training_image.build: local``, Docker answers (``docker info``): the CDK CLI builds
    the training image locally (the default builds it in CodeBuild and needs no Docker);
 5. with ``capacity.type`` ``capacity-reservation`` / ``capacity-block``: the reservation is
-   ``active``, in the compute AZ ID, of the instance type, large enough (EC2
-   ``DescribeCapacityReservations``; a Capacity Block has ``ReservationType
-   capacity-block``);
+   ``active`` and not past its end date, in the compute AZ ID, of the instance type, holds
+   at least ``nodes.max`` instances (EC2 ``DescribeCapacityReservations``; a Capacity
+   Block has ``ReservationType capacity-block``), and a Capacity Reservation is in the
+   nodes' placement group (``PlacementGroupArn`` names ``capacity.placement_group_name``);
 6. the stack (``--stack-name``): absent (the deploy creates it), or in a state a deploy can
    update; a stack whose creation failed (``ROLLBACK_COMPLETE``) can only be deleted, one in
    progress must finish first, ``UPDATE_ROLLBACK_FAILED`` needs its rollback continued
@@ -38,6 +39,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
@@ -166,45 +168,162 @@ def _docker(runner: Callable[..., Any], config: ClusterConfig) -> Check:
     return Check("Docker", True, f"Docker server {done.stdout.strip()}")
 
 
-def _capacity(session: Any, config: ClusterConfig) -> Check:
+RESERVATION_STATES: dict[str, str] = {
+    "active": "the capacity is available for use",
+    "expired": "it reached its end date; the capacity is released",
+    "cancelled": "it was cancelled; the capacity is released",
+    "pending": "the request succeeded, the capacity is still being provisioned",
+    "failed": "the request failed (invalid parameters, capacity or instance limits)",
+    "scheduled": "a future-dated reservation, delivered on its start date",
+    "payment-pending": "a Capacity Block whose upfront payment is not processed yet",
+    "payment-failed": "a Capacity Block whose payment was not processed in 12 hours; released",
+    "assessing": "EC2 is assessing the future-dated request",
+    "delayed": "EC2 cannot deliver the future-dated capacity by its start date",
+    "unsupported": "EC2 cannot support the future-dated request; it will not be delivered",
+    "cancelling": "it is being cancelled; the capacity is released",
+    "unavailable": "not described in the EC2 API reference",
+}
+"""``State`` of a Capacity Reservation -> what it means: botocore's EC2 model (1.44.8),
+``CapacityReservation.State`` (shape ``CapacityReservationState``) and its documentation;
+only ``active`` can take instances (EC2 user guide, "Launch instances into an existing
+Capacity Reservation", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html)."""
+_WAIT_STATES = frozenset({"pending", "scheduled", "assessing", "delayed", "payment-pending"})
+"""States that may still become ``active`` (the rest are released, failed or refused)."""
+_PLACEMENT_GROUP_ARN = ":placement-group/"
+"""A placement group's ARN ends in ``:placement-group/<name>`` (Service Authorization
+Reference, Amazon EC2 resource types: ``arn:${Partition}:ec2:${Region}:${Account}:
+placement-group/${PlacementGroupName}``)."""
+
+Problem = tuple[str, str]
+"""What is wrong with a reservation, and the fix."""
+
+
+def _read_reservation(session: Any, config: ClusterConfig) -> dict[str, Any] | None:
+    """The ``CapacityReservation`` of ``capacity.reservation_id`` (EC2
+    ``DescribeCapacityReservations``), or None when the Region has none of that ID."""
     from botocore.exceptions import ClientError
 
-    cap = config.capacity
-    if cap.type == "on-demand":
-        return Check("capacity", True, "on-demand (no reservation configured)")
-    rid = cap.reservation_id or ""
+    rid = config.capacity.reservation_id or ""
     with aws_errors("DescribeCapacityReservations"):
         try:
             found = session.client("ec2").describe_capacity_reservations(
                 CapacityReservationIds=[rid])["CapacityReservations"]
         except ClientError as err:
-            if error_code(err).startswith("InvalidCapacityReservationId"):
-                found = []
-            else:
+            if not error_code(err).startswith("InvalidCapacityReservationId"):
                 raise
-    if not found:
-        return Check("capacity", False, f"{rid} not found in {config.region}",
-                     "check capacity.reservation_id and the Region (az_ids)")
-    r = found[0]
+            found = []
+    return found[0] if found else None
+
+
+def _state_problems(r: dict[str, Any], now: datetime) -> list[Problem]:
+    """The reservation is ``active`` (:data:`RESERVATION_STATES`) and its ``EndDate`` (absent
+    when unlimited) has not passed; EC2 sets ``expired`` at the end date (botocore's EC2
+    model, ``CapacityReservation.EndDate``), so an active reservation past it is ending."""
+    state, rid = r["State"], r["CapacityReservationId"]
+    again = "reserve the capacity again and set capacity.reservation_id to the new reservation"
+    if state != "active":
+        meaning = RESERVATION_STATES.get(state, "a state this tool does not know")
+        fix = (f"wait until it is active (aws ec2 describe-capacity-reservations "
+               f"--capacity-reservation-ids {rid}), then run preflight again"
+               if state in _WAIT_STATES else again)
+        return [(f"state is {state}: {meaning} (must be active)", fix)]
+    end = r.get("EndDate")
+    if end is not None and (end if end.tzinfo else end.replace(tzinfo=timezone.utc)) <= now:
+        return [(f"its end date {end:%Y-%m-%d %H:%M} UTC has passed", again)]
+    return []
+
+
+def _fit_problems(r: dict[str, Any], config: ClusterConfig) -> list[Problem]:
+    """The reservation matches the nodes: AZ ID, instance type, kind (a Capacity Block has
+    ``ReservationType capacity-block``), and ``TotalInstanceCount`` >= ``nodes.max``. An
+    instance launches into a reservation only with matching attributes (EC2 user guide,
+    "Launch instances into an existing Capacity Reservation")."""
     problems = []
-    if r["State"] != "active":
-        problems.append(f"state is {r['State']} (must be active)")
-    if r.get("AvailabilityZoneId") != config.compute_az_id:
-        problems.append(f"it is in {r.get('AvailabilityZoneId')}, compute AZ is {config.compute_az_id}")
-    if r["InstanceType"] != config.instance_type:
-        problems.append(f"it holds {r['InstanceType']}, config uses {config.instance_type}")
-    want_type = "capacity-block" if cap.type == "capacity-block" else "default"
-    if r.get("ReservationType", "default") != want_type:
-        problems.append(f"it is a {r.get('ReservationType', 'default')} reservation, "
-                        f"capacity.type is {cap.type}")
-    if r["TotalInstanceCount"] < config.nodes.max:
-        problems.append(f"it holds {r['TotalInstanceCount']} instances, nodes.max is {config.nodes.max}")
+    az, itype, total = r.get("AvailabilityZoneId"), r["InstanceType"], r["TotalInstanceCount"]
+    if az != config.compute_az_id:
+        problems.append((f"it is in {az}, compute AZ is {config.compute_az_id}",
+                         f"set az_ids to start with {az}"))
+    if itype != config.instance_type:
+        problems.append((f"it holds {itype}, config uses {config.instance_type}",
+                         f"set instance_type: {itype}"))
+    kind = r.get("ReservationType", "default")
+    if kind != ("capacity-block" if config.capacity.type == "capacity-block" else "default"):
+        want = "capacity-block" if kind == "capacity-block" else "capacity-reservation"
+        problems.append((f"it is a {kind} reservation, capacity.type is {config.capacity.type}",
+                         f"set capacity.type: {want}"))
+    if total < config.nodes.max:
+        problems.append((f"it holds {total} instances, nodes.max is {config.nodes.max}",
+                         f"lower nodes.max to {total}, or use a reservation of at least "
+                         f"{config.nodes.max} instances"))
+    return problems
+
+
+def _reservation_group(r: dict[str, Any]) -> str | None:
+    """Name of the cluster placement group the reservation was created in
+    (``PlacementGroupArn``), or None."""
+    arn = r.get("PlacementGroupArn")
+    return arn.split(_PLACEMENT_GROUP_ARN, 1)[-1] if arn else None
+
+
+def _placement_problems(r: dict[str, Any], config: ClusterConfig) -> list[Problem]:
+    """An On-Demand Capacity Reservation created in a cluster placement group takes only
+    launches into that group ("you must also specify the ARN of the cluster placement group
+    in which to launch the instance"; placement group ARN is one of the matching attributes),
+    and a reservation cannot be moved into or out of a group (EC2 user guide, "Capacity
+    Reservations in cluster placement groups",
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html). So the nodes'
+    group must be the reservation's: ``capacity.placement_group_name``. A reservation in
+    no group with the stack's own group is allowed (the configuration warns about it)."""
+    group, named = _reservation_group(r), config.capacity.placement_group_name
+    if group == named:
+        return []
+    if group is None:
+        return [(f"it is in no placement group, capacity.placement_group_name is {named}",
+                 f"remove capacity.placement_group_name, or create a reservation in {named} "
+                 "(an existing reservation cannot be moved into a placement group)")]
+    fix = f"set capacity.placement_group_name: {group}"
+    if named is not None:
+        return [(f"it was created in placement group {group}, "
+                 f"capacity.placement_group_name is {named}", fix)]
+    if config.uses_placement_group:
+        return [(f"it was created in placement group {group}, the stack would launch the "
+                 "nodes into a new group of its own", fix)]
+    return [(f"it was created in placement group {group}, the nodes launch into no "
+             "placement group", f"set placement_group: true and capacity.placement_group_name: "
+             f"{group}")]
+
+
+def _capacity(session: Any, config: ClusterConfig) -> Check:
+    """The configured reservation can serve the nodes: found, ``active``, not past its end
+    date, in the compute AZ ID, of the instance type, of the configured kind, at least
+    ``nodes.max`` instances, and (``capacity-reservation``) in the nodes' placement group.
+
+    ``InstanceMatchCriteria`` is not checked: the launch template targets the reservation
+    by ID, which an ``open`` reservation accepts and a ``targeted`` one requires ("only
+    accepts instances that have matching attributes ... and explicitly target the Capacity
+    Reservation", botocore's EC2 model, ``CapacityReservation.InstanceMatchCriteria``).
+
+    Returns:
+        A passed check, or a failed one listing every problem (``; ``) and their fixes.
+    """
+    cap = config.capacity
+    if cap.type == "on-demand":
+        return Check("capacity", True, "on-demand (no reservation configured)")
+    r = _read_reservation(session, config)
+    if r is None:
+        return Check("capacity", False, f"{cap.reservation_id} not found in {config.region}",
+                     "check capacity.reservation_id and the Region (az_ids)")
+    problems = _state_problems(r, datetime.now(timezone.utc)) + _fit_problems(r, config)
+    if cap.type == "capacity-reservation":
+        problems += _placement_problems(r, config)
     if problems:
-        return Check("capacity", False, f"{rid}: " + "; ".join(problems),
-                     "wait for the block to start, or fix capacity.reservation_id / az_ids / "
-                     "instance_type / nodes.max to match the reservation")
-    return Check("capacity", True, f"{rid} active in {config.compute_az_id}: "
-                 f"{r['TotalInstanceCount']} x {r['InstanceType']}")
+        return Check("capacity", False,
+                     f"{cap.reservation_id}: " + "; ".join(p for p, _ in problems),
+                     "; ".join(dict.fromkeys(fix for _, fix in problems)))
+    group = _reservation_group(r)
+    return Check("capacity", True, f"{cap.reservation_id} active in {config.compute_az_id}: "
+                 f"{r['TotalInstanceCount']} x {r['InstanceType']}"
+                 + (f" in placement group {group}" if group else ""))
 
 
 def _stack(session: Any, config: ClusterConfig, stack_name: str) -> Check:

@@ -37,6 +37,9 @@ DOC_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capac
 DOC_EKS_CAPACITY_BLOCKS = "https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html"
 DOC_ODCR = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
 DOC_PLACEMENT = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html"
+DOC_ODCR_CPG = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html"
+DOC_PLACEMENT_GROUP_NAME = (
+    "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CreatePlacementGroup.html")
 DOC_EBS_GP3 = "https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html"
 DOC_K8S_LARGE = "https://kubernetes.io/docs/setup/best-practices/cluster-large/"
 DOC_FSX_QUOTAS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/limits.html"
@@ -136,6 +139,11 @@ ROOT_VOLUME_GIB_RANGE = (64, 16384)
 RESOURCE_ID_RE = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})\Z")
 """Capacity Reservation / Capacity Block IDs: ``cr-`` and 8 or 17 hex digits
 (DOC_RESOURCE_IDS)."""
+PLACEMENT_GROUP_NAME_RE = re.compile(r"^[ -~]{1,255}\Z")
+"""Placement group names: "Up to 255 ASCII characters" (EC2 API reference,
+CreatePlacementGroup ``GroupName``, DOC_PLACEMENT_GROUP_NAME; the same text in botocore's EC2
+model). An empty name and ASCII control characters are refused here too: the API documents
+no other rule, and a name of control characters is a typing or quoting mistake."""
 
 # --- FSx for Lustre --------------------------------------------------------------------
 

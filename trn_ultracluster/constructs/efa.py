@@ -92,8 +92,12 @@ class EfaProps:
         vpc: the VPC of the compute nodes.
         instance: catalog entry of the Trainium instance type.
         root_volume_gib: encrypted gp3 root volume per node, GiB.
-        placement_group: create a cluster placement group and name it in the launch
-            template. Must be False with a Capacity Block.
+        placement_group: launch the nodes into a cluster placement group (created here
+            unless ``placement_group_name`` is given). Must be False with a Capacity Block.
+        placement_group_name: name of an existing cluster placement group, the one an
+            On-Demand Capacity Reservation was created in: the launch template names it
+            and no group is created (so the stack never deletes it). Default: None, a
+            cluster placement group is created when ``placement_group`` is True.
         capacity_type: ``on-demand``, ``capacity-reservation`` or ``capacity-block``.
         capacity_reservation_id: the ``cr-`` id for the two reserved types.
         efa_layout: ``efa`` or ``efa-only``; see :func:`efa_network_interfaces`.
@@ -104,6 +108,7 @@ class EfaProps:
     instance: InstanceSpec
     root_volume_gib: int = 512
     placement_group: bool = True
+    placement_group_name: str | None = None
     capacity_type: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
     capacity_reservation_id: str | None = None
     efa_layout: EfaLayout = "efa"
@@ -119,8 +124,11 @@ class Efa(Construct):
       https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html; the outbound rule
       to itself is needed besides all outbound IPv4, which EFA's SRD traffic does not
       match), all outbound IPv4; nothing inbound from outside.
-    - ``placement_group``: a ``cluster`` placement group (None when disabled or with a
-      Capacity Block).
+    - ``placement_group``: a ``cluster`` placement group (None when disabled, with a
+      Capacity Block, or when ``props.placement_group_name`` names an existing group: a
+      reservation holds capacity in a cluster placement group only if it was created in
+      it, EC2 user guide, "Capacity Reservations in cluster placement groups",
+      https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html).
     - ``launch_template``: one EFA interface per network card, IMDSv2 required with hop
       limit 1, encrypted gp3 root volume, placement group, capacity options, tags. It has
       no IamInstanceProfile and no subnet, so EKS managed node groups can use it (EKS user
@@ -166,8 +174,11 @@ class Efa(Construct):
             description="EFA: all traffic between members (SRD is matched only by this rule)",
         )
 
+        if props.placement_group_name is not None and not props.placement_group:
+            raise ValueError("EfaProps.placement_group_name needs placement_group=True, got "
+                             f"placement_group=False with {props.placement_group_name!r}")
         self.placement_group: ec2.CfnPlacementGroup | None = None
-        if props.placement_group:
+        if props.placement_group and props.placement_group_name is None:
             self.placement_group = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster")
 
         LT = ec2.CfnLaunchTemplate
@@ -218,8 +229,8 @@ class Efa(Construct):
                         ),
                     )
                 ],
-                placement=LT.PlacementProperty(group_name=self.placement_group.ref)
-                if self.placement_group is not None
+                placement=LT.PlacementProperty(group_name=self.placement_group_name)
+                if self.placement_group_name is not None
                 else None,
                 capacity_reservation_specification=capacity_target,
                 instance_market_options=market_options,
@@ -239,8 +250,11 @@ class Efa(Construct):
 
     @property
     def placement_group_name(self) -> str | None:
-        """Placement group name (token), or None when no placement group is created."""
-        return self.placement_group.ref if self.placement_group is not None else None
+        """Name of the nodes' placement group: the created group's (token) or
+        ``props.placement_group_name``; None without a placement group."""
+        if self.placement_group is not None:
+            return self.placement_group.ref
+        return self.props.placement_group_name if self.props.placement_group else None
 
 
 def boot_from(launch_template: ec2.CfnLaunchTemplate, *, image_id: str,

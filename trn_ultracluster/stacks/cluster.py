@@ -67,6 +67,7 @@ class TrnUltraClusterStack(Stack):
                 instance=config.instance,
                 root_volume_gib=config.root_volume_gib,
                 placement_group=config.uses_placement_group,
+                placement_group_name=config.capacity.placement_group_name,
                 capacity_type=config.capacity.type,
                 capacity_reservation_id=config.capacity.reservation_id,
                 efa_layout=config.efa_interface_layout,

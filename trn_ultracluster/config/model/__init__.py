@@ -155,7 +155,8 @@ class ClusterConfig(FrozenModel):
 
     @property
     def uses_placement_group(self) -> bool:
-        """Whether the stack creates a cluster placement group."""
+        """Whether the nodes launch into a cluster placement group: the stack's own, or the
+        existing ``capacity.placement_group_name``."""
         return self.placement_group and self.instance.supports_efa
 
 

@@ -15,7 +15,17 @@ class CapacityConfig(FrozenModel):
     ``on-demand`` (default); ``capacity-reservation`` targets an On-Demand Capacity
     Reservation; ``capacity-block`` targets an EC2 Capacity Block for ML. Both need
     ``reservation_id``.
+
+    ``placement_group_name`` (``capacity-reservation`` only): the existing cluster placement
+    group the reservation was created in. The launch template names it and the stack
+    creates no placement group of its own (nor deletes this one). Default: ``None``, the
+    stack creates a new cluster placement group (when ``placement_group`` is true), which
+    the reservation's capacity is not held in: to hold capacity in a cluster placement
+    group, the reservation must be created in it, and an existing one cannot be moved into
+    one (EC2 user guide, "Capacity Reservations in cluster placement groups",
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html).
     """
 
     type: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
     reservation_id: str | None = None
+    placement_group_name: str | None = None

@@ -46,6 +46,7 @@ RULES: tuple[Rule, ...] = (
     fsx.fsx_data_repository,
     fsx.data_removal,
     capacity.capacity,
+    capacity.reservation_placement_group,
     hyperpod.orchestrator,
     hyperpod.hyperpod,
     hyperpod.hyperpod_eks,
