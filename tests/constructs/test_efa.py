@@ -72,7 +72,9 @@ def test_no_public_ip_no_subnet_no_instance_profile(default):
 
 def test_imdsv2_required_with_hop_limit_1_and_encrypted_gp3_root(default, synth):
     data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
-    # hop limit 1: containers on the pod network cannot take the node role's credentials
+    # hop limit 1: containers on the pod network cannot take the node role's credentials;
+    # Container Insights' agent and Fluent Bit run on the host network and still reach IMDS
+    # (efa.IMDS_HOP_LIMIT cites the chart), so the dashboard's Neuron/EFA metrics arrive
     assert data["MetadataOptions"] == {
         "HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 1}
     (root,) = data["BlockDeviceMappings"]

@@ -28,7 +28,19 @@ add-ons); a limit of 2 is only needed "if any containers ... use IMDSv2" (EKS us
 https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html). None of the
 stack's pods needs the metadata service: the Neuron chart's node recovery, which would, is
 off by default (aws-neuron/neuron-helm-charts ``values.yaml``,
-``npd.nodeRecovery.enabled: false``)."""
+``npd.nodeRecovery.enabled: false``).
+
+Container Insights still reads the metadata service (instance id and type for the
+``InstanceId`` dimension of the Neuron and EFA metrics; the hop-limit trouble of
+aws/amazon-cloudwatch-agent #249 and amazon-cloudwatch-agent-operator #119): the
+``amazon-cloudwatch-observability`` chart runs the CloudWatch agent and Fluent Bit on the
+host network, where one hop reaches it (aws-observability/helm-charts,
+``charts/amazon-cloudwatch-observability/templates/linux/cloudwatch-agent-custom-resource.yaml``:
+``hostNetwork: true`` in the ``AmazonCloudWatchAgent`` spec, not a value one can change;
+``fluent-bit-daemonset.yaml``: ``hostNetwork: true``). Its credentials come from EKS Pod
+Identity, not from IMDS. So limit 1 keeps the dashboard's Neuron and EFA metrics; a limit of
+2 would hand the node role to every training container for nothing. On HyperPod on EKS the
+nodes are HyperPod's and this launch template is not used."""
 
 
 EfaLayout = Literal["efa", "efa-only"]

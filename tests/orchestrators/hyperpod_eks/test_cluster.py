@@ -441,3 +441,26 @@ def test_container_insights_runs_on_nodes_under_deep_health_checks(hpe):
     assert NEURON_TAINT.toleration() in tolerations
     assert UNSCHEDULABLE_TAINT.toleration() in tolerations
     assert hpe.stack.orchestrator.metric_source.namespace == "ContainerInsights"
+
+
+def test_vpc_cni_may_attach_interfaces_through_sagemaker_on_this_cluster_only(synth):
+    """aws/amazon-vpc-cni-k8s PR #3874: on HyperPod nodes aws-node attaches ENIs with
+    sagemaker:AttachClusterNodeNetworkInterface, with the credentials of its Pod Identity
+    role; the grant names this HyperPod cluster, and no cycle: it comes after the cluster."""
+    from trn_ultracluster.template_graph import dependencies
+
+    from tests.conftest import profile_path
+
+    hpe = synth(profile_path("hyperpod-eks"))
+    cluster = hpe.ref_id("HyperPodEksHyperPodCluster")
+    (policy_id, policy), = [(k, p) for k, p in hpe.resources("AWS::IAM::Policy").items()
+                            if k.startswith("HyperPodEksVpcCniHyperPodAttach")]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement == {"Action": "sagemaker:AttachClusterNodeNetworkInterface",
+                         "Effect": "Allow", "Resource": {"Fn::GetAtt": [cluster, "ClusterArn"]}}
+    assert policy["Properties"]["Roles"] == [{"Ref": hpe.ref_id("HyperPodEksVpcCniRole")}]
+    addon = next(k for k, r in hpe.resources("AWS::EKS::Addon").items()
+                 if r["Properties"]["AddonName"] == "vpc-cni")
+    (association,) = hpe.template["Resources"][addon]["Properties"]["PodIdentityAssociations"]
+    assert association["RoleArn"] == {"Fn::GetAtt": [hpe.ref_id("HyperPodEksVpcCniRole"), "Arn"]}
+    assert cluster in dependencies(hpe.template)[policy_id]

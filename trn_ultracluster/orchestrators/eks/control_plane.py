@@ -169,7 +169,7 @@ class EksCluster(Construct):
         )
 
         self.addons: dict[str, eks.CfnAddon] = {}
-        cni_role = self._pod_identity_role(
+        self.cni_role = cni_role = self._pod_identity_role(
             "VpcCniRole", "VPC CNI (aws-node): manage pod ENIs and IPs",
             [iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKS_CNI_Policy")])
         self._addon("eks_pod_identity_agent")

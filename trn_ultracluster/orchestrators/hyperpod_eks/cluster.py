@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -153,6 +154,27 @@ class HyperPodEksOrchestrator(EksCluster):
                        self.deployment, self.role,
                        base.compute_subnet.internet_connectivity_established):
             self.hyperpod_cluster.node.add_dependency(needed)
+        self._let_vpc_cni_attach_interfaces()
+
+    def _let_vpc_cni_attach_interfaces(self) -> None:
+        """On HyperPod nodes the VPC CNI does not call ``ec2:AttachNetworkInterface`` (not
+        authorized there) but asks SageMaker with ``sagemaker:AttachClusterNodeNetworkInterface``
+        on the HyperPod cluster, and reads its account with ``sts:GetCallerIdentity`` to build
+        the cluster's ARN (aws/amazon-vpc-cni-k8s PR #3874, merged 2026-09-14,
+        ``docs/iam-policy.md`` "SageMaker HyperPod nodes"; nodes found by their
+        ``providerID`` ``aws:///<az>/sagemaker/cluster/hyperpod-<cluster id>-<instance id>``).
+        aws-node takes its credentials from the VPC CNI's Pod Identity role, so that role gets
+        the action on this cluster only. ``sts:GetCallerIdentity`` needs no permission (STS
+        API reference, GetCallerIdentity). Which ``vpc-cni`` add-on build first ships the PR is
+        not verified; older builds never call the action, so the grant is harmless there.
+
+        A policy of its own, attached after the cluster exists (it names the cluster's ARN):
+        until then aws-node uses the primary interface's addresses and retries the attach."""
+        iam.Policy(
+            self, "VpcCniHyperPodAttach", roles=[self.cni_role],
+            statements=[iam.PolicyStatement(
+                actions=["sagemaker:AttachClusterNodeNetworkInterface"],
+                resources=[self.hyperpod_cluster.attr_cluster_arn])])
 
     # --- EksCluster hooks --------------------------------------------------------------
 
