@@ -8,8 +8,8 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 CHECKOV_VENV := .venv-checkov
 # The app defines one stack, named by the configuration's stack_name (default TrnUltraCluster):
-# the CDK targets address it with --all.
-STACK := --all
+# synth and diff take every stack when none is named, deploy and destroy need --all.
+ALL_STACKS := --all
 OUT := cdk.out
 # Optional profile file: make synth PROFILE=profiles/ultracluster-16.yaml
 PROFILE ?=
@@ -48,7 +48,7 @@ setup-dev: $(VENV)/.dev $(CHECKOV_VENV)/.installed node_modules/.installed
 
 ## synth: synthesize the stack offline (no AWS account needed) and print a summary
 synth: setup
-	$(CDK) synth $(STACK) --quiet $(CDK_CONTEXT)
+	$(CDK) synth --quiet $(CDK_CONTEXT)
 	$(VPY) -m trn_ultracluster.summary $(OUT)
 
 ## test: the whole test suite (CDK templates, cdk-nag, cfn-lint, config, training on CPU)
@@ -71,15 +71,15 @@ DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 
 deploy: setup
 	@deployer=$(DEPLOYER) && \
-	$(CDK) deploy $(STACK) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
+	$(CDK) deploy $(ALL_STACKS) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
 	  --outputs-file $(OUT)/outputs.json
 
 destroy: setup
-	$(CDK) destroy $(STACK) $(CDK_CONTEXT)
+	$(CDK) destroy $(ALL_STACKS) $(CDK_CONTEXT)
 
 diff: setup
 	@deployer=$(DEPLOYER) && \
-	$(CDK) diff $(STACK) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer
+	$(CDK) diff $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer
 
 ## bench: synth time against a one-bucket CDK app (prints the ratio), and each profile's
 ## estimated create time (critical path of its template)
@@ -104,7 +104,7 @@ diagram: setup $(DIAGRAM_NPM)/node_modules/.installed
 	  "(Fedora), brew install graphviz (macOS); then run make diagram again." >&2; exit 1; }
 	@set -e; for o in $$($(VPY) -m trn_ultracluster.diagram orchestrators); do \
 	  echo "diagram: $$o"; \
-	  $(CDK) synth $(STACK) --quiet -c orchestrator=$$o -o $(DIAGRAM_OUT)/$$o; \
+	  $(CDK) synth --quiet -c orchestrator=$$o -o $(DIAGRAM_OUT)/$$o; \
 	  $(VPY) -m trn_ultracluster.diagram customize $(DIAGRAM_OUT)/$$o/tree.json $(DIAGRAM_OUT)/$$o.tree.json; \
 	  $(DIAGRAM_NPM)/node_modules/.bin/cdk-dia --tree $(DIAGRAM_OUT)/$$o.tree.json --target $(DIAGRAM_OUT)/$$o.png; \
 	  $(VPY) -m trn_ultracluster.diagram svg $(DIAGRAM_OUT)/$$o.dot $(DIAGRAMS)/$$o.svg; \

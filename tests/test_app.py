@@ -53,8 +53,8 @@ def test_cli_bad_input_exits_non_zero_and_writes_no_template(tmp_path):
 
 def test_cli_synth_of_a_second_stack_name(tmp_path, capsys):
     """`-c stack_name=TrnTwo` gives a stack TrnTwo, found by the summary as `make synth`
-    runs it (`cdk synth --all`)."""
-    result = subprocess.run([str(CDK), "synth", "--all", "--quiet", "-o", str(tmp_path),
+    runs it (`cdk synth` with no stack named: the app's one)."""
+    result = subprocess.run([str(CDK), "synth", "--quiet", "-o", str(tmp_path),
                              "-c", "stack_name=TrnTwo"], cwd=REPO_ROOT, capture_output=True,
                             text=True, timeout=300,
                             env={**os.environ, "PATH": f"{Path(sys.executable).parent}"
@@ -78,3 +78,17 @@ def test_cdk_cli_is_pinned():
     lock = json.loads((REPO_ROOT / "package-lock.json").read_text())
     assert lock["packages"]["node_modules/aws-cdk"]["version"] == pinned == "2.1148.1"
     assert shutil.which("node")
+
+
+@pytest.mark.parametrize("target, command", [
+    ("synth", "cdk synth --quiet"), ("deploy", "cdk deploy --all"),
+    ("destroy", "cdk destroy --all"), ("diff", "cdk diff ")])
+def test_make_targets_address_the_one_stack_whatever_its_name(target, command):
+    """stack_name may be anything: no target names TrnUltraCluster (`cdk synth` and `cdk diff`
+    take every stack when none is named; deploy and destroy need --all, which synth would
+    ignore with a warning)."""
+    if shutil.which("make") is None:
+        pytest.skip("no make")
+    recipe = subprocess.run(["make", "--no-print-directory", "-n", "-o", "setup", target],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    assert command in recipe and "TrnUltraCluster" not in recipe
