@@ -13,23 +13,17 @@ import pytest
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
-from tests.conftest import PROFILES, REPO_ROOT
+from tests.conftest import REPO_ROOT
+from tests.stacks.conftest import CONFIGS, IDS
 from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
-CONFIGS = [None, *PROFILES]
-IDS = ["default", *(p.stem for p in PROFILES)]
 
 CFN_LINT_IGNORED = {
     # CDK itself emits a DependsOn on a Lambda's role that the Fn::GetAtt of the role already
     # implies (custom resource providers of aws-cdk-lib and cdk-ecr-deployment).
     "W3005": "redundant DependsOn emitted by CDK's own custom resource providers",
 }
-
-
-@pytest.fixture(scope="module", params=CONFIGS, ids=IDS)
-def each(request, synth):
-    return synth(request.param)
 
 
 def test_every_foundation_output_and_only_its_orchestrators(each):
@@ -209,8 +203,8 @@ def test_no_function_in_the_vpc_without_a_documented_reason(each):
         assert subnets, f"{name} is in the VPC but depends on no subnet of the stack"
         reason = function.get("Metadata", {}).get(IN_VPC_REASON)
         assert reason, f"{name} runs in the VPC without {IN_VPC_REASON} metadata"
-        assert "README.md#deploy-and-destroy" in reason
-    assert "### A private EKS endpoint" in readme
+        assert "README.md#a-private-eks-endpoint" in reason
+    assert "\n### A private EKS endpoint\n" in readme
 
 
 @pytest.mark.parametrize("context, in_vpc", [

@@ -14,18 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
-from tests.conftest import PROFILES
-
-CONFIGS = [None, *PROFILES]
-IDS = ["default", *(p.stem for p in PROFILES)]
 EFA_TYPES = {"efa", "efa-only"}
-
-
-@pytest.fixture(scope="module", params=CONFIGS, ids=IDS)
-def each(request, synth):
-    return synth(request.param)
 
 
 def efa_interface_groups(template: dict[str, Any]) -> list[Any]:

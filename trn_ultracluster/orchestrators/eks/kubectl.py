@@ -30,7 +30,7 @@ from trn_ultracluster.nag import IN_VPC_REASON
 __all__ = ["ANY_ADDRESS", "kubectl_functions", "kubectl_outside_vpc", "place_kubectl_functions"]
 
 ANY_ADDRESS = "0.0.0.0/0"
-DESTROY_DOCS = "README.md#deploy-and-destroy (a private EKS endpoint)"
+DESTROY_DOCS = "README.md#a-private-eks-endpoint"
 
 
 def kubectl_outside_vpc(settings: EksConfig) -> bool:
@@ -53,8 +53,9 @@ def kubectl_functions(cluster: eks.Cluster) -> list[CfnResource]:
 def place_kubectl_functions(cluster: eks.Cluster, settings: EksConfig) -> None:
     """Take the kubectl functions out of the VPC when :func:`kubectl_outside_vpc`, else
     record in their metadata why they stay in it (see the module doc)."""
+    outside = kubectl_outside_vpc(settings)
     for function in kubectl_functions(cluster):
-        if kubectl_outside_vpc(settings):
+        if outside:
             function.add_property_deletion_override("VpcConfig")
         else:
             function.add_metadata(
