@@ -15,6 +15,7 @@ import pytest
 from docker.utils.build import exclude_paths
 
 from tests.conftest import REPO_ROOT
+from trn_ultracluster.constructs import training_image
 from trn_ultracluster.constructs.training_image import (
     BUILD_COMPUTE_TYPE,
     DOCKERFILE,
@@ -222,3 +223,71 @@ def test_the_eks_runtime_that_names_the_image_waits_for_the_build(default):
     runtime = default.ref_id("EksClustermanifestNeuronTrainingRuntime")
     (build,) = default.resources("Custom::CDKContainerImageBuild")
     assert build in transitive_dependencies(default.template, runtime)
+
+
+# --- the build's time limits, failure report, push and cache ---------------------------------
+
+CLOUDFORMATION_WAIT_S = 3600
+"""The most CloudFormation waits for a custom resource (CloudFormation template reference,
+``AWS::CloudFormation::CustomResource`` ``ServiceTimeout``: 1-3600, default 3600): literal
+here, so that raising the code's constants cannot move it."""
+
+
+def _project(s):
+    (project,) = s.resources("AWS::CodeBuild::Project").values()
+    return project["Properties"]
+
+
+def test_the_queue_and_the_build_end_inside_cloudformations_hour(default):
+    props = _project(default)
+    build, queued = props["TimeoutInMinutes"], props["QueuedTimeoutInMinutes"]
+    assert (build, queued) == (50, 5)
+    # five minutes stay for StartBuild's retries, the failure event and the report
+    assert (build + queued) * 60 + 300 <= CLOUDFORMATION_WAIT_S
+    (resource,) = default.resources("Custom::CDKContainerImageBuild").values()
+    assert resource["Properties"].get("ServiceTimeout", CLOUDFORMATION_WAIT_S) == CLOUDFORMATION_WAIT_S
+
+
+def test_a_timeout_past_the_window_fails_the_synth(monkeypatch):
+    from aws_cdk import App, Duration, Stack
+
+    monkeypatch.setattr(training_image, "BUILD_TIMEOUT", Duration.minutes(51))
+    with pytest.raises(ValueError, match="got 56 min"):
+        training_image.TrainingImage(Stack(App(), "S"), "Image")
+
+
+def test_failed_stopped_and_timed_out_builds_are_reported_to_cloudformation(default):
+    (rule,) = default.resources("AWS::Events::Rule").values()
+    project = next(iter(default.resources("AWS::CodeBuild::Project")))
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.codebuild"]
+    assert pattern["detail-type"] == ["CodeBuild Build State Change"]
+    assert pattern["detail"] == {"project-name": [{"Ref": project}],
+                                 "build-status": ["FAILED", "FAULT", "STOPPED", "TIMED_OUT"]}
+    report = default.ref_id("TrainingImageReport")
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [report, "Arn"]}
+    # the report is in place before any build starts
+    (build_id, build), = default.resources("Custom::CDKContainerImageBuild").items()
+    rule_id = next(iter(default.resources("AWS::Events::Rule")))
+    assert {report, rule_id} <= set(build["DependsOn"])
+    # it reads only this project's builds
+    policy = default.logical("TrainingImageReportRoleDefaultPolicy")["Properties"]["PolicyDocument"]
+    reads = [st for st in policy["Statement"] if "codebuild:BatchGetBuilds" in st["Action"]]
+    assert reads == [{"Action": "codebuild:BatchGetBuilds", "Effect": "Allow",
+                      "Resource": {"Fn::GetAtt": [project, "Arn"]}}]
+
+
+def test_the_build_pushes_from_the_daemon_and_caches_docker_layers_locally(default):
+    """What the module docstring says about the library's command (a library upgrade that
+    changes it must revisit the docstring) and the CodeBuild cache."""
+    (build,) = default.resources("Custom::CDKContainerImageBuild").values()
+    command = build["Properties"]["buildCommand"]
+    assert "--output type=docker,name=artifact:$imageTag " in command
+    assert "push=true" not in command and "--cache-to" not in command
+    props = _project(default)
+    assert props["Cache"] == {"Type": "LOCAL", "Modes": ["LOCAL_DOCKER_LAYER_CACHE"]}
+    # local caching needs privileged mode and is not supported in a VPC or on 2XLARGE
+    assert props["Environment"]["PrivilegedMode"] is True
+    assert "VpcConfig" not in props
+    assert props["Environment"]["ComputeType"] != "BUILD_GENERAL1_2XLARGE"

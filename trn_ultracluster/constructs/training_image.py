@@ -5,14 +5,48 @@ Two ways to build (config ``training_image.build``):
 - ``codebuild`` (default): the image is built **inside AWS** during the deploy by
   ``cdklabs.deploy-time-build``'s ``ContainerImageBuild`` (PyPI ``cdklabs.deploy-time-build``
   0.1.14, construct source ``lib/container-image-build.js``): the build context is uploaded
-  as a small S3 asset, a CodeBuild project runs ``docker buildx build`` on it and pushes
-  straight to the stack's repository, and the build itself answers CloudFormation (the
-  trigger Lambda only calls ``codebuild:StartBuild``), so there is no Lambda copy, no
+  as a small S3 asset, a CodeBuild project runs ``docker buildx build`` on it, then
+  ``docker push`` to the stack's repository, and the build itself answers CloudFormation
+  (the trigger Lambda only calls ``codebuild:StartBuild``), so there is no Lambda copy, no
   15-minute Lambda limit and no Docker on the user's machine. CloudFormation waits for the
   answer up to a custom resource's limit of one hour (CloudFormation user guide,
   ``AWS::CloudFormation::CustomResource`` ``ServiceTimeout``: 1-3600 s, default 3600).
 - ``local``: the CDK CLI builds the image with the local Docker and publishes it to the CDK
   bootstrap repository as an ordinary Docker image asset; jobs pull it from there. No copy.
+
+The CodeBuild build, within that hour (:meth:`TrainingImage._tune_build_project`):
+
+- **Time limits.** The library sets none, so CodeBuild's defaults would apply: 60 minutes of
+  build and 8 hours in the queue (botocore CodeBuild model, ``CreateProjectInput``
+  ``timeoutInMinutes`` 5-2160, default 60, and ``queuedTimeoutInMinutes`` 5-480; CodeBuild
+  user guide, builds-working.html: "The default timeout value is eight hours"). We set
+  :data:`BUILD_TIMEOUT` and :data:`BUILD_QUEUED_TIMEOUT` so that a build that queues and then
+  runs the longest still ends :data:`REPORT_MARGIN` before CloudFormation gives up.
+- **Failure report.** The library answers CloudFormation from ``post_build``, and nothing in
+  the CodeBuild docs says ``post_build`` runs after a timeout or a stop, so an EventBridge
+  rule on the project's FAILED/FAULT/STOPPED/TIMED_OUT builds invokes a small function
+  (``image_build_report/handler.py``) that answers FAILED with the build id, status and log
+  stream instead of CloudFormation's generic timeout an hour later.
+- **Push.** The library builds with ``--output type=docker,name=artifact:<tag>``, then runs
+  ``docker tag`` and ``docker push``. On the build host's default ``docker`` driver (the
+  buildspec creates no other builder) buildx turns a ``type=docker`` output without ``dest``
+  into the Docker daemon's own image exporter (docker/buildx ``build/opt.go``: ``if
+  nodeDriver.IsMobyDriver() { e.Type = "image" }``, then ``"moby"``), so the image is written
+  into the daemon's store and no tarball is exported or loaded; ``docker push`` is the one
+  upload. A direct ``push=true`` cannot be passed in: the library appends ``type=docker`` and
+  ``name=artifact:$imageTag`` to the same ``--output`` value (``buildCommandOptions.outputs``)
+  and buildx keeps the last ``type=`` and ``name=`` of a value (``util/buildflags/export.go``),
+  and its buildspec pushes ``artifact:$imageTag`` afterwards. The library moved from
+  ``push=true`` to ``docker push`` for CodeBuild's Docker server feature
+  (tmokmss/deploy-time-build #49, #50, #52), which we do not use.
+- **Cache.** CodeBuild's local Docker layer cache (``LOCAL_DOCKER_LAYER_CACHE``: "a good choice
+  for projects that build or pull large Docker images"; Linux, privileged mode, not with a
+  VPC or ``BUILD_GENERAL1_2XLARGE``; it lives on one build host, so "not the best option if
+  your builds are infrequent": CodeBuild user guide, "Local caching"). A BuildKit registry
+  cache in ECR is not possible here: it "is not supported with the default docker driver"
+  (Docker docs, "Registry cache", https://docs.docker.com/build/cache/backends/registry/),
+  and the library's buildspec creates no other builder. So no cache tag lives in the
+  repository, and its lifecycle rules and ``EmptyOnDelete`` see only image tags.
 
 Why CodeBuild and this library (alternatives weighed in README "Training image"): the base
 image is many GB (a Neuron DLC); building next to ECR avoids pulling and pushing it over the
@@ -40,8 +74,11 @@ from aws_cdk import Duration, FileSystem, IgnoreMode, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -57,10 +94,14 @@ from trn_ultracluster.nag import (
 )
 
 __all__ = [
+    "BUILD_CACHE",
     "BUILD_COMPUTE_TYPE",
+    "BUILD_QUEUED_TIMEOUT",
+    "BUILD_TIMEOUT",
     "DOCKERFILE",
     "IGNORE_FILE",
     "PLATFORM",
+    "REPORTED_STATUSES",
     "TrainingImage",
     "TrainingImageProps",
     "build_context_patterns",
@@ -81,6 +122,38 @@ model, ``ProjectEnvironment.computeType``) and 128 GB of disk on the Linux on-de
 (CodeBuild user guide, "Build environment compute modes and types"; the disk figure is from
 that page's table, not verified here). The library's default, SMALL (2 vCPUs, 64 GB), is
 tight for a Neuron DLC that is pulled, extended and pushed whole."""
+BUILD_TIMEOUT = Duration.minutes(50)
+"""CodeBuild ``TimeoutInMinutes`` of the image build (5-2160; the default of 60 would outlast
+CloudFormation's wait)."""
+BUILD_QUEUED_TIMEOUT = Duration.minutes(5)
+"""CodeBuild ``QueuedTimeoutInMinutes`` (5-480, default 480): the minimum, so that a build
+stuck behind the account's concurrent-build quota fails inside the window too."""
+REPORT_MARGIN = Duration.minutes(5)
+"""What the window keeps after the longest queue plus build: the trigger Lambda's
+``StartBuild`` (up to 10 retries 5 s apart on IAM propagation, ``trigger-codebuild/index.ts``),
+then the state-change event and the report function."""
+CUSTOM_RESOURCE_WINDOW = Duration.hours(1)
+"""CloudFormation's wait for a custom resource (``ServiceTimeout`` default and maximum 3600 s;
+the library sets none)."""
+BUILD_CACHE = {"Type": "LOCAL", "Modes": ["LOCAL_DOCKER_LAYER_CACHE"]}
+"""CloudFormation ``AWS::CodeBuild::Project`` ``Cache`` (CodeBuild user guide, "Specify a local
+cache", CloudFormation: ``Type: LOCAL``, ``Modes``; needs ``PrivilegedMode``, which the
+library sets)."""
+REPORTED_STATUSES = ["FAILED", "FAULT", "STOPPED", "TIMED_OUT"]
+"""Build statuses that end a build without success (CodeBuild API reference, ``Build``
+``buildStatus``: SUCCEEDED, FAILED, FAULT, TIMED_OUT, IN_PROGRESS, STOPPED)."""
+REPORT_HANDLER = Path(__file__).resolve().parent / "image_build_report"
+REPORT_RUNTIME = lambda_.Runtime.PYTHON_3_14
+REPORT_FUNCTION_SKIPS = {
+    "CKV_AWS_115": "Invoked by one EventBridge rule, once per failed image build; reserved "
+                   "concurrency would take from the account's unreserved pool (at least 10 "
+                   "must stay unreserved, Lambda quotas).",
+    "CKV_AWS_116": "EventBridge retries a failed invocation; a lost report leaves "
+                   "CloudFormation's own one-hour timeout, so a dead-letter queue adds nothing.",
+    "CKV_AWS_117": "Calls the CodeBuild API and a pre-signed S3 URL only; in the VPC its "
+                   "network interfaces would hold the subnets that cdk destroy deletes.",
+}
+"""checkov findings on the failure-report function, with the reason each is skipped."""
 BUILD_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 UNTAGGED_IMAGE_EXPIRY_DAYS = 14
 KEEP_TAGGED_IMAGES = 20
@@ -209,15 +282,29 @@ class TrainingImage(Construct):
         return repository
 
     def _tune_build_project(self) -> None:
-        """The library's CodeBuild project (one per stack): a larger compute type and our
-        own log group (encrypted, retained per ``data_removal_policy``); then the cdk-nag
-        acknowledgments and checkov skips for what the library defines."""
+        """The library's CodeBuild project (one per stack): a larger compute type, time limits
+        inside CloudFormation's hour, the local Docker layer cache, our own log group
+        (encrypted, retained per ``data_removal_policy``) and the failure report; then the
+        cdk-nag acknowledgments and checkov skips for what the library defines.
+
+        Raises:
+            ValueError: the queue and build timeouts plus :data:`REPORT_MARGIN` exceed
+                :data:`CUSTOM_RESOURCE_WINDOW`.
+        """
         stack = Stack.of(self)
         project = find_stack_child(stack, "ContainerImageBuildAmd64")
         assert isinstance(project, codebuild.Project)
         cfn = project.node.default_child
         assert isinstance(cfn, codebuild.CfnProject)
         cfn.add_property_override("Environment.ComputeType", BUILD_COMPUTE_TYPE)
+        budget = BUILD_QUEUED_TIMEOUT.to_minutes() + BUILD_TIMEOUT.to_minutes()
+        if budget + REPORT_MARGIN.to_minutes() > CUSTOM_RESOURCE_WINDOW.to_minutes():
+            raise ValueError(f"queue and build timeouts must end {REPORT_MARGIN.to_minutes()} min "
+                             f"inside CloudFormation's {CUSTOM_RESOURCE_WINDOW.to_minutes()} min, "
+                             f"got {budget} min")
+        cfn.add_property_override("TimeoutInMinutes", int(BUILD_TIMEOUT.to_minutes()))
+        cfn.add_property_override("QueuedTimeoutInMinutes", int(BUILD_QUEUED_TIMEOUT.to_minutes()))
+        cfn.add_property_override("Cache", BUILD_CACHE)
         self.log_group = logs.LogGroup(
             self, "BuildLogs", retention=BUILD_LOG_RETENTION,
             encryption_key=self.props.log_key, removal_policy=self.props.removal_policy)
@@ -226,7 +313,38 @@ class TrainingImage(Construct):
         project.add_to_role_policy(iam.PolicyStatement(
             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
             resources=[self.log_group.log_group_arn]))
+        self._report_failures(project)
         self._acknowledge(stack, project)
+
+    def _report_failures(self, project: codebuild.Project) -> None:
+        """An EventBridge rule on the project's builds that end in :data:`REPORTED_STATUSES`
+        and the function that answers CloudFormation for them (``image_build_report``). The
+        build's custom resource depends on both, so they exist before any build starts."""
+        role = iam.Role(self, "ReportRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description="Report a failed training image build to CloudFormation")
+        # BatchGetBuilds takes the project ARN (aws-cdk-lib's CodeBuildAction grants it so).
+        role.add_to_policy(iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"],
+                                               resources=[project.project_arn]))
+        log_group = logs.LogGroup(self, "ReportLogs", retention=BUILD_LOG_RETENTION,
+                                  encryption_key=self.props.log_key,
+                                  removal_policy=self.props.removal_policy)
+        log_group.grant_write(role)
+        function = lambda_.Function(
+            self, "Report", runtime=REPORT_RUNTIME, role=role, log_group=log_group,
+            code=lambda_.Code.from_asset(str(REPORT_HANDLER), exclude=["__pycache__"]),
+            handler="handler.handler", timeout=Duration.seconds(30),
+            description="TrnUltraCluster: report a failed training image build to CloudFormation")
+        for check, reason in REPORT_FUNCTION_SKIPS.items():
+            checkov_skip(function, check, reason)
+        # CodeBuild user guide, "Build notifications input format reference".
+        rule = events.Rule(self, "BuildFailed", description="Failed training image builds",
+                           event_pattern=events.EventPattern(
+                               source=["aws.codebuild"], detail_type=["CodeBuild Build State Change"],
+                               detail={"project-name": [project.project_name],
+                                       "build-status": REPORTED_STATUSES}),
+                           targets=[targets.LambdaFunction(function)])
+        self.report_function = function
+        self.build.node.find_child("Resource").node.add_dependency(rule, function)
 
     def _acknowledge(self, stack: Stack, project: codebuild.Project) -> None:
         role_policy = project.role.node.find_child("DefaultPolicy")
