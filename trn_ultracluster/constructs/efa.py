@@ -36,8 +36,10 @@ aws/amazon-cloudwatch-agent #249 and amazon-cloudwatch-agent-operator #119): the
 ``amazon-cloudwatch-observability`` chart runs the CloudWatch agent and Fluent Bit on the
 host network, where one hop reaches it (aws-observability/helm-charts,
 ``charts/amazon-cloudwatch-observability/templates/linux/cloudwatch-agent-custom-resource.yaml``:
-``hostNetwork: true`` in the ``AmazonCloudWatchAgent`` spec, not a value one can change;
-``fluent-bit-daemonset.yaml``: ``hostNetwork: true``). Its credentials come from EKS Pod
+``hostNetwork`` in the ``AmazonCloudWatchAgent`` spec, added by helm-charts PR #82 "so the
+agent pod can hit IMDS for clusters with a restricted hop limit", a value
+``agent.hostNetwork`` defaulting to ``true`` since chart 6.2.0, which the stack leaves as it
+is; ``fluent-bit-daemonset.yaml``: ``hostNetwork: true``). Its credentials come from EKS Pod
 Identity, not from IMDS. So limit 1 keeps the dashboard's Neuron and EFA metrics; a limit of
 2 would hand the node role to every training container for nothing. On HyperPod on EKS the
 nodes are HyperPod's and this launch template is not used."""
