@@ -129,9 +129,9 @@ OWN_FUNCTION_SKIPS = {
                    "least 10 must stay unreserved, Lambda quotas) and can fail the deploy.",
     "CKV_AWS_116": "Invoked synchronously by the CDK provider framework, which reports a "
                    "failure to CloudFormation; there is no asynchronous event to dead-letter.",
-    "CKV_AWS_117": "Runs while the stack is deleted and calls AWS APIs only: a VPC-attached "
+    "CKV_AWS_117": "Calls AWS APIs only, during a deploy or destroy: a VPC-attached "
                    "function's network interfaces would hold the subnets and security "
-                   "groups it must let CloudFormation delete.",
+                   "groups CloudFormation must delete.",
 }
 """checkov findings on the project's own custom resource functions, with the reason."""
 
@@ -160,7 +160,7 @@ def acknowledge_provider_framework(provider: IConstruct, handlers: list[IConstru
     ``custom_resources.Provider`` defines under ``provider``: its framework functions
     (``framework-onEvent``, ``framework-isComplete``, ``framework-onTimeout``), their roles
     (which invoke ``handlers`` and each other, with ``:*`` for versions), and the waiter
-    state machine that polls ``isComplete``.
+    state machine that polls ``isComplete`` (when the provider has one).
 
     Args:
         provider: the ``Provider`` construct.
@@ -184,7 +184,9 @@ def acknowledge_provider_framework(provider: IConstruct, handlers: list[IConstru
         for finding in versions(handlers):
             acknowledge(role.node.find_child("DefaultPolicy"), finding,
                         reason + " (the framework calls the project's handlers).")
-    waiter = provider.node.find_child("waiter-state-machine")
+    waiter = provider.node.try_find_child("waiter-state-machine")
+    if waiter is None:  # a provider without isComplete has no waiter
+        return
     polled = [f for f in framework if f.node.id in ("framework-isComplete", "framework-onTimeout")]
     for finding in versions(polled):
         acknowledge(waiter.node.find_child("Role"), finding,

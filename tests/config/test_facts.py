@@ -1,11 +1,14 @@
-"""AWS facts: AZ ID to Region."""
+"""AWS facts: AZ ID to Region; the XLA stack's SDK release, image, DLAMI and venv agree."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from trn_ultracluster.config import region_of_az_id
-from trn_ultracluster.config.facts import AZ_ID_PREFIX_TO_REGION
+from tests.conftest import REPO_ROOT
+from trn_ultracluster.config import StandaloneConfig, region_of_az_id
+from trn_ultracluster.config.facts import AZ_ID_PREFIX_TO_REGION, XLA_STACK
 
 
 @pytest.mark.parametrize("az_id, region", [
@@ -27,3 +30,33 @@ def test_region_of_a_bad_az_id_is_a_value_error(az_id, error):
 
 def test_every_region_code_names_a_distinct_region():
     assert len(set(AZ_ID_PREFIX_TO_REGION.values())) == len(AZ_ID_PREFIX_TO_REGION)
+
+
+# --- the XLA stack: one Neuron SDK release for the image, the DLAMI and its venv ----------
+
+def test_the_xla_stack_names_one_sdk_release_everywhere():
+    release = XLA_STACK.sdk_release
+    assert re.fullmatch(r"\d+\.\d+\.\d+", release)
+    assert XLA_STACK.training_image.endswith(f"-sdk{release}-ubuntu24.04")
+    assert XLA_STACK.dlami_description == f"*Neuron SDK {release}*"
+    assert {"Name": "description", "Values": [XLA_STACK.dlami_description]} in (
+        XLA_STACK.dlami_filters())
+    assert "Ubuntu 24.04" in XLA_STACK.dlami_name  # the image's OS (…-ubuntu24.04)
+    # PyTorch 2.9 in the image tag, the DLAMI and the venv
+    assert ":2.9.0-" in XLA_STACK.training_image and "PyTorch 2.9 " in XLA_STACK.dlami_name
+    assert XLA_STACK.venv in XLA_STACK.dlami_venvs
+    assert all(v.startswith("/opt/aws_neuronx_venv_pytorch_2_9") for v in XLA_STACK.dlami_venvs)
+    assert set(XLA_STACK.sources) >= {"sdk_release", "training_image", "dlami_name",
+                                      "dlami_venvs", "venv", "dlami_lookup"}
+
+
+def test_the_dockerfile_builds_on_the_xla_stacks_image():
+    dockerfile = (REPO_ROOT / "training/Dockerfile").read_text()
+    (base,) = re.findall(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, re.MULTILINE)
+    assert base == XLA_STACK.training_image
+
+
+def test_the_default_configuration_boots_the_xla_stacks_dlami_and_venv():
+    default = StandaloneConfig()
+    assert (default.ami_id, default.ami_ssm_parameter) == (None, None)  # the DLAMI lookup
+    assert default.dlami_venv == XLA_STACK.venv

@@ -1,14 +1,19 @@
-"""Rules of the standalone orchestrator (the AMI's SSM parameter, the DLAMI venv, the root
+"""Rules of the standalone orchestrator (the AMI's id or SSM parameter, the DLAMI venv, the root
 device, capacity); the orchestrator itself: tests/orchestrators/standalone."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error, load
+from tests.config import check_one_error, load, warnings_about
+from trn_ultracluster.config.facts import NEURON_DLAMI_LATEST_PARAMETER
 
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
+    ('ami id malformed', {'orchestrator': 'standalone', 'standalone.ami_id': 'ami-123'},
+     "error: standalone.ami_id = 'ami-123': must be 'ami-' followed by 8 or 17 hex digits (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html)"),
+    ('ami id and parameter', {'orchestrator': 'standalone', 'standalone.ami_id': 'ami-0123456789abcdef0', 'standalone.ami_ssm_parameter': '/my/ami'},
+     "error: standalone.ami_ssm_parameter = '/my/ami': must be null when standalone.ami_id is set (one AMI source) (see docs/standalone.md)"),
     ('ami parameter without leading slash', {'orchestrator': 'standalone', 'standalone.ami_ssm_parameter': 'aws/service/x'},
      "error: standalone.ami_ssm_parameter = 'aws/service/x': must be an SSM parameter name like '/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id': a leading '/', levels of letters, digits and '_.-' separated by single '/', at most 1011 characters (see https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html)"),
     ('ami parameter with a space', {'orchestrator': 'standalone', 'standalone.ami_ssm_parameter': '/my amis/x'},
@@ -46,3 +51,16 @@ def test_a_capacity_reservation_and_the_defaults_are_fine():
                    "capacity.reservation_id": "cr-0123456789abcdef0"})
     assert loaded.config.standalone.runtime == "container"
     assert loaded.config.standalone.root_device_name == "/dev/sda1"
+
+
+def test_the_latest_pytorch_dlami_with_the_nxd_training_venv_is_a_warning():
+    """The 'latest' PyTorch 2.9 DLAMI is a 2.31 one without NxD Training's environment."""
+    base = {"orchestrator": "standalone", "standalone.runtime": "dlami-venv",
+            "standalone.ami_ssm_parameter": NEURON_DLAMI_LATEST_PARAMETER}
+    (warning,) = warnings_about(base, "standalone.ami_ssm_parameter")
+    assert "should be null (the SDK 2.30.0 DLAMI)" in warning
+    assert "2.31 dropped this NxD Training environment" in warning
+    assert not warnings_about({**base, "standalone.dlami_venv": "/opt/aws_neuronx_venv_pytorch_2_9"},
+                              "standalone.ami_ssm_parameter")
+    assert not warnings_about({**base, "standalone.runtime": "container"},
+                              "standalone.ami_ssm_parameter")

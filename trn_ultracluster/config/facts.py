@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from dataclasses import dataclass, field
 
 README_CONFIG = "README.md#configuration"
 DOC_CFN_STACK_NAME = "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_CreateStack.html"
@@ -262,21 +263,106 @@ interfaces. The exact first release is not verified; v1.19.0 is the next minor."
 
 # --- standalone nodes ---------------------------------------------------------------------
 
-NEURON_DLAMI_SSM_PARAMETER = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
-"""Public SSM parameter of the newest "Deep Learning AMI Neuron PyTorch 2.9 (Ubuntu 24.04)",
-the DLAMI of the training image's PyTorch 2.9 / torch-neuronx line (``training/Dockerfile``).
-Source: Neuron docs, "Neuron DLAMI User Guide", "SSM Parameter Prefix" table
-(aws-neuron/aws-neuron-sdk ``dlami/index.rst`` as of 2026-01-22: prefix
-``/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04``; ``<prefix>/latest/image_id`` holds the
-AMI id), DOC_NEURON_DLAMI. Neuron 2.33's "Update PyTorch on a Deep Learning AMI" says DLAMIs for
-PyTorch 2.9 (PyTorch/XLA) are not published after Neuron SDK 2.31.0, so this parameter now
-names that last one; the current guide lists only the multi-framework, JAX, vLLM and base
-prefixes. Not verified against a live account (no AWS account here)."""
-NEURON_DLAMI_VENV = "/opt/aws_neuronx_venv_pytorch_2_9_nxd_training"
+@dataclass(frozen=True)
+class NeuronStack:
+    """One Neuron SDK release and what this project takes from it: the training image the
+    container runtime builds on, the DLAMI the standalone nodes boot and the DLAMI's virtual
+    environment of the ``dlami-venv`` runtime. Tests (tests/config/test_facts.py) check that
+    they agree with each other, with ``training/Dockerfile`` and with the configuration's
+    defaults.
+
+    Attributes:
+        sdk_release: the Neuron SDK release, e.g. ``"2.30.0"``.
+        training_image: the base image of ``training/Dockerfile`` (its ``BASE_IMAGE``).
+        dlami_name: the DLAMI's name without its date suffix; AMI names are this name, a
+            space and a date (``"... (Ubuntu 20.04) 20240328"`` in the Neuron docs'
+            ``announce-eos-dlami.rst``).
+        dlami_venvs: the virtual environments that DLAMI has at :attr:`sdk_release`.
+        venv: the one of :attr:`dlami_venvs` that ``runtime: dlami-venv`` uses.
+        sources: attribute name -> where the value comes from.
+    """
+
+    sdk_release: str
+    training_image: str
+    dlami_name: str
+    dlami_venvs: tuple[str, ...]
+    venv: str
+    sources: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @property
+    def dlami_description(self) -> str:
+        """The ``description`` filter of DescribeImages that selects this release's DLAMIs:
+        "Each Neuron DLAMI includes the SDK version in its description" (Neuron DLAMI User
+        Guide, "Finding a DLAMI for a specific Neuron SDK version", DOC_NEURON_DLAMI, at
+        aws-neuron/aws-neuron-sdk v2.32.0 ``deploy/environments/dlami.rst``)."""
+        return f"*Neuron SDK {self.sdk_release}*"
+
+    def dlami_filters(self) -> list[dict[str, object]]:
+        """The EC2 ``DescribeImages`` filters of this release's DLAMI: the guide's own
+        ``name`` and ``description`` filters (its example: ``Name=name,Values=Deep Learning
+        AMI Neuron*`` and ``Name=description,Values=*Neuron SDK 2.32.0*``), the name narrowed
+        to :attr:`dlami_name`, and x86_64 / available (Trn1 and Trn2 are x86_64 instances)."""
+        return [
+            {"Name": "name", "Values": [f"{self.dlami_name} *"]},
+            {"Name": "description", "Values": [self.dlami_description]},
+            {"Name": "architecture", "Values": ["x86_64"]},
+            {"Name": "state", "Values": ["available"]},
+        ]
+
+
+XLA_STACK = NeuronStack(
+    sdk_release="2.30.0",
+    training_image=("public.ecr.aws/neuron/pytorch-training-neuronx:"
+                    "2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"),
+    dlami_name="Deep Learning AMI Neuron PyTorch 2.9 (Ubuntu 24.04)",
+    dlami_venvs=("/opt/aws_neuronx_venv_pytorch_2_9",
+                 "/opt/aws_neuronx_venv_pytorch_2_9_nxd_training",
+                 "/opt/aws_neuronx_venv_pytorch_2_9_nxd_inference"),
+    venv="/opt/aws_neuronx_venv_pytorch_2_9_nxd_training",
+    sources={
+        "sdk_release": (
+            "The last release with both: the pytorch-training-neuronx DLC \"is no longer "
+            "published\" from 2.31.0 (Neuron release notes, components/containers.rst), and "
+            "\"Starting with Neuron SDK 2.31.0, NeuronX Distributed Training (NxDT) is no "
+            "longer included in Neuron DLAMIs ... use a DLAMI associated with a previous Neuron "
+            "SDK release (2.30.0 or earlier)\" (components/dlamis.rst, 2.31.0, 7/7/2026). From "
+            "2.32.0 no PyTorch 2.9 DLAMI is published at all (dlamis.rst, 2.32.0). 2.30.0 was "
+            "released May 21, 2026 (release-notes/prev/2.30.0.rst); there is no 2.30.1 tag."),
+        "training_image": (
+            "aws-neuron/deep-learning-containers README (commit 2be9ed1), pytorch-training-"
+            "neuronx table: its top row, Neuron SDK 2.30.0; training/Dockerfile BASE_IMAGE."),
+        "dlami_name": (
+            "Neuron DLAMI User Guide at aws-neuron/aws-neuron-sdk v2.30.0, "
+            "deploy/environments/dlami.rst, single framework DLAMIs table."),
+        "dlami_venvs": (
+            "Same guide at v2.30.0, \"Virtual Environments pre-installed\": the PyTorch 2.9 "
+            "(Ubuntu 24.04) DLAMI lists these three; at v2.31.0 the nxd_training one is gone."),
+        "venv": "Same table: \"PyTorch 2.9 NxD Training, Torch NeuronX\".",
+        "dlami_lookup": (
+            "No SSM parameter names a DLAMI of one SDK release: \"Currently, SSM parameters "
+            "support finding the latest DLAMI ID for each DLAMI type. Support for finding "
+            "specific Neuron SDK version DLAMIs will be added in future releases.\" (same "
+            "guide, v2.30.0 to v2.32.0). The guide's way to a release's DLAMI is "
+            "describe-images with owner amazon and a description filter (dlami_filters)."),
+    },
+)
+"""The PyTorch/XLA (Trn1) stack of this project: Neuron SDK 2.30.0, its training image, its
+PyTorch 2.9 DLAMI and that DLAMI's NxD Training environment. Not verified against a live
+account (no AWS account here): that every Region with Trainium has the 2.30.0 DLAMI, and the
+exact AMI name and description strings beyond what the guide quotes."""
+NEURON_DLAMI_VENV = XLA_STACK.venv
 """The DLAMI's Neuron virtual environment with PyTorch 2.9, torch-neuronx and NxD Training
-(same guide, "Virtual Environments pre-installed" of the PyTorch 2.9 DLAMI). Whether it also
-holds every package ``trn_train`` imports (transformers, tokenizers, tensorboard) is not
-verified; the node setup checks the imports and fails with their names."""
+(:data:`XLA_STACK`). Whether it also holds every package ``trn_train`` imports (transformers,
+tokenizers, tensorboard) is not verified; the node setup checks the imports and fails with
+their names."""
+NEURON_DLAMI_LATEST_PARAMETER = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
+"""The public SSM parameter of the newest PyTorch 2.9 DLAMI (same guide, "SSM Parameter
+Prefix" table; ``<prefix>/latest/image_id``). Not the default any more: no PyTorch 2.9 DLAMI
+is published from SDK 2.32.0, so it stays on the last 2.31.x one (inferred from the release
+notes, not read from SSM), which has no ``/opt/aws_neuronx_venv_pytorch_2_9_nxd_training``."""
+AMI_ID_RE = re.compile(r"^ami-([0-9a-f]{8}|[0-9a-f]{17})\Z")
+"""An AMI id: ``ami-`` and 8 or 17 hexadecimal characters (EC2 user guide, "Resource IDs",
+DOC_RESOURCE_IDS)."""
 NEURON_DLAMI_ROOT_DEVICE = "/dev/sda1"
 """Root device of the Ubuntu Neuron DLAMIs: EC2 reserves ``/dev/sda1`` and ``/dev/xvda`` for
 root volumes (EC2 user guide, "Device names for volumes on Amazon EC2 instances"), and

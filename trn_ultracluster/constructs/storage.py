@@ -17,14 +17,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from trn_ultracluster.config import DataRepositoryConfig, FsxConfig
+from trn_ultracluster.constructs.handler_function import handler_function
 from trn_ultracluster.nag import (
-    OWN_FUNCTION_SKIPS,
     acknowledge,
     acknowledge_provider_framework,
     checkov_skip,
@@ -61,9 +60,6 @@ EXPORT_REPORT_PREFIX = ".trn-ultracluster/export-reports"
 ``CompletionReport``: the path must be in the linked S3 data repository; the report lands
 in ``<path>/task-<id>/failures.csv``)."""
 EXPORT_POLL = Duration.seconds(30)
-EXPORT_RUNTIME = lambda_.Runtime.PYTHON_3_14
-"""The newest Python runtime in aws-cdk-lib 2.275.0 (botocore's Lambda model lists
-``python3.14`` among the runtimes); it ships boto3."""
 
 DRA_EVENTS = ["NEW", "CHANGED", "DELETED"]
 """Auto import / export events of a data repository association
@@ -263,20 +259,12 @@ class Storage(Construct):
             resources=["*"]))
         role.add_to_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
                                                resources=[Aws.STACK_ID]))
-        functions = {}
-        for entry in ("on_event", "is_complete"):
-            log_group = logs.LogGroup(self, f"Export-{entry}-Logs")
-            log_group.grant_write(role)
-            function = lambda_.Function(
-                self, f"Export-{entry}", runtime=EXPORT_RUNTIME,
-                code=lambda_.Code.from_asset(str(EXPORT_HANDLER), exclude=["__pycache__"]),
-                handler=f"handler.{entry}", timeout=Duration.minutes(1), role=role,
-                log_group=log_group,
-                description="TrnUltraCluster: export FSx to S3 before deletion",
-            )
-            for check, reason in OWN_FUNCTION_SKIPS.items():
-                checkov_skip(function, check, reason)
-            functions[entry] = function
+        functions = {
+            entry: handler_function(
+                self, f"Export-{entry}", code=EXPORT_HANDLER, handler=f"handler.{entry}",
+                role=role, timeout=Duration.minutes(1),
+                description="TrnUltraCluster: export FSx to S3 before deletion")
+            for entry in ("on_event", "is_complete")}
         provider = cr.Provider(
             self, "ExportProvider",
             on_event_handler=functions["on_event"],

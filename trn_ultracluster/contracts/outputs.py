@@ -69,7 +69,7 @@ class OutputKey(str, Enum):
     STANDALONE_NODE_GROUP = "StandaloneAutoScalingGroupName"
     STANDALONE_RUNTIME = "StandaloneRuntime"
     STANDALONE_DLAMI_VENV = "StandaloneDlamiVenv"
-    STANDALONE_AMI_PARAMETER = "StandaloneAmiSsmParameter"
+    STANDALONE_AMI = "StandaloneAmiId"
     STANDALONE_LOG_GROUP = "StandaloneNodeLogGroupName"
     STANDALONE_SHELL = "StandaloneShellCommand"
 
@@ -121,7 +121,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.STANDALONE_NODE_GROUP: "Auto Scaling group of the Trainium nodes",
     OutputKey.STANDALONE_RUNTIME: "How jobs run on the nodes: container or dlami-venv",
     OutputKey.STANDALONE_DLAMI_VENV: "Neuron virtual environment of the DLAMI jobs use, or 'none'",
-    OutputKey.STANDALONE_AMI_PARAMETER: "Public SSM parameter the nodes' AMI is resolved from",
+    OutputKey.STANDALONE_AMI: "AMI of the nodes (standalone.ami_id, its SSM parameter, or the DLAMI lookup)",
     OutputKey.STANDALONE_LOG_GROUP: "CloudWatch log group of the nodes' setup logs",
     OutputKey.STANDALONE_SHELL: "Command that opens a shell on the first node (SSM)",
 }

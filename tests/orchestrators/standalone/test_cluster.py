@@ -13,10 +13,11 @@ import pytest
 from tests.conftest import profile_path
 from tests.orchestrators.standalone.template_values import user_data
 from trn_ultracluster.config import ConfigError, parse_config
-from trn_ultracluster.config.facts import NEURON_DLAMI_SSM_PARAMETER
+from trn_ultracluster.config.facts import NEURON_DLAMI_LATEST_PARAMETER, XLA_STACK
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.outputs import STANDALONE_KEYS
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
+from trn_ultracluster.orchestrators.standalone.dlami import DLAMI_OWNER
 from trn_ultracluster.orchestrators.standalone.node import SSM_CORE_POLICY, render_user_data
 from trn_ultracluster.template_graph import transitive_dependencies
 
@@ -75,9 +76,15 @@ def test_trainium_type_interfaces_and_placement(single, small):
 def test_the_launch_template_boots_the_dlami_with_the_node_profile_and_user_data(request, name):
     s = request.getfixturevalue(name)
     data = lt_data(s)
-    parameter = s.template["Parameters"][data["ImageId"]["Ref"]]
-    assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
-                         "Default": NEURON_DLAMI_SSM_PARAMETER}
+    # the DLAMI of the training image's SDK release, looked up at deploy time
+    dlami_id, dlami = the(s, "Custom::NeuronDlami")
+    assert data["ImageId"] == {"Fn::GetAtt": [dlami_id, "ImageId"]}
+    assert {k: dlami["Properties"][k] for k in ("Owner", "Filters", "SdkRelease")} == {
+        "Owner": DLAMI_OWNER, "Filters": XLA_STACK.dlami_filters(),
+        "SdkRelease": XLA_STACK.sdk_release}
+    assert not [p for p in s.template.get("Parameters", {}).values()
+                if "AWS::EC2::Image::Id" in p["Type"]]
+    assert s.output("StandaloneAmiId") == {"Fn::GetAtt": [dlami_id, "ImageId"]}
     profile_id, profile = the(s, "AWS::IAM::InstanceProfile")
     assert data["IamInstanceProfile"] == {"Arn": {"Fn::GetAtt": [profile_id, "Arn"]}}
     assert profile["Properties"]["Roles"] == [{"Ref": s.ref_id("StandaloneNodeRole")}]
@@ -92,12 +99,37 @@ def test_the_launch_template_boots_the_dlami_with_the_node_profile_and_user_data
 
 def test_an_own_ami_parameter_and_root_device_reach_the_template(synth):
     s = synth(profile_path("single-node"), **{
-        "standalone.ami_ssm_parameter": "/my-team/amis/neuron", "standalone.root_device_name":
-        "/dev/xvda"})
+        "standalone.ami_ssm_parameter": NEURON_DLAMI_LATEST_PARAMETER,
+        "standalone.root_device_name": "/dev/xvda"})
     data = lt_data(s)
-    assert s.template["Parameters"][data["ImageId"]["Ref"]]["Default"] == "/my-team/amis/neuron"
+    parameter = s.template["Parameters"][data["ImageId"]["Ref"]]
+    assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
+                         "Default": NEURON_DLAMI_LATEST_PARAMETER}
     assert data["BlockDeviceMappings"][0]["DeviceName"] == "/dev/xvda"
-    assert s.output("StandaloneAmiSsmParameter") == "/my-team/amis/neuron"
+    assert s.output("StandaloneAmiId") == data["ImageId"]
+    assert not s.resources("Custom::NeuronDlami")
+
+
+def test_a_pinned_ami_id_is_the_launch_templates_as_given(synth):
+    s = synth(profile_path("single-node"), **{"standalone.ami_id": "ami-0123456789abcdef0"})
+    assert lt_data(s)["ImageId"] == "ami-0123456789abcdef0"
+    assert not s.resources("Custom::NeuronDlami")
+    assert s.output("StandaloneAmiId") == "ami-0123456789abcdef0"
+
+
+def test_the_dlami_lookup_may_only_describe_images_and_deletes_nothing(single):
+    """Its role's own policy: ec2:DescribeImages (no resource-level permissions) and its logs;
+    CloudFormation deletes the resource with the stack (the handler's Delete is a no-op)."""
+    dlami_id, dlami = the(single, "Custom::NeuronDlami")
+    statements = [st for pid, policy in single.resources("AWS::IAM::Policy").items()
+                  if "StandaloneDlami" in pid and "Provider" not in pid
+                  for st in policy["Properties"]["PolicyDocument"]["Statement"]]
+    actions = sorted({a for st in statements for a in (
+        st["Action"] if isinstance(st["Action"], list) else [st["Action"]])})
+    assert actions == ["ec2:DescribeImages", "logs:CreateLogStream", "logs:PutLogEvents"]
+    describe = next(st for st in statements if st["Action"] == "ec2:DescribeImages")
+    assert describe["Resource"] == "*"
+    assert dlami.get("DeletionPolicy", "Delete") == "Delete"  # nothing kept: it only read
 
 
 # --- access: Session Manager only ----------------------------------------------------------
@@ -259,6 +291,7 @@ def test_outputs(single, small):
         "container", "none")
     assert (small.output("StandaloneRuntime"), small.output("StandaloneDlamiVenv")) == (
         "dlami-venv", small.config.standalone.dlami_venv)
+    assert small.config.standalone.dlami_venv == XLA_STACK.venv
     shell = json.dumps(single.output("StandaloneShellCommand"))
     assert "aws ssm start-session --region us-west-2 --target" in shell and group_id in shell
 

@@ -23,6 +23,7 @@ import pytest
 from tests.cli.helpers import shellcheck
 from tests.conftest import REPO_ROOT
 from tests.orchestrators.standalone.template_values import STACK_ID, user_data
+from trn_ultracluster.config.facts import XLA_STACK
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
 from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS
 from trn_ultracluster.orchestrators.standalone.node import SCRIPTS
@@ -299,8 +300,38 @@ def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_
 
 
 def test_dlami_venv_missing_on_the_ami_is_a_clear_error(tmp_path, small):
+    """A 2.31 PyTorch 2.9 DLAMI (the last 'latest') has /opt/aws_neuronx_venv_pytorch_2_9
+    but not NxD Training's: the message names the AMI, what it has, the SDK release whose
+    DLAMI has the venv, and the settings that fix it; the node is not ready."""
     node = Node(tmp_path, small.template, small.outdir)
-    result = node.run_user_data()
+    other = node.path("/opt/aws_neuronx_venv_pytorch_2_9/bin")
+    other.mkdir(parents=True)
+    (other / "activate").write_text("# fake venv\n")
+    result = node.run_user_data(TRN_AMI_ID="ami-0fedcba9876543210")
     assert result.returncode == 1
-    assert (f"the AMI has no virtual environment {small.config.standalone.dlami_venv}"
+    (error,) = [ln for ln in result.stdout.splitlines() if "ERROR:" in ln]
+    venv = small.config.standalone.dlami_venv
+    assert venv == XLA_STACK.venv
+    for part in (f"the AMI ami-0fedcba9876543210 has no virtual environment {venv} "
+                 "(standalone.dlami_venv)",
+                 "its Neuron environments: /opt/aws_neuronx_venv_pytorch_2_9.",
+                 f"The nodes' AMI is the default: the {XLA_STACK.dlami_name} DLAMI of Neuron "
+                 f"SDK {XLA_STACK.sdk_release}",
+                 f"is in the {XLA_STACK.dlami_name} DLAMI of Neuron SDK "
+                 f"{XLA_STACK.sdk_release} and in no later DLAMI",
+                 "unset standalone.ami_id and standalone.ami_ssm_parameter",
+                 "set standalone.runtime: container"):
+        assert part in error
+    assert not node.path(READY_FILE).exists()
+    assert node.calls("docker") == []
+    events = json.loads(node.events.read_text())
+    assert "has no virtual environment" in events[-1]["message"]
+
+
+def test_missing_venv_without_instance_metadata_still_says_what_to_do(tmp_path, small):
+    node = Node(tmp_path, small.template, small.outdir)
+    result = node.run_user_data()  # the curl stub answers the metadata service with nothing
+    assert result.returncode == 1
+    assert (f"the AMI (id unknown) has no virtual environment {XLA_STACK.venv}"
             in result.stdout)
+    assert "its Neuron environments: none." in result.stdout

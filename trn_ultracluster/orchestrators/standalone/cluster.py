@@ -7,11 +7,11 @@ What it creates:
   type, one EFA interface per network card in the nodes' security group, the cluster
   placement group, IMDSv2, the encrypted root volume, capacity options). ``nodes.desired: 0``
   (or ``trn-ultracluster scale --nodes 0``) leaves no instance running;
-- on that launch template (:func:`trn_ultracluster.constructs.efa.boot_from`): the AMI,
-  resolved by CloudFormation at each deploy from a public SSM parameter
-  (``standalone.ami_ssm_parameter``, default the Neuron DLAMI for PyTorch 2.9, see
-  :data:`trn_ultracluster.config.facts.NEURON_DLAMI_SSM_PARAMETER`), the nodes' instance
-  profile and the user data (:mod:`.node`);
+- on that launch template (:func:`trn_ultracluster.constructs.efa.boot_from`): the AMI
+  (:func:`image_id`: ``standalone.ami_id``; or ``standalone.ami_ssm_parameter``, resolved by
+  CloudFormation at each deploy; by default the Neuron DLAMI of the training image's SDK
+  release, :data:`trn_ultracluster.config.facts.XLA_STACK`, found at deploy time by
+  :class:`.dlami.DlamiLookup`), the nodes' instance profile and the user data (:mod:`.node`);
 - the nodes' IAM role, instance profile, setup log group and script assets (:mod:`.node`);
 - ``PutMetricData`` for the nodes' Neuron and EFA metrics (:mod:`trn_ultracluster.node_metrics`),
   which the stack's dashboard and alarms read (``metric_source``).
@@ -39,11 +39,13 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from trn_ultracluster.config import ClusterConfig, StandaloneConfig
+from trn_ultracluster.config.facts import XLA_STACK
 from trn_ultracluster.constructs.efa import boot_from
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.nag import acknowledge
 from trn_ultracluster.node_metrics import node_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
+from trn_ultracluster.orchestrators.standalone.dlami import DlamiLookup
 from trn_ultracluster.orchestrators.standalone.node import NodeBoot
 
 __all__ = ["JOB_BACKEND", "StandaloneOrchestrator", "StandaloneProps"]
@@ -84,8 +86,7 @@ class StandaloneOrchestrator(Construct):
             exporter of :mod:`trn_ultracluster.node_metrics` (``ClusterName`` = the stack's
             name), and the training program's tokens/s and MFU from the jobs' first-node logs
             (docs/standalone.md).
-        image_id: the AMI id token (a CloudFormation parameter of type
-            ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>``, resolved at each deploy).
+        image_id: the AMI id (:func:`image_id`).
         group: the ``AWS::AutoScaling::AutoScalingGroup``.
 
     Raises:
@@ -116,8 +117,7 @@ class StandaloneOrchestrator(Construct):
                              settings=settings, fsx_tag_value=Aws.STACK_ID,
                              metrics_cluster=metrics_cluster)
         self.metric_source = node_metrics(self, self.boot.role, metrics_cluster)
-        self.image_id = ssm.StringParameter.value_for_typed_string_parameter_v2(
-            self, settings.ami_ssm_parameter, ssm.ParameterValueType.AWS_EC2_IMAGE_ID)
+        self.image_id = image_id(self, settings)
         boot_from(base.launch_template, image_id=self.image_id,
                   instance_profile_arn=self.boot.instance_profile.instance_profile_arn,
                   user_data=self.boot.user_data,
@@ -160,7 +160,7 @@ class StandaloneOrchestrator(Construct):
             OutputKey.STANDALONE_RUNTIME: settings.runtime,
             OutputKey.STANDALONE_DLAMI_VENV: (settings.dlami_venv
                                               if settings.runtime == "dlami-venv" else NONE),
-            OutputKey.STANDALONE_AMI_PARAMETER: settings.ami_ssm_parameter,
+            OutputKey.STANDALONE_AMI: self.image_id,
             OutputKey.STANDALONE_LOG_GROUP: self.boot.log_group.log_group_name,
             OutputKey.STANDALONE_SHELL: self.shell_command(),
         }
@@ -176,3 +176,17 @@ class StandaloneOrchestrator(Construct):
                     f"--auto-scaling-group-names {self.group.ref} "
                     "--query 'AutoScalingGroups[0].Instances[0].InstanceId' --output text)")
         return f"aws ssm start-session --region {region} --target {instance}"
+
+
+def image_id(scope: Construct, settings: StandaloneConfig) -> str:
+    """The nodes' AMI id: ``standalone.ami_id`` as given; or a CloudFormation parameter of
+    type ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>`` whose default is
+    ``standalone.ami_ssm_parameter``, resolved at each deploy; or (neither set) the DLAMI of
+    :data:`~trn_ultracluster.config.facts.XLA_STACK`'s SDK release (a
+    :class:`~.dlami.DlamiLookup` named ``Dlami``)."""
+    if settings.ami_id is not None:
+        return settings.ami_id
+    if settings.ami_ssm_parameter is not None:
+        return ssm.StringParameter.value_for_typed_string_parameter_v2(
+            scope, settings.ami_ssm_parameter, ssm.ParameterValueType.AWS_EC2_IMAGE_ID)
+    return DlamiLookup(scope, "Dlami", stack=XLA_STACK).image_id

@@ -24,6 +24,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from trn_ultracluster.config import StandaloneConfig
+from trn_ultracluster.config.facts import XLA_STACK
 from trn_ultracluster.constructs.training_image import REPO_ROOT, build_context_patterns
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.standalone import (
@@ -47,8 +48,8 @@ from trn_ultracluster.orchestrators.nodes import (
     node_file,
 )
 
-__all__ = ["NodeBoot", "SCRIPTS", "SSM_CORE_POLICY", "VENV_IMPORTS", "node_settings",
-           "render_user_data"]
+__all__ = ["NodeBoot", "SCRIPTS", "SSM_CORE_POLICY", "VENV_IMPORTS", "ami_source",
+           "node_settings", "render_user_data"]
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 """``user_data.sh`` (the template) and ``node_setup.sh``."""
@@ -88,11 +89,17 @@ def node_settings(settings: StandaloneConfig, log_group_name: str,
                   metrics_cluster: str) -> dict[str, Any]:
     """The ``node`` section of the node's ``trn_ultracluster.json`` (``lcs.py get node KEY``):
     ``runtime``, ``venv``, ``imports``, ``program_dir``, ``ready_file``, ``log``,
-    ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths) and
-    ``metrics_cluster``, the ``ClusterName`` dimension of the node metrics."""
+    ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths),
+    ``metrics_cluster``, the ``ClusterName`` dimension of the node metrics, and for the setup's
+    message when the venv is missing: ``ami_source`` (:func:`ami_source`) and
+    ``venv_source``, which DLAMI has the default venv."""
     return {
         "runtime": settings.runtime,
         "venv": settings.dlami_venv if settings.runtime == "dlami-venv" else None,
+        "ami_source": ami_source(settings),
+        "venv_source": (f"{XLA_STACK.venv} (the default standalone.dlami_venv) is in the "
+                        f"{XLA_STACK.dlami_name} DLAMI of Neuron SDK {XLA_STACK.sdk_release} "
+                        f"and in no later DLAMI"),
         "imports": ",".join(VENV_IMPORTS),
         "program_dir": PROGRAM_DIR,
         "ready_file": READY_FILE,
@@ -100,6 +107,16 @@ def node_settings(settings: StandaloneConfig, log_group_name: str,
         "log_group": log_group_name,
         "metrics_cluster": metrics_cluster,
     }
+
+
+def ami_source(settings: StandaloneConfig) -> str:
+    """Where the nodes' AMI comes from, in words with its configuration key."""
+    if settings.ami_id is not None:
+        return f"standalone.ami_id {settings.ami_id}"
+    if settings.ami_ssm_parameter is not None:
+        return f"standalone.ami_ssm_parameter {settings.ami_ssm_parameter}"
+    return (f"the default: the {XLA_STACK.dlami_name} DLAMI of Neuron SDK "
+            f"{XLA_STACK.sdk_release}, standalone.ami_id and standalone.ami_ssm_parameter unset")
 
 
 class NodeBoot(Construct):

@@ -27,6 +27,7 @@
 #   TRN_ROOT          prefix of every file path written or read (a fake root in tests)
 #   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py and trn_ultracluster.json
 #   TRN_INSTANCE_ID   this instance's id (default: the instance metadata service)
+#   TRN_AMI_ID        the AMI this instance booted from (default: the instance metadata service)
 #   TRN_PULL_ATTEMPTS attempts of the ECR login and the image pull (default 5)
 
 set -euo pipefail
@@ -52,18 +53,18 @@ exec > >(tee -a "${LOG_FILE}") 2>&1
 
 log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [trn-ultracluster] $*"; }
 
-# This instance's id, from the instance metadata service with an IMDSv2 session token (the
-# launch template requires IMDSv2; EC2 user guide, "Use the Instance Metadata Service to
-# access instance metadata", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html).
-instance_id() {
-  if [[ -n "${TRN_INSTANCE_ID:-}" ]]; then
-    echo "${TRN_INSTANCE_ID}"
-    return 0
-  fi
+# imds CATEGORY: one instance metadata category (instance-id, ami-id), with an IMDSv2 session
+# token (the launch template requires IMDSv2; EC2 user guide, "Use the Instance Metadata
+# Service to access instance metadata",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html, and
+# "Instance metadata categories" for the names).
+imds() {
   local token
   token="$(curl -sSf -X PUT "${IMDS}/api/token" -H "X-aws-ec2-metadata-token-ttl-seconds: 300")" \
-    && curl -sSf -H "X-aws-ec2-metadata-token: ${token}" "${IMDS}/meta-data/instance-id"
+    && curl -sSf -H "X-aws-ec2-metadata-token: ${token}" "${IMDS}/meta-data/$1"
 }
+instance_id() { if [[ -n "${TRN_INSTANCE_ID:-}" ]]; then echo "${TRN_INSTANCE_ID}"; else imds instance-id; fi; }
+ami_id() { if [[ -n "${TRN_AMI_ID:-}" ]]; then echo "${TRN_AMI_ID}"; else imds ami-id; fi; }
 
 # Send the log to the stack's log group (PutLogEvents; the newest lines that fit one batch,
 # lcs.py log-events). Never fails the script: a node without its log in CloudWatch still has
@@ -145,13 +146,34 @@ setup_container_runtime() {
 
 # 3b. The training program (the files the training image holds) in node.program_dir, and a
 # check that the DLAMI's virtual environment imports it and what it needs on Neuron.
+# The Neuron virtual environments this AMI has (/opt/aws_neuronx_venv_*), comma separated.
+neuron_venvs() {
+  local dir found=()
+  for dir in "${ROOT}"/opt/aws_neuronx_venv_*; do
+    [[ -f "${dir}/bin/activate" ]] && found+=("${dir#"${ROOT}"}")
+  done
+  local IFS=,
+  echo "${found[*]:-none}"
+}
+# A missing venv: say which AMI this is, what it has, which SDK release's DLAMI has the venv,
+# and which settings change it. (Neuron removed NxD Training's venv from the DLAMIs at SDK
+# 2.31 and published no PyTorch 2.9 DLAMI from 2.32: Neuron DLAMI release notes.)
+fail_no_venv() {
+  local venv="$1" ami
+  ami="$(ami_id 2> /dev/null || true)"
+  fail "the AMI ${ami:-(id unknown)} has no virtual environment ${venv} (standalone.dlami_venv);" \
+    "its Neuron environments: $(neuron_venvs). The nodes' AMI is $(setting ami_source)." \
+    "$(setting venv_source). Fix one of: boot that DLAMI (unset standalone.ami_id and" \
+    "standalone.ami_ssm_parameter), set standalone.dlami_venv to one of this AMI's" \
+    "environments, or set standalone.runtime: container; then redeploy and replace the node" \
+    "(trn-ultracluster scale --nodes 0 and back)"
+}
 setup_venv_runtime() {
   local venv program staging imports
   venv="$(setting venv)"
   program="${ROOT}$(setting program_dir)"
   imports="$(setting imports)"
-  [[ -f "${ROOT}${venv}/bin/activate" ]] \
-    || fail "the AMI has no virtual environment ${venv} (standalone.dlami_venv): pick one of the DLAMI's /opt/aws_neuronx_venv_* or runtime container"
+  [[ -f "${ROOT}${venv}/bin/activate" ]] || fail_no_venv "${venv}"
   [[ -f "${NODE_DIR}/program.zip" ]] || fail "${NODE_DIR}/program.zip not found: the user data did not fetch the training program"
   staging="$(mktemp -d "${program}.XXXXXX" 2> /dev/null || mktemp -d)"
   python3 -m zipfile -e "${NODE_DIR}/program.zip" "${staging}"
