@@ -48,15 +48,19 @@ def assembly_stack(cdk_out: Path) -> AssemblyStack:
     if not manifest.is_file():
         raise AssemblyError(f"no synthesized stack in {cdk_out} (no manifest.json)")
     try:
-        artifacts = json.loads(manifest.read_text(encoding="utf-8")).get("artifacts", {})
-    except (json.JSONDecodeError, AttributeError, UnicodeDecodeError) as err:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:  # unreadable, not UTF-8, not JSON
         raise AssemblyError(f"{manifest} is not a cloud assembly manifest ({err})") from None
+    artifacts = data.get("artifacts") if isinstance(data, dict) else None
+    if not isinstance(artifacts, dict):
+        raise AssemblyError(f"{manifest} is not a cloud assembly manifest (no artifacts object)")
     stacks = {name: a for name, a in artifacts.items()
               if isinstance(a, dict) and a.get("type") == STACK_ARTIFACT}
     if len(stacks) != 1:
         raise AssemblyError(f"{cdk_out} holds {len(stacks)} stacks ({', '.join(sorted(stacks))}); "
                             "expected this app's one")
     ((artifact_id, artifact),) = stacks.items()
-    properties = artifact.get("properties", {})
-    template = properties.get("templateFile", f"{artifact_id}.template.json")
-    return AssemblyStack(properties.get("stackName", artifact_id), cdk_out / template)
+    properties = artifact.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    template = str(properties.get("templateFile", f"{artifact_id}.template.json"))
+    return AssemblyStack(str(properties.get("stackName", artifact_id)), cdk_out / template)

@@ -100,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     except AssemblyError as err:
         print(f"{err}: run `make synth` first", file=sys.stderr)
         return 1
+    except (OSError, ValueError, KeyError) as err:  # template missing, unreadable or not ours
+        print(f"cannot read the synthesized template in {outdir} ({err!r}): run `make synth` "
+              "again", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -64,6 +64,7 @@ def submit(capsys, tmp_path, orchestrator="eks", *extra, dry_run=True, **options
                                        "reference"),
     ({"--image": "repo@sha256:abc"}, "--image 'repo@sha256:abc' is not a container image "
                                      "reference"),
+    ({"--image": ""}, "--image '' is not a container image reference"),
 ])
 def test_submit_rejects_before_sending(capsys, tmp_path, never_sent, orchestrator, options, message):
     code, out, err = submit(capsys, tmp_path, orchestrator, dry_run=False, **options)

@@ -231,6 +231,12 @@ ODCR_REFUSED = [
       "placement_group": False}, {},
      f"{RID}: it was created in placement group odcr-pg, the nodes launch into no placement group",
      "set placement_group: true and capacity.placement_group_name: odcr-pg"),
+    ("in a group, a single node without EFA",
+     {"capacity": {"type": "capacity-reservation", "reservation_id": RID},
+      "instance_type": "trn1.2xlarge", "nodes": {"max": 1, "desired": 1}},
+     {"InstanceType": "trn1.2xlarge"},
+     f"{RID}: it was created in placement group odcr-pg, and trn1.2xlarge nodes (no EFA) "
+     "launch into no placement group", "use a reservation created in no placement group"),
     ("in no group, one named", ODCR, {"PlacementGroupArn": None},
      f"{RID}: it is in no placement group, capacity.placement_group_name is odcr-pg",
      "remove capacity.placement_group_name, or create a reservation in odcr-pg (an existing "

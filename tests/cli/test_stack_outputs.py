@@ -105,8 +105,13 @@ def test_the_configured_stack_name_is_the_default(tmp_path, monkeypatch):
     (tmp_path / "cdk.json").write_text(json.dumps(
         {"context": {"trn-ultracluster": {"stack_name": "TrnTwo"}}}))
     assert default_stack_name(tmp_path) == "TrnTwo"
-    (tmp_path / "cdk.json").write_text("{not json")
-    assert default_stack_name(tmp_path) == "TrnUltraCluster"  # the command reports the file
+    profile = tmp_path / "prod.yaml"
+    profile.write_text("stack_name: TrnProd\n")
+    assert default_stack_name(tmp_path, profile=str(profile)) == "TrnProd"
+    for broken in ("{not json", json.dumps({"context": {"trn-ultracluster": {"stack_name": "2"}}})):
+        (tmp_path / "cdk.json").write_text(broken)  # no guess at another stack
+        with pytest.raises(CliError):
+            default_stack_name(tmp_path)
 
 
 def _bad_file(kind: str, tmp_path: Path) -> Path:

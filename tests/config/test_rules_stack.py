@@ -14,7 +14,9 @@ BAD_INPUTS = [
     ('underscore', {'stack_name': 'trn_two'},
      f"error: stack_name = 'trn_two': must be 1-128 letters, digits and hyphens, starting with a letter (a CloudFormation stack name) (see {CFN})"),
     ('too long for the EKS cluster name', {'stack_name': 'T' * 92},
-     f"error: stack_name = '{'T' * 92}': must be at most 91 characters with orchestrator 'eks': the EKS cluster is named '<stack_name>-<8 hex digits>' and EKS allows 100 (see {CFN})"),
+     f"error: stack_name = '{'T' * 92}': must be at most 91 characters with orchestrator 'eks': the EKS cluster is named '<stack_name>-<8 hex digits>' and EKS allows 100 (see https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html)"),
+    ('named like the default stack\'s HyperPod cluster', {'stack_name': 'trn-ultracluster', 'orchestrator': 'hyperpod-eks'},
+     "error: stack_name = 'trn-ultracluster': must not be 'trn-ultracluster' with a HyperPod orchestrator unless hyperpod.cluster_name is set: the default stack (TrnUltraCluster) names its HyperPod cluster so (see https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html)"),
     ('too long for the HyperPod cluster name', {'stack_name': 'T' * 64, 'orchestrator': 'hyperpod-slurm'},
      f"error: stack_name = '{'T' * 64}': must be at most 63 characters and not end with a hyphen while it also names the HyperPod cluster; or set hyperpod.cluster_name (see https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateCluster.html)"),
 ]
@@ -31,7 +33,10 @@ def test_a_long_stack_name_is_fine_with_an_explicit_hyperpod_cluster_name():
     assert (config.stack_name, config.hyperpod_cluster_name) == ("T" * 80, "team-a")
 
 
-def test_the_default_stack_and_hyperpod_names():
+def test_the_default_stack_keeps_the_hyperpod_name_it_had_before_stack_name():
+    """ClusterName is create-only: a new default name would replace running clusters."""
     config = load({}).config
     assert (config.stack_name, config.hyperpod.cluster_name) == ("TrnUltraCluster", None)
-    assert config.hyperpod_cluster_name == "TrnUltraCluster"
+    assert config.hyperpod_cluster_name == "trn-ultracluster"
+    assert config.hyperpod_settings.cluster_name == "trn-ultracluster"
+    assert load({"stack_name": "TrnTwo"}).config.hyperpod_cluster_name == "TrnTwo"

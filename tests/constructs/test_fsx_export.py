@@ -252,3 +252,19 @@ def test_the_budget_ends_before_the_framework_and_cloudformation_give_up(default
     # a poll and a one-minute Lambda run still fit before the framework's timeout
     assert deadline + EXPORT_POLL.to_seconds() + 60 <= EXPORT_TIMEOUT.to_seconds()
     assert EXPORT_TIMEOUT.to_seconds() < EXPORT_SERVICE_TIMEOUT.to_seconds() == 3600
+
+
+def test_properties_of_a_stack_from_before_the_budget_get_the_same_budget(aws):
+    """A file system replaced on the first update after an upgrade is deleted with the old
+    properties, which have no DeadlineSeconds: the 52 minutes apply, no KeyError."""
+    from trn_ultracluster.constructs.storage import EXPORT_DEADLINE
+
+    assert handler.DEFAULT_DEADLINE_SECONDS == EXPORT_DEADLINE.to_seconds()
+    clients, (fsx_stub, _, _) = aws
+    event = _event("Delete", StartedAt=NOW, WaitUntil=NOW)
+    del event["ResourceProperties"]["DeadlineSeconds"]
+    _tasks(fsx_stub, "EXECUTING", created=NOW, status=(1_000_000, 600_000))
+    assert handler.is_complete(event, now=NOW + 600, clients=clients) == {"IsComplete": False}
+    _tasks(fsx_stub, "EXECUTING", created=NOW)
+    with pytest.raises(RuntimeError, match="does not fit the 52 min"):
+        handler.is_complete(event, now=NOW + 3120, clients=clients)

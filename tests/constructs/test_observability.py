@@ -81,14 +81,14 @@ def test_training_metrics_come_from_filters_on_eks_and_from_the_nodes_on_hyperpo
     # HyperPod: the controller publishes them; no filters, the namespace names the cluster
     assert not hyperpod.resources("AWS::Logs::MetricFilter")
     (tokens,) = widgets(hyperpod)["Training tokens/s (average over jobs)"]["properties"]["metrics"]
-    assert tokens[:2] == ["TrnUltraCluster/Training/TrnUltraCluster", "TokensPerSecond"]
+    assert tokens[:2] == ["TrnUltraCluster/Training/trn-ultracluster", "TokensPerSecond"]
 
 
 def test_hyperpod_dashboard_reads_the_node_exporter(hyperpod):
     (line,) = widgets(hyperpod)["NeuronCore utilization per node (%)"]["properties"]["metrics"]
     assert line[0]["expression"] == (
         "SEARCH('{TrnUltraCluster/Neuron,ClusterName,InstanceId,NodeName} "
-        "MetricName=\"node_neuroncore_utilization\" ClusterName=\"TrnUltraCluster\"', "
+        "MetricName=\"node_neuroncore_utilization\" ClusterName=\"trn-ultracluster\"', "
         "'Average', 300)")
     assert alarms(hyperpod)["NeuronErrorsAlarm"]["Namespace"] == "TrnUltraCluster/Neuron"
 

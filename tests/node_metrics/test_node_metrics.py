@@ -28,7 +28,7 @@ def test_execution_role_may_put_metrics_only_in_our_namespaces(synth):
     assert (statement["Action"], statement["Resource"], statement["Effect"]) == (
         "cloudwatch:PutMetricData", "*", "Allow")
     assert statement["Condition"] == {"StringEquals": {"cloudwatch:namespace": [
-        "TrnUltraCluster/Neuron", "TrnUltraCluster/Training/TrnUltraCluster"]}}
+        "TrnUltraCluster/Neuron", "TrnUltraCluster/Training/trn-ultracluster"]}}
 
 
 def test_scripts_ship_with_the_lifecycle_files():

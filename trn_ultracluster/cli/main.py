@@ -107,8 +107,10 @@ def _common() -> argparse.ArgumentParser:
     group = common.add_argument_group("stack")
     group.add_argument("--stack-name",
                        help="CloudFormation stack name (default: the one stack of "
-                            "--outputs-file, else stack_name of the configuration: cdk.json, "
-                            f"and --profile for preflight; else {STACK_NAME})")
+                            "--outputs-file, else stack_name of the configuration: cdk.json "
+                            f"and --profile; else {STACK_NAME})")
+    group.add_argument("--profile", help="profile YAML, as `-c config=path.yaml` for the CDK "
+                                         "(the stack name and, for preflight, everything)")
     group.add_argument("--region", help="AWS Region of the stack (default: AWS_REGION, then "
                                         "AWS_DEFAULT_REGION / the AWS config)")
     group.add_argument("--outputs-file", type=Path,
@@ -166,7 +168,6 @@ def build_parser() -> argparse.ArgumentParser:
                              "Region (derived from az_ids; --region, if given, must be "
                              "it). --outputs-file is refused: nothing is deployed yet. "
                              "Exit 1 if any check fails.")
-    p.add_argument("--profile", help="profile YAML, as `-c config=path.yaml` for the CDK")
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
     _estimate_options(p)
@@ -278,10 +279,10 @@ def _stdout_gone() -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status and prints ``error:``/``fix:`` lines on failure."""
     args = build_parser().parse_args(argv)
-    if getattr(args, "stack_name", "") is None and args.command != "preflight":
-        # preflight takes the stack name of the configuration it loads (with --profile)
-        args.stack_name = default_stack_name(Path.cwd(), args.outputs_file)
     try:
+        if getattr(args, "stack_name", "") is None and args.command != "preflight":
+            # preflight takes the stack name of the configuration it loads
+            args.stack_name = default_stack_name(Path.cwd(), args.outputs_file, args.profile)
         code = int(COMMANDS[args.command](args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code

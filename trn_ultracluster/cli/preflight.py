@@ -288,6 +288,10 @@ def _placement_problems(r: dict[str, Any], config: ClusterConfig) -> list[Proble
     if config.uses_placement_group:
         return [(f"it was created in placement group {group}, the stack would launch the "
                  "nodes into a new group of its own", fix)]
+    if not config.instance.supports_efa:  # a single node without EFA gets no placement group
+        return [(f"it was created in placement group {group}, and {config.instance_type} nodes "
+                 "(no EFA) launch into no placement group",
+                 "use a reservation created in no placement group")]
     return [(f"it was created in placement group {group}, the nodes launch into no "
              "placement group", f"set placement_group: true and capacity.placement_group_name: "
              f"{group}")]

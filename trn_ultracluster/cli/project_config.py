@@ -35,12 +35,17 @@ def cdk_context(repo: Path) -> dict[str, Any]:
     return dict(context)
 
 
-def default_stack_name(repo: Path, outputs_file: Path | None = None) -> str:
+def default_stack_name(repo: Path, outputs_file: Path | None = None,
+                       profile: str | None = None) -> str:
     """The stack the job CLI talks to when ``--stack-name`` is not given: the one stack of
-    ``outputs_file`` when it holds exactly one, else ``stack_name`` of the configuration in
-    ``repo``'s ``cdk.json`` (what ``make deploy`` without a profile deploys), else
-    :data:`~trn_ultracluster.contracts.outputs.STACK_NAME`. Never raises: a file it cannot
-    read is reported by the command that reads it."""
+    ``outputs_file`` when it holds exactly one; else ``stack_name`` of the configuration in
+    ``repo``'s ``cdk.json`` with ``profile`` (what ``make deploy PROFILE=...`` deploys);
+    else, without a ``cdk.json`` or profile, :data:`~trn_ultracluster.contracts.outputs.STACK_NAME`.
+
+    Raises:
+        CliError: (USAGE) the configuration cannot be loaded (a broken ``cdk.json``, a bad
+            profile): which stack is meant is then unknown, and guessing could reach another.
+    """
     if outputs_file is not None:
         try:
             data = json.loads(Path(outputs_file).read_text(encoding="utf-8"))
@@ -48,9 +53,16 @@ def default_stack_name(repo: Path, outputs_file: Path | None = None) -> str:
             data = None
         if isinstance(data, dict) and len(data) == 1:
             return str(next(iter(data)))
-    from trn_ultracluster.config import ConfigError, load_config
+    from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
 
-    try:
-        return load_config(cdk_context(repo), base_dir=repo).config.stack_name
-    except (CliError, ConfigError):
+    context = cdk_context(repo)
+    if profile:
+        context[PROFILE_CONTEXT_KEY] = profile
+    if not context:
         return STACK_NAME
+    try:
+        return load_config(context, base_dir=repo).config.stack_name
+    except ConfigError as err:
+        raise CliError(f"which stack? the configuration does not load: {err}",
+                       "fix the configuration (README 'Configuration'), or pass --stack-name"
+                       ) from None

@@ -121,7 +121,7 @@ def outputs_from_file(path: Path, stack_name: str) -> StackOutputs:
         raise CliError(f"outputs file {path} is not JSON ({err})",
                        "pass the file written by `cdk deploy --outputs-file`") from None
     if not isinstance(data, dict) or stack_name not in data or not isinstance(data[stack_name], dict):
-        stacks = ", ".join(sorted(data)) if isinstance(data, dict) else "none"
+        stacks = ", ".join(sorted(data)) if isinstance(data, dict) and data else "none"
         raise CliError(f"outputs file {path} has no stack {stack_name!r} (stacks: {stacks})",
                        "pass --stack-name with one of the stacks in the file", ExitCode.STACK)
     values = {str(k): str(v) for k, v in data[stack_name].items()}

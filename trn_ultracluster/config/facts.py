@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 README_CONFIG = "README.md#configuration"
 DOC_CFN_STACK_NAME = "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_CreateStack.html"
+DOC_EKS_CREATE_CLUSTER = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html"
 
 # --- documentation links, one per topic ------------------------------------------------
 DOC_AZ_IDS = "https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html"

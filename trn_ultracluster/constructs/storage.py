@@ -46,15 +46,13 @@ EXPORT_SERVICE_TIMEOUT = Duration.hours(1)
 """CloudFormation waits for a custom resource at most 3600 s (``ServiceTimeout``, 1-3600,
 default 3600: CloudFormation template reference, ``AWS::CloudFormation::CustomResource``)."""
 EXPORT_TIMEOUT = Duration.minutes(55)
-"""The provider framework's total timeout of the export: below :data:`EXPORT_SERVICE_TIMEOUT`,
-so that the framework, not CloudFormation, ends a wait that runs too long."""
+"""The provider framework's own limit, inside CloudFormation's (:data:`EXPORT_SERVICE_TIMEOUT`):
+on timeout it reports a clean failure (the file system is kept; ``cdk destroy`` can be run
+again, and a still-running export is waited for then)."""
 EXPORT_DEADLINE = Duration.minutes(52)
 """The export's own budget from the start of the delete (node wait included): the handler
 fails with a message naming the task and how to finish before :data:`EXPORT_TIMEOUT` ends the
 wait with the framework's generic one (two polls and a Lambda timeout of margin)."""
-"""The provider framework's own limit, inside CloudFormation's: on timeout it reports a clean
-failure (the file system is kept; ``cdk destroy`` can be run again, and a still-running
-export is waited for then)."""
 EXPORT_REPORT_PREFIX = ".trn-ultracluster/export-reports"
 """Where in the linked bucket the export's report of failed files goes (FSx API reference,
 ``CompletionReport``: the path must be in the linked S3 data repository; the report lands

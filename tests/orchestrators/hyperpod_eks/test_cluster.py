@@ -127,7 +127,7 @@ def test_trainium_instance_group(hpe):
         "OnCreate": "on_create.sh",
         "SourceS3Uri": {"Fn::Join": ["", ["s3://", {"Ref": bucket}, "/lifecycle/"]]}}
     name = hpe.template["Resources"][bucket]["Properties"]["BucketName"]
-    assert name["Fn::Join"][1][0] == "sagemaker-trnuc"  # HyperPod reads sagemaker-* only
+    assert name["Fn::Join"][1][0].startswith("sagemaker-")  # HyperPod reads sagemaker-* only
     role, _ = _role(hpe)
     assert group["ExecutionRole"] == {"Fn::GetAtt": [role, "Arn"]}
 
@@ -458,7 +458,9 @@ def test_vpc_cni_may_attach_interfaces_through_sagemaker_on_this_cluster_only(sy
     (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement == {"Action": "sagemaker:AttachClusterNodeNetworkInterface",
                          "Effect": "Allow", "Resource": {"Fn::GetAtt": [cluster, "ClusterArn"]}}
-    assert policy["Properties"]["Roles"] == [{"Ref": hpe.ref_id("HyperPodEksVpcCniRole")}]
+    # aws-node's Pod Identity role, and the execution role (the node role of the PR's docs)
+    assert policy["Properties"]["Roles"] == [{"Ref": hpe.ref_id("HyperPodEksVpcCniRole")},
+                                             {"Ref": hpe.ref_id("HyperPodEksExecutionRole")}]
     addon = next(k for k, r in hpe.resources("AWS::EKS::Addon").items()
                  if r["Properties"]["AddonName"] == "vpc-cni")
     (association,) = hpe.template["Resources"][addon]["Properties"]["PodIdentityAssociations"]

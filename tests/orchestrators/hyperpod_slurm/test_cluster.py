@@ -49,7 +49,8 @@ def logical_id(s, cfn_type: str, contains: str) -> str:
 
 def test_cluster_groups_match_the_config(hp):
     cluster = hp.only("AWS::SageMaker::Cluster")
-    assert cluster["ClusterName"] == "TrnUltraCluster"  # hyperpod.cluster_name null: the stack's
+    # hyperpod.cluster_name null: the default stack keeps the name it had before stack_name
+    assert cluster["ClusterName"] == "trn-ultracluster"
     assert cluster["NodeRecovery"] == "Automatic"
     # API-driven Slurm configuration, strategy set explicitly (the docs disagree on its default)
     assert cluster["Orchestrator"] == {"Slurm": {"SlurmConfigStrategy": "Managed"}}
@@ -280,7 +281,7 @@ def test_job_environment_holds_what_job_scripts_need(hp):
 
 def test_outputs(hp):
     assert {k.value for k in HYPERPOD_KEYS} <= set(hp.template["Outputs"])
-    assert hp.output("HyperPodClusterName") == "TrnUltraCluster"
+    assert hp.output("HyperPodClusterName") == "trn-ultracluster"
     assert hp.output("HyperPodControllerGroupName") == "controller"
     assert hp.output("HyperPodWorkerGroupNames") == "workers"
     cluster = logical_id(hp, "AWS::SageMaker::Cluster", "HyperPod")
@@ -334,10 +335,15 @@ def test_lifecycle_bucket_name_starts_with_sagemaker(synth):
 
     s = synth(profile_path("ultracluster-16"))
     bucket = s.logical("HyperPodLifecycleBucket")["Properties"]
+    # the default stack keeps the name it had before stack_name (an upgrade moves nothing)
+    assert bucket["BucketName"] == {"Fn::Join": ["-", [
+        "sagemaker-trnuc-lcs", {"Ref": "AWS::AccountId"}, {"Ref": "AWS::Region"}]]}
     stack_id_suffix = {"Fn::Select": [0, {"Fn::Split": ["-", {"Fn::Select": [2, {"Fn::Split": [
         "/", {"Ref": "AWS::StackId"}]}]}]}]}
-    assert bucket["BucketName"] == {"Fn::Join": ["-", [
-        "sagemaker-trnuc", stack_id_suffix, {"Ref": "AWS::AccountId"}, {"Ref": "AWS::Region"}]]}
+    other = synth(profile_path("ultracluster-16"), stack_name="TrnTwo")
+    assert other.logical("HyperPodLifecycleBucket")["Properties"]["BucketName"] == {
+        "Fn::Join": ["-", ["sagemaker-trnuc", stack_id_suffix, {"Ref": "AWS::AccountId"},
+                           {"Ref": "AWS::Region"}]]}
     cluster = s.only("AWS::SageMaker::Cluster")
     uri = json.dumps(cluster["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"])
     assert s.ref_id("HyperPodLifecycleBucket") in uri

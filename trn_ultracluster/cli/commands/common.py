@@ -65,7 +65,8 @@ def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBack
             output.
     """
     job = job_request(name=name, nodes=nodes, spec=backend.spec, launch=launch,
-                      image=args.image or outputs.get(OutputKey.TRAINING_IMAGE_URI), env=env,
+                      image=outputs.get(OutputKey.TRAINING_IMAGE_URI) if args.image is None
+                      else args.image, env=env,
                       time_limit=args.time_limit)
     try:
         return backend.render(job)

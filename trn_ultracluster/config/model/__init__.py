@@ -35,6 +35,7 @@ from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = [
+    "LEGACY_HYPERPOD_CLUSTER_NAME",
     "CapacityConfig",
     "ClusterConfig",
     "DataRepositoryConfig",
@@ -49,6 +50,12 @@ __all__ = [
     "StandaloneConfig",
     "TrainingImageConfig",
 ]
+
+
+LEGACY_HYPERPOD_CLUSTER_NAME = "trn-ultracluster"
+"""The HyperPod cluster's name before ``stack_name`` existed, when every stack used it. The
+default stack keeps it: ``ClusterName`` is create-only (CloudFormation schema of
+``AWS::SageMaker::Cluster``), so a new name would replace a running cluster on upgrade."""
 
 
 class ClusterConfig(FrozenModel):
@@ -116,8 +123,18 @@ class ClusterConfig(FrozenModel):
 
     @property
     def hyperpod_cluster_name(self) -> str:
-        """Name of the HyperPod cluster: ``hyperpod.cluster_name``, else the stack's name."""
-        return self.hyperpod.cluster_name or self.stack_name
+        """Name of the HyperPod cluster: ``hyperpod.cluster_name``; else, for the default
+        stack name, :data:`LEGACY_HYPERPOD_CLUSTER_NAME` (so an upgrade keeps a running
+        cluster); else the stack's name."""
+        if self.hyperpod.cluster_name is not None:
+            return self.hyperpod.cluster_name
+        return LEGACY_HYPERPOD_CLUSTER_NAME if self.stack_name == STACK_NAME else self.stack_name
+
+    @property
+    def hyperpod_settings(self) -> HyperPodConfig:
+        """The ``hyperpod`` section with :attr:`hyperpod_cluster_name` filled in: what the
+        HyperPod orchestrators build from."""
+        return self.hyperpod.model_copy(update={"cluster_name": self.hyperpod_cluster_name})
 
     @property
     def region(self) -> str:

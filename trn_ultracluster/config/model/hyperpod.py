@@ -37,7 +37,8 @@ class HyperPodConfig(FrozenModel):
     Attributes:
         cluster_name: HyperPod cluster name (1-63 characters, letters, digits, hyphens);
             ``null`` (default): the stack's name (``stack_name``), unique per account and
-            Region as stack names are. Set it to keep the name of an existing cluster.
+            Region as stack names are; the default stack ``TrnUltraCluster`` keeps the name
+            ``trn-ultracluster`` it had before ``stack_name`` existed.
         controller_instance_type: Slurm only: ``ml.`` type of the Slurm controller.
         login_instance_type: Slurm only: ``ml.`` type of the login node; ``null`` for none.
         worker_groups: one or more Trainium instance groups; with Slurm each is a partition.

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from trn_ultracluster.config.errors import ConfigIssue
 from trn_ultracluster.config.facts import (
     DOC_CFN_STACK_NAME,
+    DOC_EKS_CREATE_CLUSTER,
     DOC_HYPERPOD_CREATE,
     EKS_CLUSTER_NAME_MAX_CHARS,
     HYPERPOD_NAME_MAX_CHARS,
@@ -16,7 +17,8 @@ from trn_ultracluster.config.facts import (
     STACK_NAME_MAX_CHARS,
     STACK_NAME_RE,
 )
-from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.model import LEGACY_HYPERPOD_CLUSTER_NAME, ClusterConfig
+from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = ["stack_name"]
 
@@ -40,7 +42,13 @@ def stack_name(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           f"must be at most {longest} characters with orchestrator "
                           f"{c.orchestrator!r}: the EKS cluster is named '<stack_name>-<8 hex "
                           f"digits>' and EKS allows {EKS_CLUSTER_NAME_MAX_CHARS}",
-                          DOC_CFN_STACK_NAME)
+                          DOC_EKS_CREATE_CLUSTER)
+    if (c.orchestrator.startswith("hyperpod-") and c.hyperpod.cluster_name is None
+            and name == LEGACY_HYPERPOD_CLUSTER_NAME):
+        yield ConfigIssue("stack_name", name,
+                          f"must not be {LEGACY_HYPERPOD_CLUSTER_NAME!r} with a HyperPod "
+                          "orchestrator unless hyperpod.cluster_name is set: the default stack "
+                          f"({STACK_NAME}) names its HyperPod cluster so", DOC_HYPERPOD_CREATE)
     if (c.orchestrator.startswith("hyperpod-") and c.hyperpod.cluster_name is None
             and (len(name) > HYPERPOD_NAME_MAX_CHARS or not HYPERPOD_NAME_RE.match(name))):
         yield ConfigIssue("stack_name", name,

@@ -169,9 +169,20 @@ def is_complete(event: dict[str, Any], context: Any = None, *, now: float | None
     return {"IsComplete": state in DONE_STATES}
 
 
+DEFAULT_DEADLINE_SECONDS = 3120
+"""The budget when the resource's properties have no ``DeadlineSeconds``: a delete sent with
+the properties of a stack deployed before the budget existed (a file system replaced on the
+first update after an upgrade). The same 52 minutes the stack sets."""
+
+
+def _budget(event: dict[str, Any]) -> float:
+    """``DeadlineSeconds`` of the resource, else :data:`DEFAULT_DEADLINE_SECONDS`."""
+    return float(event["ResourceProperties"].get("DeadlineSeconds", DEFAULT_DEADLINE_SECONDS))
+
+
 def _deadline(event: dict[str, Any]) -> float:
-    """Epoch seconds by which the delete must be done (``StartedAt`` + ``DeadlineSeconds``)."""
-    return float(event["StartedAt"]) + float(event["ResourceProperties"]["DeadlineSeconds"])
+    """Epoch seconds by which the delete must be done (``StartedAt`` + the budget)."""
+    return float(event["StartedAt"]) + _budget(event)
 
 
 def _minutes(seconds: float) -> str:
@@ -187,7 +198,7 @@ def _check_budget(event: dict[str, Any], task: dict[str, Any] | None, now: float
     """
     file_system_id = event["PhysicalResourceId"]
     deadline = _deadline(event)
-    budget = float(event["ResourceProperties"]["DeadlineSeconds"])
+    budget = _budget(event)
     if task is None:
         if now >= deadline:
             raise RuntimeError(

@@ -16,6 +16,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from trn_ultracluster.constructs.storage import NONCURRENT_VERSION_EXPIRATION, private_bucket
+from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
     acknowledge,
@@ -25,7 +26,8 @@ from trn_ultracluster.nag import (
 from trn_ultracluster.constructs.names import stack_id_suffix
 from trn_ultracluster.orchestrators.base import Foundation
 
-__all__ = ["LIFECYCLE_BUCKET_PREFIX", "LIFECYCLE_PREFIX", "lifecycle_bucket", "lifecycle_config",
+__all__ = ["LEGACY_LIFECYCLE_BUCKET", "LIFECYCLE_BUCKET_PREFIX", "LIFECYCLE_PREFIX",
+           "lifecycle_bucket", "lifecycle_bucket_name", "lifecycle_config",
            "upload_lifecycle_files"]
 
 LIFECYCLE_PREFIX = "lifecycle"
@@ -33,6 +35,22 @@ LIFECYCLE_PREFIX = "lifecycle"
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc"
 """HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see
 :func:`lifecycle_bucket`)."""
+LEGACY_LIFECYCLE_BUCKET = "sagemaker-trnuc-lcs"
+"""Prefix of the default stack's lifecycle bucket (:func:`lifecycle_bucket_name`)."""
+
+
+def lifecycle_bucket_name(stack: Stack) -> str:
+    """``sagemaker-trnuc-<8 hex digits of the stack id>-<account>-<region>`` (a deploy-time
+    token): the stack id's UUID makes it unique per stack (two stacks in one account and
+    Region, and a new stack after a destroy, get their own bucket), account and Region across
+    them; at most 15 + 8 + 12 + 14 + 3 = 52 of S3's 63 characters. The default stack
+    (:data:`~trn_ultracluster.contracts.outputs.STACK_NAME`) keeps the name it had before
+    ``stack_name`` existed, :data:`LEGACY_LIFECYCLE_BUCKET` ``-<account>-<region>``, so an
+    upgrade does not move a running cluster's lifecycle scripts (a bucket name is
+    create-only)."""
+    if stack.stack_name == STACK_NAME:
+        return Fn.join("-", [LEGACY_LIFECYCLE_BUCKET, Aws.ACCOUNT_ID, Aws.REGION])
+    return Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, stack_id_suffix(), Aws.ACCOUNT_ID, Aws.REGION])
 
 
 def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
@@ -46,11 +64,7 @@ def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
         # "Make sure that the S3 bucket path starts with s3://sagemaker-" (SageMaker API
         # reference, ClusterLifeCycleConfig.SourceS3Uri,
         # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_ClusterLifeCycleConfig.html).
-        # The stack id's UUID makes it unique per stack (two stacks in one account and
-        # Region, and a new stack after a destroy, get their own bucket), account and Region
-        # across them: at most 15 + 8 + 12 + 14 + 3 = 52 of S3's 63 characters.
-        bucket_name=Fn.join("-", [LIFECYCLE_BUCKET_PREFIX, stack_id_suffix(), Aws.ACCOUNT_ID,
-                                  Aws.REGION]),
+        bucket_name=lifecycle_bucket_name(Stack.of(scope)),
         server_access_logs_bucket=foundation.log_bucket,
         server_access_logs_prefix="lifecycle-bucket/",
         # Versions record which scripts each node generation ran (replaced nodes run the

@@ -126,8 +126,7 @@ class HyperPodEksOrchestrator(EksCluster):
             settings=config.eks,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             kubernetes_version=config.kubernetes_version,
-            hyperpod=config.hyperpod.model_copy(
-                update={"cluster_name": config.hyperpod_cluster_name}),
+            hyperpod=config.hyperpod_settings,
             worker_counts=dict(config.hyperpod_worker_counts)))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodEksProps) -> None:
@@ -163,8 +162,10 @@ class HyperPodEksOrchestrator(EksCluster):
         the cluster's ARN (aws/amazon-vpc-cni-k8s PR #3874, merged 2026-09-14,
         ``docs/iam-policy.md`` "SageMaker HyperPod nodes"; nodes found by their
         ``providerID`` ``aws:///<az>/sagemaker/cluster/hyperpod-<cluster id>-<instance id>``).
-        aws-node takes its credentials from the VPC CNI's Pod Identity role, so that role gets
-        the action on this cluster only. ``sts:GetCallerIdentity`` needs no permission (STS
+        The PR's ``docs/iam-policy.md`` says "the node role must be granted" it: the execution
+        role, which aws-node uses when it has no role of its own; here aws-node takes its
+        credentials from the VPC CNI's Pod Identity role. Both get the action, on this cluster
+        only (the execution role already holds the CNI's EC2 actions, ``execution_role.py``). ``sts:GetCallerIdentity`` needs no permission (STS
         API reference, GetCallerIdentity). Which ``vpc-cni`` add-on build first ships the PR is
         not verified; older builds never call the action, so the grant is harmless there.
         Not verified either: that the Service Authorization Reference lists the ``cluster``
@@ -177,7 +178,7 @@ class HyperPodEksOrchestrator(EksCluster):
         A policy of its own, attached after the cluster exists (it names the cluster's ARN):
         until then aws-node uses the primary interface's addresses and retries the attach."""
         iam.Policy(
-            self, "VpcCniHyperPodAttach", roles=[self.cni_role],
+            self, "VpcCniHyperPodAttach", roles=[self.cni_role, self.role],
             statements=[iam.PolicyStatement(
                 actions=["sagemaker:AttachClusterNodeNetworkInterface"],
                 resources=[self.hyperpod_cluster.attr_cluster_arn])])

@@ -135,8 +135,7 @@ class HyperPodSlurmOrchestrator(Construct):
         return cls(scope, construct_id, HyperPodProps(
             foundation=foundation,
             shape=NodeShape.of(config),
-            settings=config.hyperpod.model_copy(
-                update={"cluster_name": config.hyperpod_cluster_name}),
+            settings=config.hyperpod_settings,
             worker_counts=dict(config.hyperpod_worker_counts)))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodProps) -> None:
