@@ -5,8 +5,8 @@ Why not the DLAMI's public SSM parameter: the Neuron DLAMI User Guide documents 
 ``<prefix>/latest/image_id`` ("Support for finding specific Neuron SDK version DLAMIs will be
 added in future releases"), and the ``latest`` PyTorch 2.9 DLAMI is no longer the SDK 2.30.0
 one whose environment we use (:data:`trn_ultracluster.config.facts.XLA_STACK`). Why not a
-synth-time lookup (``ec2.LookupMachineImage``): no AWS calls during synth
-(/work/shared/DESIGN.md section 6). The lookup runs at create and when its filters change,
+synth-time lookup (``ec2.LookupMachineImage``): synth makes no AWS calls, so that
+``cdk synth`` works without credentials (README, "Quick start"). The lookup runs at create and when its filters change,
 so a later deploy does not move the nodes' AMI.
 """
 
