@@ -255,4 +255,6 @@ def test_every_log_group_is_encrypted_expires_and_follows_the_data_policy(each):
         props = group["Properties"]
         assert props["KmsKeyId"] == key, name
         assert props["RetentionInDays"] > 0, name
+        if "LogGroup" not in name:  # ours; "<function>LogGroup" ones are libraries' (2 years)
+            assert props["RetentionInDays"] == 30, name
         assert group["DeletionPolicy"] == policy, name

@@ -102,3 +102,32 @@ def test_the_hyperpod_cluster_is_named_after_the_stack_unless_configured(synth):
     named = synth(orchestrator="hyperpod-slurm", stack_name="TrnTwo",
                   **{"hyperpod.cluster_name": "team-a"})
     assert named.only("AWS::SageMaker::Cluster")["ClusterName"] == "team-a"
+
+
+def create_only_properties(resource_type: str) -> set[str]:
+    """``createOnlyProperties`` of ``resource_type`` in CloudFormation's resource schema (the
+    copy cfn-lint ships, as published in the CloudFormation registry): a change to one of
+    them replaces the resource."""
+    import json
+    from pathlib import Path
+
+    import cfnlint
+
+    schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
+    schema_id = json.loads((schemas / "providers" / "us-west-2.json").read_text())[resource_type]
+    schema = json.loads((schemas / "resources" / f"{schema_id}.json").read_text())
+    return set(schema["createOnlyProperties"])
+
+
+def test_an_upgrade_keeps_the_default_stacks_create_only_names(synth):
+    """The default stack keeps the HyperPod cluster's and the lifecycle bucket's names from
+    before stack_name existed, because both are create-only: CloudFormation would replace a
+    running cluster (and move its lifecycle scripts) under a new name."""
+    assert "/properties/ClusterName" in create_only_properties("AWS::SageMaker::Cluster")
+    assert "/properties/BucketName" in create_only_properties("AWS::S3::Bucket")
+    before = {"ClusterName": "trn-ultracluster", "BucketName": {"Fn::Join": ["-", [
+        "sagemaker-trnuc-lcs", {"Ref": "AWS::AccountId"}, {"Ref": "AWS::Region"}]]}}
+    default = synth(orchestrator="hyperpod-slurm")
+    assert default.only("AWS::SageMaker::Cluster")["ClusterName"] == before["ClusterName"]
+    assert default.logical("HyperPodLifecycleBucket")["Properties"]["BucketName"] == \
+        before["BucketName"]

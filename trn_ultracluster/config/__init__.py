@@ -6,8 +6,8 @@
 - :mod:`.loader`: the layers (defaults, ``cdk.json``, a profile, ``-c`` keys) merged;
 - :mod:`.parse`: pydantic checks shape and types, then :data:`.rules.RULES` check the AWS
   rules that span fields (FSx capacity steps per deployment type, EFA needs, CIDR sizes, ...);
-- :mod:`.rules`: one module per concern (compute, network, FSx, capacity, HyperPod, EKS,
-  standalone, tags);
+- :mod:`.rules`: one module per concern (stack name, compute, network, FSx, capacity,
+  HyperPod, EKS, observability, standalone, tags);
 - :mod:`.facts`: the AWS facts and limits the rules check, with their sources;
 - :mod:`.errors`: every problem is a :class:`ConfigIssue` that names the field, the bad
   value, what it must be and where to read more; :func:`load_config` raises

@@ -78,10 +78,10 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from trn_ultracluster.constructs.handler_function import handler_function
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
     acknowledge,
@@ -143,7 +143,6 @@ REPORTED_STATUSES = ["FAILED", "FAULT", "STOPPED", "TIMED_OUT"]
 """Build statuses that end a build without success (CodeBuild API reference, ``Build``
 ``buildStatus``: SUCCEEDED, FAILED, FAULT, TIMED_OUT, IN_PROGRESS, STOPPED)."""
 REPORT_HANDLER = Path(__file__).resolve().parent / "image_build_report"
-REPORT_RUNTIME = lambda_.Runtime.PYTHON_3_14
 REPORT_FUNCTION_SKIPS = {
     "CKV_AWS_115": "Invoked by one EventBridge rule, once per failed image build; reserved "
                    "concurrency would take from the account's unreserved pool (at least 10 "
@@ -325,17 +324,10 @@ class TrainingImage(Construct):
         # BatchGetBuilds takes the project ARN (aws-cdk-lib's CodeBuildAction grants it so).
         role.add_to_policy(iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"],
                                                resources=[project.project_arn]))
-        log_group = logs.LogGroup(self, "ReportLogs", retention=BUILD_LOG_RETENTION,
-                                  encryption_key=self.props.log_key,
-                                  removal_policy=self.props.removal_policy)
-        log_group.grant_write(role)
-        function = lambda_.Function(
-            self, "Report", runtime=REPORT_RUNTIME, role=role, log_group=log_group,
-            code=lambda_.Code.from_asset(str(REPORT_HANDLER), exclude=["__pycache__"]),
-            handler="handler.handler", timeout=Duration.seconds(30),
+        function = handler_function(
+            self, "Report", code=REPORT_HANDLER, handler="handler.handler", role=role,
+            timeout=Duration.seconds(30), skips=REPORT_FUNCTION_SKIPS,
             description="TrnUltraCluster: report a failed training image build to CloudFormation")
-        for check, reason in REPORT_FUNCTION_SKIPS.items():
-            checkov_skip(function, check, reason)
         # CodeBuild user guide, "Build notifications input format reference".
         rule = events.Rule(self, "BuildFailed", description="Failed training image builds",
                            event_pattern=events.EventPattern(

@@ -144,8 +144,6 @@ setup_container_runtime() {
   log "training image ${image} is here"
 }
 
-# 3b. The training program (the files the training image holds) in node.program_dir, and a
-# check that the DLAMI's virtual environment imports it and what it needs on Neuron.
 # The Neuron virtual environments this AMI has (/opt/aws_neuronx_venv_*), comma separated.
 neuron_venvs() {
   local dir found=()
@@ -168,6 +166,8 @@ fail_no_venv() {
     "environments, or set standalone.runtime: container; then redeploy and replace the node" \
     "(trn-ultracluster scale --nodes 0 and back)"
 }
+# 3b. The training program (the files the training image holds) in node.program_dir, and a
+# check that the DLAMI's virtual environment imports it and what it needs on Neuron.
 setup_venv_runtime() {
   local venv program staging imports
   venv="$(setting venv)"
