@@ -50,7 +50,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "estimate": frozenset({"deploy_time", "template_graph"}),
     "summary": frozenset({"cloud_assembly", "contracts", "estimate"}),
     "diagram": frozenset({"orchestrators"}),  # the registry of orchestrators, nothing built
-    "cli": frozenset({"cloud_assembly", "contracts", "config", "estimate"}),
+    "cli": frozenset({"cloud_assembly", "contracts", "config", "estimate", "network_plan"}),
     "__main__": frozenset({"cli"}),
     "": frozenset(),  # the package's own __init__
 }

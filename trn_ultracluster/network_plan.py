@@ -1,74 +1,468 @@
-"""The VPC address plan: subnet sizes shared by the config rules and the network construct.
+"""The VPC address plan: what one node really uses, which subnets hold the nodes, and how a
+cluster fits the VPC's quotas.
 
-Every AZ ID gets one private subnet (Trainium nodes, their pods, FSx) and one public subnet
-(NAT gateways, load balancers). The config rules check that the plan fits the VPC block
-before anything is synthesized; :mod:`trn_ultracluster.constructs.network` builds it.
-Standard library only.
+One module that the config rules, the network construct, the orchestrators (node groups and
+instance groups), ``preflight``, the estimate and ``benchmarks/scale.py`` all read. Standard
+library only.
+
+The layout, for ``az_count`` AZ IDs (the first is the compute AZ):
+
+- the **primary block** (``vpc_cidr``) holds, as CDK allocates them in order, one private
+  subnet of :func:`private_mask` per AZ ID, then one public /24 per AZ ID. The compute AZ's
+  private subnet is **compute subnet 0**: it also holds the file system, so
+  :func:`subnet0_reserve` addresses of it are kept for the file system and the services;
+- the rest of the primary block, cut into the largest aligned blocks at least as large as
+  a private subnet, gives further **compute subnets** in the compute AZ (largest first). They
+  share the file system's /16, which EFA-enabled FSx for Lustre needs of its clients;
+- beyond that, **secondary CIDR blocks** (``AWS::EC2::VPCCidrBlock``), each one compute subnet.
+
+Nodes fill the compute subnets in that order, in **groups** (an EKS managed node group, a
+HyperPod instance group, an Auto Scaling group) of at most ``group_size`` nodes that each
+stay in one subnet: an Auto Scaling group given several subnets of one AZ "selects a subnet
+from the Availability Zone at random" and retries only in another AZ (Amazon EC2 Auto Scaling
+user guide, "Benefits of Auto Scaling"), and HyperPod reports one ``SubnetId`` per instance
+group (SageMaker API ``InstanceGroupMetadata``). A larger cluster only appends groups and
+subnets: the subnets and groups of a smaller one keep their blocks and sizes, so growing
+``nodes.max`` never replaces a subnet (a subnet's CIDR block cannot change after creation:
+SageMaker HyperPod prerequisites; ``CidrBlock`` of ``AWS::EC2::Subnet`` is create-only).
+
+EFA between subnets: the EC2 user guide's EFA limitations today say "EFA OS-bypass traffic
+can't cross Availability Zones, VPCs, or AWS accounts" and restrict subnets only in Local
+Zones ("can't be sent across subnets in a Local Zone"); its 2023 text said "EFA OS-bypass
+traffic is limited to a single subnet". The current text was read as quoted in a third-party
+post, not on the live page, and no dated announcement was found: partly verified. The plan
+therefore fills one subnet before the next, so a cluster that fits one subnet stays in one.
 """
 
 from __future__ import annotations
 
-import math
+import ipaddress
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 __all__ = [
+    "BLOCK_MASK",
+    "CIDR_BLOCKS_DEFAULT",
+    "CIDR_BLOCKS_MAX",
+    "HYPERPOD_EKS_PRIMARY_CARD_IPS",
     "MIN_PRIVATE_SUBNET_MASK",
-    "PODS_PER_NODE",
+    "NAU_DEFAULT",
+    "NAU_MAX",
     "PUBLIC_SUBNET_MASK",
+    "SERVICES_NAU",
     "SUBNET_RESERVED_IPS",
-    "fits",
-    "max_nodes",
-    "private_subnet_mask",
-    "vpc_prefix_needed",
+    "AddressPlan",
+    "ComputeSubnet",
+    "Group",
+    "NodeAddresses",
+    "PlanError",
+    "candidate_blocks",
+    "largest_cluster",
+    "node_addresses",
+    "plan",
+    "private_mask",
+    "split",
+    "spread",
+    "subnet0_reserve",
 ]
 
 SUBNET_RESERVED_IPS = 5
 """AWS reserves the first four and the last address of every subnet (VPC user guide,
 "Subnet CIDR blocks", https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html)."""
-
-PODS_PER_NODE = 110
-"""Pod IPs budgeted per node: the kubelet's default ``maxPods`` (Kubernetes docs,
-"Considerations for large clusters", https://kubernetes.io/docs/setup/best-practices/cluster-large/:
-no more than 110 pods per node). The VPC CNI gives every pod a VPC address, so the compute
-subnet must hold them."""
-
 PUBLIC_SUBNET_MASK = 24
 """Public subnets hold only NAT gateways and load balancers: a /24 each."""
-
 MIN_PRIVATE_SUBNET_MASK = 20
-"""Private subnets get at least a /20 when the VPC has room, for growth."""
+"""The primary block's private subnets are /20 when the VPC has room for them and the public
+/24s (the size every earlier version gave a small cluster, so a deployed stack keeps them)."""
+BLOCK_MASK = 16
+"""Secondary blocks the plan derives are /16, the largest a VPC CIDR block may be ("The
+allowed block size is between a /28 netmask and /16 netmask", VPC user guide, "VPC CIDR
+blocks"); a subnet may be a whole block ("The CIDR block of a subnet can be the same as the
+CIDR block for the VPC", "Subnet CIDR blocks")."""
 
-_SMALLEST_SUBNET_IPS = 16
-"""The smallest subnet is a /28, 16 addresses (VPC user guide, "Subnet CIDR blocks")."""
+NAU_DEFAULT = 64_000
+NAU_MAX = 256_000
+"""Network Address Usage units per VPC: "Each VPC can have up to 64,000 NAU units by default.
+You can request a quota increase up to 256,000." (VPC user guide, "Network Address Usage",
+https://docs.aws.amazon.com/vpc/latest/userguide/network-address-usage.html; Service Quotas
+code L-BB24F6E5). Past it, ``RunInstances`` and ``AssignPrivateIpAddresses`` fail with
+``NetworkAddressUsageLimitExceeded``."""
+CIDR_BLOCKS_DEFAULT = 5
+CIDR_BLOCKS_MAX = 50
+"""IPv4 CIDR blocks per VPC, the primary included: 5, adjustable up to 50 (Amazon VPC quotas,
+https://docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html, L-83CA0A9D)."""
+NAU_PER_SERVICE = 6
+"""NAU of a NAT gateway, a Lambda function in the VPC, a VPC endpoint per AZ ("Network
+Address Usage" table)."""
+SERVICES_NAU = 1_024
+"""NAU kept for what is not a Trainium node: NAT gateways and in-VPC Lambda functions (6
+each), the file system's and the EKS control plane's interfaces, the EKS system nodes and
+HyperPod controller/login nodes with their pods. A design margin, not an AWS figure (the file
+system's interface count is not published)."""
+HYPERPOD_EKS_PRIMARY_CARD_IPS = 50
+"""SageMaker HyperPod prerequisites ("Setting up SageMaker HyperPod", subnet sizing,
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html):
+"For Slurm-orchestrated clusters, each P5 instance can create 32 IP addresses (one per network
+card). For EKS-orchestrated clusters, each P5 instance can create 81 IP addresses (50 from the
+primary card plus one from each of the remaining 31 cards)." The page gives P5 only; the plan
+applies the same rule to Trainium's network cards (trn1.32xlarge: 8 with Slurm, 57 with EKS)."""
+
+_RANGES = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"))
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+_NO_10_0_16 = (ipaddress.ip_network("10.0.0.0/15"), ipaddress.ip_network("10.0.0.0/16"))
+"""VPC user guide, "IPv4 CIDR block association restrictions", primary block in 10.0.0.0/8:
+permitted "Any other CIDR block from the 10.0.0.0/8 range that's not restricted ... or a CIDR
+block from the 100.64.0.0/10 range"; restricted: the other RFC 1918 ranges, 198.19.0.0/16,
+and "If any of the CIDR blocks associated with the VPC are from the 10.0.0.0/15 range ... you
+cannot add a CIDR block from the 10.0.0.0/16 range". The plan applies the same pattern (the
+primary's own range, then 100.64.0.0/10) to 172.16.0.0/12 and 192.168.0.0/16 primaries; only
+the 10.0.0.0/8 row was read in the guide."""
 
 
-def fits(vpc_prefix: int, az_count: int, private_mask: int) -> bool:
-    """True when ``az_count`` private and public subnets fit in the VPC block.
+class PlanError(ValueError):
+    """The cluster does not fit: ``limit`` names what bounds it (``"address space"``,
+    ``"nau"``, ``"cidr_blocks"``); ``most`` is the largest node count that fits, when known."""
 
-    Subnets are allocated largest first (private, then public), so there is no alignment
-    waste and a sum of sizes is exact.
+    def __init__(self, message: str, limit: str, most: int | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.most = most
+
+
+@dataclass(frozen=True)
+class NodeAddresses:
+    """What one Trainium node takes from the VPC.
+
+    Attributes:
+        interface_ips: addresses on the node's own network interfaces.
+        pod_ips: addresses for pods (Kubernetes nodes only).
+        interfaces: network interfaces (ENIs, EFA and EFA-only interfaces).
+        efa_interfaces: EFA and EFA-only interfaces among them (1 NAU each, with or without
+            an address: "EFA interface (EFA with an ENA device) or an EFA-only interface", 1).
+        rule: how the numbers were reached, for messages and the README table.
     """
-    need = az_count * (2 ** (32 - private_mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))
+
+    interface_ips: int
+    pod_ips: int
+    interfaces: int
+    efa_interfaces: int
+    rule: str
+
+    @property
+    def ips(self) -> int:
+        """VPC addresses of one node: interface and pod addresses."""
+        return self.interface_ips + self.pod_ips
+
+    @property
+    def nau(self) -> int:
+        """NAU units of one node: 1 per address ("Each private or public IPv4 ... address
+        assigned to a network interface", and "Amazon EKS pod", 1) and 1 per EFA or EFA-only
+        interface (VPC user guide, "Network Address Usage"). An interface with an address
+        counts both, as the table lists both rows."""
+        return self.ips + self.efa_interfaces
+
+
+def node_addresses(orchestrator: str, layout: str, network_cards: int, efa_interfaces: int,
+                   pod_ips: int) -> NodeAddresses:
+    """Addresses, interfaces and NAU of one node.
+
+    Args:
+        orchestrator: ``eks``, ``hyperpod-slurm``, ``hyperpod-eks`` or ``standalone``.
+        layout: ``efa`` (one EFA interface with an address per network card) or ``efa-only``
+            (an ENA primary with the only address, EFA-only interfaces without one; EC2 user
+            guide, "Maximize network bandwidth on accelerated instance types"); HyperPod
+            makes its own interfaces, so it is ignored there.
+        network_cards: the instance type's network cards.
+        efa_interfaces: its EFA interfaces (0: a type without EFA gets one ordinary interface).
+        pod_ips: pod addresses per node on ``eks`` (the VPC CNI's ``MINIMUM_IP_TARGET``).
+    """
+    if orchestrator == "hyperpod-slurm":
+        return NodeAddresses(network_cards, 0, network_cards, efa_interfaces,
+                             f"HyperPod with Slurm: one address per network card "
+                             f"({network_cards})")
+    if orchestrator == "hyperpod-eks":
+        pods = HYPERPOD_EKS_PRIMARY_CARD_IPS - 1
+        return NodeAddresses(network_cards, pods, network_cards, efa_interfaces,
+                             f"HyperPod on EKS: {HYPERPOD_EKS_PRIMARY_CARD_IPS} on the primary "
+                             f"card + 1 on each of the other {network_cards - 1}")
+    if efa_interfaces == 0:
+        interface_ips, interfaces, efa, what = 1, 1, 0, "one interface (no EFA)"
+    elif layout == "efa-only":
+        interface_ips, interfaces, efa = 1, 1 + efa_interfaces, efa_interfaces
+        what = f"1 ENA address + {efa_interfaces} EFA-only interfaces"
+    else:
+        interface_ips, interfaces, efa = network_cards, network_cards, efa_interfaces
+        what = f"{network_cards} EFA interfaces with an address"
+    if orchestrator != "eks":
+        return NodeAddresses(interface_ips, 0, interfaces, efa, what)
+    return NodeAddresses(interface_ips, pod_ips, interfaces, efa, f"{what} + {pod_ips} pods")
+
+
+@dataclass(frozen=True)
+class ComputeSubnet:
+    """One compute subnet of the plan.
+
+    Attributes:
+        cidr: its block, e.g. ``"10.1.0.0/16"``.
+        block: the VPC CIDR block that holds it (``vpc_cidr`` or a secondary block).
+        capacity: nodes it holds (its addresses, less the reserved ones, over
+            :attr:`NodeAddresses.ips`).
+    """
+
+    cidr: str
+    block: str
+    capacity: int
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group of nodes in one subnet: ``nodes`` at most, in compute subnet ``subnet``."""
+
+    nodes: int
+    subnet: int
+
+
+@dataclass(frozen=True)
+class AddressPlan:
+    """The plan of one cluster (see the module docstring for the layout).
+
+    Attributes:
+        vpc_cidr: the primary block.
+        az_count: AZ IDs.
+        private_mask: prefix length of the primary block's private subnets.
+        nodes: Trainium nodes the plan holds (``nodes.max``).
+        per_node: what one node takes.
+        compute_subnets: the compute subnets the nodes use, subnet 0 first.
+        secondary_blocks: the secondary CIDR blocks they need.
+        groups: the node groups, in fill order.
+        services_nau: NAU kept for the rest of the stack (:data:`SERVICES_NAU`).
+    """
+
+    vpc_cidr: str
+    az_count: int
+    private_mask: int
+    nodes: int
+    per_node: NodeAddresses
+    compute_subnets: tuple[ComputeSubnet, ...]
+    secondary_blocks: tuple[str, ...]
+    groups: tuple[Group, ...]
+    services_nau: int = SERVICES_NAU
+
+    @property
+    def nau(self) -> int:
+        """NAU units of the whole cluster at ``nodes`` nodes."""
+        return self.nodes * self.per_node.nau + self.services_nau
+
+    @property
+    def cidr_blocks(self) -> int:
+        """VPC CIDR blocks, the primary included."""
+        return 1 + len(self.secondary_blocks)
+
+    @property
+    def interfaces(self) -> int:
+        """Network interfaces of the Trainium nodes at ``nodes`` nodes."""
+        return self.nodes * self.per_node.interfaces
+
+    @property
+    def nodes_beside_file_system(self) -> int:
+        """Nodes in subnets of the file system's block (the primary, at most a /16): the
+        clients EFA-enabled FSx for Lustre can serve ("Use the same Availability Zone and /16
+        CIDR as your EFA-enabled client instances", FSx for Lustre user guide, "Working with
+        EFA-enabled file systems")."""
+        return sum(g.nodes for g in self.groups
+                   if self.compute_subnets[g.subnet].block == self.vpc_cidr)
+
+
+def _fits(vpc_prefix: int, az_count: int, mask: int) -> bool:
+    need = az_count * (2 ** (32 - mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))
     return need <= 2 ** (32 - vpc_prefix)
 
 
-def private_subnet_mask(vpc_prefix: int, az_count: int, nodes: int, ips_per_node: int) -> int:
-    """Prefix length of each private subnet: room for ``nodes`` nodes of ``ips_per_node``
-    addresses, and at least :data:`MIN_PRIVATE_SUBNET_MASK` when the VPC has room."""
-    needed = nodes * ips_per_node + SUBNET_RESERVED_IPS
-    mask = 32 - math.ceil(math.log2(max(needed, _SMALLEST_SUBNET_IPS)))
-    roomy = min(mask, MIN_PRIVATE_SUBNET_MASK)
-    return roomy if fits(vpc_prefix, az_count, roomy) else mask
+def private_mask(vpc_prefix: int, az_count: int) -> int:
+    """Prefix length of the primary block's private subnets: /20 where the VPC holds
+    ``az_count`` of them and the public /24s, else the largest that fits.
+
+    Raises:
+        PlanError: not even a /28 private subnet per AZ fits.
+    """
+    for mask in range(MIN_PRIVATE_SUBNET_MASK, 29):
+        if _fits(vpc_prefix, az_count, mask):
+            return mask
+    raise PlanError(f"a /{vpc_prefix} VPC cannot hold a private subnet and a "
+                    f"/{PUBLIC_SUBNET_MASK} public one in each of {az_count} AZs",
+                    "address space", 0)
 
 
-def vpc_prefix_needed(az_count: int, private_mask: int) -> int:
-    """Prefix length of the smallest VPC block that holds the plan (may be below /16)."""
-    need = az_count * (2 ** (32 - private_mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))
-    return 32 - math.ceil(math.log2(need))
+def subnet0_reserve(mask: int) -> int:
+    """Addresses of compute subnet 0 kept for the file system's interfaces, the EKS control
+    plane's and the system nodes: a sixteenth of the subnet (256 of a /20), a design margin
+    (FSx for Lustre does not publish how many interfaces a file system of a given size uses)."""
+    return 2 ** (32 - mask) // 16
 
 
-def max_nodes(vpc_prefix: int, az_count: int, ips_per_node: int) -> int:
-    """Most nodes whose subnets fit a VPC of ``vpc_prefix`` with ``az_count`` AZ IDs."""
-    for mask in range(17, 29):
-        if fits(vpc_prefix, az_count, mask):
-            return (2 ** (32 - mask) - SUBNET_RESERVED_IPS) // ips_per_node
-    return 0
+def candidate_blocks(vpc_cidr: str) -> Iterator[str]:
+    """Secondary /16 blocks the VPC may take, in the order the plan uses them: the /16s of
+    the primary's own private range after the primary (wrapping around), then those of
+    100.64.0.0/10; never one that overlaps the primary or that the association rules
+    forbid (:data:`_NO_10_0_16`)."""
+    primary = ipaddress.ip_network(vpc_cidr)
+    home = next((r for r in _RANGES if primary.subnet_of(r)), None)
+    ranges = [r for r in (home, _SHARED) if r is not None]
+    for i, rng in enumerate(dict.fromkeys(ranges)):
+        blocks = list(rng.subnets(new_prefix=BLOCK_MASK)) if rng.prefixlen <= BLOCK_MASK else []
+        start = 0
+        if i == 0:
+            start = next((k + 1 for k, b in enumerate(blocks) if primary.overlaps(b)), 0)
+        for block in blocks[start:] + blocks[:start]:
+            if block.overlaps(primary):
+                continue
+            if primary.subnet_of(_NO_10_0_16[0]) and block == _NO_10_0_16[1]:
+                continue
+            yield str(block)
+
+
+def _free_chunks(primary: ipaddress.IPv4Network, az_count: int,
+                 mask: int) -> list[ipaddress.IPv4Network]:
+    used = az_count * (2 ** (32 - mask) + 2 ** (32 - PUBLIC_SUBNET_MASK))
+    first = primary.network_address + used
+    if used >= primary.num_addresses:
+        return []
+    chunks = ipaddress.summarize_address_range(first, primary.broadcast_address)
+    big = [c for c in chunks if c.prefixlen <= mask]
+    return sorted(big, key=lambda c: (c.prefixlen, int(c.network_address)))
+
+
+def split(counts: Sequence[int], capacities: Sequence[int], group_size: int) -> list[list[Group]]:
+    """Place node counts, in order, into subnets of ``capacities`` nodes, in groups of at most
+    ``group_size`` that each stay in one subnet. A count of 0 gets one empty group in the
+    subnet where the next node would go.
+
+    Returns:
+        For each count, its groups.
+
+    Raises:
+        PlanError: the subnets hold fewer nodes than ``sum(counts)``.
+    """
+    room = list(capacities)
+    subnet = 0
+    placed: list[list[Group]] = []
+    for count in counts:
+        groups: list[Group] = []
+        left = count
+        while left > 0:
+            while subnet < len(room) and room[subnet] == 0:
+                subnet += 1
+            if subnet == len(room):
+                raise PlanError(f"{sum(counts)} nodes need more than the "
+                                f"{sum(capacities)} the subnets hold", "address space",
+                                sum(capacities))
+            take = min(group_size, room[subnet], left)
+            groups.append(Group(take, subnet))
+            room[subnet] -= take
+            left -= take
+        placed.append(groups or [Group(0, min(subnet, max(len(room) - 1, 0)))])
+    return placed
+
+
+def spread(total: int, sizes: Sequence[int]) -> list[int]:
+    """Spread ``total`` nodes over groups of ``sizes`` nodes at most, filling them in order
+    (the first group full before the next gets any), e.g. ``spread(500, [450, 450])`` is
+    ``[450, 50]``.
+
+    Raises:
+        ValueError: ``total`` is negative or more than the groups hold.
+    """
+    if not 0 <= total <= sum(sizes):
+        raise ValueError(f"{total} nodes do not fit groups of {list(sizes)}")
+    out = []
+    for size in sizes:
+        take = min(size, total)
+        out.append(take)
+        total -= take
+    return out
+
+
+def plan(*, vpc_cidr: str, az_count: int, nodes: int, per_node: NodeAddresses,
+         group_size: int, secondary_cidrs: Sequence[str] | None = None,
+         services_nau: int = SERVICES_NAU, counts: Sequence[int] | None = None) -> AddressPlan:
+    """The address plan of ``nodes`` nodes (see the module docstring).
+
+    Args:
+        vpc_cidr: the primary block (``/16`` to ``/28``, validated by the config rules).
+        az_count: AZ IDs (at least 1).
+        nodes: Trainium nodes to hold (``nodes.max``).
+        per_node: what one node takes (:func:`node_addresses`).
+        group_size: most nodes in one group (450 for an EKS managed node group, 6,758 for a
+            HyperPod instance group).
+        secondary_cidrs: the secondary blocks to use, in order; ``None``: derived as needed
+            from :func:`candidate_blocks`, at most ``CIDR_BLOCKS_MAX - 1``.
+        services_nau: NAU kept for the rest of the stack.
+        counts: how the nodes divide into the orchestrator's own groups (HyperPod worker
+            groups), each split on its own; default one count of ``nodes``.
+
+    Raises:
+        PlanError: the VPC cannot address ``nodes`` nodes (``limit`` and ``most`` say why and
+            how many fit), or their NAU is above :data:`NAU_MAX`.
+    """
+    primary = ipaddress.ip_network(vpc_cidr)
+    mask = private_mask(primary.prefixlen, az_count)
+    ips = max(per_node.ips, 1)
+    subnet0 = ipaddress.ip_network((int(primary.network_address), mask))
+    pool: list[tuple[str, str]] = [(str(c), vpc_cidr)
+                                   for c in _free_chunks(primary, az_count, mask)]
+    explicit = secondary_cidrs is not None
+    blocks = iter(secondary_cidrs if explicit else candidate_blocks(vpc_cidr))
+    subnets = [ComputeSubnet(str(subnet0), vpc_cidr,
+                             max(0, 2 ** (32 - mask) - SUBNET_RESERVED_IPS
+                                 - subnet0_reserve(mask)) // ips)]
+    need = nodes
+
+    def capacity(cidr: str) -> int:
+        return (ipaddress.ip_network(cidr).num_addresses - SUBNET_RESERVED_IPS) // ips
+
+    while sum(s.capacity for s in subnets) < need:
+        if pool:
+            cidr, block = pool.pop(0)
+            subnets.append(ComputeSubnet(cidr, block, capacity(cidr)))
+            continue
+        block = next(blocks, None)
+        secondary = sum(1 for s in subnets if s.block != vpc_cidr)
+        if block is None or (not explicit and secondary >= CIDR_BLOCKS_MAX - 1):
+            most = sum(s.capacity for s in subnets)
+            where = ("the secondary blocks given in vpc_secondary_cidrs" if explicit else
+                     f"{CIDR_BLOCKS_MAX} CIDR blocks, the most a VPC may have")
+            raise PlanError(f"{nodes} nodes of {per_node.ips} addresses do not fit "
+                            f"{vpc_cidr} and {where}: at most {most} nodes", "address space",
+                            most)
+        subnets.append(ComputeSubnet(block, block, capacity(block)))
+    capacities = [s.capacity for s in subnets]
+    (full,) = split([nodes], capacities, max(group_size, 1))
+    per_count = [full] if counts is None else split(counts, capacities, max(group_size, 1))
+    groups = tuple(g for gs in per_count for g in gs)
+    subnets = subnets[:max(g.subnet for g in (*full, *groups)) + 1]
+    result = AddressPlan(
+        vpc_cidr=vpc_cidr, az_count=az_count, private_mask=mask, nodes=nodes,
+        per_node=per_node, compute_subnets=tuple(subnets),
+        secondary_blocks=tuple(dict.fromkeys(s.block for s in subnets if s.block != vpc_cidr)),
+        groups=groups, services_nau=services_nau)
+    if result.nau > NAU_MAX:
+        most = max(0, (NAU_MAX - services_nau) // max(per_node.nau, 1))
+        raise PlanError(f"{nodes} nodes of {per_node.nau} NAU units ({per_node.rule}) need "
+                        f"{result.nau:,} NAU units, above the {NAU_MAX:,} one VPC may have "
+                        f"(Network Address Usage, quota L-BB24F6E5, at its maximum): at most "
+                        f"{most} nodes", "nau", most)
+    return result
+
+
+def largest_cluster(fits: Callable[[int], bool], upper: int) -> int:
+    """The largest ``n`` in ``0..upper`` for which ``fits(n)`` holds, ``fits`` being
+    monotonic (true up to some count, false above it): a binary search."""
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

@@ -22,6 +22,17 @@ DOC_INSTANCES = "https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html"
 DOC_EFA = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html"
 DOC_VPC_CIDR = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html"
 DOC_SUBNET_IPS = "https://docs.aws.amazon.com/vpc/latest/userguide/subnet-sizing.html"
+DOC_VPC_CIDR_RULES = (
+    "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html"
+    "#add-cidr-block-restrictions")
+DOC_NAU = "https://docs.aws.amazon.com/vpc/latest/userguide/network-address-usage.html"
+DOC_VPC_QUOTAS = "https://docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html"
+DOC_EKS_QUOTAS = "https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html"
+DOC_EKS_PCP = "https://docs.aws.amazon.com/eks/latest/userguide/eks-provisioned-control-plane.html"
+DOC_EKS_ULTRA = ("https://aws.amazon.com/blogs/containers/amazon-eks-enables-ultra-scale-ai-ml-"
+                 "workloads-with-support-for-100k-nodes-per-cluster/")
+DOC_VPC_CNI = "https://github.com/aws/amazon-vpc-cni-k8s#minimum_ip_target-v160"
+README_SCALE = "README.md#scale"
 DOC_NAT = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-nat-gateway.html"
 DOC_FSX_DEPLOY = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html"
 DOC_FSX_CAPACITY = (
@@ -129,15 +140,48 @@ ranges and lists 100.64.0.0/10 among the allowed blocks; a publicly routable blo
 shadow real internet addresses for the nodes (which reach the internet through NAT)."""
 VPC_PREFIX_RANGE = (16, 28)
 """A VPC CIDR block is between /16 and /28 (DOC_VPC_CIDR)."""
-MAX_NODES = 5000
-"""Upper bound of ``nodes.max``: Kubernetes supports clusters of at most 5,000 nodes
-(kubernetes.io, "Considerations for large clusters"), which also bounds the EKS node group;
-a HyperPod instance group takes at most 6,758 instances (botocore SageMaker model,
-``ClusterInstanceCount``), and the VPC's address space is usually the tighter bound
-(the network rule ``vpc_cidr``)."""
+SHARED_RANGE = ipaddress.ip_network("100.64.0.0/10")
+TEN_0_15 = ipaddress.ip_network("10.0.0.0/15")
+TEN_0_16 = ipaddress.ip_network("10.0.0.0/16")
+"""Secondary blocks (VPC user guide, "IPv4 CIDR block association restrictions",
+DOC_VPC_CIDR_RULES), primary in 10.0.0.0/8: permitted "Any other CIDR block from the 10.0.0.0/8
+range that's not restricted ... or a CIDR block from the 100.64.0.0/10 range"; restricted:
+"CIDR blocks from other RFC 1918 ranges", and "If any of the CIDR blocks associated with the
+VPC are from the 10.0.0.0/15 range ..., you cannot add a CIDR block from the 10.0.0.0/16
+range". The rule applies the same pattern (the primary's own range or 100.64.0.0/10) to
+172.16.0.0/12 and 192.168.0.0/16 primaries; only the 10.0.0.0/8 row was read. (The guide also
+permits publicly routable blocks, which the stack refuses as it does for ``vpc_cidr``.)"""
+MAX_NODES = 100_000
+"""Upper bound of ``nodes.max``: "Amazon EKS now supports up to 100,000 worker nodes in a
+single cluster" (AWS Containers blog, "Amazon EKS enables ultra scale AI/ML workloads with
+support for 100K nodes per cluster", DOC_EKS_ULTRA, July 2025). The VPC is the tighter bound
+(its NAU quota, :mod:`trn_ultracluster.network_plan`), which the ``scale`` rules check."""
+K8S_TESTED_NODES = 5_000
+"""Kubernetes' own limit: "No more than 5,000 nodes" (kubernetes.io, "Considerations for large
+clusters", DOC_K8S_LARGE). Past it an EKS cluster is "ultra scale" (DOC_EKS_ULTRA)."""
+CNI_WARM_IP_TARGET = 2
+"""The VPC CNI's ``WARM_IP_TARGET`` beside ``MINIMUM_IP_TARGET = eks.pod_ips_per_node``: the
+README's example pairs ``MINIMUM_IP_TARGET`` 30 with ``WARM_IP_TARGET`` 2 ("uses roughly half
+as many IPs"). With either set the CNI ignores ``WARM_ENI_TARGET`` (default 1: a whole spare
+interface, 49 addresses on Trainium). The README warns against ``WARM_IP_TARGET`` "for large
+clusters, or if the cluster has high pod churn" (EC2 API calls): the Trainium nodes are
+tainted, so they run few, long-lived pods, and stay within ``MINIMUM_IP_TARGET`` without any
+call after boot (aws/amazon-vpc-cni-k8s README, DOC_VPC_CNI)."""
+POD_IPS_RANGE = (1, 250)
+"""``eks.pod_ips_per_node``: at least one pod; at most 250, the ``maxPods`` EKS managed node
+groups allow on types of more than 30 vCPUs (EKS user guide, "Create a managed node group")."""
 ROOT_VOLUME_GIB_RANGE = (64, 16384)
 """Our minimum (Neuron container images are tens of GiB) to the gp3 maximum, 16 TiB
 (DOC_EBS_GP3)."""
+CAPACITY_BLOCK_MAX_INSTANCES = 64
+""""Each Capacity Block can have up to 64 instances, and you can have up to 256 instances
+across Capacity Blocks" (EC2 API reference, DescribeCapacityBlockOfferings ``InstanceCount``).
+Its instances "are automatically placed close together inside Amazon EC2 UltraClusters"
+(EC2 API reference, ``CapacityBlock``), so "there is no need to use a cluster placement
+group with a Capacity Block" (EC2 user guide, "Use Capacity Blocks")."""
+TRAINING_PLAN_MAX_INSTANCES = 256
+"""A SageMaker training plan offering reserves at most 256 instances (botocore SageMaker
+model, ``ReservedCapacityInstanceCount``, max 256)."""
 RESOURCE_ID_RE = re.compile(r"^cr-([0-9a-f]{8}|[0-9a-f]{17})\Z")
 """Capacity Reservation / Capacity Block IDs: ``cr-`` and 8 or 17 hex digits
 (DOC_RESOURCE_IDS)."""
@@ -175,6 +219,17 @@ FSX_LUSTRE_VERSIONS: dict[str, tuple[str, ...]] = {
 FSX_MAX_STORAGE_GIB = 2_147_483_647
 """Largest ``StorageCapacity`` the FSx API takes (botocore FSx model, shape
 ``StorageCapacity``: max 2147483647 GiB)."""
+FSX_MIN_MB_S_PER_NODE = 10
+"""Our bound of file system throughput per node (no AWS guideline relates FSx throughput to
+the number of clients): a restart reads a checkpoint on every node at once; with less than
+this share, reading the bf16 weights of the 8B recipe (:data:`RESTART_READ_GB`) on every node
+takes more than about half an hour. The file system's throughput is capacity (TiB) x
+``PerUnitStorageThroughput`` ("File system throughput capacity is calculated by multiplying
+file system storage capacity (TiB) by the PerUnitStorageThroughput (MB/s/TiB)", FSx API
+reference, ``LustreConfiguration``)."""
+RESTART_READ_GB = 16
+"""What each node reads at a restart in that bound: Llama-3-8B's weights in bf16, 8 billion
+parameters x 2 bytes."""
 FSX_DEFAULT_QUOTA_GIB = 100_800
 """Default account quota "Total storage for all file systems" of FSx for Lustre in the
 larger Regions (FSx for Lustre user guide, "Quotas": 100,800 GiB in us-east-1, us-east-2,

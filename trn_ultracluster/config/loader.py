@@ -44,7 +44,7 @@ def _parse_scalar(value: Any) -> Any:
     return value if isinstance(parsed, dict) else parsed
 
 
-_LIST_FIELDS = {"az_ids", "eks.public_access_cidrs"}
+_LIST_FIELDS = {"az_ids", "eks.public_access_cidrs", "vpc_secondary_cidrs"}
 _MAPPING_FIELDS = {"tags"}
 """Fields whose keys are free text: ``-c tags.team/owner=ml`` sets the key ``team/owner``
 (everything after the first dot), even with dots, colons or slashes in it."""

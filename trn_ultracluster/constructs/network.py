@@ -1,15 +1,16 @@
-"""Network: a VPC whose subnets are placed by AZ ID, with NAT, an S3 endpoint and flow logs."""
+"""Network: a VPC whose subnets are placed by AZ ID, with NAT, an S3 endpoint and flow logs,
+and the compute subnets of the address plan (:mod:`trn_ultracluster.network_plan`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, DependencyGroup
 
-from trn_ultracluster.network_plan import PUBLIC_SUBNET_MASK
+from trn_ultracluster.network_plan import PUBLIC_SUBNET_MASK, AddressPlan
 
 __all__ = ["Network", "NetworkProps"]
 
@@ -22,15 +23,13 @@ class NetworkProps:
 
     Attributes:
         az_ids: AZ IDs, first = compute AZ. One public and one private subnet per AZ ID.
-        vpc_cidr: VPC IPv4 block, e.g. ``"10.0.0.0/16"``.
-        private_subnet_mask: prefix length of each private subnet (sized by the config
-            for the node count and pod IPs).
+        plan: the address plan (the VPC block, the private subnets' size, the compute
+            subnets and the secondary blocks that hold them).
         nat_gateways: 1 (in the compute AZ) or one per AZ.
     """
 
     az_ids: tuple[str, ...]
-    vpc_cidr: str
-    private_subnet_mask: int
+    plan: AddressPlan
     nat_gateways: int = 1
 
 
@@ -45,9 +44,21 @@ class Network(Construct):
     Default: one NAT gateway (in the compute AZ), an S3 gateway endpoint, and VPC flow logs
     of all traffic to a CloudWatch log group kept one month.
 
+    The compute subnets after the first (``AWS::EC2::Subnet`` in the compute AZ ID) come from
+    the rest of the primary block and from secondary blocks (``AWS::EC2::VPCCidrBlock``, one
+    subnet each), as the plan says; each is associated with the compute subnet's route table
+    (its NAT route). A subnet in a secondary block depends on the block's association: "The
+    CIDR ... is invalid" otherwise (``InvalidSubnet.Range``, hashicorp/terraform-provider-aws
+    #9592), and on delete CloudFormation removes the subnet before the block, which the VPC
+    requires ("You must remove an entire CIDR block", VPC user guide). Their construct ids
+    come from their blocks, so a larger cluster adds subnets without renaming any.
+
     Attributes:
         vpc: the VPC.
         compute_subnet: the private subnet of the first AZ ID (Trainium nodes, FSx).
+        compute_subnets: the compute subnets of the plan, ``compute_subnet`` first.
+        compute_routes: what a node in any compute subnet needs before it boots: the NAT
+            route of ``compute_subnet`` and the route table associations of the others.
         private_subnets: private subnets, in ``az_ids`` order.
         public_subnets: public subnets, in ``az_ids`` order.
     """
@@ -58,7 +69,7 @@ class Network(Construct):
         self.vpc = ec2.Vpc(
             self,
             "Vpc",
-            ip_addresses=ec2.IpAddresses.cidr(props.vpc_cidr),
+            ip_addresses=ec2.IpAddresses.cidr(props.plan.vpc_cidr),
             # One subnet per AZ ID; the placeholder AZ names CDK would use are replaced by
             # AvailabilityZoneId below.
             availability_zones=[f"placeholder-{az_id}" for az_id in props.az_ids],
@@ -69,7 +80,7 @@ class Network(Construct):
                 ec2.SubnetConfiguration(
                     name="Private",
                     subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
-                    cidr_mask=props.private_subnet_mask,
+                    cidr_mask=props.plan.private_mask,
                 ),
                 ec2.SubnetConfiguration(
                     name="Public",
@@ -92,6 +103,9 @@ class Network(Construct):
                 cfn.add_property_deletion_override("AvailabilityZone")
                 cfn.availability_zone_id = az_id
         self.compute_subnet = self.private_subnets[0]
+        self.compute_routes = DependencyGroup(self.compute_subnet.internet_connectivity_established)
+        self.compute_subnets: list[ec2.ISubnet] = [self.compute_subnet]
+        self._more_compute_subnets(props)
 
         flow_log_group = logs.LogGroup(
             self, "FlowLogs", retention=FLOW_LOG_RETENTION, removal_policy=RemovalPolicy.DESTROY
@@ -102,9 +116,35 @@ class Network(Construct):
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
 
+    def _more_compute_subnets(self, props: NetworkProps) -> None:
+        blocks = {}
+        for block in props.plan.secondary_blocks:
+            blocks[block] = ec2.CfnVPCCidrBlock(self, f"Block{_slug(block)}",
+                                                vpc_id=self.vpc.vpc_id, cidr_block=block)
+        route_table_id = self.compute_subnet.route_table.route_table_id
+        for planned in props.plan.compute_subnets[1:]:
+            name = f"Compute{_slug(planned.cidr)}"
+            subnet = ec2.CfnSubnet(self, name, vpc_id=self.vpc.vpc_id, cidr_block=planned.cidr,
+                                   availability_zone_id=props.az_ids[0],
+                                   map_public_ip_on_launch=False)
+            Tags.of(subnet).add("Name", f"{Stack.of(self).stack_name}/compute-{planned.cidr}")
+            if planned.block in blocks:
+                subnet.add_dependency(blocks[planned.block])
+            association = ec2.CfnSubnetRouteTableAssociation(
+                self, f"{name}Routes", subnet_id=subnet.ref, route_table_id=route_table_id)
+            self.compute_routes.add(association)
+            self.compute_subnets.append(ec2.Subnet.from_subnet_attributes(
+                self, f"{name}Ref", subnet_id=subnet.ref, route_table_id=route_table_id,
+                availability_zone=self.compute_subnet.availability_zone))
+
     @property
     def compute_subnet_az_name(self) -> str:
         """The compute subnet's AZ name as a deploy-time token (``Fn::GetAtt``)."""
         cfn = self.compute_subnet.node.default_child
         assert isinstance(cfn, ec2.CfnSubnet)
         return cfn.attr_availability_zone
+
+
+def _slug(cidr: str) -> str:
+    """A construct id part of a block: ``10.0.128.0/17`` -> ``10-0-128-0-17``."""
+    return cidr.replace(".", "-").replace("/", "-")

@@ -28,6 +28,7 @@ class OutputKey(str, Enum):
     COMPUTE_AZ_NAME = "ComputeAzName"
     VPC_ID = "VpcId"
     COMPUTE_SUBNET_ID = "ComputeSubnetId"
+    COMPUTE_SUBNET_IDS = "ComputeSubnetIds"
     PRIVATE_SUBNET_IDS = "PrivateSubnetIds"
     EFA_SECURITY_GROUP_ID = "EfaSecurityGroupId"
     PLACEMENT_GROUP_NAME = "PlacementGroupName"
@@ -82,7 +83,8 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.COMPUTE_AZ_ID: "AZ ID of the Trainium nodes and FSx",
     OutputKey.COMPUTE_AZ_NAME: "AZ name of the compute subnet in this account",
     OutputKey.VPC_ID: "VPC id",
-    OutputKey.COMPUTE_SUBNET_ID: "Private subnet of the Trainium nodes",
+    OutputKey.COMPUTE_SUBNET_ID: "First compute subnet (Trainium nodes and FSx)",
+    OutputKey.COMPUTE_SUBNET_IDS: "Compute subnets of the Trainium nodes, comma separated, in fill order",
     OutputKey.PRIVATE_SUBNET_IDS: "All private subnets, comma separated, compute subnet first",
     OutputKey.EFA_SECURITY_GROUP_ID: "Security group of the nodes (EFA: all traffic within)",
     OutputKey.PLACEMENT_GROUP_NAME: "Cluster placement group, or 'none'",

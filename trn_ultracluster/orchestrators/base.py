@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from aws_cdk import RemovalPolicy
+from constructs import IDependable
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_s3 as s3
@@ -14,6 +15,7 @@ from aws_cdk import aws_s3 as s3
 from trn_ultracluster.constructs.observability import MetricSource
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.network_plan import AddressPlan
 
 if TYPE_CHECKING:
     from trn_ultracluster.config import CapacityConfig, ClusterConfig, NodeCounts
@@ -31,6 +33,11 @@ class Foundation:
         private_subnets: its private subnets, in ``az_ids`` order.
         compute_subnet: the private subnet of the compute AZ ID (Trainium nodes, FSx); its
             ``internet_connectivity_established`` is the route to the NAT gateway.
+        compute_subnets: every compute subnet of the address plan, ``compute_subnet`` first;
+            a group of nodes (``address_plan.groups``, ``Group.subnet``) stays in one.
+        compute_routes: what a node in any compute subnet waits for (NAT route, route table
+            associations).
+        address_plan: the plan: node groups, their sizes and subnets.
         node_security_group: the Trainium nodes' security group (EFA: all traffic within
             itself; admitted by the file system's group).
         launch_template_id, launch_template_version: the EFA launch template (instance type,
@@ -54,6 +61,9 @@ class Foundation:
     vpc: ec2.IVpc
     private_subnets: Sequence[ec2.ISubnet]
     compute_subnet: ec2.ISubnet
+    compute_subnets: Sequence[ec2.ISubnet]
+    compute_routes: IDependable
+    address_plan: AddressPlan
     node_security_group: ec2.ISecurityGroup
     launch_template_id: str
     launch_template_version: str

@@ -54,8 +54,7 @@ class TrnUltraClusterStack(Stack):
             "Network",
             NetworkProps(
                 az_ids=config.az_ids,
-                vpc_cidr=config.vpc_cidr,
-                private_subnet_mask=config.private_subnet_mask,
+                plan=config.address_plan,
                 nat_gateways=config.nat_gateways,
             ),
         )
@@ -106,6 +105,9 @@ class TrnUltraClusterStack(Stack):
             vpc=self.network.vpc,
             private_subnets=self.network.private_subnets,
             compute_subnet=self.network.compute_subnet,
+            compute_subnets=tuple(self.network.compute_subnets),
+            compute_routes=self.network.compute_routes,
+            address_plan=self.config.address_plan,
             node_security_group=self.efa.security_group,
             launch_template_id=self.efa.launch_template_id,
             launch_template_version=self.efa.launch_template_version,
@@ -131,6 +133,7 @@ class TrnUltraClusterStack(Stack):
             OutputKey.COMPUTE_AZ_NAME: net.compute_subnet_az_name,
             OutputKey.VPC_ID: net.vpc.vpc_id,
             OutputKey.COMPUTE_SUBNET_ID: net.compute_subnet.subnet_id,
+            OutputKey.COMPUTE_SUBNET_IDS: Fn.join(",", [s.subnet_id for s in net.compute_subnets]),
             OutputKey.PRIVATE_SUBNET_IDS: Fn.join(",", [s.subnet_id for s in net.private_subnets]),
             OutputKey.EFA_SECURITY_GROUP_ID: efa.security_group.security_group_id,
             OutputKey.PLACEMENT_GROUP_NAME: efa.placement_group_name or NONE,

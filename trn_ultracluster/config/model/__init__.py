@@ -13,7 +13,6 @@ puts the sections together with the top-level keys (instance type, network, tags
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,7 +20,11 @@ from pydantic import Field
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
-from trn_ultracluster.config.facts import DEFAULT_KUBERNETES_VERSION, region_of_az_id
+from trn_ultracluster.config.facts import (
+    DEFAULT_KUBERNETES_VERSION,
+    HYPERPOD_MAX_INSTANCE_COUNT,
+    region_of_az_id,
+)
 from trn_ultracluster.config.model.base import FrozenModel
 from trn_ultracluster.config.model.capacity import CapacityConfig
 from trn_ultracluster.config.model.compute import NodeCounts
@@ -29,6 +32,7 @@ from trn_ultracluster.config.model.eks import EksAddonVersionsConfig, EksConfig
 from trn_ultracluster.config.model.fsx import DataRepositoryConfig, FsxConfig
 from trn_ultracluster.config.model.hyperpod import HyperPodConfig, HyperPodWorkerGroupConfig
 from trn_ultracluster.config.model.observability import ObservabilityConfig
+from trn_ultracluster.config.model.quotas import QuotasConfig
 from trn_ultracluster.config.model.standalone import StandaloneConfig
 from trn_ultracluster.config.model.training_image import TrainingImageConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
@@ -47,6 +51,7 @@ __all__ = [
     "LoadedConfig",
     "NodeCounts",
     "ObservabilityConfig",
+    "QuotasConfig",
     "StandaloneConfig",
     "TrainingImageConfig",
 ]
@@ -69,7 +74,11 @@ class ClusterConfig(FrozenModel):
         nodes: node counts; 0 allowed for an idle cluster.
         az_ids: AZ IDs; the first holds the compute nodes and FSx, the others the
             services that need two AZs (EKS control plane, NAT per AZ).
-        vpc_cidr: VPC IPv4 CIDR block.
+        vpc_cidr: VPC IPv4 CIDR block (the primary one).
+        vpc_secondary_cidrs: the secondary CIDR blocks that hold compute subnets when the
+            primary is full, in order; ``null`` (default): the /16s after ``vpc_cidr`` in its
+            private range, as many as the nodes need
+            (:func:`trn_ultracluster.network_plan.candidate_blocks`).
         nat_gateways: 1, or one per AZ.
         placement_group: put the nodes in a cluster placement group.
         efa_interface_layout: ``efa`` (every card an EFA interface with an IP, as in the
@@ -86,6 +95,7 @@ class ClusterConfig(FrozenModel):
         observability: dashboard and alarms.
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
         tags: tags on every resource.
+        quotas: the account's quotas the cluster is planned against (AWS's defaults).
     """
 
     stack_name: str = STACK_NAME
@@ -93,6 +103,7 @@ class ClusterConfig(FrozenModel):
     nodes: NodeCounts = NodeCounts()
     az_ids: tuple[str, ...] = ("usw2-az4", "usw2-az1")
     vpc_cidr: str = "10.0.0.0/16"
+    vpc_secondary_cidrs: tuple[str, ...] | None = None
     nat_gateways: int = 1
     placement_group: bool = True
     efa_interface_layout: Literal["efa", "efa-only"] = "efa"
@@ -107,6 +118,7 @@ class ClusterConfig(FrozenModel):
     observability: ObservabilityConfig = ObservabilityConfig()
     data_removal_policy: Literal["retain", "destroy"] = "retain"
     tags: dict[str, str] = Field(default_factory=dict)
+    quotas: QuotasConfig = QuotasConfig()
 
     # --- derived values (never configured) ---
     @property
@@ -147,19 +159,42 @@ class ClusterConfig(FrozenModel):
         return self.az_ids[0]
 
     @property
-    def ips_per_node(self) -> int:
-        """VPC addresses one node may take: one per EFA interface with an IP, plus pods."""
+    def node_addresses(self) -> network_plan.NodeAddresses:
+        """What one Trainium node takes from the VPC
+        (:func:`trn_ultracluster.network_plan.node_addresses`)."""
         spec = self.instance
-        with_ip = spec.network_cards if self.efa_interface_layout == "efa" else 1
-        return with_ip + network_plan.PODS_PER_NODE
+        return network_plan.node_addresses(self.orchestrator, self.efa_interface_layout,
+                                           spec.network_cards, spec.efa_interfaces,
+                                           self.eks.pod_ips_per_node)
 
     @property
-    def private_subnet_mask(self) -> int:
-        """Prefix length of each private subnet: room for ``nodes.max`` nodes, at least /20
-        when the VPC has room (:func:`trn_ultracluster.network_plan.private_subnet_mask`)."""
-        vpc_prefix = ipaddress.ip_network(self.vpc_cidr, strict=False).prefixlen
-        return network_plan.private_subnet_mask(vpc_prefix, len(self.az_ids), self.nodes.max,
-                                                self.ips_per_node)
+    def group_size(self) -> int:
+        """Most Trainium nodes in one group: an EKS managed node group
+        (``quotas.eks_nodes_per_nodegroup``), a HyperPod instance group
+        (:data:`~trn_ultracluster.config.facts.HYPERPOD_MAX_INSTANCE_COUNT`); standalone
+        has one Auto Scaling group per compute subnet."""
+        if self.orchestrator == "eks":
+            return self.quotas.eks_nodes_per_nodegroup
+        if self.orchestrator.startswith("hyperpod"):
+            return HYPERPOD_MAX_INSTANCE_COUNT
+        return max(self.nodes.max, 1)
+
+    @property
+    def address_plan(self) -> network_plan.AddressPlan:
+        """The VPC address plan of ``nodes.max`` nodes
+        (:func:`trn_ultracluster.network_plan.plan`); with HyperPod, its groups are the
+        worker groups' instance counts, each split on its own.
+
+        Raises:
+            network_plan.PlanError: the VPC cannot address the cluster (the ``vpc_cidr``
+                rule reports it first).
+        """
+        hyperpod = self.orchestrator.startswith("hyperpod")
+        return network_plan.plan(
+            vpc_cidr=self.vpc_cidr, az_count=len(self.az_ids), nodes=self.nodes.max,
+            per_node=self.node_addresses, group_size=self.group_size,
+            secondary_cidrs=self.vpc_secondary_cidrs,
+            counts=list(self.hyperpod_worker_counts.values()) if hyperpod else None)
 
     @property
     def hyperpod_worker_counts(self) -> dict[str, int]:

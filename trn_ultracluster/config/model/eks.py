@@ -53,7 +53,8 @@ _FLOAT_K8S_VERSIONS = {float(v): v for v in (*HYPERPOD_EKS_KUBERNETES_VERSIONS,
 class EksConfig(FrozenModel):
     """EKS settings (used when ``orchestrator`` is ``eks`` or ``hyperpod-eks``).
 
-    Default: the orchestrator's Kubernetes version, API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
+    Default: the orchestrator's Kubernetes version, the ``standard`` control plane, 16 pod
+    addresses per Trainium node, API endpoint public and private, public side open to ``0.0.0.0/0`` (a warning
     asks you to narrow it), no extra admin role, two ``m6i.xlarge`` system nodes, jobs in
     the ``training`` namespace, the add-on versions of :class:`EksAddonVersionsConfig`.
 
@@ -76,6 +77,14 @@ class EksConfig(FrozenModel):
             add-ons); must not be a Trainium type.
         training_namespace: Kubernetes namespace of training jobs and the FSx claim.
         addon_versions: EKS add-on versions.
+        pod_ips_per_node: VPC addresses each node keeps for its pods: the VPC CNI's
+            ``MINIMUM_IP_TARGET`` (with ``WARM_IP_TARGET`` :data:`~trn_ultracluster.config.facts.CNI_WARM_IP_TARGET`
+            instead of the CNI's default of a whole spare network interface, 49 addresses on
+            Trainium). The address plan counts this many per Trainium node (``eks`` only;
+            HyperPod plans by its own rule). 1-250.
+        control_plane_tier: EKS Provisioned Control Plane tier (``ControlPlaneScalingConfig``):
+            ``standard`` (default, no extra charge) or ``tier-xl`` .. ``tier-8xl`` (hourly
+            price in the estimate); see docs/eks.md "Control plane tier".
     """
 
     kubernetes_version: str | None = None
@@ -86,6 +95,9 @@ class EksConfig(FrozenModel):
     system_instance_type: str = "m6i.xlarge"
     training_namespace: str = "training"
     addon_versions: EksAddonVersionsConfig = EksAddonVersionsConfig()
+    pod_ips_per_node: int = 16
+    control_plane_tier: Literal["standard", "tier-xl", "tier-2xl", "tier-4xl",
+                                "tier-8xl"] = "standard"
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

@@ -49,6 +49,15 @@ class FsxConfig(FrozenModel):
     lustre_version: Literal["2.10", "2.12", "2.15"] = "2.15"
     data_repository: DataRepositoryConfig | None = DataRepositoryConfig()
 
+    @property
+    def throughput_mb_s(self) -> float | None:
+        """Throughput of the whole file system, MB/s: capacity (TiB) x
+        ``per_unit_storage_throughput`` (FSx API reference, ``LustreConfiguration``);
+        ``None`` for the scratch types, which have no per-unit setting."""
+        if self.per_unit_storage_throughput is None:
+            return None
+        return self.storage_capacity_gib / 1024 * self.per_unit_storage_throughput
+
     @field_validator("lustre_version", mode="before")
     @classmethod
     def _version_as_text(cls, value: Any) -> Any:

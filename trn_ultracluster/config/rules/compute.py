@@ -10,7 +10,7 @@ from trn_ultracluster.config.facts import (
     DOC_EBS_GP3,
     DOC_EFA,
     DOC_INSTANCES,
-    DOC_K8S_LARGE,
+    DOC_EKS_ULTRA,
     MAX_NODES,
     README_CONFIG,
     ROOT_VOLUME_GIB_RANGE,
@@ -50,8 +50,8 @@ def node_counts(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           README_CONFIG)
     if n.max > MAX_NODES:
         yield ConfigIssue("nodes.max", n.max,
-                          f"must be at most {MAX_NODES} (the largest Kubernetes cluster)",
-                          DOC_K8S_LARGE)
+                          f"must be at most {MAX_NODES:,} (the largest EKS cluster)",
+                          DOC_EKS_ULTRA)
 
 
 def multi_node_needs_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:

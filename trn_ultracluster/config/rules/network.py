@@ -1,28 +1,30 @@
-"""Rules of the network: AZ IDs, the VPC block and its address plan, NAT gateways."""
+"""Rules of the network: AZ IDs, the VPC blocks (primary and secondary), NAT gateways. The
+address plan that fills them is checked by :mod:`.scale`."""
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
 
-from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue, one_of
 from trn_ultracluster.config.facts import (
     AZ_ID_PREFIX_TO_REGION,
     AZ_ID_RE,
     DOC_AZ_IDS,
     DOC_NAT,
-    DOC_SUBNET_IPS,
     DOC_VPC_CIDR,
-    MAX_NODES,
+    DOC_VPC_CIDR_RULES,
     PRIVATE_RANGES,
+    SHARED_RANGE,
+    TEN_0_15,
+    TEN_0_16,
     VPC_PREFIX_RANGE,
     region_of_az_id,
 )
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 
-__all__ = ["az_ids", "az_offers_instance", "nat_gateways", "vpc_cidr"]
+__all__ = ["az_ids", "az_offers_instance", "nat_gateways", "valid_blocks", "vpc_cidr"]
 
 
 def az_ids(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -83,27 +85,54 @@ def vpc_cidr(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "must lie in a private range: 10.0.0.0/8, 172.16.0.0/12 or "
                           "192.168.0.0/16 (RFC 1918) or 100.64.0.0/10 (RFC 6598)", DOC_VPC_CIDR)
         return
-    if not 0 <= c.nodes.max <= MAX_NODES or c.instance_type not in CATALOG or not c.az_ids:
-        return  # reported by their own rules
-    mask = c.private_subnet_mask
-    azs = len(c.az_ids)
-    if not network_plan.fits(net.prefixlen, azs, mask):
-        need_prefix = network_plan.vpc_prefix_needed(azs, mask)
-        if need_prefix >= lo:
-            advice = f"use a /{need_prefix} or larger"
-        else:
-            most = network_plan.max_nodes(lo, azs, c.ips_per_node)
-            advice = (f"no VPC is that large (at most /{lo}); with {azs} AZ IDs at most "
-                      f"{most} nodes fit: lower nodes.max")
-        pods = network_plan.PODS_PER_NODE
-        yield ConfigIssue(
-            "vpc_cidr", c.vpc_cidr,
-            f"must be large enough for {c.nodes.max} nodes x {c.ips_per_node} addresses "
-            f"({c.ips_per_node - pods} interfaces + {pods} pods), which need a /{mask} "
-            f"private subnet in each of {azs} AZs plus a /{network_plan.PUBLIC_SUBNET_MASK} "
-            f"public one; {advice}",
-            DOC_SUBNET_IPS,
-        )
+    for i, block in enumerate(c.vpc_secondary_cidrs or ()):
+        yield from _secondary(c, i, block, net)
+
+
+def _secondary(c: ClusterConfig, i: int, block: str,
+               primary: ipaddress.IPv4Network | ipaddress.IPv6Network) -> Iterator[ConfigIssue]:
+    where = f"vpc_secondary_cidrs[{i}]"
+    try:
+        net = ipaddress.ip_network(block, strict=True)
+    except ValueError as err:
+        yield ConfigIssue(where, block, f"must be an IPv4 CIDR block like '10.1.0.0/16' ({err})",
+                          DOC_VPC_CIDR)
+        return
+    lo, hi = VPC_PREFIX_RANGE
+    home = next((r for r in PRIVATE_RANGES if primary.subnet_of(r)), None)  # type: ignore[arg-type]
+    allowed = [r for r in (home, SHARED_RANGE) if r is not None]
+    earlier = [ipaddress.ip_network(b, strict=False) for b in (c.vpc_secondary_cidrs or ())[:i]
+               if _is_net(b)]
+    if net.version != 4 or not lo <= net.prefixlen <= hi:
+        yield ConfigIssue(where, block, f"must be an IPv4 block between /{lo} and /{hi}",
+                          DOC_VPC_CIDR)
+    elif not any(net.subnet_of(r) for r in allowed):  # type: ignore[arg-type]
+        ranges = " or ".join(str(r) for r in dict.fromkeys(allowed))
+        yield ConfigIssue(where, block,
+                          f"must lie in {ranges} next to a primary block in "
+                          f"{home}: the VPC refuses other RFC 1918 ranges", DOC_VPC_CIDR_RULES)
+    elif net.overlaps(primary) or any(net.overlaps(e) for e in earlier):
+        yield ConfigIssue(where, block, "must not overlap vpc_cidr or an earlier secondary block",
+                          DOC_VPC_CIDR_RULES)
+    elif (primary.subnet_of(TEN_0_15) or any(e.subnet_of(TEN_0_15) for e in earlier)) \
+            and net.subnet_of(TEN_0_16):  # type: ignore[arg-type]
+        yield ConfigIssue(where, block,
+                          "must not lie in 10.0.0.0/16 when a block of the VPC is in "
+                          "10.0.0.0/15 (the VPC refuses it)", DOC_VPC_CIDR_RULES)
+
+
+def valid_blocks(c: ClusterConfig) -> bool:
+    """Whether ``vpc_cidr`` and ``vpc_secondary_cidrs`` pass :func:`vpc_cidr` (the address
+    plan is checked only then)."""
+    return not any(vpc_cidr(c))
+
+
+def _is_net(block: str) -> bool:
+    try:
+        ipaddress.ip_network(block, strict=True)
+    except ValueError:
+        return False
+    return True
 
 
 def nat_gateways(c: ClusterConfig) -> Iterator[ConfigIssue]:

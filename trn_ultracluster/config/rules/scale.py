@@ -1,0 +1,182 @@
+"""Rules of scale: the address plan fits the VPC, the account's quotas hold the cluster, the
+EKS control plane and the file system keep up (README "Scale").
+
+An error is what no quota increase can fix (the VPC's NAU maximum, 50 CIDR blocks, a quota
+value above AWS's maximum); a warning names a quota the account must raise first, with its
+code: the template is fine, and ``trn-ultracluster preflight`` checks the account's values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from trn_ultracluster import network_plan
+from trn_ultracluster.config.errors import ConfigIssue
+from trn_ultracluster.config.facts import (
+    CAPACITY_BLOCK_MAX_INSTANCES,
+    DOC_CAPACITY_BLOCKS,
+    DOC_EKS_PCP,
+    DOC_EKS_QUOTAS,
+    DOC_EKS_ULTRA,
+    DOC_FSX_THROUGHPUT,
+    DOC_HYPERPOD_GROUP,
+    DOC_NAU,
+    DOC_VPC_CNI,
+    DOC_VPC_QUOTAS,
+    FSX_MIN_MB_S_PER_NODE,
+    K8S_TESTED_NODES,
+    MAX_NODES,
+    POD_IPS_RANGE,
+    RESTART_READ_GB,
+    TRAINING_PLAN_MAX_INSTANCES,
+)
+from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.rules.network import valid_blocks
+from trn_ultracluster.contracts.catalog import CATALOG
+from trn_ultracluster.contracts.quotas import QUOTAS
+
+__all__ = ["address_plan", "capacity_at_scale", "control_plane", "file_system_throughput",
+           "quotas"]
+
+_EKS = ("eks", "hyperpod-eks")
+
+
+def _raise(key: str, need: int, why: str) -> str:
+    q = QUOTAS[key]
+    upto = f", up to {q.maximum:,}" if q.maximum else ""
+    return (f"should be at least {need:,} for {why}: request it (Service Quotas {q.service} "
+            f"{q.code}, '{q.name}'{upto}), then set quotas.{key}; `trn-ultracluster preflight` "
+            f"checks the account")
+
+
+def quotas(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """Each quota value is positive and at most what AWS grants."""
+    for key, value in c.quotas.model_dump().items():
+        q = QUOTAS[key]
+        if value < 1:
+            yield ConfigIssue(f"quotas.{key}", value, "must be at least 1",
+                              DOC_EKS_QUOTAS if q.service == "eks" else DOC_VPC_QUOTAS)
+        elif q.maximum is not None and value > q.maximum:
+            yield ConfigIssue(f"quotas.{key}", value,
+                              f"must be at most {q.maximum:,}, the most AWS grants "
+                              f"({q.service} {q.code}, '{q.name}')", DOC_VPC_QUOTAS)
+    lo, hi = POD_IPS_RANGE
+    if not lo <= c.eks.pod_ips_per_node <= hi:
+        yield ConfigIssue("eks.pod_ips_per_node", c.eks.pod_ips_per_node,
+                          f"must be between {lo} and {hi}", DOC_VPC_CNI)
+
+
+def _plannable(c: ClusterConfig) -> bool:
+    q = c.quotas
+    return (1 <= c.nodes.max <= MAX_NODES and c.instance_type in CATALOG
+            and len(c.az_ids) >= 1 and valid_blocks(c)
+            and POD_IPS_RANGE[0] <= c.eks.pod_ips_per_node <= POD_IPS_RANGE[1]
+            and q.eks_nodes_per_nodegroup >= 1
+            and all(c.worker_group_count(g) >= 0 for g in c.hyperpod.worker_groups))
+
+
+def address_plan(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """The VPC addresses ``nodes.max`` nodes (an error names the limit and how many fit);
+    the account's NAU, CIDR block, network interface and node group quotas hold them (a
+    warning names the quota to raise)."""
+    if not _plannable(c):
+        return  # reported by their own rules
+    per = c.node_addresses
+    try:
+        plan = c.address_plan
+    except network_plan.PlanError as err:
+        if err.limit == "nau":
+            yield ConfigIssue("nodes.max", c.nodes.max, f"must fit one VPC: {err}", DOC_NAU)
+        else:
+            field = "vpc_secondary_cidrs" if c.vpc_secondary_cidrs is not None else "vpc_cidr"
+            yield ConfigIssue(field, c.vpc_secondary_cidrs or c.vpc_cidr,
+                              f"must address nodes.max = {c.nodes.max} nodes of {per.ips} "
+                              f"addresses ({per.rule}): {err}; lower nodes.max or "
+                              f"{'add blocks' if field == 'vpc_secondary_cidrs' else 'use a /16'}",
+                              DOC_VPC_QUOTAS)
+        return
+    q = c.quotas
+    nodes = f"{c.nodes.max:,} nodes x {per.nau} NAU ({per.rule}) + {plan.services_nau:,}"
+    if plan.nau > q.vpc_network_address_usage:
+        yield ConfigIssue("quotas.vpc_network_address_usage", q.vpc_network_address_usage,
+                          _raise("vpc_network_address_usage", plan.nau, nodes), DOC_NAU,
+                          severity="warning")
+    if plan.cidr_blocks > q.vpc_cidr_blocks:
+        yield ConfigIssue("quotas.vpc_cidr_blocks", q.vpc_cidr_blocks,
+                          _raise("vpc_cidr_blocks", plan.cidr_blocks,
+                                 f"the primary and {len(plan.secondary_blocks)} secondary "
+                                 f"blocks of {c.nodes.max:,} nodes"), DOC_VPC_QUOTAS,
+                          severity="warning")
+    if plan.interfaces > q.network_interfaces:
+        yield ConfigIssue("quotas.network_interfaces", q.network_interfaces,
+                          _raise("network_interfaces", plan.interfaces,
+                                 f"{c.nodes.max:,} nodes x {per.interfaces} interfaces in the "
+                                 f"compute AZ (EFA interfaces counted as network interfaces; "
+                                 f"AWS does not say otherwise)"), DOC_VPC_QUOTAS,
+                          severity="warning")
+    if c.orchestrator == "eks" and len(plan.groups) + 1 > q.eks_nodegroups_per_cluster:
+        yield ConfigIssue("quotas.eks_nodegroups_per_cluster", q.eks_nodegroups_per_cluster,
+                          _raise("eks_nodegroups_per_cluster", len(plan.groups) + 1,
+                                 f"{len(plan.groups)} Trainium node groups of at most "
+                                 f"{q.eks_nodes_per_nodegroup} nodes and the system node "
+                                 f"group"), DOC_EKS_QUOTAS, severity="warning")
+
+
+def control_plane(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """Past Kubernetes' 5,000 nodes an EKS cluster is "ultra scale", which AWS enables; the
+    tier only applies to the EKS orchestrators."""
+    if c.orchestrator in _EKS and c.nodes.max > K8S_TESTED_NODES:
+        yield ConfigIssue(
+            "nodes.max", c.nodes.max,
+            f"should be at most {K8S_TESTED_NODES:,} on one Kubernetes cluster (Kubernetes' "
+            f"tested limit): EKS runs up to 100,000 nodes as an ultra scale cluster, which AWS "
+            f"sets up with you (ask your account team), on a Provisioned Control Plane tier "
+            f"(eks.control_plane_tier; above tier-4xl also through the account team, "
+            f"{DOC_EKS_PCP})", DOC_EKS_ULTRA, severity="warning")
+    if c.orchestrator not in _EKS and c.eks.control_plane_tier != "standard":
+        yield ConfigIssue("eks.control_plane_tier", c.eks.control_plane_tier,
+                          f"should be left out with orchestrator {c.orchestrator!r}, which has "
+                          "no EKS cluster", DOC_EKS_PCP, severity="warning")
+
+
+def capacity_at_scale(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """A Capacity Block holds at most 64 instances and a training plan's reserved capacity
+    256: the stack takes one of each, so more nodes than that cannot all launch into it."""
+    most = CAPACITY_BLOCK_MAX_INSTANCES
+    if c.capacity.type == "capacity-block" and c.nodes.max > most:
+        yield ConfigIssue(
+            "nodes.max", c.nodes.max,
+            f"should be at most {most} with capacity.type 'capacity-block': one Capacity "
+            f"Block holds up to {most} instances (and an account up to 256 across blocks), "
+            f"and the stack targets one; run larger clusters on a Capacity Reservation or "
+            f"On-Demand", DOC_CAPACITY_BLOCKS, severity="warning")
+    if c.orchestrator.startswith("hyperpod") and c.hyperpod.training_plan_arn is not None:
+        for i, group in enumerate(c.hyperpod.worker_groups):
+            count = c.worker_group_count(group)
+            if count > TRAINING_PLAN_MAX_INSTANCES:
+                yield ConfigIssue(
+                    f"hyperpod.worker_groups[{i}].instance_count", count,
+                    f"should be at most {TRAINING_PLAN_MAX_INSTANCES} with "
+                    f"hyperpod.training_plan_arn: a training plan's reserved capacity holds up "
+                    f"to {TRAINING_PLAN_MAX_INSTANCES} instances", DOC_HYPERPOD_GROUP,
+                    severity="warning")
+
+
+def file_system_throughput(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """The file system's throughput (capacity x per-unit throughput) over ``nodes.max`` is at
+    least :data:`~trn_ultracluster.config.facts.FSX_MIN_MB_S_PER_NODE`."""
+    aggregate = c.fsx.throughput_mb_s
+    if aggregate is None or c.nodes.max < 1:
+        return
+    share = aggregate / c.nodes.max
+    if share < FSX_MIN_MB_S_PER_NODE:
+        minutes = RESTART_READ_GB * 1000 / share / 60
+        need = FSX_MIN_MB_S_PER_NODE * c.nodes.max
+        yield ConfigIssue(
+            "fsx.storage_capacity_gib", c.fsx.storage_capacity_gib,
+            f"should give each of the {c.nodes.max:,} nodes at least {FSX_MIN_MB_S_PER_NODE} "
+            f"MB/s, not {share:.1f}: {c.fsx.storage_capacity_gib:,} GiB x "
+            f"{c.fsx.per_unit_storage_throughput} MB/s/TiB is {aggregate:,.0f} MB/s in all, "
+            f"so a restart that reads {RESTART_READ_GB} GB on every node waits {minutes:,.0f} "
+            f"minutes; raise the capacity or fsx.per_unit_storage_throughput to at least "
+            f"{need:,} MB/s in all", DOC_FSX_THROUGHPUT, severity="warning")
