@@ -11,6 +11,7 @@ from trn_ultracluster.config import (
     ClusterConfig,
     FsxConfig,
     NodeCounts,
+    QuotasConfig,
     parse_config,
 )
 
@@ -21,14 +22,16 @@ def test_config_is_frozen():
         c.instance_type = "trn2.48xlarge"
 
 
-def test_private_subnets_fit_the_node_count():
-    big = load({"nodes.max": "64", "nodes.desired": "64"}).config
-    # 64 nodes x (8 EFA interfaces + 110 pods) + 5 reserved = 7557 addresses -> /19
-    assert big.ips_per_node == 118 and big.private_subnet_mask == 19
-    small = load({}).config
-    assert small.private_subnet_mask == 20  # at least a /20 when the VPC has room
+def test_address_plan_counts_what_each_node_uses():
+    eks = load({"nodes.max": "64", "nodes.desired": "64"}).config
+    # 8 EFA interfaces with an address + eks.pod_ips_per_node (16) pod addresses
+    assert eks.node_addresses.ips == 24 and eks.address_plan.private_mask == 20
+    assert load({}).config.address_plan.private_mask == 20  # as every earlier version
     efa_only = load({"efa_interface_layout": "efa-only"}).config
-    assert efa_only.ips_per_node == 111  # only the ENA primary takes an address
+    assert efa_only.node_addresses.ips == 17  # only the ENA primary takes an address
+    slurm = load({"orchestrator": "hyperpod-slurm"}).config
+    assert slurm.node_addresses.ips == 8  # no pods: one address per network card
+    assert load({"eks.pod_ips_per_node": "32"}).config.node_addresses.pod_ips == 32
 
 
 def test_yaml_float_lustre_version_keeps_two_decimals():
@@ -56,5 +59,7 @@ def test_readme_documents_every_configuration_key():
     keys += [f"`fsx.{k}" for k in FsxConfig.model_fields]
     keys += [f"nodes.{k}" for k in NodeCounts.model_fields]
     keys += [f"`capacity.{k}" for k in CapacityConfig.model_fields]
+    keys += [f"`quotas.{k}" for k in QuotasConfig.model_fields]
+    keys += [f"`eks.{k}" for k in ("pod_ips_per_node", "control_plane_tier")]
     missing = [k for k in keys if k not in readme]
     assert not missing, f"README.md does not document {missing}"

@@ -21,7 +21,7 @@ BAD_INPUTS = [
     ('max zero', {'nodes.max': '0', 'nodes.desired': '0'},
      'error: nodes.max = 0: must be at least 1 (use nodes.desired = 0 to idle) (see README.md#configuration)'),
     ('too many nodes', {'nodes.max': '999999'},
-     'error: nodes.max = 999999: must be at most 5000 (the largest Kubernetes cluster) (see https://kubernetes.io/docs/setup/best-practices/cluster-large/)'),
+     'error: nodes.max = 999999: must be at most 100,000 (the largest EKS cluster) (see https://aws.amazon.com/blogs/containers/amazon-eks-enables-ultra-scale-ai-ml-workloads-with-support-for-100k-nodes-per-cluster/)'),
     ('root volume too small', {'root_volume_gib': '8'},
      'error: root_volume_gib = 8: must be between 64 and 16384 GiB (see https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html)'),
 ]

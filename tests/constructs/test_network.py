@@ -32,8 +32,8 @@ def test_private_subnets_are_sized_for_nodes_and_public_ones_are_small(default, 
     assert {p["CidrBlock"] for p in _subnets(default, "Public").values()} == {
         "10.0.32.0/24", "10.0.33.0/24"}
     tight = synth(vpc_cidr="10.1.0.0/19", **{"nodes.max": "16", "nodes.desired": "16"})
-    # 16 x 118 + 5 = 1893 addresses -> /21; a /19 cannot hold two /20s and two /24s,
-    # so the private subnets shrink to what the nodes need
+    # a /19 cannot hold two /20s and two /24s, so the private subnets are the largest that
+    # fit: /21
     assert {p["CidrBlock"] for p in _subnets(tight, "Private").values()} == {
         "10.1.0.0/21", "10.1.8.0/21"}
 
@@ -62,3 +62,32 @@ def test_synth_needs_no_account_and_no_context_lookup(default):
     manifest = (default.outdir / "manifest.json").read_text()
     assert '"missing"' not in manifest
     assert "aws://unknown-account/us-west-2" in manifest
+
+
+def test_a_large_cluster_gets_compute_subnets_in_the_compute_az_and_secondary_blocks(synth):
+    big = synth(orchestrator="hyperpod-eks", **{"nodes.max": "2000"})
+    plan = big.config.address_plan
+    blocks = big.resources("AWS::EC2::VPCCidrBlock")
+    assert [b["Properties"]["CidrBlock"] for b in blocks.values()] == ["10.1.0.0/16"]
+    compute = {p["Properties"]["CidrBlock"]: (k, p["Properties"]) for k, p in
+               big.resources("AWS::EC2::Subnet").items() if "Compute" in k}
+    assert sorted(compute) == sorted(s.cidr for s in plan.compute_subnets[1:])
+    associations = big.resources("AWS::EC2::SubnetRouteTableAssociation")
+    for cidr, (logical, props) in compute.items():
+        assert props["AvailabilityZoneId"] == "usw2-az4"  # the compute AZ, by ID
+        assert props["MapPublicIpOnLaunch"] is False
+        (assoc,) = [a["Properties"] for a in associations.values()
+                    if a["Properties"]["SubnetId"] == {"Ref": logical}]
+        (subnet0,) = [a["Properties"] for a in associations.values()
+                      if a["Properties"]["SubnetId"] == big.output("ComputeSubnetId")]
+        assert assoc["RouteTableId"] == subnet0["RouteTableId"]  # its NAT route
+        in_block = [k for k, b in blocks.items() if b["Properties"]["CidrBlock"] == cidr]
+        # a subnet in a secondary block waits for the block (and is deleted before it)
+        assert in_block == [] or in_block[0] in _depends_on(big, logical)
+    ids = big.output("ComputeSubnetIds")["Fn::Join"][1]
+    assert len(ids) == len(plan.compute_subnets)
+
+
+def _depends_on(s, logical):
+    depends = s.template["Resources"][logical].get("DependsOn", [])
+    return [depends] if isinstance(depends, str) else depends

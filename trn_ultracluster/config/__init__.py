@@ -31,6 +31,7 @@ from trn_ultracluster.config.model import (
     LoadedConfig,
     NodeCounts,
     ObservabilityConfig,
+    QuotasConfig,
     StandaloneConfig,
     TrainingImageConfig,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "LoadedConfig",
     "NodeCounts",
     "ObservabilityConfig",
+    "QuotasConfig",
     "StandaloneConfig",
     "TrainingImageConfig",
     "load_config",

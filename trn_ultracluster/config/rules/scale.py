@@ -88,12 +88,15 @@ def address_plan(c: ClusterConfig) -> Iterator[ConfigIssue]:
         if err.limit == "nau":
             yield ConfigIssue("nodes.max", c.nodes.max, f"must fit one VPC: {err}", DOC_NAU)
         else:
-            field = "vpc_secondary_cidrs" if c.vpc_secondary_cidrs is not None else "vpc_cidr"
-            yield ConfigIssue(field, c.vpc_secondary_cidrs or c.vpc_cidr,
+            explicit = c.vpc_secondary_cidrs is not None
+            field = "vpc_secondary_cidrs" if explicit and err.most else "vpc_cidr"
+            value = list(c.vpc_secondary_cidrs or ()) if field != "vpc_cidr" else c.vpc_cidr
+            advice = ("use a larger block (a /16 at most)" if not err.most else
+                      f"lower nodes.max to {err.most} or "
+                      + ("add blocks" if explicit else "use a /16"))
+            yield ConfigIssue(field, value,
                               f"must address nodes.max = {c.nodes.max} nodes of {per.ips} "
-                              f"addresses ({per.rule}): {err}; lower nodes.max or "
-                              f"{'add blocks' if field == 'vpc_secondary_cidrs' else 'use a /16'}",
-                              DOC_VPC_QUOTAS)
+                              f"addresses ({per.rule}): {err}; {advice}", DOC_VPC_QUOTAS)
         return
     q = c.quotas
     nodes = f"{c.nodes.max:,} nodes x {per.nau} NAU ({per.rule}) + {plan.services_nau:,}"
