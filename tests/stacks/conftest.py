@@ -1,4 +1,7 @@
-"""The stack tests' fixture: ``each``, the default configuration and every profile."""
+"""The stack tests' fixture: ``each``, the default configuration, every profile, and 2,000
+trn1.32xlarge nodes on each orchestrator and EFA layout (issue "UltraCluster scale": each
+must synthesize and pass cfn-lint, cdk-nag and checkov; HyperPod makes its own interfaces, so
+one layout stands for both, and ``profiles/ultracluster-2000.yaml`` is HyperPod Slurm's)."""
 
 from __future__ import annotations
 
@@ -6,11 +9,22 @@ import pytest
 
 from tests.conftest import PROFILES
 
-CONFIGS = [None, *PROFILES]
-IDS = ["default", *(p.stem for p in PROFILES)]
+SCALE = {
+    f"2000-{orchestrator}-{layout}": {"orchestrator": orchestrator, "efa_interface_layout": layout,
+                                      "nodes.max": "2000"}
+    for orchestrator, layout in (("eks", "efa"), ("eks", "efa-only"), ("hyperpod-eks", "efa"),
+                                 ("standalone", "efa"), ("standalone", "efa-only"))
+}
+CONFIGS = [None, *PROFILES, *SCALE.values()]
+IDS = ["default", *(p.stem for p in PROFILES), *SCALE]
+
+
+def synth_config(synth, config):
+    """Synthesize one entry of :data:`CONFIGS`: ``None``, a profile path or context keys."""
+    return synth(**config) if isinstance(config, dict) else synth(config)
 
 
 @pytest.fixture(scope="module", params=CONFIGS, ids=IDS)
 def each(request, synth):
-    """One synthesized configuration per test: the default, then each profile."""
-    return synth(request.param)
+    """One synthesized configuration per test: the default, each profile, each scale case."""
+    return synth_config(synth, request.param)

@@ -14,7 +14,7 @@ from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
 from tests.conftest import REPO_ROOT
-from tests.stacks.conftest import CONFIGS, IDS
+from tests.stacks.conftest import CONFIGS, IDS, synth_config
 from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
@@ -47,7 +47,7 @@ def test_under_cloudformation_limits(each):
 def test_cfn_lint_clean_on_every_profile(synth, tmp_path):
     failures = []
     for config, name in zip(CONFIGS, IDS):
-        s = synth(config)
+        s = synth_config(synth, config)
         path = tmp_path / f"{name}.template.json"
         path.write_text(json.dumps(s.template))
         result = subprocess.run(
@@ -68,7 +68,8 @@ def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synt
     synthesized template gives the same result."""
     assert CHECKOV.is_file(), f"{CHECKOV} is missing: run `make setup-dev` (make test does)"
     for config, name in zip(CONFIGS, IDS):
-        (tmp_path / f"{name}.template.json").write_text(json.dumps(synth(config).template))
+        (tmp_path / f"{name}.template.json").write_text(
+            json.dumps(synth_config(synth, config).template))
     done = subprocess.run([str(CHECKOV), "-d", str(tmp_path), "--framework", "cloudformation",
                            "-o", "json"], capture_output=True, text=True, timeout=900)
     assert done.returncode in (0, 1), done.stderr[-2000:]
