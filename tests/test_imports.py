@@ -47,7 +47,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "template_graph": frozenset(),
     "cloud_assembly": frozenset(),
     "deploy_time": frozenset({"template_graph"}),
-    "estimate": frozenset({"deploy_time", "template_graph"}),
+    # contracts: the quota table (QuotaNeed, console_url) the estimate lists increases of
+    "estimate": frozenset({"contracts", "deploy_time", "template_graph"}),
     "summary": frozenset({"cloud_assembly", "contracts", "estimate"}),
     "diagram": frozenset({"orchestrators"}),  # the registry of orchestrators, nothing built
     "cli": frozenset({"cloud_assembly", "contracts", "config", "estimate", "network_plan"}),

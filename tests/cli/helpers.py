@@ -156,17 +156,46 @@ def docker_ok(*_, **__):
     return subprocess.CompletedProcess([], 0, stdout="27.3.1\n", stderr="")
 
 
-def quota_client(value: float | None, service: str = "ec2",
-                 name: str = "Running On-Demand Trn instances"):
-    """Service Quotas answering ``ListServiceQuotas(service)`` in two pages; the quota
-    ``name`` is on the second (``None``: not in the Region)."""
+def quota_client(config, values: dict[str, float | None] | None = None):
+    """:func:`quota_stub`'s client."""
+    return quota_stub(config, values)[0]
+
+
+def quota_stub(config, values: dict[str, float | None] | None = None):
+    """Service Quotas (a real client under botocore's Stubber) answering every quota
+    ``config`` needs, in the order ``preflight`` asks: a code's ``GetServiceQuota``, a
+    name's ``ListServiceQuotas`` in two pages (the quota on the second). ``values`` maps a
+    quota key to the account's value (``None``: the quota is unknown); the others answer
+    exactly the need. Each request must carry the expected parameters.
+
+    Returns:
+        The client and its (active) Stubber."""
+    from trn_ultracluster.config.quota_needs import quota_needs
+
     client = boto3.client("service-quotas", region_name=REGION)
     stubber = Stubber(client)
-    other = {"QuotaName": "Running On-Demand P instances", "QuotaCode": "L-P", "Value": 8.0}
-    stubber.add_response("list_service_quotas", {"Quotas": [other], "NextToken": "t"},
-                         {"ServiceCode": service})
-    page = [{"QuotaName": name, "QuotaCode": "L-ANY", "Value": value}] if value is not None else []
-    stubber.add_response("list_service_quotas", {"Quotas": page},
-                         {"ServiceCode": service, "NextToken": "t"})
+    values = values or {}
+    for need in quota_needs(config):
+        q = need.quota
+        value = values.get(q.key, need.need)
+        if q.code is None:
+            other = {"QuotaName": "Longest cluster time in hours", "QuotaCode": "L-OTHER",
+                     "Value": 8.0}
+            stubber.add_response("list_service_quotas", {"Quotas": [other], "NextToken": "t"},
+                                 {"ServiceCode": q.service})
+            page = [] if value is None else [
+                {"QuotaName": need.name, "QuotaCode": "L-BYNAME", "Value": float(value)}]
+            stubber.add_response("list_service_quotas", {"Quotas": page},
+                                 {"ServiceCode": q.service, "NextToken": "t"})
+            continue
+        params = {"ServiceCode": q.service, "QuotaCode": q.code}
+        if value is None:
+            for method in ("get_service_quota", "get_aws_default_service_quota"):
+                stubber.add_client_error(method, "NoSuchResourceException", "no such quota",
+                                         400, expected_params=params)
+        else:
+            stubber.add_response("get_service_quota", {"Quota": {
+                "ServiceCode": q.service, "QuotaCode": q.code, "QuotaName": q.name,
+                "Value": float(value)}}, params)
     stubber.activate()
-    return client
+    return client, stubber

@@ -74,12 +74,14 @@ def test_preflight_prints_the_estimate_and_warns_over_budget(capsys, monkeypatch
     bootstrap()
     real = preflight.run_preflight
     monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
-        Session(**{"service-quotas": quota_client(256)}), c, docker_ok, **kw))
+        Session(**{"service-quotas": quota_client(c)}), c, docker_ok, **kw))
     monkeypatch.chdir(REPO_ROOT)
     code, out, err = run(capsys, "preflight", "--offline", "--cdk-out", str(default.outdir),
                          "--max-hourly-usd", budget)
     assert code == 0, out + err
     assert "total per hour: idle $" in out
+    # the configuration's quota needs reach the estimate: the Trn vCPU default is per account
+    assert "quota increase: ec2 L-2C3B7624 Running On-Demand Trn instances: need 128 vCPUs" in out
     assert ("more than --max-hourly-usd" in err) is warned
 
 
@@ -90,7 +92,7 @@ def test_preflight_skips_an_estimate_of_another_configuration(capsys, monkeypatc
     bootstrap()
     real = preflight.run_preflight
     monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
-        Session(**{"service-quotas": quota_client(512)}), c, docker_ok, **kw))
+        Session(**{"service-quotas": quota_client(c)}), c, docker_ok, **kw))
     monkeypatch.chdir(REPO_ROOT)
     code, out, _ = run(capsys, "preflight", "-c", "nodes.max=2", "-c", "nodes.desired=2",
                        "--cdk-out", str(default.outdir))

@@ -22,7 +22,9 @@ from tests.cli.helpers import (
     docker_ok,
     preflight_config,
     quota_client,
+    quota_stub,
     run,
+    stubbed,
 )
 from tests.conftest import REPO_ROOT
 from trn_ultracluster.cli.errors import CliError, ExitCode
@@ -37,10 +39,16 @@ def test_preflight_all_pass():
     from trn_ultracluster.cli.preflight import format_table, run_preflight
 
     bootstrap()
-    account, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}),
-                                    preflight_config(), docker_ok)
+    config = preflight_config()
+    account, checks = run_preflight(Session(**{"service-quotas": quota_client(config)}),
+                                    config, docker_ok)
     assert account == "123456789012"
-    assert [c.ok for c in checks] == [True] * 6, format_table(checks)
+    assert [c.name for c in checks] == [
+        "instance type offered", "quota vpc_network_address_usage", "quota vpc_cidr_blocks",
+        "quota network_interfaces", "quota eks_nodes_per_nodegroup",
+        "quota eks_nodegroups_per_cluster", "quota trn_vcpus",
+        "quota fsx_lustre_persistent_2_gib", "CDK bootstrap", "Docker", "capacity", "stack"]
+    assert all(c.ok for c in checks), format_table(checks)
 
 
 @moto.mock_aws
@@ -50,11 +58,23 @@ def test_preflight_az_without_instance_type():
     bootstrap()
     # usw2-az1 offers trn1.32xlarge but not trn1n.32xlarge (moto's offerings snapshot).
     config = preflight_config(instance_type="trn1n.32xlarge", az_ids=["usw2-az1", "usw2-az4"])
-    _, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}), config, docker_ok)
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(config)}), config,
+                              docker_ok)
     offered = checks[0]
     assert not offered.ok
     assert offered.detail == "trn1n.32xlarge is not offered in usw2-az1"
     assert offered.fix == "set az_ids to start with one of usw2-az4"
+
+
+def quota_checks(config, values=None):
+    """The quota checks of ``config`` against a stubbed Service Quotas, by quota key; every
+    stubbed answer was asked for."""
+    from trn_ultracluster.cli.preflight import _quotas
+
+    client, stub = quota_stub(config, values)
+    checks = _quotas(Session(**{"service-quotas": client}), config)
+    stub.assert_no_pending_responses()
+    return {c.name.removeprefix("quota "): c for c in checks}
 
 
 @moto.mock_aws
@@ -64,51 +84,130 @@ def test_preflight_quota_too_low_exits_1(capsys, monkeypatch):
     bootstrap()
     real = preflight.run_preflight
     monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
-        Session(**{"service-quotas": quota_client(128)}), c, docker_ok, **kw))
+        Session(**{"service-quotas": quota_client(c, {"trn_vcpus": 128})}), c, docker_ok,
+        **kw))
     monkeypatch.chdir(REPO_ROOT)
     code, out, err = run(capsys, "preflight", "-c", "nodes.max=2", "-c", "nodes.desired=2")
     assert code == ExitCode.CHECK_FAILED == 1
-    assert ("FAIL  service quota          EC2 Running On-Demand Trn instances = 128 vCPUs, "
-            "need 256 (2 x trn1.32xlarge x 128 vCPUs)") in out
-    assert "fix: request at least 256 vCPUs for 'Running On-Demand Trn instances' in us-west-2" in out
-    assert "preflight failed: service quota" in err
+    assert re.search(r"FAIL  quota trn_vcpus\s+ec2 'Running On-Demand Trn instances' "
+                     r"\(L-2C3B7624\): need 256 \(2 nodes x trn1.32xlarge x 128 vCPUs\), "
+                     r"have 128 \(applied\)", out), out
+    assert ("fix: request at least 256 for ec2 L-2C3B7624: https://us-west-2.console.aws."
+            "amazon.com/servicequotas/home/services/ec2/quotas/L-2C3B7624") in out
+    assert "preflight failed: quota trn_vcpus" in err
 
 
-@moto.mock_aws
-def test_preflight_ec2_quota_missing_in_region():
-    from trn_ultracluster.cli.preflight import _quota
+def test_quota_checks_count_the_address_plan_and_pass_at_the_need():
+    config = preflight_config()
+    plan = config.address_plan
+    checks = quota_checks(config)
+    assert all(c.ok for c in checks.values())
+    nau = checks["vpc_network_address_usage"]
+    assert nau.detail.startswith(f"vpc 'Network Address Usage' (L-BB24F6E5): need "
+                                 f"{plan.nau:,} (2 nodes x ")
+    assert f"have {plan.nau:,} (applied)" in nau.detail
+    assert f"need {plan.interfaces:,}" in checks["network_interfaces"].detail
+    assert "need 2 (1 Trainium node groups + the system node group)" in \
+        checks["eks_nodegroups_per_cluster"].detail
+    assert "need 1,200 (fsx.storage_capacity_gib)" in \
+        checks["fsx_lustre_persistent_2_gib"].detail
 
-    check = _quota(Session(**{"service-quotas": quota_client(None)}), preflight_config())
+
+def test_quota_below_the_need_fails_with_its_code_and_console_page():
+    config = preflight_config()
+    need = config.address_plan.cidr_blocks
+    check = quota_checks(config, {"vpc_cidr_blocks": need - 1 or 0})["vpc_cidr_blocks"]
     assert not check.ok
-    assert check.detail == "EC2 quota 'Running On-Demand Trn instances' not found"
-    assert "Service Quotas > Amazon EC2 in us-west-2" in check.fix
+    assert check.fix == (f"request at least {need} for vpc L-83CA0A9D: https://us-west-2.console."
+                         "aws.amazon.com/servicequotas/home/services/vpc/quotas/L-83CA0A9D")
 
 
-@moto.mock_aws
+def test_quota_without_an_applied_value_falls_back_to_the_aws_default():
+    """GetServiceQuota: NoSuchResourceException -> GetAWSDefaultServiceQuota."""
+    from trn_ultracluster.cli.preflight import _quota_check
+
+    config = preflight_config()
+    client, stub = stubbed("service-quotas")
+    params = {"ServiceCode": "eks", "QuotaCode": "L-BD136A63"}
+    stub.add_client_error("get_service_quota", "NoSuchResourceException", "none applied", 400,
+                          expected_params=params)
+    stub.add_response("get_aws_default_service_quota", {"Quota": {
+        "QuotaCode": "L-BD136A63", "QuotaName": "Nodes per managed node group", "Value": 450.0}},
+        params)
+    from trn_ultracluster.config.quota_needs import quota_needs
+
+    need = next(n for n in quota_needs(config) if n.quota.key == "eks_nodes_per_nodegroup")
+    with stub:
+        check = _quota_check(client, config, need)
+    stub.assert_no_pending_responses()
+    assert check.ok and check.detail.endswith("have 450 (AWS default)")
+    assert check.warning == ""
+
+
+def test_quota_unknown_to_service_quotas_fails_with_where_to_look():
+    config = preflight_config()
+    check = quota_checks(config, {"trn_vcpus": None})["trn_vcpus"]
+    assert not check.ok
+    assert check.detail == "ec2 'Running On-Demand Trn instances' not found in us-west-2, need 256"
+    assert check.fix == ("look it up in Service Quotas (ec2 L-2C3B7624): https://us-west-2."
+                         "console.aws.amazon.com/servicequotas/home/services/ec2/quotas/L-2C3B7624")
+
+
 @pytest.mark.parametrize("orchestrator", ["hyperpod-slurm", "hyperpod-eks"])
-def test_preflight_hyperpod_quota_by_name(orchestrator):
-    """HyperPod runs the nodes on both HyperPod orchestrators: the SageMaker quota counts."""
-    from trn_ultracluster.cli.preflight import _quota
-
+def test_hyperpod_instance_quota_is_found_by_name(orchestrator):
+    """HyperPod runs the nodes on both HyperPod orchestrators: the SageMaker quota counts,
+    found by its name with the ListServiceQuotas paginator (two pages); no EKS node group
+    or EC2 vCPU quota is asked for."""
     config = preflight_config(orchestrator=orchestrator)
     name = f"{config.instance.hyperpod_instance_type} for cluster usage"
     workers = sum(config.hyperpod_worker_counts.values())
-    check = _quota(Session(**{"service-quotas": quota_client(workers, "sagemaker", name)}), config)
+    checks = quota_checks(config)
+    assert "trn_vcpus" not in checks and "eks_nodes_per_nodegroup" not in checks
+    check = checks["hyperpod_instances"]
     assert check.ok, check.detail
-    assert check.detail == f"SageMaker {name!r} = {workers:g} instances, need {workers}"
+    assert check.detail.startswith(f"sagemaker {name!r} (L-BYNAME): need {workers}")
+    low = quota_checks(config, {"hyperpod_instances": workers - 1})["hyperpod_instances"]
+    assert not low.ok
+    assert low.fix.endswith("/servicequotas/home/services/sagemaker/quotas/L-BYNAME")
+    missing = quota_checks(config, {"hyperpod_instances": None})["hyperpod_instances"]
+    assert not missing.ok and f"search {name!r}" in missing.fix
 
 
-@moto.mock_aws
-def test_preflight_standalone_counts_ec2_vcpus():
-    """Standalone nodes are EC2 instances of the account: the On-Demand Trn vCPU quota."""
-    from trn_ultracluster.cli.preflight import _quota
-
+def test_standalone_counts_ec2_vcpus():
     config = preflight_config(orchestrator="standalone", instance_type="trn1.2xlarge",
                               nodes={"min": 0, "desired": 1, "max": 1})
-    check = _quota(Session(**{"service-quotas": quota_client(8)}), config)
-    assert check.ok, check.detail
-    assert check.detail == ("EC2 Running On-Demand Trn instances = 8 vCPUs, need 8 "
-                            "(1 x trn1.2xlarge x 8 vCPUs)")
+    check = quota_checks(config)["trn_vcpus"]
+    assert check.ok and "need 8 (1 nodes x trn1.2xlarge x 8 vCPUs)" in check.detail
+
+
+def test_a_configured_quota_other_than_the_accounts_is_warned():
+    config = preflight_config(quotas={"vpc_cidr_blocks": 10})
+    check = quota_checks(config, {"vpc_cidr_blocks": 5})["vpc_cidr_blocks"]
+    assert check.ok
+    assert check.warning == ("quotas.vpc_cidr_blocks is 10, the account's value is 5: the "
+                             "configuration rules plan with 10; set quotas.vpc_cidr_blocks: 5")
+    from trn_ultracluster.cli.preflight import format_table
+
+    assert "warning: quotas.vpc_cidr_blocks is 10" in format_table([check])
+
+
+def test_the_stubber_validates_request_shapes_against_the_service_model():
+    """The stubbed client is botocore's own: a request the service-quotas model refuses
+    (no QuotaCode) fails before any stubbed answer, and unexpected parameters are caught."""
+    from botocore.exceptions import ParamValidationError
+    from botocore.stub import StubAssertionError
+
+    client, stub = stubbed("service-quotas")
+    stub.add_response("get_service_quota", {"Quota": {"Value": 1.0}})
+    with stub:
+        with pytest.raises(ParamValidationError, match="QuotaCode"):
+            client.get_service_quota(ServiceCode="vpc")
+    client, stub = stubbed("service-quotas")
+    stub.add_response("get_service_quota", {"Quota": {"Value": 1.0}},
+                      {"ServiceCode": "vpc", "QuotaCode": "L-BB24F6E5"})
+    with stub:
+        with pytest.raises(StubAssertionError):
+            client.get_service_quota(ServiceCode="vpc", QuotaCode="L-83CA0A9D")
 
 
 @moto.mock_aws
@@ -119,13 +218,15 @@ def test_preflight_without_bootstrap_or_docker():
         raise FileNotFoundError("docker")
 
     local = preflight_config(training_image={"build": "local"})
-    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), local, no_docker)
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(local)}), local,
+                              no_docker)
     by_name = {c.name: c for c in checks}
     assert not by_name["CDK bootstrap"].ok
     assert by_name["CDK bootstrap"].fix == "run: npx cdk bootstrap aws://<account>/us-west-2"
     assert (by_name["Docker"].ok, by_name["Docker"].detail) == (False, "docker is not installed")
     # the default builds the image in CodeBuild: no Docker needed where cdk deploy runs
-    _, checks = run_preflight(Session(**{"service-quotas": quota_client(512)}), preflight_config(),
+    config = preflight_config()
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(config)}), config,
                               no_docker)
     docker = {c.name: c for c in checks}["Docker"]
     assert docker.ok and "CodeBuild" in docker.detail
@@ -300,17 +401,18 @@ def test_preflight_reports_an_unexpected_aws_error_as_a_failed_check(capsys, mon
     bootstrap()
     quotas = boto3.client("service-quotas", region_name=REGION)
     stub = Stubber(quotas)
-    stub.add_client_error("list_service_quotas", "ThrottlingException", "Rate exceeded", 400)
+    for _ in range(7):  # the default (eks) configuration's seven quotas, each by its code
+        stub.add_client_error("get_service_quota", "ThrottlingException", "Rate exceeded", 400)
     stub.activate()
     monkeypatch.setattr(aws, "make_session", lambda region: Session(**{"service-quotas": quotas}))
     monkeypatch.chdir(REPO_ROOT)
     code, out, err = run(capsys, "preflight")
     assert code == ExitCode.CHECK_FAILED
-    assert re.search(r"FAIL  service quota\s+ListServiceQuotas ec2: ThrottlingException: "
-                     r"Rate exceeded", out), out
+    assert re.search(r"FAIL  quota trn_vcpus\s+GetServiceQuota ec2 L-2C3B7624: "
+                     r"ThrottlingException: Rate exceeded", out), out
     assert "fix: AWS is throttling" in out
     assert re.search(r"PASS  CDK bootstrap", out)
-    assert "preflight failed: service quota" in err
+    assert "preflight failed: quota vpc_network_address_usage" in err
     no_traceback(err)
 
 
@@ -355,7 +457,8 @@ def test_preflight_reports_the_stack(stack, ok, detail):
     bootstrap()
     if stack:
         create_stack({"Orchestrator": "eks"}, name=stack)
-    _, checks = run_preflight(Session(**{"service-quotas": quota_client(256)}), preflight_config(),
+    config = preflight_config()
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(config)}), config,
                               docker_ok, stack_name="TrnUltraCluster")
     check = {c.name: c for c in checks}["stack"]
     assert (check.ok, check.detail) == (ok, detail)

@@ -4,17 +4,14 @@ Checks (each a :class:`Check` with the fix for a failure):
 
 1. the instance type is offered in the compute AZ ID (EC2 ``DescribeInstanceTypeOfferings``
    with ``LocationType=availability-zone-id``);
-2. the service quota covers the nodes: EKS, EC2 "Running On-Demand Trn instances"
-   (vCPUs); HyperPod, SageMaker "<ml type> for cluster usage" (instances; name as given on
-   the HyperPod prerequisites page,
-   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites.html).
-   Both are looked up by name with Service Quotas ``ListServiceQuotas``, so no quota code
-   is needed (no AWS source for the Trn code was found, and public tooling disagrees on
-   it). The EC2 name is the one public Service Quotas listings and guides show; it
-   follows the EC2 user guide's family names (Spot: "All Trn Spot Instance Requests",
-   https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/using-spot-limits.html), but no
-   AWS page found lists the On-Demand name verbatim, so a missing quota is reported with
-   where to look;
+2. each account quota the configuration needs at ``nodes.max``
+   (:func:`~trn_ultracluster.config.quota_needs.quota_needs`: NAU, CIDR blocks, network
+   interfaces; EKS nodes per node group and node groups; On-Demand Trn vCPUs; HyperPod
+   "ml.<type> for cluster usage"; FSx Persistent_2 GiB) is at least that: the applied value
+   by quota code (Service Quotas ``GetServiceQuota``, AWS's default with
+   ``GetAWSDefaultServiceQuota`` where no value is applied), by name (``ListServiceQuotas``)
+   where :data:`~trn_ultracluster.contracts.quotas.QUOTAS` has no code; a failure names the
+   code and its console page, and a ``quotas.*`` value other than the account's is warned;
 3. the CDK bootstrap stack ``CDKToolkit`` exists and is complete (CDK guide,
    "Bootstrapping", https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping.html);
 4. with ``training_image.build: local``, Docker answers (``docker info``): the CDK CLI builds
@@ -38,7 +35,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -46,25 +43,25 @@ from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
-from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
+from trn_ultracluster.config.quota_needs import quota_needs
 from trn_ultracluster.contracts.outputs import STACK_NAME
+from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
 
-__all__ = ["Check", "EC2_TRN_QUOTA_NAME", "format_table", "run_preflight"]
+__all__ = ["Check", "format_table", "run_preflight"]
 
-EC2_TRN_QUOTA_NAME = "Running On-Demand Trn instances"
-"""Service Quotas name of the EC2 On-Demand vCPU quota of the Trn family."""
 BOOTSTRAP_STACK = "CDKToolkit"
-DOC_QUOTAS = "https://docs.aws.amazon.com/servicequotas/latest/userguide/request-quota-increase.html"
 
 
 @dataclass(frozen=True)
 class Check:
-    """One preflight result: name, pass/fail, what was found, and the fix when failed."""
+    """One preflight result: name, pass/fail, what was found, the fix when failed, and a
+    warning that does not fail it."""
 
     name: str
     ok: bool
     detail: str
     fix: str = ""
+    warning: str = ""
 
 
 def _offering(session: Any, config: ClusterConfig) -> Check:
@@ -89,47 +86,91 @@ def _offering(session: Any, config: ClusterConfig) -> Check:
     return Check("instance type offered", False, f"{itype} is not offered in {az}", fix)
 
 
-def _quota_by_name(session: Any, service: str, name: str) -> float | None:
-    """The applied value of the ``service`` quota called ``name`` (case-insensitive), or
-    ``None`` when the Region has no such quota."""
+_NO_SUCH_QUOTA = "NoSuchResourceException"
+"""Service Quotas' error for a quota the Region or account has no value of (botocore's
+service-quotas model, 2019-06-24: an error of ``GetServiceQuota``, ``GetAWSDefaultServiceQuota``
+and ``ListServiceQuotas``)."""
+
+
+@dataclass(frozen=True)
+class _Applied:
+    """A quota's value in the account: ``value``, ``source`` (``applied`` or ``AWS default``)
+    and the ``code`` it was found under."""
+
+    value: float
+    source: str
+    code: str
+
+
+def _by_name(client: Any, need: QuotaNeed) -> _Applied | None:
+    """The applied value of the quota called ``need.name`` (case-insensitive), found with
+    the ``ListServiceQuotas`` paginator of its service, or ``None`` when it has none."""
+    service = need.quota.service
     with aws_errors(f"ListServiceQuotas {service}"):
-        client = session.client("service-quotas")
         for page in client.get_paginator("list_service_quotas").paginate(ServiceCode=service):
             for quota in page["Quotas"]:
-                if quota["QuotaName"].lower() == name.lower():
-                    return float(quota["Value"])
+                if quota["QuotaName"].lower() == need.name.lower():
+                    return _Applied(float(quota["Value"]), "applied", quota["QuotaCode"])
     return None
 
 
-def _quota(session: Any, config: ClusterConfig) -> Check:
-    spec = config.instance
-    if ORCHESTRATORS[config.orchestrator].node_quota == "sagemaker-cluster-instances":
-        workers = sum(config.hyperpod_worker_counts.values())
-        name = f"{spec.hyperpod_instance_type} for cluster usage"
-        value = _quota_by_name(session, "sagemaker", name)
-        if value is None:
-            return Check("service quota", False, f"SageMaker quota {name!r} not found",
-                         f"open Service Quotas > Amazon SageMaker, search 'cluster usage' and "
-                         f"request {workers} ({DOC_QUOTAS})")
-        ok = value >= workers
-        return Check("service quota", ok,
-                     f"SageMaker {name!r} = {value:g} instances, need {workers}",
-                     "" if ok else f"request an increase to at least {workers} ({DOC_QUOTAS})")
-    if config.capacity.type == "capacity-block":
-        return Check("service quota", True, "not checked: Capacity Block instances come from "
-                     "the block (its size is checked below)")
-    need = config.nodes.max * spec.vcpus
-    value = _quota_by_name(session, "ec2", EC2_TRN_QUOTA_NAME)
-    if value is None:
-        return Check("service quota", False, f"EC2 quota {EC2_TRN_QUOTA_NAME!r} not found",
-                     f"open Service Quotas > Amazon EC2 in {config.region}, search 'Trn' and "
-                     f"make sure the On-Demand Trn vCPU quota is at least {need} ({DOC_QUOTAS})")
-    ok = value >= need
-    detail = (f"EC2 {EC2_TRN_QUOTA_NAME} = {value:g} vCPUs, need {need} "
-              f"({config.nodes.max} x {spec.name} x {spec.vcpus} vCPUs)")
-    return Check("service quota", ok, detail,
-                 "" if ok else f"request at least {need} vCPUs for {EC2_TRN_QUOTA_NAME!r} "
-                               f"in {config.region} ({DOC_QUOTAS}), or lower nodes.max")
+def _by_code(client: Any, service: str, code: str) -> _Applied | None:
+    """The applied value of quota ``code`` (``GetServiceQuota``); where Service Quotas has
+    none ("For some quotas, only the default values are available", botocore's
+    service-quotas model), AWS's default (``GetAWSDefaultServiceQuota``, which "does not
+    reflect any quota increases"); ``None`` when neither knows the code."""
+    from botocore.exceptions import ClientError
+
+    for method, operation, source in (
+            ("get_service_quota", "GetServiceQuota", "applied"),
+            ("get_aws_default_service_quota", "GetAWSDefaultServiceQuota", "AWS default")):
+        with aws_errors(f"{operation} {service} {code}"):
+            try:
+                quota = getattr(client, method)(ServiceCode=service, QuotaCode=code)["Quota"]
+            except ClientError as err:
+                if error_code(err) != _NO_SUCH_QUOTA:
+                    raise
+                continue
+        return _Applied(float(quota["Value"]), source, code)
+    return None
+
+
+def _configured(config: ClusterConfig, key: str) -> int | None:
+    """``quotas.<key>`` of the configuration, or ``None`` where it has no such key."""
+    return getattr(config.quotas, key, None)
+
+
+def _quota_check(client: Any, config: ClusterConfig, need: QuotaNeed) -> Check:
+    """``need`` against the account's value: passed when the value is at least ``need.need``;
+    failed with the quota code and its Service Quotas console page otherwise, or when the
+    quota is not found. Warns when ``quotas.<key>`` differs from the account's value."""
+    q, region = need.quota, config.region
+    name = f"quota {q.key}"
+    found = _by_code(client, q.service, q.code) if q.code else _by_name(client, need)
+    label = f"{q.service} {need.name!r}"
+    if found is None:
+        where = f"{q.service} {q.code}" if q.code else f"{q.service}, search {need.name!r}"
+        return Check(name, False, f"{label} not found in {region}, need {need.need:,}",
+                     f"look it up in Service Quotas ({where}): {console_url(region, q)}")
+    ok = found.value >= need.need
+    detail = (f"{label} ({found.code}): need {need.need:,} ({need.why}), have "
+              f"{found.value:,.0f} ({found.source})")
+    fix = "" if ok else (f"request at least {need.need:,} for {q.service} {found.code}: "
+                         f"{console_url(region, replace(q, code=found.code))}")
+    configured = _configured(config, q.key)
+    warning = ("" if configured is None or configured == found.value else
+               f"quotas.{q.key} is {configured:,}, the account's value is {found.value:,.0f}: "
+               f"the configuration rules plan with {configured:,}; set quotas.{q.key}: "
+               f"{found.value:.0f}")
+    return Check(name, ok, detail, fix, warning)
+
+
+def _quotas(session: Any, config: ClusterConfig) -> list[Check]:
+    """One check per quota the configuration needs (:func:`quota_needs`), each failing alone
+    when AWS cannot answer it."""
+    client = session.client("service-quotas")
+    return [_guarded(f"quota {need.quota.key}", _quota_check, client, config, need)
+            for need in quota_needs(config)]
 
 
 def _bootstrap(session: Any, config: ClusterConfig) -> Check:
@@ -391,7 +432,7 @@ def run_preflight(session: Any, config: ClusterConfig,
     with aws_errors("GetCallerIdentity"):
         account = session.client("sts").get_caller_identity()["Account"]
     checks = [_guarded("instance type offered", _offering, session, config),
-              _guarded("service quota", _quota, session, config),
+              *_quotas(session, config),
               _guarded("CDK bootstrap", _bootstrap, session, config),
               _docker(runner, config),
               _guarded("capacity", _capacity, session, config),
@@ -400,11 +441,13 @@ def run_preflight(session: Any, config: ClusterConfig,
 
 
 def format_table(checks: list[Check]) -> str:
-    """A pass/fail table with the fix under each failure."""
+    """A pass/fail table with the fix under each failure and any warning under its check."""
     width = max(len(c.name) for c in checks)
     lines = []
     for c in checks:
         lines.append(f"{'PASS' if c.ok else 'FAIL'}  {c.name:<{width}}  {c.detail}")
         if not c.ok and c.fix:
             lines.append(f"      {'':<{width}}  fix: {c.fix}")
+        if c.warning:
+            lines.append(f"      {'':<{width}}  warning: {c.warning}")
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QUOTAS", "Quota", "console_url"]
+__all__ = ["QUOTAS", "Quota", "QuotaNeed", "console_url"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,30 @@ QUOTAS: dict[str, Quota] = {q.key: q for q in (
           "Lustre Persistent_2 storage capacity", 100_800, None, "GiB per Region"),
 )}
 """Quota key -> :class:`Quota`."""
+
+
+@dataclass(frozen=True)
+class QuotaNeed:
+    """What one configuration needs of one quota.
+
+    Attributes:
+        quota: the quota (:data:`QUOTAS`).
+        need: the value the configuration needs, in ``quota.unit``.
+        why: how ``need`` was counted, for messages.
+        name: the quota's name in Service Quotas with ``{ml_type}`` filled in (the name
+            ``preflight`` looks it up by where ``quota.code`` is ``None``).
+    """
+
+    quota: Quota
+    need: int
+    why: str
+    name: str
+
+    @property
+    def above_default(self) -> bool:
+        """Whether the account must ask for more than AWS's default: ``need`` exceeds it,
+        or the default differs per account (``quota.default`` is ``None``)."""
+        return self.quota.default is None or self.need > self.quota.default
 
 
 def console_url(region: str, quota: Quota) -> str:

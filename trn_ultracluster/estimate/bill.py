@@ -13,7 +13,7 @@ from typing import Any
 
 from trn_ultracluster.estimate.prices import PriceKey
 
-__all__ = ["Bill", "BillItem", "bill_of_materials"]
+__all__ = ["Bill", "BillItem", "FileSystemThroughput", "bill_of_materials"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,35 @@ class BillItem:
 
 
 @dataclass(frozen=True)
+class FileSystemThroughput:
+    """The throughput of one FSx for Lustre file system with a per-unit throughput.
+
+    Attributes:
+        label: the file system's logical id, shortened.
+        capacity_gib: ``StorageCapacity``, GiB.
+        per_unit_mb_s_tib: ``PerUnitStorageThroughput``, MB/s per TiB.
+        nodes: the Trainium nodes that share it (output ``NodeCountMax``).
+    """
+
+    label: str
+    capacity_gib: int
+    per_unit_mb_s_tib: int
+    nodes: int
+
+    @property
+    def aggregate_mb_s(self) -> float:
+        """MB/s of the whole file system: "calculated by multiplying file system storage
+        capacity (TiB) by the PerUnitStorageThroughput (MB/s/TiB)" (botocore's FSx model,
+        ``CreateFileSystemLustreConfiguration.PerUnitStorageThroughput``); 1 TiB = 1024 GiB."""
+        return self.capacity_gib / 1024 * self.per_unit_mb_s_tib
+
+    @property
+    def per_node_mb_s(self) -> float | None:
+        """Each node's share at ``nodes`` nodes reading at once, MB/s (``None``: no nodes)."""
+        return self.aggregate_mb_s / self.nodes if self.nodes else None
+
+
+@dataclass(frozen=True)
 class Bill:
     """The bill of materials of one template.
 
@@ -47,11 +76,13 @@ class Bill:
         region: the stack's Region (output ``Region``).
         items: its lines.
         notes: what the estimate does not price, and prepaid capacity.
+        throughput: the FSx for Lustre file systems that have a per-unit throughput.
     """
 
     region: str
     items: list[BillItem]
     notes: list[str]
+    throughput: list[FileSystemThroughput]
 
 
 def _short(logical_id: str) -> str:
@@ -91,6 +122,8 @@ def bill_of_materials(template: dict[str, Any]) -> Bill:
     region = template["Outputs"]["Region"]["Value"]
     items: list[BillItem] = []
     notes: list[str] = []
+    throughput: list[FileSystemThroughput] = []
+    nodes = int(template["Outputs"].get("NodeCountMax", {}).get("Value", 0))
     for name, resource in resources.items():
         kind, props = resource["Type"], resource.get("Properties", {})
         if kind == "AWS::EKS::Nodegroup":
@@ -115,21 +148,29 @@ def bill_of_materials(template: dict[str, Any]) -> Bill:
                     fallback=("ec2", ml_type.removeprefix("ml."))))
         elif kind == "AWS::EKS::Cluster":
             items.append(BillItem(f"EKS control plane {_short(name)}", ("eks", "cluster"), 1, 1))
+            # AWS::EKS::Cluster ControlPlaneScalingConfig.Tier, "standard" when absent
+            # (CloudFormation template reference, AWS::EKS::Cluster ControlPlaneScalingConfig)
+            tier = props.get("ControlPlaneScalingConfig", {}).get("Tier", "standard")
+            if tier != "standard":
+                items.append(BillItem(f"EKS Provisioned Control Plane {tier} {_short(name)}",
+                                      ("eks-pcp", tier), 1, 1))
         elif kind == "AWS::EC2::NatGateway":
             items.append(BillItem(f"NAT gateway {_short(name)}", ("nat-gateway", "hour"), 1, 1))
         elif kind == "AWS::FSx::FileSystem":
             lustre = props.get("LustreConfiguration", {})
             deployment = lustre.get("DeploymentType", "SCRATCH_1")
-            throughput = lustre.get("PerUnitStorageThroughput", "-")
+            per_unit = lustre.get("PerUnitStorageThroughput", "-")
             gib = props["StorageCapacity"]
-            tier = "" if throughput == "-" else f" {throughput} MB/s/TiB"
+            tier = "" if per_unit == "-" else f" {per_unit} MB/s/TiB"
             items.append(BillItem(
                 f"FSx for Lustre {deployment}{tier}, {gib} GiB",
-                ("fsx-lustre", f"{deployment}/{throughput}"), gib, gib))
+                ("fsx-lustre", f"{deployment}/{per_unit}"), gib, gib))
+            if per_unit != "-":
+                throughput.append(FileSystemThroughput(_short(name), gib, per_unit, nodes))
     if any(i.prepaid for i in items):
         notes.append("Capacity Block / training plan nodes are paid up front when the "
                      "capacity is bought, not by the hour: shown, not in the totals")
     notes.append("not priced: data processed by NAT gateways (per GB), S3 storage and "
                  "requests, EBS root volumes, CloudWatch, ECR storage, data transfer, and "
                  "the one-time CodeBuild image build")
-    return Bill(region, items, notes)
+    return Bill(region, items, notes, throughput)

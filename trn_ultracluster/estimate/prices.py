@@ -6,6 +6,8 @@ Every price is in USD. A :class:`PriceKey` names what is priced:
 - ``("ec2", "<instance type>")``: an On-Demand Linux EC2 instance, per hour;
 - ``("sagemaker-cluster", "ml.<type>")``: a SageMaker HyperPod cluster instance, per hour;
 - ``("eks", "cluster")``: an EKS control plane in standard support, per hour;
+- ``("eks-pcp", "<tier>")``: an EKS Provisioned Control Plane scaling tier (``tier-xl`` ...),
+  per hour, on top of ``("eks", "cluster")``;
 - ``("nat-gateway", "hour")``: a NAT gateway, per hour (data processed is extra, per GB);
 - ``("fsx-lustre", "<DEPLOYMENT_TYPE>/<MB/s/TiB or ->")``: FSx for Lustre SSD storage, per
   GB-month.
@@ -67,6 +69,13 @@ _THIRD_PARTY_FSX = ("FSx for Lustre SSD, us-east-1, per GB-month, as quoted by p
 _UNCONFIRMED_FSX = ("FSx for Lustre SSD, us-east-1, per GB-month: not confirmed from a "
                     "source readable here; treat as approximate")
 
+_UNVERIFIED_PCP = ("EKS Provisioned Control Plane tier, per hour on top of the $0.10 "
+                   "standard support: NOT VERIFIED against https://aws.amazon.com/eks/pricing/ "
+                   "(not readable here); the figure is a third-party unit test's. The EKS user "
+                   "guide only says \"You will be billed at the hourly rate for the particular "
+                   "control plane scaling tier in addition to the standard or extended support "
+                   "EKS hourly charges\"")
+
 OFFLINE: dict[PriceKey, Price] = {
     ("ec2", "trn1.2xlarge"): Price(1.34375, "hour", _THIRD_PARTY_EC2),
     ("ec2", "trn1.32xlarge"): Price(21.50, "hour", _THIRD_PARTY_EC2),
@@ -79,6 +88,8 @@ OFFLINE: dict[PriceKey, Price] = {
         0.10, "hour", "AWS Containers blog, 'Amazon EKS extended support for Kubernetes "
         "versions pricing': standard support $0.10 per cluster per hour (extended support "
         "$0.60)", True),
+    **{("eks-pcp", tier): Price(usd, "hour", _UNVERIFIED_PCP) for tier, usd in (
+        ("tier-xl", 1.65), ("tier-2xl", 3.40), ("tier-4xl", 6.90), ("tier-8xl", 13.90))},
     ("nat-gateway", "hour"): Price(
         0.045, "hour", "NAT gateway hour, us-east-1, as quoted alike by public cost guides "
         "(cloudburn.io, basavytix.com, 2026); plus $0.045 per GB processed"),

@@ -6,8 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from collections.abc import Sequence
+
+from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
 from trn_ultracluster.deploy_time import critical_path
-from trn_ultracluster.estimate.bill import BillItem, bill_of_materials
+from trn_ultracluster.estimate.bill import BillItem, FileSystemThroughput, bill_of_materials
 from trn_ultracluster.estimate.prices import HOURS_PER_MONTH, Price, PriceSource
 
 __all__ = ["Estimate", "Line", "estimate", "format_estimate"]
@@ -53,6 +56,9 @@ class Estimate:
         source: the price source's name.
         deploy_minutes: the estimated first ``cdk deploy``, in minutes.
         notes: what is not priced, prepaid capacity, lower bounds.
+        throughput: the FSx for Lustre file systems' throughput and each node's share.
+        quota_increases: the quotas whose need is above AWS's default (or whose default
+            differs per account), in the order given.
     """
 
     region: str
@@ -60,6 +66,8 @@ class Estimate:
     source: str
     deploy_minutes: float
     notes: list[str]
+    throughput: list[FileSystemThroughput]
+    quota_increases: list[QuotaNeed]
 
     @property
     def idle_usd(self) -> float:
@@ -82,8 +90,13 @@ def _hourly(price: Price) -> float:
     return price.usd / HOURS_PER_MONTH if price.unit == "GB-month" else price.usd
 
 
-def estimate(template: dict[str, Any], prices: PriceSource) -> Estimate:
+def estimate(template: dict[str, Any], prices: PriceSource,
+             needs: Sequence[QuotaNeed] = ()) -> Estimate:
     """Price the bill of ``template`` with ``prices`` and time its first deploy.
+
+    ``needs`` are the quotas the configuration behind ``template`` needs
+    (:func:`trn_ultracluster.config.quota_needs.quota_needs`; the template alone does not
+    say): those above AWS's default become :attr:`Estimate.quota_increases`.
 
     Raises:
         KeyError: not a TrnUltraCluster template (no ``Region`` output).
@@ -102,8 +115,8 @@ def estimate(template: dict[str, Any], prices: PriceSource) -> Estimate:
     if any(line.price is None and not line.item.prepaid for line in lines):
         notes.append("'n/a': no price in this source (run with AWS credentials to use the AWS "
                      "Price List API)")
-    return Estimate(bill.region, lines, prices.name,
-                    critical_path(template).total_minutes, notes)
+    return Estimate(bill.region, lines, prices.name, critical_path(template).total_minutes,
+                    notes, bill.throughput, [n for n in needs if n.above_default])
 
 
 def _usd(value: float) -> str:
@@ -117,7 +130,9 @@ def _unit_usd(value: float) -> str:
 
 def format_estimate(est: Estimate) -> str:
     """The estimate as text: one line per item (units idle/running, unit price, USD per hour
-    idle and running), the totals, the deploy time and the notes."""
+    idle and running), the totals (idle: every group at its minimum, running: at its
+    maximum), the deploy time, each file system's throughput, the quota increases and the
+    notes."""
     rows = []
     for line in est.lines:
         item, mark = line.item, ">=" if line.lower_bound else ""
@@ -142,5 +157,19 @@ def format_estimate(est: Estimate) -> str:
             f"{_usd(est.running_usd * 720)}",
             f"first deploy: about {est.deploy_minutes:.0f} min (critical path of the "
             "template; benchmarks/deploy_time.py prints it)"]
+    for fs in est.throughput:
+        share = ("" if fs.per_node_mb_s is None else
+                 f", {fs.per_node_mb_s:,.1f} MB/s per node at {fs.nodes:,} nodes")
+        out.append(f"file system {fs.label}: {fs.capacity_gib:,} GiB x {fs.per_unit_mb_s_tib} "
+                   f"MB/s/TiB = {fs.aggregate_mb_s:,.0f} MB/s in all{share}")
+    for need in est.quota_increases:
+        q = need.quota
+        default = ("AWS default differs per account (preflight reads it)" if q.default is None
+                   else f"AWS default {q.default:,}")
+        most = f", up to {q.maximum:,}" if q.maximum else ""
+        which = f"{q.service} {q.code} {need.name}" if q.code else f"{q.service} {need.name!r}"
+        out.append(f"quota increase: {which}: need "
+                   f"{need.need:,} {q.unit} ({need.why}); {default}{most}: "
+                   f"{console_url(est.region, q)}")
     out += [f"note: {n}" for n in est.notes]
     return "\n".join(out)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.cloud_assembly import AssemblyError, assembly_stack
+from trn_ultracluster.contracts.quotas import QuotaNeed
 
 __all__ = ["DEFAULT_CDK_OUT", "estimate", "estimate_text", "load_template"]
 
@@ -52,8 +54,12 @@ def _price_source(region: str, offline: bool, session: Any) -> Any:
     return PriceListPrices(session, region)
 
 
-def estimate_text(template: dict[str, Any], *, offline: bool, session: Any = None) -> tuple[str, float]:
+def estimate_text(template: dict[str, Any], *, offline: bool, session: Any = None,
+                  needs: Sequence[QuotaNeed] = ()) -> tuple[str, float]:
     """The estimate of ``template`` as text, and its running cost in USD per hour.
+
+    ``needs``: the quotas of the configuration ``template`` was synthesized from (only
+    ``preflight`` knows it); those above AWS's default are listed.
 
     With credentials (``session``) and not ``offline``, prices come from the AWS Price List
     API; if the API fails (denied, unreachable), a warning goes to stderr and the offline
@@ -67,11 +73,11 @@ def estimate_text(template: dict[str, Any], *, offline: bool, session: Any = Non
     source = _price_source(region, offline, session)
     try:
         try:
-            est = estimate(template, source)
+            est = estimate(template, source, needs)
         except (BotoCoreError, ClientError) as err:
             print(f"warning: the AWS Price List API failed ({err}); using the offline table",
                   file=sys.stderr)
-            est = estimate(template, OfflinePrices(region))
+            est = estimate(template, OfflinePrices(region), needs)
     except (KeyError, TypeError, ValueError) as err:  # a hand-edited or foreign template
         raise CliError(f"the synthesized template cannot be priced (unexpected shape: "
                        f"{err!r})", "synthesize it again: `make synth`") from None

@@ -27,8 +27,9 @@ def _key_value(items: list[str], option: str) -> dict[str, str]:
 
 def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None:
     """Print the estimate of ``--cdk-out`` when it was synthesized from ``config`` (else say
-    why not), and warn on stderr when running costs more than ``--max-hourly-usd``."""
+    why not), with the quota increases ``config`` needs, and warn on stderr when running costs more than ``--max-hourly-usd``."""
     from trn_ultracluster.cli.commands.estimate import estimate_text, load_template
+    from trn_ultracluster.config.quota_needs import quota_needs
 
     try:
         template = load_template(args.cdk_out)
@@ -44,7 +45,8 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
         print(f"estimate: none ({args.cdk_out} was synthesized from another configuration: "
               f"{'; '.join(stale)}; run `make synth` with the same profile)")
         return
-    text, running = estimate_text(template, offline=args.offline, session=session)
+    text, running = estimate_text(template, offline=args.offline, session=session,
+                                  needs=quota_needs(config))
     print(text)
     if args.max_hourly_usd is not None and running > args.max_hourly_usd:
         print(f"warning: running costs ${running:,.2f}/h, more than --max-hourly-usd "
