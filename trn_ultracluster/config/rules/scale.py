@@ -31,6 +31,7 @@ from trn_ultracluster.config.facts import (
     TRAINING_PLAN_MAX_INSTANCES,
 )
 from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.quota_needs import quota_needs
 from trn_ultracluster.config.rules.network import valid_blocks
 from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.contracts.quotas import QUOTAS
@@ -83,7 +84,7 @@ def address_plan(c: ClusterConfig) -> Iterator[ConfigIssue]:
         return  # reported by their own rules
     per = c.node_addresses
     try:
-        plan = c.address_plan
+        needs = quota_needs(c)  # plans the cluster
     except network_plan.PlanError as err:
         if err.limit == "nau":
             yield ConfigIssue("nodes.max", c.nodes.max, f"must fit one VPC: {err}", DOC_NAU)
@@ -98,31 +99,14 @@ def address_plan(c: ClusterConfig) -> Iterator[ConfigIssue]:
                               f"must address nodes.max = {c.nodes.max} nodes of {per.ips} "
                               f"addresses ({per.rule}): {err}; {advice}", DOC_VPC_QUOTAS)
         return
-    q = c.quotas
-    nodes = f"{c.nodes.max:,} nodes x {per.nau} NAU ({per.rule}) + {plan.services_nau:,}"
-    if plan.nau > q.vpc_network_address_usage:
-        yield ConfigIssue("quotas.vpc_network_address_usage", q.vpc_network_address_usage,
-                          _raise("vpc_network_address_usage", plan.nau, nodes), DOC_NAU,
-                          severity="warning")
-    if plan.cidr_blocks > q.vpc_cidr_blocks:
-        yield ConfigIssue("quotas.vpc_cidr_blocks", q.vpc_cidr_blocks,
-                          _raise("vpc_cidr_blocks", plan.cidr_blocks,
-                                 f"the primary and {len(plan.secondary_blocks)} secondary "
-                                 f"blocks of {c.nodes.max:,} nodes"), DOC_VPC_QUOTAS,
-                          severity="warning")
-    if plan.interfaces > q.network_interfaces:
-        yield ConfigIssue("quotas.network_interfaces", q.network_interfaces,
-                          _raise("network_interfaces", plan.interfaces,
-                                 f"{c.nodes.max:,} nodes x {per.interfaces} interfaces in the "
-                                 f"compute AZ (EFA interfaces counted as network interfaces; "
-                                 f"AWS does not say otherwise)"), DOC_VPC_QUOTAS,
-                          severity="warning")
-    if c.orchestrator == "eks" and len(plan.groups) + 1 > q.eks_nodegroups_per_cluster:
-        yield ConfigIssue("quotas.eks_nodegroups_per_cluster", q.eks_nodegroups_per_cluster,
-                          _raise("eks_nodegroups_per_cluster", len(plan.groups) + 1,
-                                 f"{len(plan.groups)} Trainium node groups of at most "
-                                 f"{q.eks_nodes_per_nodegroup} nodes and the system node "
-                                 f"group"), DOC_EKS_QUOTAS, severity="warning")
+    configured = c.quotas.model_dump()
+    for need in needs:
+        key = need.quota.key
+        if key in configured and need.need > configured[key]:
+            yield ConfigIssue(f"quotas.{key}", configured[key], _raise(key, need.need, need.why),
+                              DOC_NAU if key == "vpc_network_address_usage" else
+                              DOC_EKS_QUOTAS if need.quota.service == "eks" else DOC_VPC_QUOTAS,
+                              severity="warning")
 
 
 def control_plane(c: ClusterConfig) -> Iterator[ConfigIssue]:
