@@ -113,7 +113,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.EKS_TRAINING_NAMESPACE: "Kubernetes namespace for training jobs",
     OutputKey.EKS_FSX_PVC_NAME: "PersistentVolumeClaim of the FSx file system",
     OutputKey.EKS_TRAINING_RUNTIME: "Kubeflow Trainer ClusterTrainingRuntime for Neuron",
-    OutputKey.EKS_TRAINIUM_NODEGROUP: "Trainium managed node group name",
+    OutputKey.EKS_TRAINIUM_NODEGROUP: "Trainium managed node groups, comma separated, in fill order",
     OutputKey.HYPERPOD_CLUSTER_NAME: "SageMaker HyperPod cluster name",
     OutputKey.HYPERPOD_CLUSTER_ARN: "SageMaker HyperPod cluster ARN",
     OutputKey.HYPERPOD_CONTROLLER_GROUP: "Instance group of the Slurm controller",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO_ROOT, TRAINER_CRDS
+from tests.conftest import REPO_ROOT, TRAINER_CRDS, profile_path
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.config import ConfigError, parse_config
@@ -35,6 +35,14 @@ def admin(synth):
 @pytest.fixture(scope="module")
 def trn2(synth):
     return synth(profile=TRN2)
+
+
+@pytest.fixture(scope="module")
+def ultra2000(synth):
+    """2,000 trn1.32xlarge nodes with EFA-only interfaces: more than one subnet and one
+    node group hold."""
+    return synth(**{"nodes.max": "2000", "nodes.desired": "600",
+                    "efa_interface_layout": "efa-only"})
 
 
 def _ref(resources: dict[str, Any], cfn_type: str, prefix: str) -> str:
@@ -137,6 +145,67 @@ def test_trainium_nodegroup_capacity_block_starts_empty(trn2, synth):
     assert ng["Labels"] == {"vpc.amazonaws.com/efa.present": "true"}
 
 
+def _trainium_nodegroups(s) -> dict[str, dict[str, Any]]:
+    """Construct id (``TrainiumNodes``, ``TrainiumNodes2``...) -> the node group's properties."""
+    prefix = "EksClusterNodegroup"
+    return {k[len(prefix):-8]: r["Properties"]
+            for k, r in s.resources("AWS::EKS::Nodegroup").items()
+            if k.startswith(prefix + "TrainiumNodes")}
+
+
+def test_ultracluster_has_one_nodegroup_per_planned_group(ultra2000):
+    plan = ultra2000.config.address_plan
+    groups = _trainium_nodegroups(ultra2000)
+    ids = ["TrainiumNodes", *(f"TrainiumNodes{i}" for i in range(2, len(plan.groups) + 1))]
+    assert sorted(groups) == sorted(ids) and len(ids) == 5
+    compute_subnets = ultra2000.output("ComputeSubnetIds")["Fn::Join"][1]
+    assert len(compute_subnets) == len(plan.compute_subnets) > 1
+    for construct_id, group in zip(ids, plan.groups):
+        ng = groups[construct_id]
+        assert ng["ScalingConfig"]["MaxSize"] == group.nodes <= 450
+        # each group in exactly one subnet, the plan's
+        assert ng["Subnets"] == [compute_subnets[group.subnet]]
+    assert sum(ng["ScalingConfig"]["MaxSize"] for ng in groups.values()) == 2000
+    # desired fills the groups in order: the first full, the second with the rest
+    desired = [groups[i]["ScalingConfig"]["DesiredSize"] for i in ids]
+    assert desired == [plan.groups[0].nodes, 600 - plan.groups[0].nodes, 0, 0, 0]
+    assert all(groups[i]["ScalingConfig"]["MinSize"] == 0 for i in ids)
+
+
+def test_every_trainium_nodegroup_waits_for_the_compute_routes(ultra2000):
+    res = ultra2000.template["Resources"]
+    routes = {k for k, r in res.items() if r["Type"] in (
+        "AWS::EC2::Route", "AWS::EC2::SubnetRouteTableAssociation")}
+    associations = {k for k in routes if res[k]["Type"].endswith("Association")
+                    and "Compute" in k}
+    assert associations
+    for ng_id in res:
+        if ng_id.startswith("EksClusterNodegroupTrainiumNodes"):
+            assert associations <= set(res[ng_id]["DependsOn"])
+
+
+def test_ultracluster_output_lists_every_nodegroup(ultra2000):
+    parts = ultra2000.output("EksTrainiumNodegroupName")["Fn::Join"]
+    assert parts[0] == ""
+    names = [p["Fn::GetAtt"][0] for p in parts[1] if isinstance(p, dict)]
+    assert [p for p in parts[1] if isinstance(p, str)] == [","] * 4
+    assert names == [ultra2000.ref_id(f"EksClusterNodegroup{i}") for i in
+                     ("TrainiumNodes", "TrainiumNodes2", "TrainiumNodes3", "TrainiumNodes4",
+                      "TrainiumNodes5")]
+
+
+def test_default_keeps_its_one_nodegroup(default):
+    """The default stack's Trainium node group keeps its logical id (the snapshot's), so an
+    upgrade does not replace it."""
+    snapshot = json.loads((REPO_ROOT / "tests" / "snapshots" / "default.json").read_text())
+    before = [k for k in snapshot["Resources"] if k.startswith("EksClusterNodegroupTrainium")]
+    now = [k for k in default.template["Resources"]
+           if k.startswith("EksClusterNodegroupTrainium")]
+    assert now == before == ["EksClusterNodegroupTrainiumNodesA3F71E5C"]
+    assert default.output("EksTrainiumNodegroupName") == {
+        "Fn::GetAtt": [before[0], "NodegroupName"]}
+
+
 def test_system_nodegroup(default):
     ng = _nodegroups(default)["system"]["Properties"]
     assert ng["CapacityType"] == "ON_DEMAND"
@@ -224,6 +293,24 @@ def test_addon_ordering(default):
     system = _ref(res, "AWS::EKS::Nodegroup", "EksClusterNodegroupSystem")
     for name in ("coredns", "aws-fsx-csi-driver"):
         assert system in res[ids[name]]["DependsOn"]
+
+
+def test_vpc_cni_keeps_pod_ips_per_node(default, synth):
+    """MINIMUM_IP_TARGET is the pod addresses the address plan counts per node, on both EKS
+    orchestrators; WARM_IP_TARGET the facts' value."""
+    def env(s):
+        return json.loads(_addons(s)["vpc-cni"]["Properties"]["ConfigurationValues"])["env"]
+
+    assert env(default) == {"MINIMUM_IP_TARGET": "16", "WARM_IP_TARGET": "2"}
+    assert env(synth(**{"eks.pod_ips_per_node": "40"}))["MINIMUM_IP_TARGET"] == "40"
+    assert env(synth(profile_path("hyperpod-eks")))["MINIMUM_IP_TARGET"] == "16"
+
+
+@pytest.mark.parametrize("tier", ["tier-xl", "tier-8xl"])
+def test_control_plane_tier(default, synth, tier):
+    assert "ControlPlaneScalingConfig" not in default.only("AWS::EKS::Cluster")
+    cluster = synth(**{"eks.control_plane_tier": tier}).only("AWS::EKS::Cluster")
+    assert cluster["ControlPlaneScalingConfig"] == {"Tier": tier}
 
 
 def test_efa_only_needs_recent_vpc_cni():

@@ -1,5 +1,5 @@
 """The EKS orchestrator construct: an EKS cluster ready for distributed training on the
-Trainium nodes of an EKS managed node group (the cluster itself: :mod:`.control_plane`;
+Trainium nodes of EKS managed node groups (the cluster itself: :mod:`.control_plane`;
 versions and their sources: :mod:`.versions`)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
+from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
@@ -24,11 +25,16 @@ JOB_BACKEND = "eks"
 class EksOrchestrator(EksCluster):
     """The shared EKS cluster (:class:`~.control_plane.EksCluster`) plus its Trainium nodes.
 
-    - ``trainium_nodegroup``: the Efa launch template (instance type, one EFA interface
-      per network card, placement group, capacity options), AMI ``AL2023_X86_64_NEURON``,
-      only the compute subnet, ``nodes`` min/desired/max, taint
-      ``aws.amazon.com/neuron=true:NoSchedule``, the EFA label on EFA instance types
-      (the kubelet sets ``node.kubernetes.io/instance-type`` itself).
+    - ``trainium_nodegroups``: one managed node group per group of the address plan
+      (``foundation.address_plan.groups``: at most ``quotas.eks_nodes_per_nodegroup`` nodes,
+      450 by default, each in one compute subnet), in fill order. Each has the Efa launch
+      template (instance type, one EFA interface per network card, placement group, capacity
+      options), AMI ``AL2023_X86_64_NEURON``, its one compute subnet, max size the group's
+      nodes and ``nodes.min``/``nodes.desired`` spread over the groups in order
+      (:func:`~trn_ultracluster.network_plan.spread`), taint
+      ``aws.amazon.com/neuron=true:NoSchedule``, the EFA label on EFA instance types (the
+      kubelet sets ``node.kubernetes.io/instance-type`` itself), and waits for the compute
+      subnets' routes.
     - Helm charts: Neuron (device plugin + node problem detector), EFA device plugin (only
       on nodes labelled ``vpc.amazonaws.com/efa.present=true``).
     - The Neuron ``ClusterTrainingRuntime`` selects the EC2 instance type.
@@ -50,30 +56,46 @@ class EksOrchestrator(EksCluster):
             kubernetes_version=config.kubernetes_version))
 
     def compute_nodegroups(self) -> list[eks.Nodegroup]:
+        """One Trainium node group per group of the address plan (see the class docstring).
+
+        The construct ids are ``TrainiumNodes``, ``TrainiumNodes2``, ``TrainiumNodes3``...
+        by fill order: the first keeps the id of the single node group of earlier versions,
+        so a deployed stack's node group is not replaced, and raising ``nodes.max`` only
+        appends groups (the plan keeps the groups of a smaller cluster).
+        """
         shape, base = self.props.shape, self.props.foundation
         capacity_block = shape.capacity.type == "capacity-block"
-        self.trainium_nodegroup = self.cluster.add_nodegroup_capacity(
-            "TrainiumNodes",
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=base.launch_template_id, version=base.launch_template_version),
-            capacity_type=(eks.CapacityType.CAPACITY_BLOCK if capacity_block
-                           else eks.CapacityType.ON_DEMAND),
-            # A Capacity Block cannot launch instances before it starts, so its node group
-            # is created empty and scaled when the block is active (`trn-ultracluster
-            # scale`): EKS user guide, "Create a managed node group with Capacity Blocks
-            # for ML" (set desiredSize 0 at create, then scale up by scheduled action,
-            # update-nodegroup-config or Cluster Autoscaler).
-            min_size=0 if capacity_block else shape.nodes.min,
-            desired_size=0 if capacity_block else shape.nodes.desired,
-            max_size=shape.nodes.max,
-            subnets=ec2.SubnetSelection(subnets=[base.compute_subnet]),
-            node_role=self.node_role,
-            taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=k8s.NEURON_TAINT.key,
-                                  value=k8s.NEURON_TAINT.value)],
-            labels=k8s.trainium_node_labels(shape.instance) or None,
-        )
-        return [self.trainium_nodegroup]
+        groups = base.address_plan.groups
+        sizes = [g.nodes for g in groups]
+        # A Capacity Block cannot launch instances before it starts, so its node groups are
+        # created empty and scaled when the block is active (`trn-ultracluster scale`): EKS
+        # user guide, "Create a managed node group with Capacity Blocks for ML" (set
+        # desiredSize 0 at create, then scale up by scheduled action,
+        # update-nodegroup-config or Cluster Autoscaler).
+        mins = [0] * len(groups) if capacity_block else network_plan.spread(shape.nodes.min, sizes)
+        desired = ([0] * len(groups) if capacity_block
+                   else network_plan.spread(shape.nodes.desired, sizes))
+        self.trainium_nodegroups: list[eks.Nodegroup] = []
+        for i, group in enumerate(groups):
+            nodegroup = self.cluster.add_nodegroup_capacity(
+                "TrainiumNodes" if i == 0 else f"TrainiumNodes{i + 1}",
+                ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
+                launch_template_spec=eks.LaunchTemplateSpec(
+                    id=base.launch_template_id, version=base.launch_template_version),
+                capacity_type=(eks.CapacityType.CAPACITY_BLOCK if capacity_block
+                               else eks.CapacityType.ON_DEMAND),
+                min_size=mins[i],
+                desired_size=desired[i],
+                max_size=group.nodes,
+                subnets=ec2.SubnetSelection(subnets=[base.compute_subnets[group.subnet]]),
+                node_role=self.node_role,
+                taints=[eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE,
+                                      key=k8s.NEURON_TAINT.key, value=k8s.NEURON_TAINT.value)],
+                labels=k8s.trainium_node_labels(shape.instance) or None,
+            )
+            nodegroup.node.add_dependency(base.compute_routes)
+            self.trainium_nodegroups.append(nodegroup)
+        return list(self.trainium_nodegroups)
 
     def device_plugin_charts(self) -> None:
         self.neuron_chart = self.chart("NeuronChart", NEURON_CHART, {
@@ -89,6 +111,9 @@ class EksOrchestrator(EksCluster):
                                            image=self.props.foundation.training_image.image_uri)
 
     def outputs(self) -> dict[OutputKey, str]:
-        """EKS outputs: cluster, kubeconfig command, namespace, PVC, runtime, node group."""
+        """EKS outputs: cluster, kubeconfig command, namespace, PVC, runtime, and the
+        Trainium node groups' names, comma separated in fill order (one name, as before,
+        for a cluster of one group)."""
         return {**self.cluster_outputs(),
-                OutputKey.EKS_TRAINIUM_NODEGROUP: self.trainium_nodegroup.nodegroup_name}
+                OutputKey.EKS_TRAINIUM_NODEGROUP: ",".join(
+                    ng.nodegroup_name for ng in self.trainium_nodegroups)}

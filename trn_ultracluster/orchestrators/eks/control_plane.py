@@ -14,6 +14,7 @@ base was split out.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from aws_cdk import Duration, Stack
@@ -25,7 +26,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from trn_ultracluster.config import EksConfig
-from trn_ultracluster.config.facts import DEFAULT_KUBERNETES_VERSION
+from trn_ultracluster.config.facts import CNI_WARM_IP_TARGET, DEFAULT_KUBERNETES_VERSION
 from trn_ultracluster.constructs.names import stack_unique_name
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge
@@ -48,7 +49,39 @@ from trn_ultracluster.orchestrators.eks.versions import (
     kubernetes_version,
 )
 
-__all__ = ["EksCluster", "EksProps"]
+__all__ = ["EksCluster", "EksProps", "control_plane_tier", "vpc_cni_configuration"]
+
+
+def vpc_cni_configuration(pod_ips_per_node: int) -> str:
+    """The ``vpc-cni`` add-on's ``ConfigurationValues``: ``MINIMUM_IP_TARGET`` =
+    ``eks.pod_ips_per_node`` and ``WARM_IP_TARGET`` =
+    :data:`~trn_ultracluster.config.facts.CNI_WARM_IP_TARGET`, so a node holds the addresses
+    the address plan counts for it instead of a whole spare interface (``WARM_ENI_TARGET``
+    1, the CNI's default, which either target overrides: aws/amazon-vpc-cni-k8s README).
+
+    The managed add-on takes the CNI's environment variables under ``env`` in its
+    configuration values ("The managed Amazon VPC CNI add-on lets you set values for the
+    WARM_PREFIX_TARGET, WARM_IP_TARGET, and MINIMUM_IP_TARGET" through
+    ``configurationValues``: AWS re:Post Knowledge Center, "How do I prevent configuration
+    conflicts when I create or update my Amazon EKS managed add-ons?",
+    https://repost.aws/knowledge-center/eks-prevent-conflicts-managed-addons); ``env`` is the
+    CNI Helm chart's map of variable name to string (aws/amazon-vpc-cni-k8s,
+    ``charts/aws-vpc-cni/values.yaml``), so the numbers are strings. The add-on's own
+    schema is what ``aws eks describe-addon-configuration --addon-name vpc-cni`` prints.
+    """
+    return json.dumps({"env": {"MINIMUM_IP_TARGET": str(pod_ips_per_node),
+                               "WARM_IP_TARGET": str(CNI_WARM_IP_TARGET)}})
+
+
+def control_plane_tier(tier: str) -> eks.ControlPlaneScalingTier | None:
+    """The cluster's ``control_plane_scaling_tier`` for ``eks.control_plane_tier``; ``None``
+    for ``standard``, so the template of a standard cluster has no
+    ``ControlPlaneScalingConfig`` and a stack deployed before the setting existed sees no
+    change (``standard`` is EKS's default tier). Changing the tier updates the cluster in
+    place (``ControlPlaneScalingConfig`` of ``AWS::EKS::Cluster``: "Update requires: No
+    interruption"; EKS user guide, "Provisioned Control Plane",
+    https://docs.aws.amazon.com/eks/latest/userguide/eks-provisioned-control-plane.html)."""
+    return None if tier == "standard" else eks.ControlPlaneScalingTier.of(tier)
 
 
 @dataclass(frozen=True)
@@ -77,10 +110,11 @@ class EksCluster(Construct):
 
     - Control plane: ``props.kubernetes_version``, all five control-plane log types,
       Kubernetes secrets encrypted with a KMS key (rotation on), API endpoint public
-      (allow-list) and private or private only, authentication mode ``API`` (access entries,
-      no aws-auth ConfigMap); ``eks.admin_role_arn`` and ``eks.deployer_principal_arn`` get
-      ``AmazonEKSClusterAdminPolicy``. The kubectl provider runs in the private subnets so it
-      reaches the private endpoint.
+      (allow-list) and private or private only, the Provisioned Control Plane tier of
+      ``eks.control_plane_tier`` (:func:`control_plane_tier`), authentication mode ``API``
+      (access entries, no aws-auth ConfigMap); ``eks.admin_role_arn`` and
+      ``eks.deployer_principal_arn`` get ``AmazonEKSClusterAdminPolicy``. The kubectl
+      provider runs in the private subnets so it reaches the private endpoint.
     - ``system_nodegroup``: 2 on-demand ``eks.system_instance_type`` nodes (AL2023) in the
       private subnets for controllers and add-ons.
     - Security groups: the Trainium nodes' interfaces are in the EFA group only, so EKS does
@@ -88,7 +122,8 @@ class EksCluster(Construct):
       <- EFA group (kubelet to API server, pods to CoreDNS and webhooks on system nodes) and
       EFA group <- cluster group (API server to kubelet and webhooks, system pods to training
       pods). The EFA group keeps its all-traffic-within-itself rule for EFA.
-    - Add-ons (``AWS::EKS::Addon``): vpc-cni and aws-fsx-csi-driver with Pod Identity
+    - Add-ons (``AWS::EKS::Addon``): vpc-cni (``MINIMUM_IP_TARGET`` = ``eks.pod_ips_per_node``:
+      :func:`vpc_cni_configuration`) and aws-fsx-csi-driver with Pod Identity
       associations, kube-proxy, eks-pod-identity-agent, coredns. EKS does not install its
       self-managed copies (``bootstrap_self_managed_addons=False``).
     - Helm: Kubeflow Trainer (with JobSet), plus the subclass's device plugins.
@@ -147,6 +182,7 @@ class EksCluster(Construct):
                 private_subnets=list(base.private_subnets),
             ),
             output_config_command=False,
+            control_plane_scaling_tier=control_plane_tier(settings.control_plane_tier),
         )
         self.cluster.node.add_dependency(self.control_plane_logs)
         place_kubectl_functions(self.cluster, settings)
@@ -173,7 +209,8 @@ class EksCluster(Construct):
             "VpcCniRole", "VPC CNI (aws-node): manage pod ENIs and IPs",
             [iam.ManagedPolicy.from_aws_managed_policy_name("AmazonEKS_CNI_Policy")])
         self._addon("eks_pod_identity_agent")
-        self._addon("vpc_cni", (VPC_CNI_SERVICE_ACCOUNT, cni_role))
+        self._addon("vpc_cni", (VPC_CNI_SERVICE_ACCOUNT, cni_role),
+                    vpc_cni_configuration(settings.pod_ips_per_node))
         self._addon("kube_proxy")
 
         self.system_nodegroup = self.cluster.add_nodegroup_capacity(
@@ -285,10 +322,11 @@ class EksCluster(Construct):
                     "Authorization Reference, Amazon FSx); it is read only.")
         return role
 
-    def _addon(self, field: str,
-               pod_identity: tuple[str, iam.IRole] | None = None) -> eks.CfnAddon:
+    def _addon(self, field: str, pod_identity: tuple[str, iam.IRole] | None = None,
+               configuration: str | None = None) -> eks.CfnAddon:
         """The EKS add-on of an :class:`EksAddonVersionsConfig` field (``vpc_cni`` ->
-        ``vpc-cni``) at the configured version (``None``: EKS's default for the cluster)."""
+        ``vpc-cni``) at the configured version (``None``: EKS's default for the cluster),
+        with its ``ConfigurationValues`` (JSON) if given."""
         name = field.replace("_", "-")
         addon = eks.CfnAddon(
             self,
@@ -297,6 +335,7 @@ class EksCluster(Construct):
             cluster_name=self.cluster.cluster_name,
             addon_version=getattr(self.props.settings.addon_versions, field),
             resolve_conflicts="OVERWRITE",
+            configuration_values=configuration,
             pod_identity_associations=[eks.CfnAddon.PodIdentityAssociationProperty(
                 service_account=pod_identity[0], role_arn=pod_identity[1].role_arn)]
             if pod_identity else None,
