@@ -1,6 +1,6 @@
-"""``scale`` on EKS: the Trainium node group's desired size within the stack's NodeCountMax,
-and a Capacity Block node group only once the block is active (moto EKS, botocore Stubber
-for the reservation)."""
+"""``scale`` on EKS: the Trainium node groups' desired sizes, filled in order, within the
+stack's NodeCountMax, and a Capacity Block node group only once the block is active (moto
+EKS, botocore Stubber for the reservation and the update calls)."""
 
 from __future__ import annotations
 
@@ -69,3 +69,84 @@ def test_scale_stays_within_the_stack_max(capsys, tmp_path, nodes):
     path = write_outputs(tmp_path, _eks_outputs())
     code, _, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", nodes)
     assert code == ExitCode.USAGE and "between 0 and the stack's NodeCountMax (4)" in err
+
+
+def _cluster_of(groups: dict[str, dict[str, int]]):
+    eks = boto3.client("eks", region_name=REGION)
+    eks.create_cluster(name="trn", roleArn=f"arn:aws:iam::{ACCOUNT}:role/r",
+                       resourcesVpcConfig={"subnetIds": ["subnet-1"]})
+    for name, scaling in groups.items():
+        eks.create_nodegroup(clusterName="trn", nodegroupName=name,
+                             nodeRole=f"arn:aws:iam::{ACCOUNT}:role/n", subnets=["subnet-1"],
+                             scalingConfig=scaling)
+    return eks
+
+
+def _desired(eks, names):
+    return [eks.describe_nodegroup(clusterName="trn", nodegroupName=n)["nodegroup"][
+        "scalingConfig"]["desiredSize"] for n in names]
+
+
+@moto.mock_aws
+def test_scale_fills_the_node_groups_in_order(capsys, tmp_path, monkeypatch):
+    """Three groups of 450, 450 and 100 (an UltraCluster stack's output lists them, in fill
+    order, as cluster/name or name): 500 fills the first and puts 50 in the second; 20 then
+    empties the second and lowers the first, and its minSize with it."""
+    names = ["trainium-a", "trainium-b", "trainium-c"]
+    eks = _cluster_of({"trainium-a": {"minSize": 100, "maxSize": 450, "desiredSize": 100},
+                       "trainium-b": {"minSize": 0, "maxSize": 450, "desiredSize": 0},
+                       "trainium-c": {"minSize": 0, "maxSize": 100, "desiredSize": 0}})
+    monkeypatch.setattr(common, "stack_session", lambda args, outputs: StubSession(eks=eks))
+    values = _eks_outputs(capacity_type="on-demand", rid="none")
+    values.update({"NodeCountMax": "1000",
+                   "EksTrainiumNodegroupName": "trn/trainium-a,trainium-b,trn/trainium-c"})
+    path = write_outputs(tmp_path, values)
+    code, out, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", "500")
+    assert code == 0, err
+    assert out.startswith("3 node groups (trainium-a: 450, trainium-b: 50, trainium-c: 0): "
+                          "100 -> 500 nodes")
+    assert _desired(eks, names) == [450, 50, 0]
+    code, out, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", "20")
+    assert code == 0, err
+    assert "500 -> 20 nodes" in out and _desired(eks, names) == [20, 0, 0]
+    first = eks.describe_nodegroup(clusterName="trn", nodegroupName="trainium-a")["nodegroup"]
+    assert first["scalingConfig"]["minSize"] == 20
+
+
+def test_scale_updates_only_the_groups_that_change():
+    """A group already at its new size gets no update call (the Stubber fails on any call
+    it was not given)."""
+    from trn_ultracluster.cli.backends.eks_scale import scale_eks_nodes
+    from trn_ultracluster.cli.stack_outputs import StackOutputs
+
+    eks, stub = stubbed("eks")
+    for name, desired in (("a", 450), ("b", 0)):
+        stub.add_response("describe_nodegroup", {"nodegroup": {"scalingConfig": {
+            "minSize": 0, "maxSize": 450, "desiredSize": desired}}},
+            {"clusterName": "trn", "nodegroupName": name})
+    stub.add_response("update_nodegroup_config", {}, {
+        "clusterName": "trn", "nodegroupName": "b", "scalingConfig": {"desiredSize": 10}})
+    values = _eks_outputs(capacity_type="on-demand", rid="none")
+    values.update({"NodeCountMax": "900", "EksTrainiumNodegroupName": "a,b"})
+    with stub:
+        result = scale_eks_nodes(StubSession(eks=eks), StackOutputs("trn", values, "test"), 460)
+    stub.assert_no_pending_responses()
+    assert (result.nodegroups, result.before, result.after, result.sizes) == (
+        ("a", "b"), 450, 460, (450, 10))
+
+
+def test_scale_stays_within_the_node_groups():
+    """A node group's maxSize changed outside the stack: the CLI says so instead of asking
+    EKS for more than the groups hold."""
+    from trn_ultracluster.cli.backends.eks_scale import scale_eks_nodes
+    from trn_ultracluster.cli.errors import CliError
+    from trn_ultracluster.cli.stack_outputs import StackOutputs
+
+    eks, stub = stubbed("eks")
+    stub.add_response("describe_nodegroup", {"nodegroup": {"scalingConfig": {
+        "minSize": 0, "maxSize": 2, "desiredSize": 0}}},
+        {"clusterName": "trn", "nodegroupName": "trainium"})
+    values = _eks_outputs(capacity_type="on-demand", rid="none")
+    with stub, pytest.raises(CliError, match=r"more than the node groups hold \(2") as err:
+        scale_eks_nodes(StubSession(eks=eks), StackOutputs("trn", values, "test"), 3)
+    assert err.value.exit_code == ExitCode.USAGE

@@ -117,5 +117,9 @@ class EksBackend(JobBackend):
 
     def scale(self, nodes: int) -> str:
         result = scale_eks_nodes(self.session, self.outputs, nodes)
-        return (f"{result.nodegroup}: {result.before} -> {result.after} nodes "
+        names = result.nodegroups
+        where = names[0] if len(names) == 1 else (
+            f"{len(names)} node groups ("
+            + ", ".join(f"{n}: {size}" for n, size in zip(names, result.sizes)) + ")")
+        return (f"{where}: {result.before} -> {result.after} nodes "
                 "(new nodes join in a few minutes; watch with kubectl get nodes)")
