@@ -40,9 +40,10 @@ def trn2(synth):
 @pytest.fixture(scope="module")
 def ultra2000(synth):
     """2,000 trn1.32xlarge nodes with EFA-only interfaces: more than one subnet and one
-    node group hold."""
-    return synth(**{"nodes.max": "2000", "nodes.desired": "600",
-                    "efa_interface_layout": "efa-only"})
+    node group hold. The same context keys as tests/stacks/conftest.py's
+    ``2000-eks-efa-only``, so the session synthesizes it once."""
+    return synth(**{"orchestrator": "eks", "efa_interface_layout": "efa-only",
+                    "nodes.max": "2000"})
 
 
 def _ref(resources: dict[str, Any], cfn_type: str, prefix: str) -> str:
@@ -166,9 +167,8 @@ def test_ultracluster_has_one_nodegroup_per_planned_group(ultra2000):
         # each group in exactly one subnet, the plan's
         assert ng["Subnets"] == [compute_subnets[group.subnet]]
     assert sum(ng["ScalingConfig"]["MaxSize"] for ng in groups.values()) == 2000
-    # desired fills the groups in order: the first full, the second with the rest
-    desired = [groups[i]["ScalingConfig"]["DesiredSize"] for i in ids]
-    assert desired == [plan.groups[0].nodes, 600 - plan.groups[0].nodes, 0, 0, 0]
+    # nodes.desired (1) fills the groups in order: all in the first
+    assert [groups[i]["ScalingConfig"]["DesiredSize"] for i in ids] == [1, 0, 0, 0, 0]
     assert all(groups[i]["ScalingConfig"]["MinSize"] == 0 for i in ids)
 
 
