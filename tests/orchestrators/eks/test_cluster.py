@@ -20,6 +20,7 @@ from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.config import ConfigError, parse_config
 from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.estimate.bill import bill_of_materials
 
 ADMIN = "arn:aws:iam::123456789012:role/TrainingAdmin"
 TRN2 = REPO_ROOT / "profiles" / "trn2.yaml"
@@ -309,8 +310,12 @@ def test_vpc_cni_keeps_pod_ips_per_node(default, synth):
 @pytest.mark.parametrize("tier", ["tier-xl", "tier-8xl"])
 def test_control_plane_tier(default, synth, tier):
     assert "ControlPlaneScalingConfig" not in default.only("AWS::EKS::Cluster")
-    cluster = synth(**{"eks.control_plane_tier": tier}).only("AWS::EKS::Cluster")
-    assert cluster["ControlPlaneScalingConfig"] == {"Tier": tier}
+    tiered = synth(**{"eks.control_plane_tier": tier})
+    assert tiered.only("AWS::EKS::Cluster")["ControlPlaneScalingConfig"] == {"Tier": tier}
+    def keys(s):  # the estimate reads the tier from the template
+        return [i.key for i in bill_of_materials(s.template).items if i.key[0] == "eks-pcp"]
+
+    assert keys(tiered) == [("eks-pcp", tier)] and keys(default) == []
 
 
 def test_efa_only_needs_recent_vpc_cni():
