@@ -1,7 +1,8 @@
 """Shared fixtures: each configuration is synthesized once per test session.
 
 ``synth(profile=None, **context)`` returns a :class:`Synth` with the template as a dict and
-as ``aws_cdk.assertions.Template``. The context starts from cdk.json (feature flags and
+as ``aws_cdk.assertions.Template``; ``scale_stack(orchestrator, layout)`` is the
+:data:`SCALE_NODES`-node cluster of one orchestrator and EFA layout, through ``synth``. The context starts from cdk.json (feature flags and
 the default configuration), as ``npx cdk synth`` would, then adds ``config=<profile>`` and
 the overrides (dotted keys as with ``-c``). cdk-nag runs on every synth: an unacknowledged
 finding makes the synth, and so the test, fail.
@@ -115,3 +116,23 @@ def profile_path(name: str) -> Path:
 def default(synth) -> Synth:
     """The default configuration of cdk.json."""
     return synth()
+
+
+SCALE_NODES = 2000
+"""Nodes of :func:`scale_stack`'s clusters: trn1.32xlarge that fill more than one compute
+subnet with every orchestrator (and more than one EKS node group)."""
+
+
+@pytest.fixture(scope="session")
+def scale_stack(synth):
+    """Factory fixture: ``scale_stack(orchestrator, layout="efa") -> Synth``, the default
+    configuration with ``nodes`` 0 / :data:`SCALE_NODES` / :data:`SCALE_NODES` of
+    trn1.32xlarge, ``orchestrator`` and ``efa_interface_layout`` ``layout``; cached per
+    session with every other ``synth``."""
+
+    def _scale(orchestrator: str, layout: str = "efa") -> Synth:
+        return synth(None, **{"orchestrator": orchestrator, "instance_type": "trn1.32xlarge",
+                              "efa_interface_layout": layout, "nodes.min": 0,
+                              "nodes.desired": SCALE_NODES, "nodes.max": SCALE_NODES})
+
+    return _scale

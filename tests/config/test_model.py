@@ -53,6 +53,20 @@ def test_hyperpod_worker_counts_default_to_nodes_desired():
     assert c.hyperpod_worker_counts == {"a": 2, "b": 4}
 
 
+def test_hyperpod_worker_parts_are_the_plans_groups_per_worker_group():
+    """Two worker groups of 400 trn1.32xlarge on Slurm (8 addresses each): compute subnet 0,
+    a /20, holds 479; the first group fits it, the second fills it and goes on in the next
+    subnet, and a worker group of 0 instances keeps one empty part."""
+    c = parse_config({"orchestrator": "hyperpod-slurm", "nodes": {"desired": 400, "max": 800},
+                      "hyperpod": {"worker_groups": [
+                          {"name": "a"}, {"name": "b", "partition": "b"},
+                          {"name": "c", "partition": "c", "instance_count": 0}]}}).config
+    parts = c.hyperpod_worker_parts
+    assert {k: [(g.nodes, g.subnet) for g in v] for k, v in parts.items()} == {
+        "a": [(400, 0)], "b": [(79, 0), (321, 1)], "c": [(0, 1)]}
+    assert tuple(g for v in parts.values() for g in v) == c.address_plan.groups
+
+
 def test_readme_documents_every_configuration_key():
     readme = (REPO_ROOT / "README.md").read_text()
     keys = [f"`{k}" for k in ClusterConfig.model_fields]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 EFA_TYPES = {"efa", "efa-only"}
 
 
@@ -51,16 +53,31 @@ def _rule_to_itself(template: dict[str, Any], group: Any, kind: str) -> list[dic
     return [r for r in rules if r.get(peer_key) == group and str(r["IpProtocol"]) == "-1"]
 
 
-def test_every_efa_interface_group_allows_all_traffic_to_and_from_itself(each):
-    groups = efa_interface_groups(each.template)
-    if not each.config.instance.supports_efa:
+def check_efa_groups(s) -> None:
+    """Every EFA interface group of ``s`` allows all traffic to and from itself."""
+    groups = efa_interface_groups(s.template)
+    if not s.config.instance.supports_efa:
         assert groups == []  # trn1.2xlarge: one plain interface, nothing to check
         return
     assert groups, "no EFA interface found: the test would check nothing"
     for group in {repr(g): g for g in groups}.values():
-        assert _rule_to_itself(each.template, group, "Ingress"), f"{group}: no ingress from itself"
-        assert _rule_to_itself(each.template, group, "Egress"), (
+        assert _rule_to_itself(s.template, group, "Ingress"), f"{group}: no ingress from itself"
+        assert _rule_to_itself(s.template, group, "Egress"), (
             f"{group}: no egress rule to itself; 0.0.0.0/0 does not match EFA's SRD traffic")
+
+
+def test_every_efa_interface_group_allows_all_traffic_to_and_from_itself(each):
+    check_efa_groups(each)
+
+
+@pytest.mark.parametrize("orchestrator", ["hyperpod-slurm", "hyperpod-eks"])
+def test_instance_groups_in_other_subnets_keep_the_efa_group(scale_stack, orchestrator):
+    """At scale, HyperPod instance groups outside compute subnet 0 name their security group
+    in ``OverrideVpcConfig``: the same rules hold for it."""
+    s = scale_stack(orchestrator)
+    (cluster,) = s.resources("AWS::SageMaker::Cluster").values()
+    assert any("OverrideVpcConfig" in g for g in cluster["Properties"]["InstanceGroups"])
+    check_efa_groups(s)
 
 
 def test_the_check_fails_without_the_egress_rule(default):

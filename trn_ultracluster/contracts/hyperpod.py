@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE", "LOGIN_GROUP",
-           "ON_INIT_COMPLETE"]
+           "ON_INIT_COMPLETE", "part_group_name"]
 
 CONTROLLER_GROUP = "controller"
 """Instance group of the Slurm controller (``SlurmConfig.NodeType: Controller``; exactly one
@@ -27,6 +27,17 @@ LIFECYCLE_FILE = "trn_ultracluster.json"
 ON_INIT_COMPLETE = "on_init_complete.sh"
 """The lifecycle script HyperPod runs on every new or replaced node after its AMI-based
 configuration (``LifeCycleConfig.OnInitComplete``)."""
+
+
+def part_group_name(worker_group: str, part: int) -> str:
+    """The instance group name of part ``part`` (0 first) of a worker group: a worker group
+    larger than one instance group or one compute subnet holds becomes several instance
+    groups (:attr:`trn_ultracluster.config.ClusterConfig.hyperpod_worker_parts`). The first
+    keeps the worker group's name, so a deployed cluster keeps its group; the next are
+    ``<name>-2``, ``<name>-3``, ... (instance group names: ``[a-zA-Z0-9](-*[a-zA-Z0-9])*``,
+    1-63 characters, botocore ``ClusterInstanceGroupName``; the configuration rules check the
+    length)."""
+    return worker_group if part == 0 else f"{worker_group}-{part + 1}"
 
 
 class JobEnv(str, Enum):

@@ -31,7 +31,7 @@ from trn_ultracluster.cli.backends.standalone import (
     Node,
     StandaloneBackend,
     StandaloneNodes,
-    nodes_of_group,
+    nodes_of_groups,
 )
 from trn_ultracluster.cli.commands import common
 from trn_ultracluster.cli.errors import CliError, ExitCode
@@ -169,26 +169,41 @@ def test_run_command_on_several_nodes_through_moto():
     assert sent["Parameters"]["executionTimeout"] == ["300"]
 
 
-@moto.mock_aws
-def test_nodes_of_the_group_are_its_in_service_instances_oldest_first():
+def groups_in_two_subnets(desired: tuple[int, int], max_size: tuple[int, int] = (2, 2),
+                          ) -> list[str]:
+    """Two Auto Scaling groups (moto), one per subnet, as a stack whose nodes fill two compute
+    subnets has: ``STANDALONE_GROUP`` in 10.0.1.0/24 and ``<it>-2`` in 10.0.2.0/24."""
     ec2 = boto3.client("ec2", region_name=REGION)
-    subnet = ec2.create_subnet(VpcId=ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"],
-                               CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     template = ec2.create_launch_template(LaunchTemplateName="efa", LaunchTemplateData={
         "ImageId": "ami-12c6146b", "InstanceType": "trn1.32xlarge"})["LaunchTemplate"]
-    boto3.client("autoscaling", region_name=REGION).create_auto_scaling_group(
-        AutoScalingGroupName=STANDALONE_GROUP, MinSize=0, MaxSize=2, DesiredCapacity=2,
-        LaunchTemplate={"LaunchTemplateId": template["LaunchTemplateId"], "Version": "$Latest"},
-        VPCZoneIdentifier=subnet)
-    nodes = nodes_of_group(boto3.Session(region_name=REGION), STANDALONE_GROUP)
-    assert len(nodes) == 2 and all(n.address.startswith("10.0.1.") for n in nodes)
+    names = [STANDALONE_GROUP, f"{STANDALONE_GROUP}-2"]
+    for i, name in enumerate(names):
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.0.{i + 1}.0/24")["Subnet"]
+        boto3.client("autoscaling", region_name=REGION).create_auto_scaling_group(
+            AutoScalingGroupName=name, MinSize=0, MaxSize=max_size[i],
+            DesiredCapacity=desired[i], VPCZoneIdentifier=subnet["SubnetId"],
+            LaunchTemplate={"LaunchTemplateId": template["LaunchTemplateId"],
+                            "Version": "$Latest"})
+    return names
+
+
+@moto.mock_aws
+def test_nodes_of_the_groups_are_their_in_service_instances_oldest_first():
+    names = groups_in_two_subnets((2, 1))
+    session = boto3.Session(region_name=REGION)
+    nodes = nodes_of_groups(session, names)
+    assert len(nodes) == 3
+    assert sorted(n.address.rsplit(".", 1)[0] for n in nodes) == ["10.0.1", "10.0.1", "10.0.2"]
+    ec2 = boto3.client("ec2", region_name=REGION)
     described = {i["InstanceId"]: i for r in ec2.describe_instances()["Reservations"]
                  for i in r["Instances"]}
     assert [n.instance_id for n in nodes] == sorted(
         described, key=lambda i: (described[i]["LaunchTime"], i))
+    assert len(nodes_of_groups(session, names[:1])) == 2  # an earlier stack's one group
     with pytest.raises(CliError) as err:
-        nodes_of_group(boto3.Session(region_name=REGION), "missing")
-    assert err.value.exit_code == ExitCode.STACK
+        nodes_of_groups(session, [names[0], "missing"])
+    assert err.value.exit_code == ExitCode.STACK and "missing" in str(err.value)
 
 
 # --- submit, status, logs, cancel ---------------------------------------------------------------
@@ -329,6 +344,31 @@ def test_scale_sets_the_groups_desired_capacity(capsys, tmp_path, monkeypatch):
     assert group["DesiredCapacity"] == 0
     code, _, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", "3")
     assert code == ExitCode.USAGE and "NodeCountMax (2), got 3" in err
+
+
+@moto.mock_aws
+def test_scale_fills_several_groups_in_order(capsys, tmp_path, monkeypatch):
+    """3 nodes over groups of at most 2 and 2: the first full, then the second (as the stack
+    spreads nodes.desired); 1 node empties the second group."""
+    names = groups_in_two_subnets((0, 0))
+    autoscaling = boto3.client("autoscaling", region_name=REGION)
+    monkeypatch.setattr(common, "stack_session",
+                        lambda args, outputs: StubSession(autoscaling=autoscaling))
+    path = standalone_outputs(tmp_path, StandaloneAutoScalingGroupName=",".join(names),
+                              NodeCountMax="4")
+
+    def desired():
+        groups = autoscaling.describe_auto_scaling_groups(
+            AutoScalingGroupNames=names)["AutoScalingGroups"]
+        return {g["AutoScalingGroupName"]: g["DesiredCapacity"] for g in groups}
+
+    code, out, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", "3")
+    assert code == 0, err
+    assert desired() == {names[0]: 2, names[1]: 1}
+    assert f"{names[0]} 2, {names[1]} 1: desired capacity 3" in out
+    code, _, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", "1")
+    assert code == 0, err
+    assert desired() == {names[0]: 1, names[1]: 0}
 
 
 @pytest.mark.parametrize("command", ["cancel", "logs", "status"])

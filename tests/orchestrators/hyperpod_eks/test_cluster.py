@@ -153,12 +153,16 @@ def test_training_plan_goes_to_the_instance_group():
     from aws_cdk import Stack, aws_sagemaker
 
     from trn_ultracluster.config import parse_config
-    from trn_ultracluster.orchestrators.hyperpod.instance_groups import trainium_group
+    from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+        WorkerPart,
+        trainium_group,
+    )
 
     plan = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn-plan-0001"
     config = parse_config({"orchestrator": "hyperpod-eks",
                            "hyperpod": {"training_plan_arn": plan}}).config
-    group = trainium_group("g", 1, config.instance, config.hyperpod, execution_role="r",
+    group = trainium_group(WorkerPart("g", "g", 1, 0), config.instance, config.hyperpod,
+                           vpc_config=None, execution_role="r",
                            life_cycle_config=aws_sagemaker.CfnCluster.ClusterLifeCycleConfigProperty())
     assert Stack().resolve(group.training_plan_arn) == plan
 

@@ -246,7 +246,8 @@ def test_lifecycle_file_names_groups_fsx_tag_and_environment(variant):
     from trn_ultracluster.contracts.hyperpod import JobEnv
     from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import lifecycle_file
 
-    data = lifecycle_file(variant.config.hyperpod, {"TRN_X": "1"}, "arn:stack", True)
+    data = lifecycle_file(variant.config.hyperpod, ["train", "dev"], {"TRN_X": "1"},
+                          "arn:stack", True)
     assert data == {
         "groups": {"controller": "controller", "login": None, "workers": ["train", "dev"]},
         "fsx": {"tag_key": "trn-ultracluster:stack-id", "tag_value": "arn:stack",
@@ -254,8 +255,9 @@ def test_lifecycle_file_names_groups_fsx_tag_and_environment(variant):
         "names": {m.name: m.value for m in JobEnv},
         "env": {"TRN_X": "1"}}
     default = parse_config({"orchestrator": "hyperpod-slurm"}).config
-    assert lifecycle_file(default.hyperpod, {}, "s", True)["groups"]["login"] == "login"
-    assert lifecycle_file(default.hyperpod, {}, "s", False)["fsx"]["data_repository"] is False
+    assert lifecycle_file(default.hyperpod, ["workers"], {}, "s", True)["groups"]["login"] == "login"
+    assert lifecycle_file(default.hyperpod, ["workers"], {}, "s",
+                          False)["fsx"]["data_repository"] is False
     assert not (LIFECYCLE_ASSETS / "provisioning_parameters.json").exists()
 
 

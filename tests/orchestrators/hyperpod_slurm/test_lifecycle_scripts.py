@@ -43,7 +43,7 @@ RESOURCES = {"InstanceGroups": [
 # What the stack writes for the default HyperPod config (controller, login, "workers" in
 # partition "trainium"), with the environment the script reads.
 CLUSTER = lifecycle_file(
-    parse_config({"orchestrator": "hyperpod-slurm"}).config.hyperpod,
+    parse_config({"orchestrator": "hyperpod-slurm"}).config.hyperpod, ["workers"],
     {JobEnv.REGION.value: "us-west-2", JobEnv.ECR_REGISTRY.value: REGISTRY,
      JobEnv.CONTAINER_IMAGE.value: f"{REGISTRY}#repo:abc", JobEnv.PARTITIONS.value: "trainium",
      JobEnv.FSX_MOUNT_POINT.value: FSX_MOUNT_PATH,

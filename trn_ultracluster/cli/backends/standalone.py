@@ -1,9 +1,11 @@
-"""The ``standalone`` job backend: torchrun on the nodes of the stack's Auto Scaling group,
+"""The ``standalone`` job backend: torchrun on the nodes of the stack's Auto Scaling groups,
 started through SSM Run Command, without a scheduler.
 
-The nodes are the group's ``InService`` instances, oldest first (the first is node 0 and
-hosts the rendezvous): ``DescribeAutoScalingGroups`` and ``DescribeInstances`` (their private
-addresses), both through boto3's paginators. A job's handle is its name; its files live on
+The stack has one Auto Scaling group per compute subnet its nodes fill (output
+``StandaloneAutoScalingGroupName``, comma separated in fill order; a stack of an earlier
+version names one group). The nodes are the groups' ``InService`` instances, oldest first (the
+first is node 0 and hosts the rendezvous): ``DescribeAutoScalingGroups`` and
+``DescribeInstances`` (their private addresses), both through boto3's paginators. A job's handle is its name; its files live on
 the shared file system (:mod:`.node_jobs`), so ``status`` and ``logs`` work from any node and
 after the job ended. Commands run as root (the SSM agent's user), with
 :func:`~trn_ultracluster.cli.backends.ssm.run_command`.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -24,8 +27,10 @@ from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.cli.launch import validate_job_name
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
+from trn_ultracluster.network_plan import spread
 
-__all__ = ["Node", "StandaloneBackend", "StandaloneNodes", "nodes_of_group"]
+__all__ = ["Node", "StandaloneBackend", "StandaloneNodes", "describe_groups", "group_names",
+           "nodes_of_groups"]
 
 COMMAND_TIMEOUT_S = 120
 """How long one Run Command may take (writing files, starting a unit, reading a chunk)."""
@@ -41,24 +46,45 @@ class Node:
     address: str
 
 
-def nodes_of_group(session: Any, group: str) -> list[Node]:
-    """The group's ``InService`` instances, oldest first (launch time, then id).
+def group_names(value: str) -> list[str]:
+    """The Auto Scaling groups named by output ``StandaloneAutoScalingGroupName``: comma
+    separated, in fill order (one name from a stack of an earlier version)."""
+    return [name for name in value.split(",") if name]
+
+
+def describe_groups(session: Any, groups: Sequence[str]) -> list[dict[str, Any]]:
+    """``DescribeAutoScalingGroups`` of ``groups``, in their order. ``MaxRecords`` 100 (the
+    most): more than 50 names need it ("By default, you can only specify up to 50 names",
+    botocore's Auto Scaling model, ``AutoScalingGroupNames``).
 
     Raises:
-        CliError: (STACK) the group does not exist; as :func:`aws_errors` otherwise.
+        CliError: (STACK) a group does not exist; as :func:`aws_errors` otherwise.
     """
-    with aws_errors(f"DescribeAutoScalingGroups {group}"):
+    with aws_errors(f"DescribeAutoScalingGroups {','.join(groups)}"):
         pages = session.client("autoscaling").get_paginator(
-            "describe_auto_scaling_groups").paginate(AutoScalingGroupNames=[group])
-        groups = [g for page in pages for g in page["AutoScalingGroups"]]
-        if not groups:
-            raise CliError(f"Auto Scaling group {group} not found",
-                           "check the stack outputs' Region and that the stack exists",
-                           ExitCode.STACK)
-        ids = [i["InstanceId"] for i in groups[0].get("Instances", [])
-               if i.get("LifecycleState") == "InService"]
-        if not ids:
-            return []
+            "describe_auto_scaling_groups").paginate(
+                AutoScalingGroupNames=list(groups), PaginationConfig={"PageSize": 100})
+        found = {g["AutoScalingGroupName"]: g for page in pages
+                 for g in page["AutoScalingGroups"]}
+    missing = [g for g in groups if g not in found]
+    if missing:
+        raise CliError(f"Auto Scaling group(s) {', '.join(missing)} not found",
+                       "check the stack outputs' Region and that the stack exists",
+                       ExitCode.STACK)
+    return [found[g] for g in groups]
+
+
+def nodes_of_groups(session: Any, groups: Sequence[str]) -> list[Node]:
+    """The groups' ``InService`` instances, oldest first (launch time, then id).
+
+    Raises:
+        CliError: (STACK) a group does not exist; as :func:`aws_errors` otherwise.
+    """
+    ids = [i["InstanceId"] for g in describe_groups(session, groups)
+           for i in g.get("Instances", []) if i.get("LifecycleState") == "InService"]
+    if not ids:
+        return []
+    with aws_errors("DescribeInstances"):
         pages = session.client("ec2").get_paginator("describe_instances").paginate(
             InstanceIds=ids)
         found = [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
@@ -92,13 +118,13 @@ class StandaloneBackend(JobBackend):
 
     def connect(self) -> StandaloneNodes:
         session = self.session
-        group = self.outputs.get(OutputKey.STANDALONE_NODE_GROUP)
+        groups = group_names(self.outputs.get(OutputKey.STANDALONE_NODE_GROUP))
 
         def run(instance_ids: list[str], script: str) -> dict[str, str]:
             return run_command(session, instance_ids, script, user=None, poll_s=1,
                                timeout_s=COMMAND_TIMEOUT_S, what="the node")
 
-        return StandaloneNodes(nodes_of_group(session, group), run)
+        return StandaloneNodes(nodes_of_groups(session, groups), run)
 
     def _nodes(self, count: int | None = None) -> list[Node]:
         """The first ``count`` nodes (all without ``count``).
@@ -111,7 +137,8 @@ class StandaloneBackend(JobBackend):
         if len(nodes) < want:
             group = self.outputs.get(OutputKey.STANDALONE_NODE_GROUP)
             raise CliError(
-                f"{len(nodes)} node(s) of Auto Scaling group {group} in service, {want} needed",
+                f"{len(nodes)} node(s) of Auto Scaling group(s) {group} in service, {want} "
+                "needed",
                 f"trn-ultracluster scale --nodes {want}, wait until the nodes have started "
                 "(a few minutes; their setup pulls the image), then retry", ExitCode.CLUSTER)
         return nodes[:count] if count else nodes
@@ -219,8 +246,10 @@ class StandaloneBackend(JobBackend):
         self.client.on(self._nodes(), script)
 
     def scale(self, nodes: int) -> str:
-        """Set the group's desired capacity (``SetDesiredCapacity``), within its min and max."""
-        group = self.outputs.get(OutputKey.STANDALONE_NODE_GROUP)
+        """Set the groups' desired capacities (``SetDesiredCapacity``): ``nodes`` spread over
+        them in order, each up to its ``MaxSize`` (:func:`~trn_ultracluster.network_plan.spread`,
+        as the stack spreads ``nodes.desired``), within the stack's min and max."""
+        groups = group_names(self.outputs.get(OutputKey.STANDALONE_NODE_GROUP))
         most = self.outputs.int_value(OutputKey.NODE_COUNT_MAX)
         least = self.outputs.int_value(OutputKey.NODE_COUNT_MIN)
         if not least <= nodes <= most:
@@ -229,17 +258,27 @@ class StandaloneBackend(JobBackend):
                            "set nodes.min / nodes.max and deploy to allow it")
         from botocore.exceptions import ClientError
 
-        with aws_errors(f"SetDesiredCapacity {group}"):
-            try:
-                self.session.client("autoscaling").set_desired_capacity(
-                    AutoScalingGroupName=group, DesiredCapacity=nodes, HonorCooldown=False)
-            except ClientError as err:
-                if error_code(err) != "ValidationError":
-                    raise
-                raise CliError(f"Auto Scaling group {group} refused {nodes} nodes ({err})",
-                               "check the group's min and max (a deploy sets them from nodes)",
-                               ExitCode.CLUSTER) from None
-        return (f"Auto Scaling group {group}: desired capacity {nodes} "
+        sizes = [g["MaxSize"] for g in describe_groups(self.session, groups)]
+        if nodes > sum(sizes):
+            raise CliError(f"Auto Scaling group(s) {', '.join(groups)} hold at most "
+                           f"{sum(sizes)} nodes, not {nodes}",
+                           "deploy the stack again: it sets the groups from nodes.max",
+                           ExitCode.CLUSTER)
+        counts = spread(nodes, sizes)
+        client = self.session.client("autoscaling")
+        for group, count in zip(groups, counts, strict=True):
+            with aws_errors(f"SetDesiredCapacity {group}"):
+                try:
+                    client.set_desired_capacity(AutoScalingGroupName=group,
+                                                DesiredCapacity=count, HonorCooldown=False)
+                except ClientError as err:
+                    if error_code(err) != "ValidationError":
+                        raise
+                    raise CliError(f"Auto Scaling group {group} refused {count} nodes ({err})",
+                                   "check the group's min and max (a deploy sets them from "
+                                   "nodes)", ExitCode.CLUSTER) from None
+        each = ", ".join(f"{g} {c}" for g, c in zip(groups, counts, strict=True))
+        return (f"Auto Scaling group(s) {each}: desired capacity {nodes} "
                 + ("(no instance runs, nothing is paid for compute)" if nodes == 0 else
                    "(new nodes take a few minutes to start and set up)"))
 

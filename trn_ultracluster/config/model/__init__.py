@@ -201,6 +201,23 @@ class ClusterConfig(FrozenModel):
         """HyperPod worker group name -> instance count (``nodes.desired`` where not given)."""
         return {g.name: self.worker_group_count(g) for g in self.hyperpod.worker_groups}
 
+    @property
+    def hyperpod_worker_parts(self) -> dict[str, tuple[network_plan.Group, ...]]:
+        """HyperPod worker group name -> its parts: the groups of the address plan that
+        hold it, each at most one instance group
+        (:data:`~trn_ultracluster.config.facts.HYPERPOD_MAX_INSTANCE_COUNT`) in one compute
+        subnet, in fill order (a worker group of 0 instances has one empty part).
+
+        Raises:
+            network_plan.PlanError: the VPC cannot address the cluster (as
+                :attr:`address_plan`).
+        """
+        counts = self.hyperpod_worker_counts
+        capacities = [s.capacity for s in self.address_plan.compute_subnets]
+        parts = network_plan.split(list(counts.values()), capacities,
+                                   HYPERPOD_MAX_INSTANCE_COUNT)
+        return {name: tuple(groups) for name, groups in zip(counts, parts, strict=True)}
+
     def worker_group_count(self, group: HyperPodWorkerGroupConfig) -> int:
         """Instances of one HyperPod worker group: its ``instance_count`` or ``nodes.desired``."""
         return self.nodes.desired if group.instance_count is None else group.instance_count

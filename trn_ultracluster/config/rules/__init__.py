@@ -55,6 +55,7 @@ RULES: tuple[Rule, ...] = (
     capacity.reservation_placement_group,
     hyperpod.orchestrator,
     hyperpod.hyperpod,
+    hyperpod.worker_parts,
     hyperpod.hyperpod_eks,
     eks.eks,
     observability.observability,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue, one_of
 from trn_ultracluster.config.facts import (
     ADDON_VERSION_RE,
@@ -22,6 +23,7 @@ from trn_ultracluster.config.facts import (
     HYPERPOD_EKS_KUBERNETES_VERSIONS,
     HYPERPOD_HMA_IMAGE_ACCOUNTS,
     HYPERPOD_MAX_INSTANCE_COUNT,
+    HYPERPOD_NAME_MAX_CHARS,
     HYPERPOD_NAME_RE,
     HYPERPOD_TYPE_RE,
     JOB_MAX_RESTARTS_RANGE,
@@ -29,10 +31,16 @@ from trn_ultracluster.config.facts import (
     VPC_CNI_MIN_FOR_HYPERPOD,
 )
 from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.rules.scale import plannable
 from trn_ultracluster.contracts.catalog import CATALOG
-from trn_ultracluster.contracts.hyperpod import ALL_NODES_PARTITION, CONTROLLER_GROUP, LOGIN_GROUP
+from trn_ultracluster.contracts.hyperpod import (
+    ALL_NODES_PARTITION,
+    CONTROLLER_GROUP,
+    LOGIN_GROUP,
+    part_group_name,
+)
 
-__all__ = ["HYPERPOD_ORCHESTRATORS", "hyperpod", "hyperpod_eks", "orchestrator"]
+__all__ = ["HYPERPOD_ORCHESTRATORS", "hyperpod", "hyperpod_eks", "orchestrator", "worker_parts"]
 
 HYPERPOD_ORCHESTRATORS = ("hyperpod-slurm", "hyperpod-eks")
 """The orchestrators whose nodes SageMaker HyperPod runs (the ``hyperpod`` section)."""
@@ -128,6 +136,29 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "does not launch into EC2 capacity reservations; reserve capacity "
                           "with a SageMaker training plan (hyperpod.training_plan_arn)",
                           DOC_HYPERPOD_GROUP)
+
+
+def worker_parts(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """A worker group split into several instance groups (one per compute subnet it fills,
+    :attr:`ClusterConfig.hyperpod_worker_parts`) names the last ``<name>-<n>``: that name
+    too must be at most 63 characters (``ClusterInstanceGroupName``)."""
+    if c.orchestrator not in HYPERPOD_ORCHESTRATORS or not plannable(c):
+        return
+    try:
+        parts = c.hyperpod_worker_parts
+    except network_plan.PlanError:
+        return  # scale.address_plan reports it
+    for i, group in enumerate(c.hyperpod.worker_groups):
+        last = part_group_name(group.name, len(parts[group.name]) - 1)
+        if len(group.name) <= HYPERPOD_NAME_MAX_CHARS < len(last):
+            most = HYPERPOD_NAME_MAX_CHARS - (len(last) - len(group.name))
+            yield ConfigIssue(
+                f"hyperpod.worker_groups[{i}].name", group.name,
+                f"must be at most {most} characters: its {c.worker_group_count(group)} "
+                f"instances take {len(parts[group.name])} instance groups (one per compute "
+                f"subnet they fill, at most {HYPERPOD_MAX_INSTANCE_COUNT} each), the last "
+                f"named '<name>-{len(parts[group.name])}', and an instance group name has "
+                f"at most {HYPERPOD_NAME_MAX_CHARS}", DOC_HYPERPOD_GROUP)
 
 
 def hyperpod_eks(c: ClusterConfig) -> Iterator[ConfigIssue]:

@@ -37,7 +37,7 @@ from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.contracts.quotas import QUOTAS
 
 __all__ = ["address_plan", "capacity_at_scale", "control_plane", "file_system_throughput",
-           "quotas"]
+           "plannable", "quotas"]
 
 _EKS = ("eks", "hyperpod-eks")
 
@@ -67,7 +67,9 @@ def quotas(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           f"must be between {lo} and {hi}", DOC_VPC_CNI)
 
 
-def _plannable(c: ClusterConfig) -> bool:
+def plannable(c: ClusterConfig) -> bool:
+    """Whether the fields the address plan reads are valid (their own rules report them
+    otherwise), so that ``c.address_plan`` either plans or raises ``PlanError``."""
     q = c.quotas
     return (1 <= c.nodes.max <= MAX_NODES and c.instance_type in CATALOG
             and len(c.az_ids) >= 1 and valid_blocks(c)
@@ -80,7 +82,7 @@ def address_plan(c: ClusterConfig) -> Iterator[ConfigIssue]:
     """The VPC addresses ``nodes.max`` nodes (an error names the limit and how many fit);
     the account's NAU, CIDR block, network interface and node group quotas hold them (a
     warning names the quota to raise)."""
-    if not _plannable(c):
+    if not plannable(c):
         return  # reported by their own rules
     per = c.node_addresses
     try:

@@ -13,16 +13,20 @@ Sources of the property names and limits (checked against both by the tests):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from trn_ultracluster import network_plan
 from trn_ultracluster.config import HyperPodConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.hyperpod import part_group_name
 from trn_ultracluster.orchestrators.base import Foundation
 
-__all__ = ["WORKER_THREADS_PER_CORE", "hyperpod_cluster", "ml_name", "trainium_group"]
+__all__ = ["WORKER_THREADS_PER_CORE", "WorkerPart", "hyperpod_cluster", "ml_name",
+           "part_vpc_config", "trainium_group", "worker_parts"]
 
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on the Trainium groups (``ThreadsPerCore`` 1), as the AWS HyperPod
@@ -47,32 +51,79 @@ def ml_name(instance: InstanceSpec) -> str:
     return name
 
 
-def trainium_group(name: str, count: int, instance: InstanceSpec, settings: HyperPodConfig, *,
+@dataclass(frozen=True)
+class WorkerPart:
+    """One Trainium instance group: a part of a worker group in one compute subnet.
+
+    Attributes:
+        worker_group: the ``hyperpod.worker_groups`` entry it belongs to (its Slurm
+            partition).
+        name: the instance group's name (:func:`~trn_ultracluster.contracts.hyperpod.part_group_name`).
+        count: its instances.
+        subnet: its compute subnet (index of ``Foundation.compute_subnets``).
+    """
+
+    worker_group: str
+    name: str
+    count: int
+    subnet: int
+
+
+def worker_parts(parts: Mapping[str, Sequence[network_plan.Group]]) -> list[WorkerPart]:
+    """The Trainium instance groups of ``parts`` (worker group -> its groups of the address
+    plan, ``ClusterConfig.hyperpod_worker_parts``), in order: the first part of a worker
+    group keeps its name, so a deployed cluster keeps the group; more are ``<name>-2``, ..."""
+    return [WorkerPart(worker, part_group_name(worker, i), group.nodes, group.subnet)
+            for worker, groups in parts.items() for i, group in enumerate(groups)]
+
+
+def part_vpc_config(part: WorkerPart, foundation: Foundation,
+                    ) -> sagemaker.CfnCluster.VpcConfigProperty | None:
+    """The part's ``OverrideVpcConfig``: none in compute subnet 0 (the cluster's
+    ``VpcConfig``), else its one compute subnet with the nodes' security group.
+
+    ``ClusterInstanceGroupSpecification.OverrideVpcConfig`` (botocore 1.44.8 SageMaker model,
+    shape ``VpcConfig``: 1-16 subnets, 1-5 security groups) "customize[s] the Amazon VPC
+    configuration at the instance group level ... to override a SageMaker HyperPod cluster's
+    default Amazon VPC configuration"; the model documents it for multi-AZ deployments and
+    names no orchestrator. Whether HyperPod accepts it on a Slurm-orchestrated cluster as on
+    an EKS one: not verified (the linked guide section, "Setting up SageMaker HyperPod
+    clusters across multiple AZs", was not read). A group gets one subnet because HyperPod
+    reports one ``SubnetId`` per instance group (``InstanceGroupMetadata``)."""
+    if part.subnet == 0:
+        return None
+    return sagemaker.CfnCluster.VpcConfigProperty(
+        security_group_ids=[foundation.node_security_group.security_group_id],
+        subnets=[foundation.compute_subnets[part.subnet].subnet_id])
+
+
+def trainium_group(part: WorkerPart, instance: InstanceSpec, settings: HyperPodConfig, *,
+                   vpc_config: sagemaker.CfnCluster.VpcConfigProperty | None,
                    execution_role: str,
                    life_cycle_config: sagemaker.CfnCluster.ClusterLifeCycleConfigProperty,
                    slurm_config: sagemaker.CfnCluster.ClusterSlurmConfigProperty | None = None,
                    kubernetes_config: sagemaker.CfnCluster.ClusterKubernetesConfigProperty | None = None,
                    ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
-    """One Trainium instance group: ``count`` nodes of ``instance``'s ``ml.`` type,
+    """One Trainium instance group: ``part.count`` nodes of ``instance``'s ``ml.`` type,
     :data:`WORKER_THREADS_PER_CORE`, an EBS volume of ``hyperpod.worker_ebs_volume_gib`` GiB
     (mounted by HyperPod at ``/opt/sagemaker``), ``hyperpod.deep_health_checks`` on start,
-    ``hyperpod.training_plan_arn``, and the orchestrator's ``SlurmConfig`` or
+    ``hyperpod.training_plan_arn``, ``vpc_config`` and the orchestrator's ``SlurmConfig`` or
     ``KubernetesConfig``.
 
     Args:
-        name: instance group name.
-        count: instances (0 to 6758, ``ClusterInstanceCount``).
+        part: the group's name, instances (0 to 6758, ``ClusterInstanceCount``) and subnet.
         instance: catalog entry of the Trainium type.
         settings: the ``hyperpod`` configuration section.
+        vpc_config: its ``OverrideVpcConfig`` (:func:`part_vpc_config`).
         execution_role: ARN of the instance group's role.
         life_cycle_config: the lifecycle scripts it runs.
         slurm_config: Slurm node type and partition (Slurm only).
         kubernetes_config: Kubernetes labels and taints of its nodes (EKS only).
     """
     return Group(
-        instance_group_name=name,
+        instance_group_name=part.name,
         instance_type=ml_name(instance),
-        instance_count=count,
+        instance_count=part.count,
         threads_per_core=WORKER_THREADS_PER_CORE,
         instance_storage_configs=[sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
             ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
@@ -83,6 +134,7 @@ def trainium_group(name: str, count: int, instance: InstanceSpec, settings: Hype
         kubernetes_config=kubernetes_config,
         execution_role=execution_role,
         life_cycle_config=life_cycle_config,
+        override_vpc_config=vpc_config,
     )
 
 
@@ -92,10 +144,13 @@ def hyperpod_cluster(scope: Construct, construct_id: str, settings: HyperPodConf
                      orchestrator: sagemaker.CfnCluster.OrchestratorProperty,
                      ) -> sagemaker.CfnCluster:
     """The ``AWS::SageMaker::Cluster`` ``hyperpod.cluster_name`` with ``instance_groups``,
-    ``hyperpod.node_recovery`` and ``orchestrator`` (Slurm or EKS), its nodes in the compute
-    subnet with the EFA security group (``VpcConfig``; HyperPod requires a private subnet,
-    SageMaker developer guide, HyperPod EKS prerequisites)."""
-    return sagemaker.CfnCluster(
+    ``hyperpod.node_recovery`` and ``orchestrator`` (Slurm or EKS), its nodes in compute
+    subnet 0 with the EFA security group (``VpcConfig``; HyperPod requires a private subnet,
+    SageMaker developer guide, HyperPod EKS prerequisites) unless an instance group overrides
+    it (:func:`part_vpc_config`). It waits for ``foundation.compute_routes``: the NAT route
+    and every compute subnet's route table association, which the nodes' lifecycle scripts
+    need to reach AWS."""
+    cluster = sagemaker.CfnCluster(
         scope,
         construct_id,
         cluster_name=settings.cluster_name,
@@ -107,3 +162,5 @@ def hyperpod_cluster(scope: Construct, construct_id: str, settings: HyperPodConf
         node_recovery=settings.node_recovery,
         orchestrator=orchestrator,
     )
+    cluster.node.add_dependency(foundation.compute_routes)
+    return cluster

@@ -12,11 +12,13 @@ managed Trainium node group:
   HyperPod patching RBAC, Neuron device plugin for ``ml.`` types) and the EFA device plugin
   chart with HyperPod's toleration;
 - ``AWS::SageMaker::Cluster`` with ``Orchestrator.Eks.ClusterArn`` = the EKS cluster, one
-  Trainium instance group per ``hyperpod.worker_groups`` entry (``ml.`` type, ``nodes``
-  count, ``ThreadsPerCore`` 1, EBS volume, deep health checks, training plan,
+  Trainium instance group per compute subnet each ``hyperpod.worker_groups`` entry fills
+  (:func:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.worker_parts`; ``ml.``
+  type, ``nodes`` count, ``ThreadsPerCore`` 1, EBS volume, deep health checks, training plan,
   ``KubernetesConfig``: the Neuron taint and the EFA label the device plugins and the
-  training runtime expect), ``NodeRecovery``, ``VpcConfig`` = compute subnet + EFA security
-  group; the controllers run on the EKS system node group;
+  training runtime expect), ``NodeRecovery``, ``VpcConfig`` = compute subnet 0 + EFA security
+  group (``OverrideVpcConfig`` for a group in another compute subnet); the controllers run on
+  the EKS system node group;
 - the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, and the
   execution role (shared part + :mod:`.execution_role`);
 - a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
@@ -25,7 +27,7 @@ managed Trainium node group:
 
 Create and delete order: the SageMaker cluster refers to the EKS cluster's ARN and depends
 on every add-on, the dependencies and EFA charts, the execution role's policy, the lifecycle
-upload and the NAT route, so CloudFormation creates it after all of them and deletes it (its
+upload and the compute subnets' routes, so CloudFormation creates it after all of them and deletes it (its
 nodes and their interfaces, and the access entries HyperPod made) before any of them.
 """
 
@@ -40,6 +42,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
@@ -51,7 +54,9 @@ from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_rol
 from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
     hyperpod_cluster,
     ml_name,
+    part_vpc_config,
     trainium_group,
+    worker_parts,
 )
 from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_bucket,
@@ -83,12 +88,12 @@ class HyperPodEksProps(EksProps):
     Attributes:
         hyperpod: the ``hyperpod`` configuration section (cluster name, deep health checks,
             node recovery, EBS volume, training plan, TrainJob restarts).
-        worker_counts: instances per Trainium instance group, in order
-            (``ClusterConfig.hyperpod_worker_counts``).
+        worker_parts: each worker group's parts in the address plan, in order
+            (``ClusterConfig.hyperpod_worker_parts``).
     """
 
     hyperpod: HyperPodConfig = HyperPodConfig()
-    worker_counts: dict[str, int] | None = None
+    worker_parts: dict[str, tuple[network_plan.Group, ...]] | None = None
 
 
 def node_selector(shape: NodeShape) -> dict[str, str]:
@@ -108,7 +113,7 @@ class HyperPodEksOrchestrator(EksCluster):
         bucket, deployment: the lifecycle bucket and the upload of ``scripts/``.
         role: the instance groups' execution role.
         hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
-        worker_groups: names of the Trainium instance groups.
+        worker_groups: the Trainium instance groups (every part of every worker group).
     """
 
     job_backend = JOB_BACKEND
@@ -127,12 +132,12 @@ class HyperPodEksOrchestrator(EksCluster):
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             kubernetes_version=config.kubernetes_version,
             hyperpod=config.hyperpod_settings,
-            worker_counts=dict(config.hyperpod_worker_counts)))
+            worker_parts=config.hyperpod_worker_parts))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodEksProps) -> None:
         super().__init__(scope, construct_id, props)
         base, settings = props.foundation, props.hyperpod
-        self.worker_groups = list(props.worker_counts or {})
+        self.worker_groups = worker_parts(props.worker_parts or {})
 
         self.bucket = lifecycle_bucket(self, base)
         self.deployment = upload_lifecycle_files(self, self.bucket, [LIFECYCLE_SCRIPTS], {})
@@ -147,11 +152,11 @@ class HyperPodEksOrchestrator(EksCluster):
         # HyperPod cluster, you need a running Amazon EKS cluster ... installed using Helm",
         # SageMaker developer guide, HyperPod EKS prerequisites): the add-ons (VPC CNI, Pod
         # Identity, FSx CSI, ...), the dependencies and EFA charts; and its nodes run the
-        # lifecycle script with the role's permissions and reach AWS through the NAT route.
-        # The same edges make CloudFormation delete the cluster before all of them.
+        # lifecycle script with the role's permissions and reach AWS through the NAT route
+        # (hyperpod_cluster waits for every compute subnet's). The same edges make
+        # CloudFormation delete the cluster before all of them.
         for needed in (*self.addons.values(), self.dependencies_chart, self.efa_chart,
-                       self.deployment, self.role,
-                       base.compute_subnet.internet_connectivity_established):
+                       self.deployment, self.role):
             self.hyperpod_cluster.node.add_dependency(needed)
         self._let_vpc_cni_attach_interfaces()
 
@@ -217,8 +222,8 @@ class HyperPodEksOrchestrator(EksCluster):
     # --- parts -------------------------------------------------------------------------
 
     def _instance_groups(self) -> list[sagemaker.CfnCluster.ClusterInstanceGroupProperty]:
-        """One Trainium instance group per worker group; its nodes carry the Neuron taint
-        (only pods that tolerate it run there) and, on EFA types, the EFA label."""
+        """One Trainium instance group per part of a worker group; its nodes carry the Neuron
+        taint (only pods that tolerate it run there) and, on EFA types, the EFA label."""
         instance, settings = self.props.shape.instance, self.props.hyperpod
         taint = k8s.NEURON_TAINT
         kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
@@ -226,10 +231,11 @@ class HyperPodEksOrchestrator(EksCluster):
             taints=[sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
                 key=taint.key, value=taint.value, effect=taint.effect)])
         lifecycle = lifecycle_config(self.bucket, on_create=ON_CREATE)
-        return [trainium_group(name, count, instance, settings,
+        return [trainium_group(part, instance, settings,
+                               vpc_config=part_vpc_config(part, self.props.foundation),
                                execution_role=self.role.role_arn, life_cycle_config=lifecycle,
                                kubernetes_config=kubernetes)
-                for name, count in (self.props.worker_counts or {}).items()]
+                for part in self.worker_groups]
 
     def outputs(self) -> dict[OutputKey, str]:
         """The EKS cluster's outputs and the HyperPod cluster's (name, ARN, instance groups,
@@ -238,7 +244,7 @@ class HyperPodEksOrchestrator(EksCluster):
             **self.cluster_outputs(),
             OutputKey.HYPERPOD_CLUSTER_NAME: self.props.hyperpod.cluster_name,
             OutputKey.HYPERPOD_CLUSTER_ARN: self.hyperpod_cluster.attr_cluster_arn,
-            OutputKey.HYPERPOD_WORKER_GROUPS: ",".join(self.worker_groups),
+            OutputKey.HYPERPOD_WORKER_GROUPS: ",".join(p.name for p in self.worker_groups),
             OutputKey.HYPERPOD_LIFECYCLE_BUCKET: self.bucket.bucket_name,
         }
 

@@ -3,8 +3,10 @@
 What it creates:
 
 - ``AWS::SageMaker::Cluster`` with a Slurm controller group, an optional login group and one
-  or more Trainium worker groups (one Slurm partition each), in the compute subnet with the
-  EFA security group;
+  or more Trainium worker groups (one Slurm partition each), in the compute subnets with the
+  EFA security group: a worker group is one instance group per compute subnet it fills
+  (:func:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.worker_parts`), and all
+  of them join its partition;
 - a stack-owned, encrypted lifecycle bucket holding our lifecycle scripts (``scripts/``
   beside this module) plus ``trn_ultracluster.json``, generated from the config: the
   instance groups, the tag that finds the stack's FSx file system, and the environment that
@@ -55,6 +57,7 @@ from aws_cdk import Aws, Fn, Stack
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
+from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
 from trn_ultracluster.contracts.hyperpod import (
     CONTROLLER_GROUP,
@@ -70,7 +73,9 @@ from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_rol
 from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
     Group,
     hyperpod_cluster,
+    part_vpc_config,
     trainium_group,
+    worker_parts,
 )
 from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_bucket,
@@ -104,13 +109,19 @@ class HyperPodProps:
             buckets, training image).
         shape: the Trainium nodes (type, counts, capacity).
         settings: the ``hyperpod`` configuration section.
-        worker_counts: instances per worker group, in order (``ClusterConfig.hyperpod_worker_counts``).
+        worker_parts: each worker group's parts in the address plan, in order
+            (``ClusterConfig.hyperpod_worker_parts``).
     """
 
     foundation: Foundation
     shape: NodeShape
     settings: HyperPodConfig
-    worker_counts: dict[str, int]
+    worker_parts: dict[str, tuple[network_plan.Group, ...]]
+
+    @property
+    def worker_counts(self) -> dict[str, int]:
+        """Instances per worker group, in order."""
+        return {name: sum(g.nodes for g in parts) for name, parts in self.worker_parts.items()}
 
 
 class HyperPodSlurmOrchestrator(Construct):
@@ -122,7 +133,8 @@ class HyperPodSlurmOrchestrator(Construct):
             ``lifecycle/``; the cluster waits for it.
         role: execution role of every instance group.
         cluster: the ``AWS::SageMaker::Cluster``.
-        cluster_name, controller_group, worker_groups: names used in the outputs.
+        cluster_name, controller_group: names used in the outputs.
+        worker_groups: the Trainium instance groups (every part of every worker group).
     """
 
     job_backend = JOB_BACKEND
@@ -136,7 +148,7 @@ class HyperPodSlurmOrchestrator(Construct):
             foundation=foundation,
             shape=NodeShape.of(config),
             settings=config.hyperpod_settings,
-            worker_counts=dict(config.hyperpod_worker_counts)))
+            worker_parts=config.hyperpod_worker_parts))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodProps) -> None:
         super().__init__(scope, construct_id)
@@ -144,14 +156,14 @@ class HyperPodSlurmOrchestrator(Construct):
         settings, base = props.settings, props.foundation
         self.cluster_name = settings.cluster_name
         self.controller_group = CONTROLLER_GROUP
-        self.worker_groups = [g.name for g in settings.worker_groups]
+        self.worker_groups = worker_parts(props.worker_parts)
 
         self.bucket = lifecycle_bucket(self, base)
         env = job_environment(self, settings, props.shape.instance, props.worker_counts, base)
         self.deployment = upload_lifecycle_files(
             self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], {
             LIFECYCLE_FILE: lifecycle_file(
-                settings, env, Aws.STACK_ID,
+                settings, [p.name for p in self.worker_groups], env, Aws.STACK_ID,
                 data_repository=base.data_repository_path is not None)})
         self.role = execution_role(self, base, self.bucket, describe_fsx=True)
         self.metric_source = node_metrics(self, self.role, self.cluster_name)
@@ -161,11 +173,11 @@ class HyperPodSlurmOrchestrator(Construct):
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
                     slurm_config_strategy=SLURM_CONFIG_STRATEGY)))
         # Nodes run the lifecycle script at creation: the files, the role's policies and
-        # the route to the NAT gateway (the script calls the FSx and ECR APIs) must exist
-        # first. The file system is not among them (see lifecycle_file).
+        # the routes to the NAT gateway (the script calls the FSx and ECR APIs; see
+        # hyperpod_cluster) must exist first. The file system is not among them (see
+        # lifecycle_file).
         self.cluster.node.add_dependency(self.deployment)
         self.cluster.node.add_dependency(self.role)
-        self.cluster.node.add_dependency(base.compute_subnet.internet_connectivity_established)
 
     def outputs(self) -> dict[OutputKey, str]:
         """The HyperPod stack outputs (see :data:`trn_ultracluster.contracts.outputs.HYPERPOD_KEYS`)."""
@@ -173,7 +185,7 @@ class HyperPodSlurmOrchestrator(Construct):
             OutputKey.HYPERPOD_CLUSTER_NAME: self.cluster_name,
             OutputKey.HYPERPOD_CLUSTER_ARN: self.cluster.attr_cluster_arn,
             OutputKey.HYPERPOD_CONTROLLER_GROUP: self.controller_group,
-            OutputKey.HYPERPOD_WORKER_GROUPS: ",".join(self.worker_groups),
+            OutputKey.HYPERPOD_WORKER_GROUPS: ",".join(p.name for p in self.worker_groups),
             OutputKey.HYPERPOD_CONTROLLER_SHELL: self.controller_shell_command(),
             OutputKey.HYPERPOD_LIFECYCLE_BUCKET: self.bucket.bucket_name,
         }
@@ -206,6 +218,8 @@ class HyperPodSlurmOrchestrator(Construct):
         with one partition each (``PartitionNames`` required for Compute, not allowed for
         the others, at most one); every node is also in HyperPod's ``dev`` partition
         (SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration).
+        Every part of a worker group names the worker group's partition, so Slurm sees one
+        partition of all its nodes.
         """
         settings, instance = self.props.settings, self.props.shape.instance
         Slurm = sagemaker.CfnCluster.ClusterSlurmConfigProperty
@@ -220,9 +234,11 @@ class HyperPodSlurmOrchestrator(Construct):
                                 instance_type=settings.login_instance_type, instance_count=1,
                                 slurm_config=Slurm(node_type="Login"), **common))
         partitions = {g.name: g.partition for g in settings.worker_groups}
-        for name, count in self.props.worker_counts.items():
+        for part in self.worker_groups:
             groups.append(trainium_group(
-                name, count, instance, settings,
-                slurm_config=Slurm(node_type="Compute", partition_names=[partitions[name]]),
+                part, instance, settings,
+                vpc_config=part_vpc_config(part, self.props.foundation),
+                slurm_config=Slurm(node_type="Compute",
+                                   partition_names=[partitions[part.worker_group]]),
                 **common))
         return groups

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ LIFECYCLE_ASSETS = Path(__file__).resolve().parent / "scripts"
 :data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS` beside them)."""
 
 
-def lifecycle_file(settings: HyperPodConfig, env: dict[str, str], fsx_tag_value: str,
-                   data_repository: bool) -> dict[str, Any]:
-    """``trn_ultracluster.json``, what the lifecycle script reads (values may be tokens).
+def lifecycle_file(settings: HyperPodConfig, workers: Sequence[str], env: dict[str, str],
+                   fsx_tag_value: str, data_repository: bool) -> dict[str, Any]:
+    """``trn_ultracluster.json``, what the lifecycle script reads (values may be tokens);
+    ``workers``: the Trainium instance groups (every part of every worker group).
 
     Shape: :func:`trn_ultracluster.orchestrators.nodes.node_file` (``fsx``, ``names``,
     ``env``) plus::
@@ -41,7 +43,7 @@ def lifecycle_file(settings: HyperPodConfig, env: dict[str, str], fsx_tag_value:
         "groups": {
             "controller": CONTROLLER_GROUP,
             "login": LOGIN_GROUP if settings.login_instance_type is not None else None,
-            "workers": [g.name for g in settings.worker_groups],
+            "workers": list(workers),
         },
         **node_file(env, fsx_tag_value, data_repository),
     }

@@ -2,8 +2,9 @@
 
 What it creates:
 
-- an Auto Scaling group (``AWS::AutoScaling::AutoScalingGroup``) of ``nodes`` min / desired /
-  max instances in the compute subnet, launched from the stack's EFA launch template (instance
+- one Auto Scaling group (``AWS::AutoScaling::AutoScalingGroup``) per compute subnet the
+  address plan fills (:func:`node_groups`), ``nodes`` min / desired / max instances in all,
+  launched from the stack's EFA launch template (instance
   type, one EFA interface per network card in the nodes' security group, the cluster
   placement group, IMDSv2, the encrypted root volume, capacity options). ``nodes.desired: 0``
   (or ``trn-ultracluster scale --nodes 0``) leaves no instance running;
@@ -33,12 +34,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aws_cdk import Aws, Stack, Tags
+from aws_cdk import Aws, Fn, Stack, Tags
 from aws_cdk import aws_autoscaling as autoscaling
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from trn_ultracluster.config import ClusterConfig, StandaloneConfig
+from trn_ultracluster import network_plan
+from trn_ultracluster.config import ClusterConfig, NodeCounts, StandaloneConfig
 from trn_ultracluster.config.facts import XLA_STACK
 from trn_ultracluster.constructs.efa import boot_from
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
@@ -48,7 +50,7 @@ from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.standalone.dlami import DlamiLookup
 from trn_ultracluster.orchestrators.standalone.node import NodeBoot
 
-__all__ = ["JOB_BACKEND", "StandaloneOrchestrator", "StandaloneProps"]
+__all__ = ["JOB_BACKEND", "NodeGroup", "StandaloneOrchestrator", "StandaloneProps", "node_groups"]
 
 JOB_BACKEND = "standalone"
 """The job CLI backend of this orchestrator: torchrun on every node through SSM Run Command."""
@@ -87,7 +89,8 @@ class StandaloneOrchestrator(Construct):
             name), and the training program's tokens/s and MFU from the jobs' first-node logs
             (docs/standalone.md).
         image_id: the AMI id (:func:`image_id`).
-        group: the ``AWS::AutoScaling::AutoScalingGroup``.
+        groups: the ``AWS::AutoScaling::AutoScalingGroup`` of each :func:`node_groups`
+            entry, in order.
 
     Raises:
         ValueError: the foundation gives no launch template resource.
@@ -122,41 +125,45 @@ class StandaloneOrchestrator(Construct):
                   instance_profile_arn=self.boot.instance_profile.instance_profile_arn,
                   user_data=self.boot.user_data,
                   root_device_name=settings.root_device_name)
-        nodes = shape.nodes
-        self.group = autoscaling.CfnAutoScalingGroup(
+        self.groups = [self._group(g) for g in node_groups(base.address_plan, shape.nodes)]
+
+    def _group(self, planned: NodeGroup) -> autoscaling.CfnAutoScalingGroup:
+        base, settings = self.props.foundation, self.props.settings
+        group = autoscaling.CfnAutoScalingGroup(
             self,
-            "Nodes",
-            min_size=str(nodes.min),
-            max_size=str(nodes.max),
-            desired_capacity=str(nodes.desired),
+            planned.construct_id,
+            min_size=str(planned.min),
+            max_size=str(planned.max),
+            desired_capacity=str(planned.desired),
             launch_template=autoscaling.CfnAutoScalingGroup.LaunchTemplateSpecificationProperty(
                 launch_template_id=base.launch_template_id,
                 version=base.launch_template_version),
-            vpc_zone_identifier=[base.compute_subnet.subnet_id],
+            vpc_zone_identifier=[base.compute_subnets[planned.subnet].subnet_id],
         )
-        Tags.of(self.group).add("Name", NODE_NAME_TAG)
+        Tags.of(group).add("Name", NODE_NAME_TAG)
         # The launch template already tags the instances, their volumes and interfaces with
         # the configuration's tags (constructs/efa.py); the group keeps them for itself only,
         # so that no instance gets one key from two places.
-        for key, value in props.tags.items():
-            Tags.of(self.group).add(key, value, apply_to_launched_instances=False,
-                                    priority=TAG_PRIORITY)
-        # At boot the user data needs the role's policies and the NAT route, and pulls the
-        # image the deploy builds (a DockerImageAsset with training_image.build: local has no
-        # resource to wait for).
-        self.group.node.add_dependency(self.boot.role)
-        self.group.node.add_dependency(base.compute_subnet.internet_connectivity_established)
+        for key, value in self.props.tags.items():
+            Tags.of(group).add(key, value, apply_to_launched_instances=False,
+                               priority=TAG_PRIORITY)
+        # At boot the user data needs the role's policies and the NAT route (and its subnet's
+        # route table association), and pulls the image the deploy builds (a
+        # DockerImageAsset with training_image.build: local has no resource to wait for).
+        group.node.add_dependency(self.boot.role)
+        group.node.add_dependency(base.compute_routes)
         if settings.runtime == "container":
-            self.group.node.add_dependency(base.training_image.build)
-        acknowledge(self.group, "AwsSolutions-AS3",
+            group.node.add_dependency(base.training_image.build)
+        acknowledge(group, "AwsSolutions-AS3",
                     "Scaling is manual (nodes.desired, trn-ultracluster scale); the group has no "
                     "scaling policy, so there are no scaling events worth a notification topic.")
+        return group
 
     def outputs(self) -> dict[OutputKey, str]:
         """The standalone outputs (:data:`trn_ultracluster.contracts.outputs.STANDALONE_KEYS`)."""
         settings = self.props.settings
         return {
-            OutputKey.STANDALONE_NODE_GROUP: self.group.ref,
+            OutputKey.STANDALONE_NODE_GROUP: Fn.join(",", [g.ref for g in self.groups]),
             OutputKey.STANDALONE_RUNTIME: settings.runtime,
             OutputKey.STANDALONE_DLAMI_VENV: (settings.dlami_venv
                                               if settings.runtime == "dlami-venv" else NONE),
@@ -166,16 +173,49 @@ class StandaloneOrchestrator(Construct):
         }
 
     def shell_command(self) -> str:
-        """``aws ssm start-session`` on the group's first instance (token): Session Manager's
+        """``aws ssm start-session`` on the first group's first instance (token): Session Manager's
         target of an EC2 instance is its id (Systems Manager user guide, "Start a session",
         https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-working-with-sessions-start.html);
         the instance comes from ``DescribeAutoScalingGroups``
         (``AutoScalingGroups[].Instances[].InstanceId``, botocore's Auto Scaling model)."""
         region = Stack.of(self).region
         instance = (f"$(aws autoscaling describe-auto-scaling-groups --region {region} "
-                    f"--auto-scaling-group-names {self.group.ref} "
+                    f"--auto-scaling-group-names {self.groups[0].ref} "
                     "--query 'AutoScalingGroups[0].Instances[0].InstanceId' --output text)")
         return f"aws ssm start-session --region {region} --target {instance}"
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """One Auto Scaling group of the nodes: ``min`` / ``desired`` / ``max`` instances in
+    compute subnet ``subnet``, construct id ``construct_id``."""
+
+    construct_id: str
+    subnet: int
+    min: int
+    desired: int
+    max: int
+
+
+def node_groups(plan: network_plan.AddressPlan, nodes: NodeCounts) -> list[NodeGroup]:
+    """One Auto Scaling group per group of the address plan (standalone plans one per compute
+    subnet it fills), ``max`` = the plan's group, ``min`` and ``desired`` spread over them in
+    order (:func:`~trn_ultracluster.network_plan.spread`). The first keeps the construct id
+    ``Nodes`` an earlier single group had, so a deployed stack keeps its group; the next are
+    ``Nodes2``, ``Nodes3``, ...
+
+    Why not one group over every subnet: an Auto Scaling group given several subnets of one
+    AZ "selects a subnet from the Availability Zone at random" (Amazon EC2 Auto Scaling user
+    guide, "Amazon EC2 Auto Scaling benefits for application architecture", as quoted in
+    :mod:`trn_ultracluster.network_plan`), and when a launch fails "attempts to launch in
+    other Availability Zones until it succeeds" ("Add an Availability Zone",
+    https://docs.aws.amazon.com/autoscaling/ec2/userguide/as-add-availability-zone.html), not
+    in another subnet of the same one: a group spanning subnets could fill one past what the
+    plan gives it while the others stay empty."""
+    sizes = [g.nodes for g in plan.groups]
+    mins, desired = network_plan.spread(nodes.min, sizes), network_plan.spread(nodes.desired, sizes)
+    return [NodeGroup("Nodes" if i == 0 else f"Nodes{i + 1}", g.subnet, mins[i], desired[i],
+                      g.nodes) for i, g in enumerate(plan.groups)]
 
 
 def image_id(scope: Construct, settings: StandaloneConfig) -> str:
