@@ -82,10 +82,12 @@ diff: setup
 	$(CDK) diff $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer
 
 ## bench: synth time against a one-bucket CDK app (prints the ratio), and each profile's
-## estimated create time (critical path of its template)
+## estimated create time (critical path of its template), and how far each orchestrator scales
+## (benchmarks/scale.py)
 bench: setup-dev
 	$(VPY) benchmarks/synth.py
 	$(VPY) benchmarks/deploy_time.py
+	$(VPY) benchmarks/scale.py
 
 ## diagram: an architecture picture of the stack for each orchestrator of the registry
 ## (default configuration otherwise), docs/diagrams/<orchestrator>.svg, drawn by cdk-dia
