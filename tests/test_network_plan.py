@@ -140,8 +140,10 @@ def test_candidate_blocks_follow_the_association_rules():
 
 def test_nodes_beside_the_file_system_are_those_in_its_block():
     p = _plan("hyperpod-eks", "efa", 2000, group=6758)
-    outside = sum(g.nodes for g in p.groups if p.compute_subnets[g.subnet].block != p.vpc_cidr)
-    assert p.nodes_beside_file_system == 2000 - outside > 0
+    # 57 addresses a node: the primary /16 holds 67 + 574 + 287 + 71 of them (its /20 less
+    # the reserve, then a /17, a /18 and a /20); the other 1,001 are in 10.1.0.0/16
+    assert [g.nodes for g in p.groups] == [67, 574, 287, 71, 1001]
+    assert p.nodes_beside_file_system == 999
 
 
 def test_split_keeps_each_group_in_one_subnet_and_refuses_too_many():

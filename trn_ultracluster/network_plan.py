@@ -385,7 +385,7 @@ def spread(total: int, sizes: Sequence[int]) -> list[int]:
 
 def plan(*, vpc_cidr: str, az_count: int, nodes: int, per_node: NodeAddresses,
          group_size: int, secondary_cidrs: Sequence[str] | None = None,
-         services_nau: int = SERVICES_NAU, counts: Sequence[int] | None = None) -> AddressPlan:
+         services_nau: int = SERVICES_NAU) -> AddressPlan:
     """The address plan of ``nodes`` nodes (see the module docstring).
 
     Args:
@@ -398,8 +398,6 @@ def plan(*, vpc_cidr: str, az_count: int, nodes: int, per_node: NodeAddresses,
         secondary_cidrs: the secondary blocks to use, in order; ``None``: derived as needed
             from :func:`candidate_blocks`, at most ``CIDR_BLOCKS_MAX - 1``.
         services_nau: NAU kept for the rest of the stack.
-        counts: how the nodes divide into the orchestrator's own groups (HyperPod worker
-            groups), each split on its own; default one count of ``nodes``.
 
     Raises:
         PlanError: the VPC cannot address ``nodes`` nodes (``limit`` and ``most`` say why and
@@ -436,16 +434,13 @@ def plan(*, vpc_cidr: str, az_count: int, nodes: int, per_node: NodeAddresses,
                             f"{vpc_cidr} and {where}: at most {most} nodes", "address space",
                             most)
         subnets.append(ComputeSubnet(block, block, capacity(block)))
-    capacities = [s.capacity for s in subnets]
-    (full,) = split([nodes], capacities, max(group_size, 1))
-    per_count = [full] if counts is None else split(counts, capacities, max(group_size, 1))
-    groups = tuple(g for gs in per_count for g in gs)
-    subnets = subnets[:max(g.subnet for g in (*full, *groups)) + 1]
+    (groups,) = split([nodes], [s.capacity for s in subnets], max(group_size, 1))
+    subnets = subnets[:max(g.subnet for g in groups) + 1]
     result = AddressPlan(
         vpc_cidr=vpc_cidr, az_count=az_count, private_mask=mask, nodes=nodes,
         per_node=per_node, compute_subnets=tuple(subnets),
         secondary_blocks=tuple(dict.fromkeys(s.block for s in subnets if s.block != vpc_cidr)),
-        groups=groups, services_nau=services_nau)
+        groups=tuple(groups), services_nau=services_nau)
     if result.nau > NAU_MAX:
         most = max(0, (NAU_MAX - services_nau) // max(per_node.nau, 1))
         raise PlanError(f"{nodes} nodes of {per_node.nau} NAU units ({per_node.rule}) need "

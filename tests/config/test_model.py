@@ -64,7 +64,8 @@ def test_hyperpod_worker_parts_are_the_plans_groups_per_worker_group():
     parts = c.hyperpod_worker_parts
     assert {k: [(g.nodes, g.subnet) for g in v] for k, v in parts.items()} == {
         "a": [(400, 0)], "b": [(79, 0), (321, 1)], "c": [(0, 1)]}
-    assert tuple(g for v in parts.values() for g in v) == c.address_plan.groups
+    # the plan's subnets, sized for nodes.max, hold them
+    assert [s.capacity for s in c.address_plan.compute_subnets] == [479, 4095]
 
 
 def test_readme_documents_every_configuration_key():

@@ -206,6 +206,22 @@ def test_nodes_of_the_groups_are_their_in_service_instances_oldest_first():
     assert err.value.exit_code == ExitCode.STACK and "missing" in str(err.value)
 
 
+@moto.mock_aws
+def test_many_nodes_are_described_in_batches(monkeypatch):
+    """A 2,000-node cluster is asked for in batches of DESCRIBE_IDS_PER_CALL ids (here 2),
+    and every node comes back once."""
+    from trn_ultracluster.cli.backends import standalone
+
+    names = groups_in_two_subnets((2, 1))
+    session = boto3.Session(region_name=REGION)
+    calls = []
+    session.events.register("provide-client-params.ec2.DescribeInstances",
+                            lambda params, **_: calls.append(len(params["InstanceIds"])))
+    monkeypatch.setattr(standalone, "DESCRIBE_IDS_PER_CALL", 2)
+    assert len({n.instance_id for n in nodes_of_groups(session, names)}) == 3
+    assert calls == [2, 1]
+
+
 # --- submit, status, logs, cancel ---------------------------------------------------------------
 
 def test_submit_prepares_on_the_first_node_then_starts_each_rank(capsys, tmp_path, recorder):

@@ -32,6 +32,12 @@ from trn_ultracluster.network_plan import spread
 __all__ = ["Node", "StandaloneBackend", "StandaloneNodes", "describe_groups", "group_names",
            "nodes_of_groups"]
 
+DESCRIBE_IDS_PER_CALL = 1000
+"""Instance ids per ``DescribeInstances`` call. Its reference gives no limit; EC2's calls that
+state one take "Up to 1000 instance IDs. We recommend breaking up this request into smaller
+batches" (EC2 API reference, ``TerminateInstances``; ``DescribeInstanceCreditSpecifications``:
+"Maximum 1000 explicitly specified instance IDs"), so a 2,000-node cluster is asked in
+batches of that size."""
 COMMAND_TIMEOUT_S = 120
 """How long one Run Command may take (writing files, starting a unit, reading a chunk)."""
 DOC_SESSION_PLUGIN = ("https://docs.aws.amazon.com/systems-manager/latest/userguide/"
@@ -84,10 +90,12 @@ def nodes_of_groups(session: Any, groups: Sequence[str]) -> list[Node]:
            for i in g.get("Instances", []) if i.get("LifecycleState") == "InService"]
     if not ids:
         return []
+    found = []
     with aws_errors("DescribeInstances"):
-        pages = session.client("ec2").get_paginator("describe_instances").paginate(
-            InstanceIds=ids)
-        found = [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
+        paginator = session.client("ec2").get_paginator("describe_instances")
+        for start in range(0, len(ids), DESCRIBE_IDS_PER_CALL):
+            pages = paginator.paginate(InstanceIds=ids[start:start + DESCRIBE_IDS_PER_CALL])
+            found += [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
     found.sort(key=lambda i: (i.get("LaunchTime") or datetime.min.replace(tzinfo=timezone.utc),
                               i["InstanceId"]))
     return [Node(i["InstanceId"], i.get("PrivateIpAddress", "")) for i in found]

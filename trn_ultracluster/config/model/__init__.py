@@ -182,19 +182,17 @@ class ClusterConfig(FrozenModel):
     @property
     def address_plan(self) -> network_plan.AddressPlan:
         """The VPC address plan of ``nodes.max`` nodes
-        (:func:`trn_ultracluster.network_plan.plan`); with HyperPod, its groups are the
-        worker groups' instance counts, each split on its own.
+        (:func:`trn_ultracluster.network_plan.plan`); with HyperPod, the worker groups'
+        instance groups are :attr:`hyperpod_worker_parts`, placed in its subnets.
 
         Raises:
             network_plan.PlanError: the VPC cannot address the cluster (the ``vpc_cidr``
                 rule reports it first).
         """
-        hyperpod = self.orchestrator.startswith("hyperpod")
         return network_plan.plan(
             vpc_cidr=self.vpc_cidr, az_count=len(self.az_ids), nodes=self.nodes.max,
             per_node=self.node_addresses, group_size=self.group_size,
-            secondary_cidrs=self.vpc_secondary_cidrs,
-            counts=list(self.hyperpod_worker_counts.values()) if hyperpod else None)
+            secondary_cidrs=self.vpc_secondary_cidrs)
 
     @property
     def hyperpod_worker_counts(self) -> dict[str, int]:
