@@ -27,7 +27,8 @@ ACCOUNT = "123456789012"
 STANDALONE_GROUP = "TrnUltraCluster-StandaloneNodes-ABC123"
 
 
-def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge") -> dict[str, str]:
+def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge",
+                   neuron_stack: str = "xla") -> dict[str, str]:
     """Every output key a stack of ``orchestrator`` has, with plausible values (its job
     backend has the orchestrator's name)."""
     values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS}
@@ -38,6 +39,7 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         "DataBucketName": "trn-data-bucket", "FsxDataRepositoryPath": "/",
         "CapacityType": "on-demand", "CapacityReservationId": "none",
         "TrainingImageUri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc",
+        "NeuronStack": neuron_stack,
     })
     if orchestrator == "eks":
         values.update({k.value: f"value-of-{k.value}" for k in EKS_KEYS})

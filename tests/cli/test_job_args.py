@@ -43,8 +43,8 @@ def submit(capsys, tmp_path, orchestrator="eks", *extra, dry_run=True, **options
     ({"--recipe": "gpt-5"}, "--recipe must be one of bert-large, bert-tiny, llama-1b, llama-8b, "
                             "llama-tiny, got: 'gpt-5'"),
     ({"--recipe": "llama-8b"}, "recipe llama-8b uses tensor parallelism 32 / pipeline "
-                               "parallelism 1: it runs with `python -m trn_train nxd-config`, "
-                               "not `train`"),
+                               "parallelism 1: on this stack's XLA training stack it runs with "
+                               "`python -m trn_train nxd-config`, not `train`"),
     ({"--data-dir": "datasets/wiki"}, "--data-dir datasets/wiki must be an absolute path under "
                                       "/fsx (the shared file system every node mounts)"),
     ({"--data-dir": "/data/wiki"}, "--data-dir /data/wiki must be an absolute path under /fsx"),

@@ -28,3 +28,44 @@ def test_precompile_steps_below_one_are_rejected(capsys, tmp_path, steps):
                        "--precompile-steps", steps)
     assert code == ExitCode.USAGE
     assert f"error: --precompile-steps must be at least 1, got: {steps}" in err
+
+
+def _submit(capsys, tmp_path, stack, *argv, instance_type="trn2.48xlarge"):
+    path = write_outputs(tmp_path, outputs_values("eks", instance_type, neuron_stack=stack))
+    return run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--name", "job-a",
+               "--steps", "10", "--data-dir", "/fsx/d", *argv)
+
+
+@pytest.mark.parametrize("stack", ["xla", "native"])
+def test_the_program_runs_on_the_stacks_backend(capsys, tmp_path, stack):
+    """submit writes the stack's NeuronStack output as `--backend` (one contract, two
+    backends), so a job cannot run the other stack's code path by accident."""
+    code, out, _ = _submit(capsys, tmp_path, stack, "--recipe", "llama-tiny")
+    assert code == ExitCode.OK
+    assert f"- train\n    - --backend\n    - {stack}\n" in out
+
+
+def test_an_older_stack_without_the_output_is_the_xla_stack():
+    program = trn_train_launch(recipe="llama-1b", data_dir="/fsx/d", output_dir="/fsx/o", steps=1,
+                               instance_type="trn1.32xlarge").program
+    assert program[:5] == ("-m", "trn_train", "train", "--backend", "xla")
+
+
+def test_llama_8b_runs_with_train_on_the_native_stack_only(capsys, tmp_path):
+    """FSDP2 shards it on TorchNeuron; on the XLA stack it needs NxD Training's TP/PP."""
+    code, out, _ = _submit(capsys, tmp_path, "native", "--recipe", "llama-8b")
+    assert code == ExitCode.OK and "- llama-8b" in out
+    code, _, err = _submit(capsys, tmp_path, "xla", "--recipe", "llama-8b",
+                           instance_type="trn1.32xlarge")
+    assert code == ExitCode.USAGE and "python -m trn_train nxd-config" in err
+
+
+def test_precompile_is_refused_on_the_native_stack(capsys, tmp_path):
+    code, _, err = _submit(capsys, tmp_path, "native", "--recipe", "llama-tiny", "--precompile")
+    assert code == ExitCode.USAGE
+    assert "error: --precompile runs neuron_parallel_compile, which extracts the graphs of the XLA" in err
+
+
+def test_an_unknown_neuron_stack_output_is_a_stack_error(capsys, tmp_path):
+    code, _, err = _submit(capsys, tmp_path, "jax", "--recipe", "llama-tiny")
+    assert code == ExitCode.STACK and "output NeuronStack = 'jax' is not one of xla, native" in err

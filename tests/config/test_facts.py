@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 from trn_ultracluster.config import StandaloneConfig, region_of_az_id
-from trn_ultracluster.config.facts import AZ_ID_PREFIX_TO_REGION, XLA_STACK
+from trn_ultracluster.config.facts import AZ_ID_PREFIX_TO_REGION, NATIVE_STACK, XLA_STACK
 
 
 @pytest.mark.parametrize("az_id, region", [
@@ -54,6 +54,51 @@ def test_the_dockerfile_builds_on_the_xla_stacks_image():
     dockerfile = (REPO_ROOT / "training/Dockerfile").read_text()
     (base,) = re.findall(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, re.MULTILINE)
     assert base == XLA_STACK.training_image
+
+
+# --- the native stack: Neuron SDK 2.33 built on Ubuntu 26.04, every version pinned ---------
+
+def _dockerfile_args() -> dict[str, str]:
+    text = (REPO_ROOT / "training/Dockerfile").read_text()
+    return dict(re.findall(r"^ARG (\w+)=(\S+)$", text, re.MULTILINE))
+
+
+def test_the_dockerfile_pins_the_native_stacks_packages():
+    """Every Neuron and PyTorch package of the native stage is pinned to NATIVE_STACK's
+    version (a '*' only past the version the release notes give: the build hash)."""
+    args = _dockerfile_args()
+    assert args["NATIVE_BASE_IMAGE"] == NATIVE_STACK.training_image
+    assert NATIVE_STACK.training_image.endswith(":26.04")  # 2.33's images: Ubuntu 26.04 only
+    pins = {"torch": "TORCH_VERSION", "torch-neuronx": "TORCH_NEURONX_VERSION",
+            "neuronx-cc": "NEURONX_CC_VERSION", "nki": "NKI_VERSION",
+            "aws-neuronx-runtime-lib": "NEURON_RUNTIME_LIB_VERSION",
+            "aws-neuronx-collectives": "NEURON_COLLECTIVES_VERSION",
+            "aws-neuronx-tools": "NEURON_TOOLS_VERSION"}
+    assert set(pins) == set(NATIVE_STACK.packages)
+    for package, arg in pins.items():
+        assert args[arg] == NATIVE_STACK.packages[package], package
+        assert re.fullmatch(r"\d+(\.\d+)+(\.?\*)?", args[arg]), (package, args[arg])
+    assert args["TORCH_NEURONX_VERSION"].startswith("2.14.") and args["TORCH_VERSION"] == "2.14.0"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", args["EFA_INSTALLER_VERSION"])  # not "latest"
+
+
+def test_every_pip_install_of_the_image_is_pinned():
+    """No `pip install` line of the Dockerfile names a package without a version, and the
+    native stage's requirements are the CPU tests' own pins."""
+    text = re.sub(r"\\\n", " ", (REPO_ROOT / "training/Dockerfile").read_text())
+    for line in text.splitlines():
+        if "pip install" not in line:
+            continue
+        words = line.split("pip install", 1)[1].split("&&")[0].split()
+        packages = [w.strip('"') for w in words if not w.startswith("-") and "://" not in w
+                    and not w.endswith(".txt")]
+        assert all("==" in p for p in packages), line
+    def pins(name: str) -> list[str]:
+        lines = (REPO_ROOT / "training" / name).read_text().splitlines()
+        return [ln.strip() for ln in lines if ln.strip() and not ln.startswith("#")]
+
+    native = pins("requirements-native.txt")
+    assert native and all("==" in p for p in native) and native == pins("requirements-cpu.txt")
 
 
 def test_the_default_configuration_boots_the_xla_stacks_dlami_and_venv():

@@ -291,3 +291,33 @@ def test_the_build_pushes_from_the_daemon_and_caches_docker_layers_locally(defau
     assert props["Environment"]["PrivilegedMode"] is True
     assert "VpcConfig" not in props
     assert props["Environment"]["ComputeType"] != "BUILD_GENERAL1_2XLARGE"
+
+
+def test_each_neuron_stack_is_its_own_image(tmp_path):
+    """The stack is a build argument of the same Dockerfile: it selects the stage and is part
+    of the content tag, so switching stacks builds and tags a new image."""
+    from trn_ultracluster.constructs.training_image import TrainingImageProps
+
+    xla, native = (TrainingImageProps(neuron_stack=s).build_args for s in ("xla", "native"))
+    assert (xla, native) == ({"NEURON_STACK": "xla"}, {"NEURON_STACK": "native"})
+    (tmp_path / "training").mkdir()
+    (tmp_path / "training" / "Dockerfile").write_text("FROM scratch\n")
+    tags = {image_tag(tmp_path, DOCKERFILE, [], args) for args in (xla, native)}
+    assert len(tags) == 2
+    stages = re.findall(r"^FROM \S+ AS (\w+)$", (REPO_ROOT / DOCKERFILE).read_text(), re.M)
+    assert stages == ["xla", "native"]
+    assert re.search(r"^FROM \$\{NEURON_STACK\}$", (REPO_ROOT / DOCKERFILE).read_text(), re.M)
+
+
+def test_the_stack_of_the_configuration_reaches_the_build(each_synth):
+    """The CodeBuild build gets `--build-arg NEURON_STACK=<stack>` and the stack output names
+    the same stack: trn1 profiles build the XLA stage, trn2 ones the native stage."""
+    seen = set()
+    for name, s in each_synth:
+        stack = s.config.neuron_stack
+        seen.add(stack)
+        assert stack == ("native" if s.config.instance_type.startswith("trn2") else "xla"), name
+        assert s.output("NeuronStack") == stack, name
+        (build,) = s.resources("Custom::CDKContainerImageBuild").values()
+        assert f"NEURON_STACK={stack}" in json.dumps(build["Properties"]), name
+    assert seen == {"xla", "native"}

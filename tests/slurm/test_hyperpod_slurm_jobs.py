@@ -68,6 +68,10 @@ ENV_FILE_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn-ultracluster:
 CONTAINER_IMAGE = pyxis_image(outputs_values("hyperpod-slurm", INSTANCE_TYPE)["TrainingImageUri"])
 """The stack's current image, which the job CLI exports in the script (and which wins)."""
 JOB_TIMEOUT_S = 240
+ON_THIS_CPU = ("--backend", "native", "--device", "cpu")
+"""Extra ``train`` flags of every job here: the stack is trn1's (``NeuronStack`` xla, so the
+CLI writes ``--backend xla`` and the precompile pass), whose program needs torch-xla; a later
+``--backend`` wins, and the native backend on CPU is the stand-in that runs on this machine."""
 
 
 @pytest.fixture(scope="session")
@@ -221,7 +225,7 @@ def trained(slurm: SlurmCluster, cli) -> FinishedJob:
     name = "slurm-train"
     job_id, script = submit(cli, name, "--recipe", "llama-tiny", "--steps", str(TRAIN_STEPS),
                             "--data-dir", DATA_DIR, "--nodes", "2", "--precompile-steps", "2",
-                            "--", "--ckpt-every", "2", "--log-every", "1", "--no-progress")
+                            "--", *ON_THIS_CPU, "--ckpt-every", "2", "--log-every", "1", "--no-progress")
     return FinishedJob(job_id, name, script, wait_for_end(slurm, job_id))
 
 
@@ -273,7 +277,7 @@ def test_two_node_job_precompiles_trains_and_writes_where_the_cli_says(slurm, cl
 def test_status_logs_and_cancel_against_real_slurm(slurm, cli):
     name = "slurm-cancel"
     job_id, _ = submit(cli, name, "--recipe", "llama-tiny", "--steps", "100000",
-                       "--data-dir", DATA_DIR, "--", "--log-every", "1", "--no-progress")
+                       "--data-dir", DATA_DIR, "--", *ON_THIS_CPU, "--log-every", "1", "--no-progress")
 
     def listed_running() -> bool:
         code, out, _ = cli("status")
@@ -317,7 +321,7 @@ def test_requeued_job_resumes_from_its_last_complete_checkpoint(slurm, cli):
     name = "slurm-requeue"
     total, every = 50, 25
     job_id, _ = submit(cli, name, "--recipe", "llama-tiny", "--steps", str(total),
-                       "--data-dir", DATA_DIR, "--", "--ckpt-every", str(every),
+                       "--data-dir", DATA_DIR, "--", *ON_THIS_CPU, "--ckpt-every", str(every),
                        "--keep-last", str(total), "--global-batch-size", "64",
                        "--log-every", "1", "--no-progress")
     after_checkpoint = f'{{"event": "train", "step": {every + 1},'

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.launch import Launch, validate_job_name
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_recipe
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
@@ -75,22 +76,29 @@ def _data_parallel_recipes() -> str:
     return ", ".join(sorted(n for n, r in RECIPES.items() if not r.needs_model_parallel))
 
 
-def check_train_recipe(name: str) -> None:
-    """The recipe exists and runs with ``python -m trn_train train`` (plain data parallel).
+def check_train_recipe(name: str, stack: NeuronStackName | None = None) -> None:
+    """The recipe exists and runs with ``python -m trn_train train`` on the stack's Neuron
+    training stack: every recipe on ``native`` (FSDP2 shards a model that needs tensor
+    parallelism on NxD Training, such as llama-8b), the data-parallel ones on ``xla``.
+
+    Args:
+        name: ``submit --recipe``.
+        stack: the stack's ``NeuronStack`` output; ``None`` checks only that the recipe exists.
 
     Raises:
-        CliError: unknown recipe (the message lists them); a TP/PP recipe, which runs through
-            ``python -m trn_train nxd-config`` instead.
+        CliError: unknown recipe (the message lists them); a TP/PP recipe on ``xla``, which
+            runs through ``python -m trn_train nxd-config`` instead.
     """
     try:
         recipe = get_recipe(name)
     except UnknownRecipeError as err:
         raise CliError(str(err), "`python -m trn_train recipes` describes each recipe") from None
-    if recipe.needs_model_parallel:
+    if stack == XLA and recipe.needs_model_parallel:
         raise CliError(
             f"recipe {name} uses tensor parallelism {recipe.tensor_parallel} / pipeline "
-            f"parallelism {recipe.pipeline_parallel}: it runs with `python -m trn_train "
-            "nxd-config`, not `train`",
+            f"parallelism {recipe.pipeline_parallel}: on this stack's XLA training stack it "
+            "runs with `python -m trn_train nxd-config`, not `train` (on the native stack, "
+            "Trn2 and newer, `train` shards it with FSDP2)",
             f"submit runs the data-parallel recipes ({_data_parallel_recipes()}); run {name} "
             f"with `python -m trn_train nxd-config --recipe {name} --launch` in a job "
             "(training/README.md)")

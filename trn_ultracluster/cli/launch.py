@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from collections.abc import Mapping
 from datetime import datetime, timezone
 
+from trn_ultracluster.contracts.hyperpod import JobEnv
+from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.shared_storage import ENV_FILE
 
 __all__ = ["Launch", "RENDEZVOUS_PORT", "default_job_name", "env_file_lines", "export_lines",
@@ -56,9 +58,10 @@ def torchrun_command(nnodes: str, nproc_per_node: int, endpoint: str, rdzv_id: s
 def env_file_lines() -> str:
     """Bash lines that source the stack's job environment file
     (:data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`, written on every node by the
-    node scripts) and stop when it lacks the Neuron variables (a file from an older stack)."""
+    node scripts) and stop when it lacks the Neuron compile cache (a file from a stack older
+    than the shared cache), which both Neuron training stacks set."""
     return (f"# shellcheck source=/dev/null\nsource {ENV_FILE}\n"
-            f': "${{NEURON_CC_FLAGS:?is not set by {ENV_FILE}: redeploy the stack}}"\n')
+            f': "${{{JobEnv.NEURON_CACHE_DIR.value}:?is not set by {ENV_FILE}: redeploy the stack}}"\n')
 
 
 def export_lines(env: Mapping[str, str]) -> str:
@@ -107,9 +110,11 @@ class Launch:
 
 
 def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
-                     instance_type: str, extra_args: tuple[str, ...] = (),
+                     instance_type: str, backend: NeuronStackName = XLA,
+                     extra_args: tuple[str, ...] = (),
                      precompile_steps: int | None = None) -> Launch:
-    """``torchrun -m trn_train train ...`` with the flags of ``training/trn_train/cli.py``.
+    """``torchrun -m trn_train train --backend <stack> ...`` with the flags of
+    ``training/trn_train/cli.py``.
 
     Args:
         recipe: recipe name (``python -m trn_train recipes`` lists them).
@@ -117,19 +122,26 @@ def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
         output_dir: checkpoints and TensorBoard directory on the shared file system.
         steps: total optimizer steps.
         instance_type: the stack's instance type (the program's MFU uses its peak).
+        backend: the stack's Neuron training stack, the program's ``--backend``.
         extra_args: more ``train`` flags, passed as they are.
         precompile_steps: steps of a ``neuron_parallel_compile`` trial run first; ``None``
-            for none.
+            for none; the XLA stack's only (``neuron_parallel_compile`` extracts XLA graphs).
 
     Raises:
-        ValueError: ``steps`` or ``precompile_steps`` below 1.
+        ValueError: ``steps`` or ``precompile_steps`` below 1, or a precompile pass on the
+            native stack.
     """
     if steps < 1:
         raise ValueError(f"--steps must be at least 1, got: {steps}")
-    program = ("-m", "trn_train", "train", "--recipe", recipe, "--data-dir", data_dir,
-               "--output-dir", output_dir, "--steps", str(steps), "--instance-type",
-               instance_type, *extra_args)
+    program = ("-m", "trn_train", "train", "--backend", backend, "--recipe", recipe,
+               "--data-dir", data_dir, "--output-dir", output_dir, "--steps", str(steps),
+               "--instance-type", instance_type, *extra_args)
     precompile = None
+    if precompile_steps is not None and backend != XLA:
+        raise ValueError(
+            "--precompile runs neuron_parallel_compile, which extracts the graphs of the XLA "
+            f"stack; this stack trains on the {backend} stack, whose torch.compile graphs are "
+            "compiled on first use and kept in the shared compile cache: leave --precompile out")
     if precompile_steps is not None:
         if precompile_steps < 1:
             raise ValueError(f"--precompile-steps must be at least 1, got: {precompile_steps}")

@@ -17,6 +17,7 @@ from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_instance
+from trn_ultracluster.contracts.neuron_stack import NEURON_STACKS, XLA, NeuronStackName
 from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
 from trn_ultracluster.contracts.outputs import DESCRIPTIONS, FOUNDATION_KEYS, OutputKey
 
@@ -80,6 +81,21 @@ class StackOutputs:
                 "--outputs-file cdk.out/outputs.json) and retry",
                 ExitCode.STACK,
             ) from None
+
+    @property
+    def neuron_stack(self) -> NeuronStackName:
+        """The ``NeuronStack`` output: ``xla`` or ``native``; ``xla`` for a stack deployed
+        before the output existed (every such stack built the XLA image).
+
+        Raises:
+            CliError: (STACK) a value this CLI does not know (a stack of a newer version).
+        """
+        value = self.values.get(OutputKey.NEURON_STACK.value, XLA)
+        if value not in NEURON_STACKS:
+            raise CliError(f"output {OutputKey.NEURON_STACK.value} = {value!r} is not one of "
+                           f"{', '.join(NEURON_STACKS)}", "upgrade the CLI to the stack's version",
+                           ExitCode.STACK)
+        return value  # type: ignore[return-value]
 
     def instance_spec(self) -> InstanceSpec:
         """The catalog entry of the stack's ``InstanceType``.

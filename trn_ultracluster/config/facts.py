@@ -84,6 +84,8 @@ DOC_SSM_PARAMETER_NAMES = (
     "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html"
 )
 README_STANDALONE = "docs/standalone.md"
+README_TRAINING_STACKS = "README.md#training-stacks"
+DOC_TORCHNEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 
 # --- AZ IDs and Regions ------------------------------------------------------------------
 
@@ -344,6 +346,12 @@ class NeuronStack:
     dlami_venvs: tuple[str, ...]
     venv: str
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    packages: dict[str, str] = field(default_factory=dict)
+    """Package -> pinned version that ``training/Dockerfile`` installs on :attr:`training_image`
+    (empty when the base image is Neuron's own training image, which has them)."""
+    base_dlami_parameter: str | None = None
+    """Public SSM parameter of the AMI standalone nodes boot when the stack's own DLAMI cannot be
+    found by release (``None``: :meth:`dlami_filters` finds it)."""
 
     @property
     def dlami_description(self) -> str:
@@ -406,6 +414,68 @@ XLA_STACK = NeuronStack(
 PyTorch 2.9 DLAMI and that DLAMI's NxD Training environment. Not verified against a live
 account (no AWS account here): that every Region with Trainium has the 2.30.0 DLAMI, and the
 exact AMI name and description strings beyond what the guide quotes."""
+NATIVE_STACK = NeuronStack(
+    sdk_release="2.33.0",
+    training_image="public.ecr.aws/docker/library/ubuntu:26.04",
+    dlami_name="Deep Learning AMI Neuron torch-neuronx 2.14.0",
+    dlami_venvs=("/opt/aws_neuronx_venv_torch_neuronx_2_14_0",),
+    venv="/opt/aws_neuronx_venv_torch_neuronx_2_14_0",
+    packages={
+        "torch": "2.14.0",
+        "torch-neuronx": "2.14.3.0.*",
+        "neuronx-cc": "2.28.7631.0",
+        "nki": "0.7.0",
+        "aws-neuronx-runtime-lib": "2.35.30.0*",
+        "aws-neuronx-collectives": "2.35.43.0*",
+        "aws-neuronx-tools": "2.33.38.0*",
+    },
+    base_dlami_parameter="/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id",
+    sources={
+        "sdk_release": (
+            "TorchNeuron, the native PyTorch backend, is a public beta from Neuron SDK 2.33.0 "
+            "(October 19, 2026; release-notes/2.33.0.rst): \"torch-neuronx 2.13.3.0 and 2.14.3.0 "
+            "(Neuron 2.33.0 Release) ... adds the neuron device through the PyTorch PrivateUse1 "
+            "extension ... to run them on Trainium2 or Trainium3\" (release-notes/components/"
+            "torchneuron.rst). 2.33.1 (November 11, 2026) is a bug-fix release whose full "
+            "package versions we could not read, so the pins are 2.33.0's."),
+        "training_image": (
+            "No training image: the 2.33.0 docs name a \"PyTorch Training (TorchNeuron)\" DLC "
+            "(setup/pytorch/dlc.rst) but neither its repository nor a tag could be verified (the "
+            "aws-neuron/deep-learning-containers README read stops at 2.32.0, commit 2be9ed1). So "
+            "training/Dockerfile builds the stack on Ubuntu 26.04, the OS of every 2.33.0 Neuron "
+            "image (\"Starting with Neuron 2.33.0, Neuron DLC images are published on Ubuntu 26.04 "
+            "only\", deploy/environments/dlc-images.rst), from Docker's official image on ECR "
+            "Public as Neuron's own DLC Dockerfiles do (pytorch/training/2.9.0/Dockerfile.neuronx: "
+            "FROM public.ecr.aws/docker/library/ubuntu:24.04). Its Python is 3.14 (Ubuntu 26.04's "
+            "default: OpenStack \"Tested Runtimes for 2026.2\"), which TorchNeuron supports "
+            "(3.12, 3.13 and 3.14, torchneuron.rst)."),
+        "packages": (
+            "torch-neuronx 2.14.3.0 with PyTorch 2.14.0 (torchneuron.rst support matrix; "
+            "\"install torch-neuronx==2.14.* with PyTorch 2.14\"; the full build string was not "
+            "seen, hence 2.14.3.0.*); neuronx-cc 2.28.7631.0, nki 0.7.0, aws-neuronx-runtime-lib "
+            "2.35.30.0, aws-neuronx-collectives 2.35.43.0, aws-neuronx-tools 2.33.38.0 (release-"
+            "notes/releasecontent.html at v2.33.0); the apt versions end in a build hash, hence "
+            "the trailing '*'. Pip index and PyTorch CPU index from setup/pytorch/update-dlami.rst "
+            "(v2.33.0)."),
+        "dlami_name": (
+            "\"Starting with Neuron SDK 2.33.0, the Deep Learning AMI Neuron torch-neuronx 2.14.0 "
+            "DLAMI provides TorchNeuron ... for PyTorch 2.14 on Ubuntu 24.04 and Ubuntu 26.04, in "
+            "the /opt/aws_neuronx_venv_torch_neuronx_2_14_0 virtual environment\" "
+            "(setup/pytorch/update-dlami.rst, v2.33.0). Its exact AMI name and SSM parameter are "
+            "not in the docs read."),
+        "base_dlami_parameter": (
+            "The Neuron Base DLAMI's public parameter: prefix /aws/service/neuron/dlami/base/"
+            "ubuntu-24.04 and suffix /latest/image_id (Neuron DLAMI User Guide, \"SSM Parameter "
+            "Prefix\" table, deploy/environments/dlami.rst at v2.32.0). It has the Neuron driver "
+            "and the EFA software; jobs run in the training image."),
+    },
+)
+"""The native (TorchNeuron) stack of this project: Neuron SDK 2.33.0 on Trn2 and newer. Not
+verified: that Neuron's apt repository serves Ubuntu 26.04 (training/Dockerfile uses the
+``jammy`` suite, as Neuron's own Ubuntu 24.04 DLC does), the AMI name of the torch-neuronx
+DLAMI (so the standalone nodes boot the Base DLAMI by its parameter instead), and that the
+newest Base DLAMI's driver serves the 2.33.0 runtime in the image (the Base DLAMI follows the
+newest SDK; no driver/runtime compatibility table was read)."""
 NEURON_DLAMI_VENV = XLA_STACK.venv
 """The DLAMI's Neuron virtual environment with PyTorch 2.9, torch-neuronx and NxD Training
 (:data:`XLA_STACK`). Whether it also holds every package ``trn_train`` imports (transformers,

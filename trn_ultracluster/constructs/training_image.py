@@ -82,6 +82,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from trn_ultracluster.constructs.handler_function import handler_function
+from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
     acknowledge,
@@ -204,6 +205,9 @@ class TrainingImageProps:
         log_key: KMS key of the build's log group (codebuild only).
         directory: Docker build context. Default: the repository root.
         dockerfile: Dockerfile path relative to ``directory``.
+        neuron_stack: the Dockerfile's ``NEURON_STACK`` build argument, the stage the image
+            starts from: ``xla`` or ``native``
+            (:mod:`trn_ultracluster.contracts.neuron_stack`).
     """
 
     build: Literal["codebuild", "local"] = "codebuild"
@@ -211,10 +215,17 @@ class TrainingImageProps:
     log_key: kms.IKey | None = None
     directory: Path = REPO_ROOT
     dockerfile: str = DOCKERFILE
+    neuron_stack: NeuronStackName = "xla"
+
+    @property
+    def build_args(self) -> dict[str, str]:
+        """The ``docker build --build-arg`` values: ``{"NEURON_STACK": neuron_stack}``."""
+        return {"NEURON_STACK": self.neuron_stack}
 
 
 class TrainingImage(Construct):
-    """The training container for linux/amd64, in ECR, tagged with its content hash.
+    """The training container for linux/amd64, in ECR, tagged with its content hash: the
+    stage of ``training/Dockerfile`` that ``props.neuron_stack`` names.
 
     Attributes:
         repository: the ECR repository jobs pull from (the stack's own with ``codebuild``:
@@ -243,14 +254,14 @@ class TrainingImage(Construct):
             self.image_uri = asset.image_uri
             return
         self.repository = self._repository()
-        self.image_tag = image_tag(props.directory, props.dockerfile, patterns)
+        self.image_tag = image_tag(props.directory, props.dockerfile, patterns, props.build_args)
         self.image_uri = f"{self.repository.repository_uri}:{self.image_tag}"
         from cdklabs.deploy_time_build import ContainerImageBuild
 
         self.build = ContainerImageBuild(
             self, "Build",
             directory=str(props.directory), file=props.dockerfile, platform=PLATFORM,
-            ignore_mode=IgnoreMode.DOCKER, exclude=patterns,
+            ignore_mode=IgnoreMode.DOCKER, exclude=patterns, build_args=props.build_args,
             repository=self.repository, tag=self.image_tag,
         )
         self._tune_build_project()

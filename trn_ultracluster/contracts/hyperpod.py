@@ -67,6 +67,8 @@ class JobEnv(str, Enum):
     DATA_BUCKET = "TRN_DATA_BUCKET"
     DATA_PATH = "TRN_DATA_PATH"
     NEURON_CACHE_DIR = "TRN_NEURON_CACHE_DIR"
+    NEURON_STACK = "TRN_NEURON_STACK"
+    """``xla`` or ``native``: the training program's ``--backend`` on this cluster."""
 
     def __str__(self) -> str:
         return self.value

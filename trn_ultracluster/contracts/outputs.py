@@ -41,6 +41,7 @@ class OutputKey(str, Enum):
     DATA_BUCKET_NAME = "DataBucketName"
     TRAINING_IMAGE_URI = "TrainingImageUri"
     TRAINING_IMAGE_REPOSITORY = "TrainingImageRepository"
+    NEURON_STACK = "NeuronStack"
     INSTANCE_TYPE = "InstanceType"
     NODE_COUNT_MIN = "NodeCountMin"
     NODE_COUNT_DESIRED = "NodeCountDesired"
@@ -97,6 +98,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.DATA_BUCKET_NAME: "S3 bucket for datasets and checkpoints",
     OutputKey.TRAINING_IMAGE_URI: "Training container image URI in ECR",
     OutputKey.TRAINING_IMAGE_REPOSITORY: "ECR repository of the training image",
+    OutputKey.NEURON_STACK: "Neuron training stack of the image and jobs: xla or native",
     OutputKey.INSTANCE_TYPE: "Trainium instance type",
     OutputKey.NODE_COUNT_MIN: "Minimum Trainium nodes",
     OutputKey.NODE_COUNT_DESIRED: "Desired Trainium nodes",

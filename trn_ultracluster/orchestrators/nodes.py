@@ -26,10 +26,10 @@ from constructs import Construct
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.neuron_stack import compile_cache_dir
 from trn_ultracluster.contracts.shared_storage import (
     FSX_MOUNT_PATH,
     FSX_STACK_TAG,
-    NEURON_COMPILE_CACHE_DIR,
     fsx_path,
 )
 from trn_ultracluster.orchestrators.base import Foundation
@@ -64,13 +64,14 @@ def job_environment(scope: Construct, instance: InstanceSpec,
     tokens).
 
     Holds the Region, the instance type's NeuronCores, chips and EFA interfaces, the training
-    image and its registry, the ``/fsx`` layout, the data bucket and the S3-linked path, and
-    the Neuron/EFA variables. Orchestrators add their own (HyperPod: partitions, the Pyxis
+    image and its registry, the Neuron training stack and its compile cache, the ``/fsx``
+    layout, the data bucket and the S3-linked path, and the Neuron/EFA variables. Orchestrators add their own (HyperPod: partitions, the Pyxis
     image name). The file system's id is not here: it would make the nodes wait for the file
     system in CloudFormation; the node scripts add ``JobEnv.FSX_FILE_SYSTEM_ID`` once they have
     found it by its tag.
     """
     image = foundation.training_image
+    stack = image.props.neuron_stack
     data_path = foundation.data_repository_path
     env = {
         JobEnv.REGION: Stack.of(scope).region,
@@ -83,9 +84,10 @@ def job_environment(scope: Construct, instance: InstanceSpec,
         JobEnv.FSX_MOUNT_POINT: FSX_MOUNT_PATH,
         JobEnv.DATA_BUCKET: foundation.data_bucket.bucket_name,
         JobEnv.DATA_PATH: fsx_path(data_path) if data_path else "",
-        JobEnv.NEURON_CACHE_DIR: NEURON_COMPILE_CACHE_DIR,
+        JobEnv.NEURON_CACHE_DIR: compile_cache_dir(stack),
+        JobEnv.NEURON_STACK: stack,
     }
-    return {**{k.value: v for k, v in env.items()}, **neuron_environment(instance)}
+    return {**{k.value: v for k, v in env.items()}, **neuron_environment(instance, stack)}
 
 
 def node_file(env: dict[str, str], fsx_tag_value: str, data_repository: bool) -> dict[str, Any]:

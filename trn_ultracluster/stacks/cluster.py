@@ -87,7 +87,8 @@ class TrnUltraClusterStack(Stack):
         self.training_image = TrainingImage(
             self, "TrainingImage",
             TrainingImageProps(build=config.training_image.build,
-                               removal_policy=self.data_removal, log_key=self.logs.key))
+                               removal_policy=self.data_removal, log_key=self.logs.key,
+                               neuron_stack=config.neuron_stack))
         self.orchestrator = self._orchestrator()
         self.observability = Observability(self, "Observability", ObservabilityProps(
             metric_source=getattr(self.orchestrator, "metric_source", None),
@@ -146,6 +147,7 @@ class TrnUltraClusterStack(Stack):
             OutputKey.DATA_BUCKET_NAME: storage.bucket.bucket_name,
             OutputKey.TRAINING_IMAGE_URI: self.training_image.image_uri,
             OutputKey.TRAINING_IMAGE_REPOSITORY: self.training_image.repository.repository_name,
+            OutputKey.NEURON_STACK: c.neuron_stack,
             OutputKey.INSTANCE_TYPE: c.instance_type,
             OutputKey.NODE_COUNT_MIN: str(c.nodes.min),
             OutputKey.NODE_COUNT_DESIRED: str(c.nodes.desired),

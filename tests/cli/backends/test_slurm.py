@@ -90,12 +90,12 @@ def test_sbatch_relies_on_the_env_file_for_the_neuron_environment(capsys, tmp_pa
     script = dry_run(capsys, tmp_path, "hyperpod-slurm", "--precompile")
     for name in neuron_environment(get_instance("trn1.32xlarge")):
         assert f"{name}=" not in script
-    assert ': "${NEURON_CC_FLAGS:?is not set by /fsx/.trn-ultracluster/env' in script
+    assert ': "${TRN_NEURON_CACHE_DIR:?is not set by /fsx/.trn-ultracluster/env' in script
     fake_env = tmp_path / "env"
     fake_env.write_text("export TRN_CONTAINER_IMAGE=x\n")
     done = subprocess.run(["bash", "-c", script.replace(ENV_FILE, str(fake_env))],
                           capture_output=True, text=True)
-    assert done.returncode != 0 and "NEURON_CC_FLAGS: is not set by" in done.stderr
+    assert done.returncode != 0 and "TRN_NEURON_CACHE_DIR: is not set by" in done.stderr
     run_lines = [ln for ln in script.splitlines() if ln.startswith("srun ")]
     assert len(run_lines) == 2  # precompile pass, then the run, both in the container
     assert " neuron_parallel_compile torchrun " in run_lines[0]
@@ -109,7 +109,7 @@ def test_sbatch_runs_the_stacks_current_image_not_the_env_files(capsys, tmp_path
     current = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn:abc"
     assert f"export TRN_CONTAINER_IMAGE='{current}'" in script.splitlines()
     fake_env = tmp_path / "env"
-    fake_env.write_text("export TRN_CONTAINER_IMAGE=old#trn:stale NEURON_CC_FLAGS=x\n")
+    fake_env.write_text("export TRN_CONTAINER_IMAGE=old#trn:stale TRN_NEURON_CACHE_DIR=x\n")
     head = script.split("MASTER_ADDR=")[0].replace(ENV_FILE, str(fake_env))
     done = subprocess.run(["bash", "-c", head + 'echo "$TRN_CONTAINER_IMAGE"'],
                           capture_output=True, text=True)

@@ -25,7 +25,9 @@ from tests.cli.helpers import outputs_values, run, write_outputs
 from trn_ultracluster.cli.backends.standalone import Node, StandaloneBackend, StandaloneNodes
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.contracts.catalog import get_instance
+from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.neuron_stack import NATIVE, compile_cache_dir
 from trn_ultracluster.contracts.standalone import job_dir, job_unit
 
 pytestmark = pytest.mark.slow  # trains twice on CPU: about a minute
@@ -48,7 +50,10 @@ def cluster(tmp_path_factory):
     nodes.mark_ready()
     # the env file as the node scripts write it (lcs.py env-file)
     cluster_json = tmp / "trn_ultracluster.json"
-    cluster_json.write_text(json.dumps({"env": neuron_environment(SPEC)}))
+    # The native stack: its program runs here on CPU (the XLA one needs torch-xla).
+    cluster_json.write_text(json.dumps({"env": {
+        **neuron_environment(SPEC, NATIVE), JobEnv.NEURON_CACHE_DIR.value: compile_cache_dir(NATIVE),
+        JobEnv.NEURON_STACK.value: NATIVE}}))
     env_file = nodes.fsx / ".trn-ultracluster/env"
     env_file.parent.mkdir(parents=True)
     env_file.write_text(subprocess.run(
@@ -62,7 +67,7 @@ def cluster(tmp_path_factory):
     venv = tmp / "dlami-venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin/activate").write_text(f'export PATH="{Path(sys.executable).parent}:$PATH"\n')
-    values = outputs_values("standalone")
+    values = outputs_values("standalone", neuron_stack=NATIVE)
     values.update({"StandaloneRuntime": "dlami-venv", "StandaloneDlamiVenv": str(venv),
                    "NodeCountDesired": "2", "NodeCountMax": "2"})
     nodes.outputs = write_outputs(tmp, values)

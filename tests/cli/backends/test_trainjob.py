@@ -54,7 +54,7 @@ def test_trainjob_command_and_resources(capsys, tmp_path):
     job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--", "--lr", "3e-4"))
     trainer = job["spec"]["trainer"]
     assert trainer["command"] == [
-        "torchrun", "-m", "trn_train", "train", "--recipe", "llama-1b", "--data-dir",
+        "torchrun", "-m", "trn_train", "train", "--backend", "xla", "--recipe", "llama-1b", "--data-dir",
         "/fsx/datasets/wiki", "--output-dir", "/fsx/runs/job-a", "--steps", "100",
         "--instance-type", "trn1.32xlarge", "--lr", "3e-4"]
     assert trainer["numNodes"] == 2  # NodeCountDesired

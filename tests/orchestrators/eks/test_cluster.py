@@ -518,8 +518,12 @@ def test_runtime_takes_whole_node(synth, profile):
     assert {"name": "fsx", "mountPath": "/fsx"} in container["volumeMounts"]
     assert {"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}} in pod["volumes"]
     env = {e["name"]: e["value"] for e in container["env"]}
-    assert env == {"NEURON_CC_FLAGS": "--cache_dir=/fsx/neuron-compile-cache",
-                   "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
+    stack = s.config.neuron_stack
+    cache = ({"NEURON_CC_FLAGS": "--cache_dir=/fsx/neuron-compile-cache"} if stack == "xla"
+             else {"TORCH_NEURONX_NEFF_CACHE_DIR": "/fsx/neuron-compile-cache-native"})
+    assert env == {**cache, "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1",
+                   "TRN_NEURON_STACK": stack}
+    assert stack == ("native" if spec.name.startswith("trn2") else "xla")
 
 
 def test_runtime_created_after_trainer_chart(default):

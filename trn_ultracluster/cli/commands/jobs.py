@@ -46,7 +46,7 @@ def _precompile_steps(args: argparse.Namespace) -> int | None:
 def submit(args: argparse.Namespace) -> int:
     """Check the arguments against the recipes, the shared file system and the stack, then
     submit (or print) a training job. Nothing is sent when a check fails."""
-    check_train_recipe(args.recipe)
+    check_train_recipe(args.recipe)  # exists: before anything is read
     data_dir = check_shared_dir("--data-dir", args.data_dir)
     output_dir = check_shared_dir("--output-dir", args.output_dir) if args.output_dir else None
     env = check_env(args.env)
@@ -55,13 +55,15 @@ def submit(args: argparse.Namespace) -> int:
     nodes = args.nodes if args.nodes is not None else max(
         outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
     check_nodes(nodes, outputs.int_value(OutputKey.NODE_COUNT_MAX))
+    stack = outputs.neuron_stack
+    check_train_recipe(args.recipe, stack)
     extra = tuple(a for a in args.train_args if a != "--")
     try:
         launch = trn_train_launch(recipe=args.recipe, data_dir=data_dir,
                                   output_dir=output_dir or default_output_dir(outputs, name),
                                   steps=args.steps,
                                   instance_type=outputs.get(OutputKey.INSTANCE_TYPE),
-                                  extra_args=extra, precompile_steps=_precompile_steps(args))
+                                  backend=stack, extra_args=extra, precompile_steps=_precompile_steps(args))
     except ValueError as err:
         raise CliError(str(err), ARGUMENTS_FIX) from None
     backend = common.backend(args, outputs)

@@ -36,6 +36,7 @@ from trn_ultracluster.config.model.quotas import QuotasConfig
 from trn_ultracluster.config.model.standalone import StandaloneConfig
 from trn_ultracluster.config.model.training_image import TrainingImageConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
+from trn_ultracluster.contracts.neuron_stack import NeuronStackName, default_stack
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = [
@@ -125,6 +126,13 @@ class ClusterConfig(FrozenModel):
     def instance(self) -> InstanceSpec:
         """Catalog entry of :attr:`instance_type`."""
         return get_instance(self.instance_type)
+
+    @property
+    def neuron_stack(self) -> NeuronStackName:
+        """The Neuron training stack: ``training_image.neuron_stack``, or for ``auto`` the
+        instance family's default (:func:`trn_ultracluster.contracts.neuron_stack.default_stack`)."""
+        chosen = self.training_image.neuron_stack
+        return default_stack(self.instance) if chosen == "auto" else chosen
 
     @property
     def kubernetes_version(self) -> str | None:

@@ -24,6 +24,7 @@ from trn_ultracluster.config.rules import (
     stack,
     standalone,
     tags,
+    training_image,
 )
 
 __all__ = ["RULES", "Rule"]
@@ -36,6 +37,7 @@ RULES: tuple[Rule, ...] = (
     compute.node_counts,
     compute.multi_node_needs_efa,
     compute.efa_layout_needs_efa,
+    training_image.neuron_stack,
     network.az_ids,
     network.az_offers_instance,
     network.vpc_cidr,

@@ -107,8 +107,9 @@ class EksOrchestrator(EksCluster):
                                     k8s.efa_plugin_values())
 
     def training_runtime_manifest(self) -> k8s.Manifest:
-        return k8s.neuron_training_runtime(self.props.shape.instance,
-                                           image=self.props.foundation.training_image.image_uri)
+        image = self.props.foundation.training_image
+        return k8s.neuron_training_runtime(self.props.shape.instance, image=image.image_uri,
+                                           stack=image.props.neuron_stack)
 
     def outputs(self) -> dict[OutputKey, str]:
         """EKS outputs: cluster, kubeconfig command, namespace, PVC, runtime, and the

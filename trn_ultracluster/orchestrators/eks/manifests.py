@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_env import neuron_environment
+from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 Manifest = dict[str, Any]
@@ -113,9 +115,11 @@ def neuron_processes_per_node(spec: InstanceSpec) -> int:
     return spec.logical_neuron_cores
 
 
-def neuron_container_env(spec: InstanceSpec) -> list[dict[str, str]]:
-    """:func:`trn_ultracluster.contracts.neuron_env.neuron_environment` as a container ``env`` list."""
-    return [{"name": k, "value": v} for k, v in neuron_environment(spec).items()]
+def neuron_container_env(spec: InstanceSpec, stack: NeuronStackName = XLA) -> list[dict[str, str]]:
+    """:func:`trn_ultracluster.contracts.neuron_env.neuron_environment` of ``stack`` as a
+    container ``env`` list, with ``TRN_NEURON_STACK`` (the job CLI's ``--backend``)."""
+    env = {**neuron_environment(spec, stack), JobEnv.NEURON_STACK.value: stack}
+    return [{"name": k, "value": v} for k, v in env.items()]
 
 
 def neuron_resource_requirements(spec: InstanceSpec) -> dict[str, dict[str, str]]:
@@ -184,7 +188,7 @@ def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: in
     }
 
 
-def neuron_training_runtime(spec: InstanceSpec, *, image: str,
+def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStackName = XLA,
                             node_selector: dict[str, str] | None = None,
                             max_restarts: int | None = None) -> Manifest:
     """``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) for torchrun on whole Trainium nodes.
@@ -206,13 +210,14 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str,
     Args:
         spec: catalog entry of the Trainium instance type.
         image: default container image (a TrainJob normally overrides it).
+        stack: the image's Neuron training stack (its environment, :func:`neuron_container_env`).
         node_selector: node labels the pods require.
         max_restarts: JobSet restarts after a failure (``None``: the field is left out).
     """
     container = {
         "name": TRAINER_NODE,
         "image": image,
-        "env": neuron_container_env(spec),
+        "env": neuron_container_env(spec, stack),
         "resources": neuron_resource_requirements(spec),
         "volumeMounts": [
             {"name": "fsx", "mountPath": FSX_MOUNT_PATH},

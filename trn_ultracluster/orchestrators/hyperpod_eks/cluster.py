@@ -214,8 +214,9 @@ class HyperPodEksOrchestrator(EksCluster):
         return (k8s.NEURON_TAINT.toleration(), UNSCHEDULABLE_TAINT.toleration())
 
     def training_runtime_manifest(self) -> k8s.Manifest:
+        image = self.props.foundation.training_image
         return k8s.neuron_training_runtime(
-            self.props.shape.instance, image=self.props.foundation.training_image.image_uri,
+            self.props.shape.instance, image=image.image_uri, stack=image.props.neuron_stack,
             node_selector=node_selector(self.props.shape),
             max_restarts=self.props.hyperpod.job_max_restarts)
 
