@@ -103,3 +103,55 @@ def test_smoke_test_time_on_eks(capsys, tmp_path):
                          "--time", "30")
     assert code == 0, err
     assert yaml.safe_load(out)["spec"]["activeDeadlineSeconds"] == 1800
+
+
+# --- Trn2 UltraServers: a job's pods placed by UltraServer (Neuron EKS UltraServer guide) ----
+
+def _affinity(job: dict) -> dict | None:
+    patches = job["spec"].get("runtimePatches")
+    if patches is None:
+        return None
+    (patch,) = patches
+    (replicated,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert replicated["name"] == "node"  # the runtime's replicated job
+    return replicated["template"]["spec"]["template"]["spec"]["affinity"]
+
+
+@pytest.mark.parametrize("nodes, key, required", [
+    ("4", "neuron.amazonaws.com/ultraserver-server-id-4", True),
+    ("2", "neuron.amazonaws.com/ultraserver-server-id-2", True),
+    ("8", "neuron.amazonaws.com/ultraserver-server-id-4", False),
+])
+def test_ultraserver_jobs_keep_their_pods_together_and_others_out(
+        capsys, tmp_path, trainjob_schema, nodes, key, required):
+    job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--nodes", nodes,
+                                 instance_type="trn2u.48xlarge"))
+    jsonschema.validate(job, trainjob_schema)
+    affinity = _affinity(job)
+    own = {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "In", "values": ["job-a"]}
+    terms = affinity["podAffinity"]
+    if required:
+        (term,) = terms["requiredDuringSchedulingIgnoredDuringExecution"]
+    else:  # several UltraServers: one group cannot hold them all
+        (weighted,) = terms["preferredDuringSchedulingIgnoredDuringExecution"]
+        term = weighted["podAffinityTerm"]
+    assert term == {"labelSelector": {"matchExpressions": [own]}, "topologyKey": key}
+    (anti,) = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti["topologyKey"] == key
+    # other TrainJobs' pods only: a selector that also matched DaemonSet pods (no JobSet
+    # label) would keep the job off every node
+    assert {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"} in (
+        anti["labelSelector"]["matchExpressions"])
+
+
+def test_a_job_that_splits_an_ultraserver_is_refused(capsys, tmp_path):
+    path = write_outputs(tmp_path, outputs_values("eks", "trn2u.48xlarge"))
+    code, _, err = run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--name", "job-a",
+                       "--recipe", "llama-1b", "--steps", "10", "--data-dir", "/fsx/d", "--nodes", "6")
+    assert code == 2 and "--nodes 6 on trn2u.48xlarge: must be 1, 2, 4 or a multiple of 4" in err
+
+
+@pytest.mark.parametrize("instance_type, nodes", [("trn2.48xlarge", "4"), ("trn2u.48xlarge", "1")])
+def test_no_placement_patch_without_an_ultraserver_to_share(capsys, tmp_path, instance_type, nodes):
+    job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--nodes", nodes, instance_type=instance_type))
+    assert "runtimePatches" not in job["spec"]

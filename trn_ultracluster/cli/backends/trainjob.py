@@ -35,7 +35,8 @@ from trn_ultracluster.orchestrators.eks.manifests import (
     neuron_resource_requirements,
 )
 
-__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "job_state", "train_job"]
+__all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "job_state", "train_job",
+           "ultraserver_affinity"]
 
 TRAINER_GROUP, TRAINER_VERSION = TRAINER_API_VERSION.split("/")
 """API group and version of the Trainer CRDs (the custom-objects API takes them apart)."""
@@ -57,6 +58,63 @@ def container_command(launch: Launch) -> list[str]:
     return ["bash", "-c", script]
 
 
+ULTRASERVER_SERVER_ID = "neuron.amazonaws.com/ultraserver-server-id-{size}"
+"""Node label of the Neuron device plugin (2.30.0.0 or later; the Neuron Helm chart 1.10.0
+ships 2.32.0.0) on trn2u.48xlarge nodes: the id of the 2- or 4-node group of the Trn2
+UltraServer the node is in (Neuron docs, "How to schedule MPI jobs to run on Neuron
+UltraServer on EKS", deploy/eks/ultraserver.rst: labels ``ultraserver-server-id-2`` and
+``-4``, pods placed with pod affinity on them as topology keys)."""
+RUNTIME_PATCH_MANAGER = "trn-ultracluster/ultraserver"
+"""``spec.runtimePatches[].manager`` of the job CLI's patch (Trainer 2.3.0 CRD: 1-253
+characters, the key of the patch list)."""
+
+
+def ultraserver_affinity(job_name: str, nodes: int, spec: InstanceSpec) -> dict[str, Any] | None:
+    """Pod affinity that places a job's pods by Trn2 UltraServer, as Neuron's EKS guide does
+    (deploy/eks/ultraserver.rst): pods of the job together in one 2- or 4-node group
+    (required; preferred for a job of several UltraServers, which cannot share one
+    group), and no other job's pods in the group (required anti-affinity).
+
+    Args:
+        job_name: the TrainJob's name (its pods carry :data:`JOBSET_NAME_LABEL` = it).
+        nodes: the job's node count.
+        spec: the instance type; ``None`` is returned for a type without UltraServers and
+            for one node.
+
+    Returns:
+        A pod ``affinity``, or ``None``.
+
+    Raises:
+        CliError: (USAGE) a node count that is neither 1, 2 or 4 nodes of one UltraServer
+            nor whole UltraServers ("trn2u.48xlarge instances can be allocated in set of 1,
+            2, or 4", Neuron docs, deploy/eks/dra.rst; the UltraServer init script needs
+            exactly that many nodes per server id).
+    """
+    size = spec.ultraserver_nodes
+    if size is None or nodes == 1:
+        return None
+    if nodes not in (2, size) and nodes % size:
+        raise CliError(
+            f"--nodes {nodes} on {spec.name}: must be 1, 2, {size} or a multiple of {size} "
+            f"(whole Trn2 UltraServers of {size} nodes)",
+            "pick such a count (Neuron docs, EKS UltraServer guide)")
+    key = ULTRASERVER_SERVER_ID.format(size=2 if nodes == 2 else size)
+    this_job = {"matchExpressions": [
+        {"key": JOBSET_NAME_LABEL, "operator": "In", "values": [job_name]}]}
+    other_jobs = {"matchExpressions": [
+        {"key": JOBSET_NAME_LABEL, "operator": "Exists"},
+        {"key": JOBSET_NAME_LABEL, "operator": "NotIn", "values": [job_name]}]}
+    together = {"labelSelector": this_job, "topologyKey": key}
+    return {
+        "podAffinity": ({"requiredDuringSchedulingIgnoredDuringExecution": [together]}
+                        if nodes <= size else
+                        {"preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"weight": 100, "podAffinityTerm": together}]}),
+        "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": other_jobs, "topologyKey": key}]},
+    }
+
+
 def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
               runtime: str) -> dict[str, Any]:
     """The ``TrainJob`` manifest of a checked job (a dict ready for the API or ``kubectl
@@ -71,7 +129,12 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
 
     The time limit becomes ``spec.activeDeadlineSeconds``: seconds the TrainJob may be
     active (from its start, reset on resume) before its pods are stopped and it fails with
-    ``DeadlineExceeded`` (Trainer 2.3.0 CRD).
+    ``DeadlineExceeded`` (Trainer 2.3.0 CRD). On an UltraServer type the pods are placed by
+    UltraServer (:func:`ultraserver_affinity`) through ``spec.runtimePatches`` (Trainer 2.3.0
+    CRD: per-job patches of the runtime's pod template, ``affinity`` among the fields).
+
+    Raises:
+        CliError: a node count that does not fit whole UltraServers.
     """
     trainer: dict[str, Any] = {
         "image": job.image,
@@ -89,6 +152,11 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
     }
     if job.time_limit_s is not None:
         job_spec["activeDeadlineSeconds"] = job.time_limit_s
+    affinity = ultraserver_affinity(job.name, job.nodes, spec)
+    if affinity is not None:  # the runtime's pod template, patched for this job only
+        job_spec["runtimePatches"] = [{"manager": RUNTIME_PATCH_MANAGER, "trainingRuntimeSpec": {
+            "template": {"spec": {"replicatedJobs": [{"name": TRAINER_NODE, "template": {
+                "spec": {"template": {"spec": {"affinity": affinity}}}}}]}}}}]
     return {
         "apiVersion": TRAINER_API_VERSION,
         "kind": "TrainJob",
