@@ -18,10 +18,13 @@ Facts used here and their sources:
   ``charts/neuron-helm-chart/values.yaml`` and README). The chart's extra kube-scheduler
   (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no pod of the stack names it
   (``schedulerName``), and whole-node pods need no contiguous-core placement.
-- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` v0.5.20 in
-  ``https://aws.github.io/eks-charts`` (aws/eks-charts ``stable/aws-efa-k8s-device-plugin/Chart.yaml``,
-  release v0.0.238 "Adding efa release 0.5.20"); values ``nodeSelector`` and
-  ``tolerations`` (``templates/daemonset.yaml``).
+- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` version v0.5.30, which ships image
+  v0.5.20, in ``https://aws.github.io/eks-charts`` (aws/eks-charts
+  ``stable/aws-efa-k8s-device-plugin/Chart.yaml`` @ bfe91c4, 2026-07-21: ``version: v0.5.30``,
+  ``appVersion: "v0.5.20"``, the newest; gh-pages ``index.yaml`` @ c7f9ea5, 2026-08-03). The
+  chart version and the image version differ: Helm reads the pin as the chart version, and
+  chart v0.5.20 ships image v0.5.13. Values ``nodeSelector`` and ``tolerations`` (both in the
+  chart's ``values.yaml`` and ``templates/daemonset.yaml`` @ bfe91c4).
 - Kubeflow Trainer chart 2.3.0, ``oci://ghcr.io/kubeflow/charts/kubeflow-trainer``
   (pinned with the chart above). It installs JobSet too: kubeflow/trainer
   ``charts/kubeflow-trainer/Chart.yaml`` (version 2.3.0) lists the dependency ``jobset``
@@ -125,7 +128,8 @@ class HelmChartPin:
 NEURON_CHART = HelmChartPin(
     "neuron-helm-chart", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0", KUBE_SYSTEM)
 EFA_PLUGIN_CHART = HelmChartPin(
-    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.20", KUBE_SYSTEM)
+    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30", KUBE_SYSTEM)
+"""The chart version (v0.5.30, image v0.5.20), not the image version (module doc)."""
 TRAINER_CHART = HelmChartPin(
     "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
     "kubeflow-system")
