@@ -23,11 +23,22 @@ Facts used here and their sources:
   their AMIs and :data:`~trn_ultracluster.config.facts.HYPERPOD_EKS_KUBERNETES_VERSIONS` for
   HyperPod.
 - Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
-  2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
-  ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
-  ``charts/neuron-helm-chart/values.yaml`` and README). The chart's extra kube-scheduler
-  (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no pod of the stack names it
-  (``schedulerName``), and whole-node pods need no contiguous-core placement.
+  2026-09-11, digest sha256:ed5d8f73...; the newest release on
+  github.com/aws-neuron/neuron-helm-charts/releases, "19 Aug" 2026, device plugin image
+  2.32.0.0); values ``devicePlugin.enabled``, ``scheduler.enabled``, ``npd.enabled``
+  (aws-neuron/neuron-helm-charts ``charts/neuron-helm-chart/values.yaml`` and README). The
+  chart's extra kube-scheduler (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no
+  pod of the stack names it (``schedulerName``), and whole-node pods need no contiguous-core
+  placement. Since 1.9.0 the chart also carries the Neuron UltraServer operator
+  (``ultraserverOperator.enabled``, default false; the 1.9.0 release note enables it with
+  ``draDriver.enabled=true``), left off here: it needs the DRA driver, and the chart's
+  ``validateConfig`` (``_helpers.tpl``) refuses the DRA driver beside the device plugin
+  ("DRA driver and device plugin cannot both be enabled"). The operator is documented for
+  Trn3pds only ("Instance type - Trn3pds launched with K8s version 1.34.2+":
+  aws-neuron/aws-neuron-sdk ``deploy/eks/ultraserver-operator.rst`` @ 81ce03a, 2026-08-21) and
+  UltraServer support is "disabled by default" (Neuron containers release notes 2.31.0). The
+  chart's ``neuronInstances`` list trn3 types since 1.9.0 (1.10.0: trn3.48xlarge,
+  trn3n.48xlarge, trn3en.24xlarge, trn3s-es.48xlarge) beside trn1, trn1n, trn2 and trn2u.
 - EFA device plugin: chart ``aws-efa-k8s-device-plugin`` version v0.5.30, which ships image
   v0.5.20, in ``https://aws.github.io/eks-charts`` (aws/eks-charts
   ``stable/aws-efa-k8s-device-plugin/Chart.yaml`` @ bfe91c4, 2026-07-21: ``version: v0.5.30``,
@@ -39,7 +50,14 @@ Facts used here and their sources:
   (pinned with the chart above). It installs JobSet too: kubeflow/trainer
   ``charts/kubeflow-trainer/Chart.yaml`` (version 2.3.0) lists the dependency ``jobset``
   0.12.0 from ``oci://registry.k8s.io/jobset/charts`` with ``condition: jobset.install``,
-  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``.
+  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``. v2.4.0 exists
+  (github.com/kubeflow/trainer/releases/tag/v2.4.0) with breaking changes: ReplicatedJob
+  names in runtimes limited to 20 characters (#4394), the TrainJob image set on the MPI
+  launcher and nodes (#4301), ``dataCache.lws.install`` honoured (#4120), CRDs kept on
+  ``helm uninstall`` (#4122; a stack delete would leave them), CertManagement fields renamed
+  (#3386), PRTE variables for Open MPI 5 (#4029). The stack stays on 2.3.0 until 2.4.0 is
+  tested here; the API it uses is still ``trainer.kubeflow.org/v1alpha1`` (the only API
+  package on kubeflow/trainer master, 2026-08-21).
 - Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
   ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
   ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
