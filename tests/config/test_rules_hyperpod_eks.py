@@ -23,7 +23,7 @@ BAD_INPUTS = [
     ("instance type HyperPod does not offer", {**HP, "instance_type": "trn1.2xlarge", "nodes.max": "1"},
      "error: orchestrator = 'hyperpod-eks': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
     ("Kubernetes version HyperPod does not support", {**HP, "eks.kubernetes_version": "1.36"},
-     f"error: eks.kubernetes_version = '1.36': must be one of '1.28', '1.29', '1.30', '1.31', '1.32', '1.33' or '1.34' with orchestrator 'hyperpod-eks' (the versions SageMaker HyperPod supports) (see {PREREQ})"),
+     f"error: eks.kubernetes_version = '1.36': must be one of '1.30', '1.31', '1.32', '1.33', '1.34' or '1.35' with orchestrator 'hyperpod-eks' (the versions SageMaker HyperPod supports) (see {PREREQ})"),
     ("Capacity Block instead of a training plan",
      {**HP, "capacity.type": "capacity-block", "capacity.reservation_id": "cr-0123456789abcdef0",
       "placement_group": "false"},
@@ -35,7 +35,7 @@ BAD_INPUTS = [
     ("too many TrainJob restarts", {**HP, "hyperpod.job_max_restarts": "101"},
      "error: hyperpod.job_max_restarts = 101: must be between 0 and 100 (see docs/hyperpod-eks.md#auto-resume)"),
     ("a Kubernetes version without a Neuron AMI pin", {"eks.kubernetes_version": "1.30"},
-     "error: eks.kubernetes_version = '1.30': must be '1.34' or '1.36' or null (the versions with an EKS Neuron AMI and a pinned kubectl layer) (see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html)"),
+     "error: eks.kubernetes_version = '1.30': must be '1.34', '1.35' or '1.36' or null (the versions with an EKS Neuron AMI and a pinned kubectl layer) (see https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html)"),
 ]
 
 
@@ -50,6 +50,19 @@ def test_the_default_version_is_one_hyperpod_and_the_neuron_ami_both_support():
     assert default.kubernetes_version in set(HYPERPOD_EKS_KUBERNETES_VERSIONS) & set(EKS_KUBERNETES_VERSIONS)
     assert load({}).config.kubernetes_version == "1.36"  # the eks orchestrator keeps its own
     assert load({"orchestrator": "hyperpod-slurm"}).config.kubernetes_version is None
+
+
+def test_hyperpod_takes_1_35_and_no_longer_1_28_or_1_29():
+    """1.35 has a Neuron AMI and a kubectl layer and HyperPod supports it; 1.28 and 1.29 left
+    HyperPod's list (they are not in the stack's either, so the eks rule refuses them too)."""
+    assert load({**HP, "eks.kubernetes_version": "1.35"}).config.kubernetes_version == "1.35"
+    for old in ("1.28", "1.29"):
+        hyperpod = [e for e in errors({**HP, "eks.kubernetes_version": old})
+                    if "with orchestrator 'hyperpod-eks'" in e]
+        assert hyperpod == [f"error: eks.kubernetes_version = '{old}': must be one of '1.30', "
+                            "'1.31', '1.32', '1.33', '1.34' or '1.35' with orchestrator "
+                            "'hyperpod-eks' (the versions SageMaker HyperPod supports) "
+                            f"(see {PREREQ})"]
 
 
 def test_yaml_floats_read_as_the_versions_they_name():

@@ -272,26 +272,35 @@ IAM user guide, "IAM identifiers"; EKS access entries take either, a role with i
 ADDON_VERSION_RE = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+\Z")
 DNS_LABEL_RE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\Z")
 INSTANCE_TYPE_RE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+\Z")
-EKS_KUBERNETES_VERSIONS = ("1.34", "1.36")
+EKS_KUBERNETES_VERSIONS = ("1.34", "1.35", "1.36")
 """Kubernetes versions the stack can build an EKS cluster with: each has an EKS AL2023 Neuron
-AMI (awslabs/amazon-eks-ami: release v20260818 publishes
-``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; release v20261119's AMI table lists
-AL2023_x86_64_NEURON source AMIs for "K8s 1.33 - 1.35", and
-``amazon-eks-node-al2023-x86_64-neuron-1.34-v20260625`` is an AMI of that family), an
+AMI (awslabs/amazon-eks-ami ``CHANGELOG.md`` @ 81fec2e8, 2026-07-23, release v20260714:
+``amazon-eks-node-al2023-x86_64-neuron-1.34-v20260714``, ``-1.35-v20260714`` and
+``-1.36-v20260714``; the newest 1.36 name read is
+``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260903``, and release v20261119's AMI table
+still lists AL2023_x86_64_NEURON source AMIs for "K8s 1.33 – 1.35" and "K8s 1.36 – 1.37"), an
 ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36) and a pinned kubectl
-Lambda layer (``aws-cdk.lambda-layer-kubectl-v34`` 2.2.2, ``-v36`` 2.0.1; PyPI).
-:mod:`trn_ultracluster.orchestrators.eks.versions` maps each to those (a test checks the two
-agree)."""
+Lambda layer (``aws-cdk.lambda-layer-kubectl-v34`` 2.2.2, ``-v35`` 2.2.2, ``-v36`` 2.0.1;
+PyPI). 1.37 has Neuron AMIs (v20261023, v20261119) but no ``KubernetesVersion.V1_37`` in
+aws-cdk-lib 2.275.0, the newest on PyPI. :mod:`trn_ultracluster.orchestrators.eks.versions`
+maps each to those (a test checks the two agree)."""
 DEFAULT_KUBERNETES_VERSION = {"eks": "1.36", "hyperpod-eks": "1.34"}
-"""``eks.kubernetes_version`` when it is null, per orchestrator: the newest of
-:data:`EKS_KUBERNETES_VERSIONS` that the orchestrator supports."""
-HYPERPOD_EKS_KUBERNETES_VERSIONS = ("1.28", "1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+"""``eks.kubernetes_version`` when it is null, per orchestrator. ``eks``: the newest of
+:data:`EKS_KUBERNETES_VERSIONS`. ``hyperpod-eks``: 1.34, not 1.35, the newest of
+:data:`HYPERPOD_EKS_KUBERNETES_VERSIONS`, for two reasons. Changing a default upgrades, on its
+next deploy, the control plane of every deployed cluster that left the version null, in place
+and for good ("you can update only one minor version at a time"; "You cannot downgrade the
+Kubernetes of an Amazon EKS cluster": EKS user guide, "Update existing cluster to new
+Kubernetes version"). And HyperPod's support of 1.35 is known only from a mirror of AWS's page.
+Set ``eks.kubernetes_version: "1.35"`` to use it."""
+HYPERPOD_EKS_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
 """Kubernetes versions of the EKS cluster that SageMaker HyperPod supports: "SageMaker
-HyperPod supports Kubernetes versions 1.28, 1.29, 1.30, 1.31, 1.32, 1.33 and 1.34" (SageMaker
+HyperPod supports Kubernetes versions 1.30, 1.31, 1.32, 1.33, 1.34, and 1.35" (SageMaker
 developer guide, "Getting started with Amazon EKS support in SageMaker HyperPod",
-DOC_HYPERPOD_EKS; the newest revision found, docs.amazonaws.cn
-``sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md``, read 2026-11; older
-revisions of the same page end at 1.32 or 1.33). 1.35 and 1.36 are not listed there."""
+DOC_HYPERPOD_EKS, ``sagemaker-hyperpod-eks-prerequisites``; read from a GitHub mirror of the
+page, c2hans/aws-docs ``docs/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.md`` @
+07f049df, date unknown, the newest revision found; older revisions list 1.28 .. 1.34). 1.36 is
+not listed. The stack can build only those also in :data:`EKS_KUBERNETES_VERSIONS`."""
 HYPERPOD_EKS_AUTH_MODES = ("API", "API_AND_CONFIG_MAP")
 """EKS authentication modes HyperPod supports (same page); aws-eks-v2 clusters use ``API``."""
 VPC_CNI_MIN_FOR_HYPERPOD = (1, 18, 3)

@@ -352,7 +352,7 @@ def test_helm_charts_pinned(default):
     expected = {
         "neuron-helm-chart": ("oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0",
                               "kube-system"),
-        "aws-efa-k8s-device-plugin": ("https://aws.github.io/eks-charts", "v0.5.20",
+        "aws-efa-k8s-device-plugin": ("https://aws.github.io/eks-charts", "v0.5.30",
                                       "kube-system"),
         "kubeflow-trainer": ("oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
                              "kubeflow-system"),

@@ -1,5 +1,6 @@
 """The pinned Kubernetes versions: each version the configuration allows has its kubectl layer
-(a pinned package) and an ``aws_eks_v2`` version; the defaults are among them."""
+(a pinned package) and an ``aws_eks_v2`` version; the defaults are among them. The EFA device
+plugin pin is a chart version that ships the image its docstring names."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from trn_ultracluster.config.facts import (
     EKS_KUBERNETES_VERSIONS,
     HYPERPOD_EKS_KUBERNETES_VERSIONS,
 )
-from trn_ultracluster.orchestrators.eks.versions import KUBECTL_LAYERS, kubernetes_version
+from trn_ultracluster.orchestrators.eks import versions
+from trn_ultracluster.orchestrators.eks.versions import (
+    EFA_PLUGIN_CHART,
+    KUBECTL_LAYERS,
+    kubernetes_version,
+)
 from tests.conftest import REPO_ROOT
 
 
@@ -33,4 +39,20 @@ def test_defaults_are_allowed_and_hyperpods_is_one_hyperpod_supports():
 
 def test_a_version_without_a_layer_is_refused():
     with pytest.raises(KeyError):
-        kubernetes_version("1.35")
+        kubernetes_version("1.37")  # Neuron AMIs exist, but aws-cdk-lib 2.275.0 has no V1_37
+
+
+EFA_CHART_IMAGES = {"v0.5.20": "v0.5.13", "v0.5.29": "v0.5.20", "v0.5.30": "v0.5.20"}
+"""Chart version -> image (``appVersion``) of ``aws-efa-k8s-device-plugin``, from aws/eks-charts
+gh-pages ``index.yaml`` @ c7f9ea5 (2026-08-03): the two charts that ship image v0.5.20, the
+newest image, and chart v0.5.20, the chart whose version equals that image's (it ships
+v0.5.13)."""
+
+
+def test_the_efa_plugin_pin_is_a_chart_version_shipping_the_image_the_doc_names():
+    """Helm reads the pin as the chart version; pinning the image's version installs an older
+    image."""
+    image = EFA_CHART_IMAGES[EFA_PLUGIN_CHART.version]
+    assert image == max(EFA_CHART_IMAGES.values(), key=lambda v: tuple(map(int, v[1:].split("."))))
+    doc = " ".join((versions.__doc__ or "").split())
+    assert f"version {EFA_PLUGIN_CHART.version}, which ships image {image}," in doc

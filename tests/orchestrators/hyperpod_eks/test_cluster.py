@@ -74,6 +74,16 @@ def test_the_kubectl_layer_matches_the_kubernetes_version(hpe):
     assert any("1.34" in (p.get("Description") or "") for p in layers), layers
 
 
+def test_the_newest_version_hyperpod_supports_builds_with_its_own_kubectl_layer(synth):
+    s = synth(profile_path("hyperpod-eks"), **{"eks.kubernetes_version": "1.35"})
+    assert max(HYPERPOD_EKS_KUBERNETES_VERSIONS, key=lambda v: tuple(map(int, v.split(".")))) == "1.35"
+    _, cluster = one(s, "AWS::EKS::Cluster")
+    assert cluster["Properties"]["Version"] == "1.35"
+    layers = [r["Properties"].get("Description") or "" for r in
+              s.resources("AWS::Lambda::LayerVersion").values()]
+    assert any("1.35" in d for d in layers) and not any("1.34" in d for d in layers), layers
+
+
 def test_only_the_system_node_group_is_an_eks_node_group(hpe):
     (_, nodegroup), = hpe.resources("AWS::EKS::Nodegroup").items()
     assert nodegroup["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
@@ -230,7 +240,7 @@ def test_helm_releases(hpe):
     assert json.loads(deps["Values"]) == {"health-monitoring-agent": {"region": "us-west-2"}}
     efa = json.loads(found["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
     assert efa["tolerations"] == [NEURON_TOLERATION, UNSCHEDULABLE]
-    assert found["aws-efa-k8s-device-plugin"]["Properties"]["Version"] == "v0.5.20"
+    assert found["aws-efa-k8s-device-plugin"]["Properties"]["Version"] == "v0.5.30"
     assert found["kubeflow-trainer"]["Properties"]["Version"] == "2.3.0"
 
 

@@ -2,31 +2,62 @@
 
 Facts used here and their sources:
 
-- Kubernetes 1.36 (``eks``' default): the newest version with an EKS AL2023 Neuron AMI
-  (awslabs/amazon-eks-ami release v20260818 publishes
-  ``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260818``; SSM
-  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``)
-  and the newest ``aws_eks_v2.KubernetesVersion`` in aws-cdk-lib 2.275.0 (V1_25 .. V1_36).
-  The kubectl layer matches it: ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI).
-- Kubernetes 1.34 (``hyperpod-eks``' default, the newest SageMaker HyperPod supports; see
-  :data:`trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` for the AMI and
-  :data:`~trn_ultracluster.config.facts.HYPERPOD_EKS_KUBERNETES_VERSIONS` for HyperPod) with
-  ``aws-cdk.lambda-layer-kubectl-v34==2.2.2`` (PyPI), whose layer holds kubectl and helm.
+- Kubernetes 1.36 (``eks``' default): the newest version with an EKS AL2023 Neuron AMI that
+  aws-cdk-lib 2.275.0 can build (``aws_eks_v2.KubernetesVersion`` V1_25 .. V1_36). The
+  newest release where a 1.36 Neuron AMI was read by name is awslabs/amazon-eks-ami v20260903
+  (``amazon-eks-node-al2023-x86_64-neuron-1.36-v20260903``, release version 1.36.3-20260903);
+  the node group takes SSM
+  ``/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/neuron/recommended/image_id``,
+  which follows newer AMIs. The kubectl layer matches it:
+  ``aws-cdk.lambda-layer-kubectl-v36==2.0.1`` (PyPI). Avoid AMI releases v20260930 and
+  v20261003: release v20261012 "fixes a kernel panic during memory reclaim (#2845) that caused
+  nodes to unexpectedly reboot on releases v20260930 and v20261003".
+- Kubernetes 1.37 is not adopted: amazon-eks-ami v20261023 and v20261119 publish
+  ``amazon-eks-node-al2023-x86_64-neuron-1.37-*`` AMIs and ``aws-cdk.lambda-layer-kubectl-v37``
+  2.0.0 exists (PyPI), but aws-cdk-lib 2.275.0, the newest on PyPI, has no
+  ``KubernetesVersion.V1_37``.
+- Kubernetes 1.34 (``hyperpod-eks``' default) with
+  ``aws-cdk.lambda-layer-kubectl-v34==2.2.2`` and 1.35 with
+  ``aws-cdk.lambda-layer-kubectl-v35==2.2.2`` (kubectl 1.35.2, helm 4.1.3; PyPI), whose layers
+  hold kubectl and helm. See :data:`trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` for
+  their AMIs and :data:`~trn_ultracluster.config.facts.HYPERPOD_EKS_KUBERNETES_VERSIONS` for
+  HyperPod.
 - Neuron Helm chart ``oci://public.ecr.aws/neuron/neuron-helm-chart`` 1.10.0 (pulled
-  2026-09-11, digest sha256:ed5d8f73...); values ``devicePlugin.enabled``,
-  ``scheduler.enabled``, ``npd.enabled`` (aws-neuron/neuron-helm-charts
-  ``charts/neuron-helm-chart/values.yaml`` and README). The chart's extra kube-scheduler
-  (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no pod of the stack names it
-  (``schedulerName``), and whole-node pods need no contiguous-core placement.
-- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` v0.5.20 in
-  ``https://aws.github.io/eks-charts`` (aws/eks-charts ``stable/aws-efa-k8s-device-plugin/Chart.yaml``,
-  release v0.0.238 "Adding efa release 0.5.20"); values ``nodeSelector`` and
-  ``tolerations`` (``templates/daemonset.yaml``).
+  2026-09-11, digest sha256:ed5d8f73...; the newest release on
+  github.com/aws-neuron/neuron-helm-charts/releases, "19 Aug" 2026, device plugin image
+  2.32.0.0); values ``devicePlugin.enabled``, ``scheduler.enabled``, ``npd.enabled``
+  (aws-neuron/neuron-helm-charts ``charts/neuron-helm-chart/values.yaml`` and README). The
+  chart's extra kube-scheduler (``my-scheduler``, kube-scheduler v1.31 in 1.10.0) is off: no
+  pod of the stack names it (``schedulerName``), and whole-node pods need no contiguous-core
+  placement. Since 1.9.0 the chart also carries the Neuron UltraServer operator
+  (``ultraserverOperator.enabled``, default false; the 1.9.0 release note enables it with
+  ``draDriver.enabled=true``), left off here: it needs the DRA driver, and the chart's
+  ``validateConfig`` (``_helpers.tpl``) refuses the DRA driver beside the device plugin
+  ("DRA driver and device plugin cannot both be enabled"). The operator is documented for
+  Trn3pds only ("Instance type - Trn3pds launched with K8s version 1.34.2+":
+  aws-neuron/aws-neuron-sdk ``deploy/eks/ultraserver-operator.rst`` @ 81ce03a, 2026-08-21) and
+  UltraServer support is "disabled by default" (Neuron containers release notes 2.31.0). The
+  chart's ``neuronInstances`` list trn3 types since 1.9.0 (1.10.0: trn3.48xlarge,
+  trn3n.48xlarge, trn3en.24xlarge, trn3s-es.48xlarge) beside trn1, trn1n, trn2 and trn2u.
+- EFA device plugin: chart ``aws-efa-k8s-device-plugin`` version v0.5.30, which ships image
+  v0.5.20, in ``https://aws.github.io/eks-charts`` (aws/eks-charts
+  ``stable/aws-efa-k8s-device-plugin/Chart.yaml`` @ bfe91c4, 2026-07-21: ``version: v0.5.30``,
+  ``appVersion: "v0.5.20"``, the newest; gh-pages ``index.yaml`` @ c7f9ea5, 2026-08-03). The
+  chart version and the image version differ: Helm reads the pin as the chart version, and
+  chart v0.5.20 ships image v0.5.13. Values ``nodeSelector`` and ``tolerations`` (both in the
+  chart's ``values.yaml`` and ``templates/daemonset.yaml`` @ bfe91c4).
 - Kubeflow Trainer chart 2.3.0, ``oci://ghcr.io/kubeflow/charts/kubeflow-trainer``
   (pinned with the chart above). It installs JobSet too: kubeflow/trainer
   ``charts/kubeflow-trainer/Chart.yaml`` (version 2.3.0) lists the dependency ``jobset``
   0.12.0 from ``oci://registry.k8s.io/jobset/charts`` with ``condition: jobset.install``,
-  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``.
+  and ``charts/kubeflow-trainer/values.yaml`` sets ``jobset.install: true``. v2.4.0 exists
+  (github.com/kubeflow/trainer/releases/tag/v2.4.0) with breaking changes: ReplicatedJob
+  names in runtimes limited to 20 characters (#4394), the TrainJob image set on the MPI
+  launcher and nodes (#4301), ``dataCache.lws.install`` honoured (#4120), CRDs kept on
+  ``helm uninstall`` (#4122; a stack delete would leave them), CertManagement fields renamed
+  (#3386), PRTE variables for Open MPI 5 (#4029). The stack stays on 2.3.0 until 2.4.0 is
+  tested here; the API it uses is still ``trainer.kubeflow.org/v1alpha1`` (the only API
+  package on kubeflow/trainer master, 2026-08-21).
 - Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
   ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
   ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
@@ -71,6 +102,7 @@ __all__ = [
 
 KUBECTL_LAYERS: dict[str, tuple[str, str]] = {
     "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
+    "1.35": ("aws_cdk.lambda_layer_kubectl_v35", "KubectlV35Layer"),
     "1.36": ("aws_cdk.lambda_layer_kubectl_v36", "KubectlV36Layer"),
 }
 """Kubernetes version -> (module, class) of its kubectl/helm Lambda layer (pinned in
@@ -125,7 +157,8 @@ class HelmChartPin:
 NEURON_CHART = HelmChartPin(
     "neuron-helm-chart", "oci://public.ecr.aws/neuron/neuron-helm-chart", "1.10.0", KUBE_SYSTEM)
 EFA_PLUGIN_CHART = HelmChartPin(
-    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.20", KUBE_SYSTEM)
+    "aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30", KUBE_SYSTEM)
+"""The chart version (v0.5.30, image v0.5.20), not the image version (module doc)."""
 TRAINER_CHART = HelmChartPin(
     "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
     "kubeflow-system")
