@@ -60,8 +60,9 @@ class EksConfig(FrozenModel):
 
     Attributes:
         kubernetes_version: Kubernetes minor version of the cluster, e.g. ``"1.34"``. Default
-            ``None``: 1.36 with ``eks``, 1.34 with ``hyperpod-eks`` (the newest HyperPod
-            supports); :data:`~trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` lists
+            ``None``: 1.36 with ``eks``, 1.34 with ``hyperpod-eks`` (HyperPod also
+            supports 1.35; the default stays so that deployed clusters are not upgraded in
+            place, :data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`); :data:`~trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` lists
             what the stack can build.
         endpoint_access: ``public-and-private`` (kubectl from the allow-list and from the
             VPC) or ``private`` (only from inside the VPC).
