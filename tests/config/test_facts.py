@@ -101,7 +101,15 @@ def test_every_pip_install_of_the_image_is_pinned():
     assert native and all("==" in p for p in native) and native == pins("requirements-cpu.txt")
 
 
-def test_the_default_configuration_boots_the_xla_stacks_dlami_and_venv():
+def test_the_standalone_defaults_are_the_stacks_dlami_and_venv():
+    """No AMI and no venv given: each stack's own. xla finds its release's DLAMI (no Base
+    DLAMI parameter); native boots the Base DLAMI by its parameter and names the torch-neuronx
+    DLAMI's venv."""
     default = StandaloneConfig()
-    assert (default.ami_id, default.ami_ssm_parameter) == (None, None)  # the DLAMI lookup
-    assert default.dlami_venv == XLA_STACK.venv
+    assert (default.ami_id, default.ami_ssm_parameter, default.dlami_venv) == (None, None, None)
+    assert default.resolved("xla").dlami_venv == XLA_STACK.venv
+    assert default.resolved("native").dlami_venv == NATIVE_STACK.venv
+    assert XLA_STACK.base_dlami_parameter is None
+    assert NATIVE_STACK.base_dlami_parameter == (
+        "/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id")
+    assert NATIVE_STACK.venv in NATIVE_STACK.dlami_venvs

@@ -1,7 +1,8 @@
 """Standalone orchestrator: the Auto Scaling group, the launch template it boots from, access
 (Session Manager only), the node role, deploy and destroy order, the user data and the
 outputs, on the two standalone profiles (single-node: 1x trn1.32xlarge, container runtime;
-trn1-2xl: 1x trn1.2xlarge without EFA, DLAMI venv runtime)."""
+trn1-2xl: 1x trn1.2xlarge without EFA, DLAMI venv runtime; both the xla stack) and on
+trn2.48xlarge (the native stack: its default AMI, its venv and imports)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,20 @@ import re
 
 import pytest
 
-from tests.conftest import profile_path
+from tests.conftest import REPO_ROOT, profile_path
+from tests.orchestrators.standalone.conftest import NATIVE_AMI_ID
 from tests.orchestrators.standalone.template_values import user_data
 from trn_ultracluster.config import ConfigError, parse_config
-from trn_ultracluster.config.facts import NEURON_DLAMI_LATEST_PARAMETER, XLA_STACK
+from trn_ultracluster.config.facts import NATIVE_STACK, NEURON_DLAMI_LATEST_PARAMETER, XLA_STACK
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.outputs import STANDALONE_KEYS
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
 from trn_ultracluster.orchestrators.standalone.dlami import DLAMI_OWNER
-from trn_ultracluster.orchestrators.standalone.node import SSM_CORE_POLICY, render_user_data
+from trn_ultracluster.orchestrators.standalone.node import (
+    SSM_CORE_POLICY,
+    VENV_IMPORTS,
+    render_user_data,
+)
 from trn_ultracluster.template_graph import transitive_dependencies
 
 
@@ -30,6 +36,13 @@ def the(s, cfn_type: str) -> tuple[str, dict]:
 
 def lt_data(s) -> dict:
     return s.only("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+
+
+def node_json(s) -> dict:
+    """The ``node`` section of the ``trn_ultracluster.json`` the user data writes."""
+    text = user_data(s.template)
+    return json.loads(text.split("<<'TRN_CLUSTER_JSON'\n", 1)[1]
+                      .split("\nTRN_CLUSTER_JSON", 1)[0])["node"]
 
 
 # --- the group and its launch template ---------------------------------------------------
@@ -75,6 +88,7 @@ def test_trainium_type_interfaces_and_placement(single, small):
 @pytest.mark.parametrize("name", ["single", "small"])
 def test_the_launch_template_boots_the_dlami_with_the_node_profile_and_user_data(request, name):
     s = request.getfixturevalue(name)
+    assert s.config.neuron_stack == "xla"
     data = lt_data(s)
     # the DLAMI of the training image's SDK release, looked up at deploy time
     dlami_id, dlami = the(s, "Custom::NeuronDlami")
@@ -95,6 +109,55 @@ def test_the_launch_template_boots_the_dlami_with_the_node_profile_and_user_data
         "VolumeSize": s.config.root_volume_gib}}]
     assert data["MetadataOptions"] == {"HttpEndpoint": "enabled", "HttpTokens": "required",
                                        "HttpPutResponseHopLimit": 1}
+
+
+def test_the_native_stack_boots_the_base_dlami_by_its_ssm_parameter(native):
+    """On trn2 (native stack) the default AMI is the Neuron Base DLAMI's public parameter,
+    resolved by CloudFormation; no DLAMI lookup (its custom resource, function and role)."""
+    assert native.config.neuron_stack == "native"
+    data = lt_data(native)
+    parameter = native.template["Parameters"][data["ImageId"]["Ref"]]
+    assert parameter == {"Type": "AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>",
+                         "Default": NATIVE_STACK.base_dlami_parameter}
+    assert native.output("StandaloneAmiId") == data["ImageId"]
+    assert not native.resources("Custom::NeuronDlami")
+    assert not [k for k in native.template["Resources"] if k.startswith("StandaloneDlami")]
+    # jobs run in the training image, which the group waits for
+    assert (native.output("StandaloneRuntime"), native.output("StandaloneDlamiVenv")) == (
+        "container", "none")
+    _, group = the(native, "AWS::AutoScaling::AutoScalingGroup")
+    assert native.ref_id("TrainingImageBuild") in group["DependsOn"]
+    node = node_json(native)
+    assert node["venv"] is None
+    assert NATIVE_STACK.base_dlami_parameter in node["ami_source"]
+
+
+def test_node_settings_follow_the_stack(single, small, native, native_venv):
+    """The venv the node setup checks and the modules it imports: the xla stack's DLAMI venv
+    with torch_xla; the native stack's torch-neuronx venv without it."""
+    for s, stack, venv in ((single, "xla", None), (small, "xla", XLA_STACK.venv),
+                           (native, "native", None), (native_venv, "native", NATIVE_STACK.venv)):
+        node = node_json(s)
+        assert node["imports"].split(",") == list(VENV_IMPORTS[stack]), stack
+        assert node["venv"] == venv
+        assert ("torch_xla" in node["imports"]) == (stack == "xla")
+        assert {"torch", "torch_neuronx"} <= set(node["imports"].split(","))
+        assert (f"the default standalone.dlami_venv of the {stack} stack" in
+                node["venv_source"])
+    assert node_json(native_venv)["ami_source"] == f"standalone.ami_id {NATIVE_AMI_ID}"
+    assert "unsetting standalone.ami_id" in node_json(small)["venv_source"]
+    assert "setting standalone.ami_id or" in node_json(native_venv)["venv_source"]
+
+
+def test_the_venv_imports_are_what_the_training_image_checks():
+    """The native stage of training/Dockerfile checks exactly the native venv's modules; the
+    xla stage checks the xla venv's and NxD Training's, which a DLAMI venv job does not use."""
+    dockerfile = (REPO_ROOT / "training/Dockerfile").read_text()
+    stages = re.findall(r'TRN_IMAGE_IMPORTS="([^"]*)"', dockerfile)
+    xla_image, native_image = (stage.split() for stage in stages)
+    assert tuple(native_image) == VENV_IMPORTS["native"]
+    assert set(VENV_IMPORTS["xla"]) <= set(xla_image)
+    assert set(xla_image) - set(VENV_IMPORTS["xla"]) == {"neuronx_distributed", "trn_train.nxd"}
 
 
 def test_an_own_ami_parameter_and_root_device_reach_the_template(synth):
@@ -282,16 +345,23 @@ def test_nodes_publish_neuron_metrics_the_dashboard_reads(single):
 
 # --- outputs --------------------------------------------------------------------------------
 
-def test_outputs(single, small):
+def test_outputs(single, small, native_venv, synth):
     assert {k.value for k in STANDALONE_KEYS} <= set(single.template["Outputs"])
     group_id, _ = the(single, "AWS::AutoScaling::AutoScalingGroup")
     assert single.output("StandaloneAutoScalingGroupName") == {"Ref": group_id}
     assert single.output("JobBackend") == "standalone"
     assert (single.output("StandaloneRuntime"), single.output("StandaloneDlamiVenv")) == (
         "container", "none")
+    # dlami_venv unset: the stack's venv
+    assert small.config.standalone.dlami_venv is None
     assert (small.output("StandaloneRuntime"), small.output("StandaloneDlamiVenv")) == (
-        "dlami-venv", small.config.standalone.dlami_venv)
-    assert small.config.standalone.dlami_venv == XLA_STACK.venv
+        "dlami-venv", XLA_STACK.venv)
+    assert native_venv.output("StandaloneDlamiVenv") == NATIVE_STACK.venv
+    assert native_venv.output("StandaloneAmiId") == NATIVE_AMI_ID
+    mine = synth(profile_path("trn1-2xl"),
+                 **{"standalone.dlami_venv": "/opt/aws_neuronx_venv_pytorch_2_9"})
+    assert mine.output("StandaloneDlamiVenv") == "/opt/aws_neuronx_venv_pytorch_2_9"
+    assert node_json(mine)["venv"] == "/opt/aws_neuronx_venv_pytorch_2_9"
     shell = json.dumps(single.output("StandaloneShellCommand"))
     assert "aws ssm start-session --region us-west-2 --target" in shell and group_id in shell
 

@@ -11,6 +11,7 @@ answers, as the HyperPod lifecycle tests do.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import stat
@@ -22,8 +23,9 @@ import pytest
 
 from tests.cli.helpers import shellcheck
 from tests.conftest import REPO_ROOT
+from tests.orchestrators.standalone.conftest import NATIVE_AMI_ID
 from tests.orchestrators.standalone.template_values import STACK_ID, user_data
-from trn_ultracluster.config.facts import XLA_STACK
+from trn_ultracluster.config.facts import NATIVE_STACK, XLA_STACK
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
 from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS
 from trn_ultracluster.orchestrators.standalone.node import SCRIPTS
@@ -270,14 +272,25 @@ def test_a_missing_asset_stops_the_user_data_before_the_setup(node):
     assert not node.path(NODE_LOG).exists()
 
 
+def fake_venv(node: Node, venv: str, modules: tuple[str, ...] = ()) -> None:
+    """A virtual environment at ``venv`` on the node: this test's Python, plus an empty
+    module for each of ``modules`` (what a DLAMI's venv has and this one has not)."""
+    bin_dir = node.path(venv) / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "activate").write_text("# fake venv\n")
+    extra = node.path(venv) / "fake-modules"
+    for module in modules:
+        (extra / module).mkdir(parents=True)
+        (extra / module / "__init__.py").write_text("")
+    python = bin_dir / "python"
+    python.write_text(
+        f'#!/bin/bash\nPYTHONPATH="${{PYTHONPATH}}:{extra}" exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+
+
 def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_path, small):
     node = Node(tmp_path, small.template, small.outdir)
-    venv = node.path(small.config.standalone.dlami_venv)
-    (venv / "bin").mkdir(parents=True)
-    (venv / "bin/activate").write_text("# fake venv\n")
-    python = venv / "bin/python"
-    python.write_text(f'#!/bin/bash\nexec {sys.executable} "$@"\n')
-    python.chmod(0o755)
+    fake_venv(node, XLA_STACK.venv)
     # the DLAMI's venv would have torch_xla and torch_neuronx; this one has not
     result = node.run_user_data()
     assert result.returncode == 1
@@ -299,6 +312,43 @@ def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_
     assert node.path(READY_FILE).read_text().startswith("runtime=dlami-venv\n")
 
 
+def test_a_native_dlami_venv_node_imports_torch_neuronx_and_no_torch_xla(tmp_path, native_venv):
+    """The native stack's venv check imports torch_neuronx and not torch_xla: a venv with
+    torch_neuronx (faked) and without torch_xla sets the node up; without torch_neuronx it
+    fails naming the native modules."""
+    assert importlib.util.find_spec("torch_xla") is None  # nor has this test's Python
+    node = Node(tmp_path, native_venv.template, native_venv.outdir)
+    fake_venv(node, NATIVE_STACK.venv)
+    result = node.run_user_data()
+    assert result.returncode == 1
+    assert ("cannot import the training program or one of "
+            "torch,torch_neuronx,transformers,tokenizers,tqdm,numpy,yaml") in result.stdout
+    node.path(NATIVE_STACK.venv).rename(tmp_path / "old-venv")
+    fake_venv(node, NATIVE_STACK.venv, modules=("torch_neuronx",))
+    result = node.run_setup()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{NATIVE_STACK.venv} imports it" in result.stdout
+    assert node.path(READY_FILE).read_text().startswith("runtime=dlami-venv\n")
+
+
+def test_native_dlami_venv_missing_on_the_ami_says_which_dlami_has_it(tmp_path, native_venv):
+    """The pinned AMI lacks the torch-neuronx venv (a Base DLAMI, say): the message names the
+    torch-neuronx DLAMI and tells to name it with standalone.ami_id or ami_ssm_parameter."""
+    node = Node(tmp_path, native_venv.template, native_venv.outdir)
+    result = node.run_user_data(TRN_AMI_ID=NATIVE_AMI_ID)
+    assert result.returncode == 1
+    (error,) = [ln for ln in result.stdout.splitlines() if "ERROR:" in ln]
+    for part in (f"the AMI {NATIVE_AMI_ID} has no virtual environment {NATIVE_STACK.venv} "
+                 "(standalone.dlami_venv)",
+                 f"The nodes' AMI is standalone.ami_id {NATIVE_AMI_ID}.",
+                 f"is in the {NATIVE_STACK.dlami_name} DLAMI from Neuron SDK "
+                 f"{NATIVE_STACK.sdk_release}, not in the Neuron Base DLAMI",
+                 "boot it by setting standalone.ami_id or standalone.ami_ssm_parameter to it",
+                 "Fix one of: boot that DLAMI"):
+        assert part in error
+    assert not node.path(READY_FILE).exists()
+
+
 def test_dlami_venv_missing_on_the_ami_is_a_clear_error(tmp_path, small):
     """A 2.31 PyTorch 2.9 DLAMI (the last 'latest') has /opt/aws_neuronx_venv_pytorch_2_9
     but not NxD Training's: the message names the AMI, what it has, the SDK release whose
@@ -310,16 +360,15 @@ def test_dlami_venv_missing_on_the_ami_is_a_clear_error(tmp_path, small):
     result = node.run_user_data(TRN_AMI_ID="ami-0fedcba9876543210")
     assert result.returncode == 1
     (error,) = [ln for ln in result.stdout.splitlines() if "ERROR:" in ln]
-    venv = small.config.standalone.dlami_venv
-    assert venv == XLA_STACK.venv
+    venv = XLA_STACK.venv  # standalone.dlami_venv unset: the xla stack's
     for part in (f"the AMI ami-0fedcba9876543210 has no virtual environment {venv} "
                  "(standalone.dlami_venv)",
                  "its Neuron environments: /opt/aws_neuronx_venv_pytorch_2_9.",
-                 f"The nodes' AMI is the default: the {XLA_STACK.dlami_name} DLAMI of Neuron "
-                 f"SDK {XLA_STACK.sdk_release}",
+                 f"The nodes' AMI is the default of the xla stack: the {XLA_STACK.dlami_name} "
+                 f"DLAMI of Neuron SDK {XLA_STACK.sdk_release}",
                  f"is in the {XLA_STACK.dlami_name} DLAMI of Neuron SDK "
                  f"{XLA_STACK.sdk_release} and in no later DLAMI",
-                 "unset standalone.ami_id and standalone.ami_ssm_parameter",
+                 "boot it by unsetting standalone.ami_id and standalone.ami_ssm_parameter",
                  "set standalone.runtime: container"):
         assert part in error
     assert not node.path(READY_FILE).exists()

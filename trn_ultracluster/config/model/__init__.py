@@ -135,6 +135,12 @@ class ClusterConfig(FrozenModel):
         return default_stack(self.instance) if chosen == "auto" else chosen
 
     @property
+    def standalone_settings(self) -> StandaloneConfig:
+        """The ``standalone`` section with ``dlami_venv`` filled in for :attr:`neuron_stack`
+        (:meth:`StandaloneConfig.resolved`): what the standalone orchestrator builds from."""
+        return self.standalone.resolved(self.neuron_stack)
+
+    @property
     def kubernetes_version(self) -> str | None:
         """Kubernetes version of the EKS cluster: ``eks.kubernetes_version`` or the
         orchestrator's default (:data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`);

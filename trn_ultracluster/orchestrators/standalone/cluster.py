@@ -10,9 +10,12 @@ What it creates:
   (or ``trn-ultracluster scale --nodes 0``) leaves no instance running;
 - on that launch template (:func:`trn_ultracluster.constructs.efa.boot_from`): the AMI
   (:func:`image_id`: ``standalone.ami_id``; or ``standalone.ami_ssm_parameter``, resolved by
-  CloudFormation at each deploy; by default the Neuron DLAMI of the training image's SDK
-  release, :data:`trn_ultracluster.config.facts.XLA_STACK`, found at deploy time by
-  :class:`.dlami.DlamiLookup`), the nodes' instance profile and the user data (:mod:`.node`);
+  CloudFormation at each deploy; by default the AMI of the cluster's Neuron stack: on ``xla``
+  the Neuron DLAMI of the training image's SDK release,
+  :data:`trn_ultracluster.config.facts.XLA_STACK`, found at deploy time by
+  :class:`.dlami.DlamiLookup`; on ``native`` the newest Neuron Base DLAMI by its public SSM
+  parameter, :data:`trn_ultracluster.config.facts.NATIVE_STACK`), the nodes' instance
+  profile and the user data (:mod:`.node`);
 - the nodes' IAM role, instance profile, setup log group and script assets (:mod:`.node`);
 - ``PutMetricData`` for the nodes' Neuron and EFA metrics (:mod:`trn_ultracluster.node_metrics`),
   which the stack's dashboard and alarms read (``metric_source``).
@@ -41,8 +44,10 @@ from constructs import Construct
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, NodeCounts, StandaloneConfig
-from trn_ultracluster.config.facts import XLA_STACK
+from trn_ultracluster.config.facts import NeuronStack
+from trn_ultracluster.config.model.standalone import STACK_RELEASES
 from trn_ultracluster.constructs.efa import boot_from
+from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.nag import acknowledge
 from trn_ultracluster.node_metrics import node_metrics
@@ -68,7 +73,10 @@ class StandaloneProps:
     Attributes:
         foundation: the foundation's handles; its ``launch_template`` must be set.
         shape: the Trainium nodes (type, counts, capacity).
-        settings: the ``standalone`` configuration section.
+        settings: the ``standalone`` configuration section, resolved
+            (``ClusterConfig.standalone_settings``: ``dlami_venv`` set).
+        neuron_stack: the cluster's Neuron training stack (``ClusterConfig.neuron_stack``):
+            the default AMI, the venv's imports.
         tags: the configuration's ``tags`` (the stack puts them on the group too; see
             :class:`StandaloneOrchestrator` for why the group does not pass them on).
     """
@@ -76,6 +84,7 @@ class StandaloneProps:
     foundation: Foundation
     shape: NodeShape
     settings: StandaloneConfig
+    neuron_stack: NeuronStackName
     tags: dict[str, str] = field(default_factory=dict)
 
 
@@ -106,7 +115,8 @@ class StandaloneOrchestrator(Construct):
         return cls(scope, construct_id, StandaloneProps(
             foundation=foundation,
             shape=NodeShape.of(config),
-            settings=config.standalone, tags=dict(config.tags)))
+            settings=config.standalone_settings, neuron_stack=config.neuron_stack,
+            tags=dict(config.tags)))
 
     def __init__(self, scope: Construct, construct_id: str, props: StandaloneProps) -> None:
         super().__init__(scope, construct_id)
@@ -117,10 +127,10 @@ class StandaloneOrchestrator(Construct):
                              "launch template, and the foundation gives none")
         metrics_cluster = Stack.of(self).stack_name
         self.boot = NodeBoot(self, "Node", foundation=base, instance=shape.instance,
-                             settings=settings, fsx_tag_value=Aws.STACK_ID,
-                             metrics_cluster=metrics_cluster)
+                             settings=settings, stack=props.neuron_stack,
+                             fsx_tag_value=Aws.STACK_ID, metrics_cluster=metrics_cluster)
         self.metric_source = node_metrics(self, self.boot.role, metrics_cluster)
-        self.image_id = image_id(self, settings)
+        self.image_id = image_id(self, settings, STACK_RELEASES[props.neuron_stack])
         boot_from(base.launch_template, image_id=self.image_id,
                   instance_profile_arn=self.boot.instance_profile.instance_profile_arn,
                   user_data=self.boot.user_data,
@@ -218,15 +228,19 @@ def node_groups(plan: network_plan.AddressPlan, nodes: NodeCounts) -> list[NodeG
                       g.nodes) for i, g in enumerate(plan.groups)]
 
 
-def image_id(scope: Construct, settings: StandaloneConfig) -> str:
+def image_id(scope: Construct, settings: StandaloneConfig, release: NeuronStack) -> str:
     """The nodes' AMI id: ``standalone.ami_id`` as given; or a CloudFormation parameter of
     type ``AWS::SSM::Parameter::Value<AWS::EC2::Image::Id>`` whose default is
-    ``standalone.ami_ssm_parameter``, resolved at each deploy; or (neither set) the DLAMI of
-    :data:`~trn_ultracluster.config.facts.XLA_STACK`'s SDK release (a
+    ``standalone.ami_ssm_parameter``, resolved at each deploy; or (neither set) the default
+    AMI of the Neuron stack's ``release``: its ``base_dlami_parameter`` in such a parameter
+    when it has one (the native stack: the torch-neuronx DLAMI's name and SSM parameter are
+    not verified, :data:`~trn_ultracluster.config.facts.NATIVE_STACK`), else its SDK
+    release's DLAMI (:data:`~trn_ultracluster.config.facts.XLA_STACK`; a
     :class:`~.dlami.DlamiLookup` named ``Dlami``)."""
     if settings.ami_id is not None:
         return settings.ami_id
-    if settings.ami_ssm_parameter is not None:
+    parameter = settings.ami_ssm_parameter or release.base_dlami_parameter
+    if parameter is not None:
         return ssm.StringParameter.value_for_typed_string_parameter_v2(
-            scope, settings.ami_ssm_parameter, ssm.ParameterValueType.AWS_EC2_IMAGE_ID)
-    return DlamiLookup(scope, "Dlami", stack=XLA_STACK).image_id
+            scope, parameter, ssm.ParameterValueType.AWS_EC2_IMAGE_ID)
+    return DlamiLookup(scope, "Dlami", stack=release).image_id

@@ -24,9 +24,10 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from trn_ultracluster.config import StandaloneConfig
-from trn_ultracluster.config.facts import XLA_STACK
+from trn_ultracluster.config.model.standalone import STACK_RELEASES
 from trn_ultracluster.constructs.training_image import REPO_ROOT, build_context_patterns
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.neuron_stack import NATIVE, XLA, NeuronStackName
 from trn_ultracluster.contracts.standalone import (
     NODE_DIR,
     NODE_LOG,
@@ -49,7 +50,7 @@ from trn_ultracluster.orchestrators.nodes import (
 )
 
 __all__ = ["NodeBoot", "SCRIPTS", "SSM_CORE_POLICY", "VENV_IMPORTS", "ami_source",
-           "node_settings", "render_user_data"]
+           "node_settings", "render_user_data", "venv_source"]
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 """``user_data.sh`` (the template) and ``node_setup.sh``."""
@@ -58,10 +59,15 @@ SSM_CORE_POLICY = "AmazonSSMManagedInstanceCore"
 all Session Manager and Run Command need of the instance (Systems Manager user guide,
 "Step 2: Verify or add instance permissions for Session Manager",
 https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-getting-started-instance-profile.html)."""
-VENV_IMPORTS = ("torch", "torch_xla", "torch_neuronx", "transformers", "tokenizers", "tqdm",
-                "numpy", "yaml")
-"""What ``trn_train`` imports on Neuron (the training image's build checks the same modules,
-``training/Dockerfile``); ``runtime: dlami-venv`` checks them in the DLAMI's environment."""
+VENV_IMPORTS: dict[NeuronStackName, tuple[str, ...]] = {
+    XLA: ("torch", "torch_xla", "torch_neuronx", "transformers", "tokenizers", "tqdm", "numpy",
+          "yaml"),
+    NATIVE: ("torch", "torch_neuronx", "transformers", "tokenizers", "tqdm", "numpy", "yaml"),
+}
+"""What ``trn_train`` imports on Neuron, by stack; ``runtime: dlami-venv`` checks them in the
+DLAMI's environment. The training image's build checks the same modules
+(``training/Dockerfile``, ``TRN_IMAGE_IMPORTS`` of each stage; the ``xla`` stage adds NxD
+Training's, which jobs in a DLAMI venv do not use). The native stack has no ``torch_xla``."""
 NODE_METRICS_EXPORTER = "neuron_metrics.py"
 """The exporter ``neuron_metrics.sh`` installs (``trn_ultracluster/node_metrics/scripts/``)."""
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
@@ -85,22 +91,21 @@ def render_user_data(values: dict[str, str], template: str | None = None) -> str
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
 
-def node_settings(settings: StandaloneConfig, log_group_name: str,
+def node_settings(settings: StandaloneConfig, stack: NeuronStackName, log_group_name: str,
                   metrics_cluster: str) -> dict[str, Any]:
     """The ``node`` section of the node's ``trn_ultracluster.json`` (``lcs.py get node KEY``):
-    ``runtime``, ``venv``, ``imports``, ``program_dir``, ``ready_file``, ``log``,
+    ``runtime``, ``venv`` (``settings`` resolved: :meth:`StandaloneConfig.resolved`),
+    ``imports`` (:data:`VENV_IMPORTS` of ``stack``), ``program_dir``, ``ready_file``, ``log``,
     ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths),
     ``metrics_cluster``, the ``ClusterName`` dimension of the node metrics, and for the setup's
     message when the venv is missing: ``ami_source`` (:func:`ami_source`) and
-    ``venv_source``, which DLAMI has the default venv."""
+    ``venv_source`` (:func:`venv_source`)."""
     return {
         "runtime": settings.runtime,
         "venv": settings.dlami_venv if settings.runtime == "dlami-venv" else None,
-        "ami_source": ami_source(settings),
-        "venv_source": (f"{XLA_STACK.venv} (the default standalone.dlami_venv) is in the "
-                        f"{XLA_STACK.dlami_name} DLAMI of Neuron SDK {XLA_STACK.sdk_release} "
-                        f"and in no later DLAMI"),
-        "imports": ",".join(VENV_IMPORTS),
+        "ami_source": ami_source(settings, stack),
+        "venv_source": venv_source(stack),
+        "imports": ",".join(VENV_IMPORTS[stack]),
         "program_dir": PROGRAM_DIR,
         "ready_file": READY_FILE,
         "log": NODE_LOG,
@@ -109,14 +114,35 @@ def node_settings(settings: StandaloneConfig, log_group_name: str,
     }
 
 
-def ami_source(settings: StandaloneConfig) -> str:
-    """Where the nodes' AMI comes from, in words with its configuration key."""
+def ami_source(settings: StandaloneConfig, stack: NeuronStackName) -> str:
+    """Where the nodes' AMI comes from, in words with its configuration key; the default is
+    ``stack``'s (:func:`~trn_ultracluster.orchestrators.standalone.cluster.image_id`)."""
     if settings.ami_id is not None:
         return f"standalone.ami_id {settings.ami_id}"
     if settings.ami_ssm_parameter is not None:
         return f"standalone.ami_ssm_parameter {settings.ami_ssm_parameter}"
-    return (f"the default: the {XLA_STACK.dlami_name} DLAMI of Neuron SDK "
-            f"{XLA_STACK.sdk_release}, standalone.ami_id and standalone.ami_ssm_parameter unset")
+    release = STACK_RELEASES[stack]
+    if release.base_dlami_parameter is not None:
+        return (f"the default of the {stack} stack: the newest Neuron Base DLAMI (SSM parameter "
+                f"{release.base_dlami_parameter}), standalone.ami_id and "
+                f"standalone.ami_ssm_parameter unset")
+    return (f"the default of the {stack} stack: the {release.dlami_name} DLAMI of Neuron SDK "
+            f"{release.sdk_release}, standalone.ami_id and standalone.ami_ssm_parameter unset")
+
+
+def venv_source(stack: NeuronStackName) -> str:
+    """Which DLAMI has ``stack``'s default venv and how to boot it, in words with the
+    configuration keys: ``xla``'s DLAMI is the default AMI, ``native``'s must be named (its
+    default AMI is the Base DLAMI, :data:`~trn_ultracluster.config.facts.NATIVE_STACK`)."""
+    release = STACK_RELEASES[stack]
+    if release.base_dlami_parameter is not None:
+        return (f"{release.venv} (the default standalone.dlami_venv of the {stack} stack) is in "
+                f"the {release.dlami_name} DLAMI from Neuron SDK {release.sdk_release}, not in "
+                f"the Neuron Base DLAMI; boot it by setting standalone.ami_id or "
+                f"standalone.ami_ssm_parameter to it")
+    return (f"{release.venv} (the default standalone.dlami_venv of the {stack} stack) is in the "
+            f"{release.dlami_name} DLAMI of Neuron SDK {release.sdk_release} and in no later "
+            f"DLAMI; boot it by unsetting standalone.ami_id and standalone.ami_ssm_parameter")
 
 
 class NodeBoot(Construct):
@@ -133,8 +159,8 @@ class NodeBoot(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, foundation: Foundation,
-                 instance: InstanceSpec, settings: StandaloneConfig, fsx_tag_value: str,
-                 metrics_cluster: str) -> None:
+                 instance: InstanceSpec, settings: StandaloneConfig, stack: NeuronStackName,
+                 fsx_tag_value: str, metrics_cluster: str) -> None:
         super().__init__(scope, construct_id)
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.role = iam.Role(
@@ -166,7 +192,8 @@ class NodeBoot(Construct):
         data = {
             **node_file(job_environment(self, instance, foundation), fsx_tag_value,
                         data_repository=foundation.data_repository_path is not None),
-            "node": node_settings(settings, self.log_group.log_group_name, metrics_cluster),
+            "node": node_settings(settings, stack, self.log_group.log_group_name,
+                                  metrics_cluster),
         }
         self.user_data = render_user_data({
             **urls, "NODE_DIR": NODE_DIR, "REGION": Stack.of(self).region,

@@ -153,18 +153,18 @@ neuron_venvs() {
   local IFS=,
   echo "${found[*]:-none}"
 }
-# A missing venv: say which AMI this is, what it has, which SDK release's DLAMI has the venv,
-# and which settings change it. (Neuron removed NxD Training's venv from the DLAMIs at SDK
-# 2.31 and published no PyTorch 2.9 DLAMI from 2.32: Neuron DLAMI release notes.)
+# A missing venv: say which AMI this is, what it has, which DLAMI has the stack's venv and how
+# to boot it (node.venv_source, by Neuron stack), and which settings change it. (Neuron removed
+# NxD Training's venv from the DLAMIs at SDK 2.31 and published no PyTorch 2.9 DLAMI from 2.32:
+# Neuron DLAMI release notes; the native stack's default AMI, the Base DLAMI, has no venv.)
 fail_no_venv() {
   local venv="$1" ami
   ami="$(ami_id 2> /dev/null || true)"
   fail "the AMI ${ami:-(id unknown)} has no virtual environment ${venv} (standalone.dlami_venv);" \
     "its Neuron environments: $(neuron_venvs). The nodes' AMI is $(setting ami_source)." \
-    "$(setting venv_source). Fix one of: boot that DLAMI (unset standalone.ami_id and" \
-    "standalone.ami_ssm_parameter), set standalone.dlami_venv to one of this AMI's" \
-    "environments, or set standalone.runtime: container; then redeploy and replace the node" \
-    "(trn-ultracluster scale --nodes 0 and back)"
+    "$(setting venv_source). Fix one of: boot that DLAMI, set standalone.dlami_venv to one of" \
+    "this AMI's environments, or set standalone.runtime: container; then redeploy and replace" \
+    "the node (trn-ultracluster scale --nodes 0 and back)"
 }
 # 3b. The training program (the files the training image holds) in node.program_dir, and a
 # check that the DLAMI's virtual environment imports it and what it needs on Neuron.
