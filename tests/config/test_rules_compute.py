@@ -9,9 +9,9 @@ from tests.config import check_one_error, warnings_about
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
     ('unknown instance type', {'instance_type': 'trn3.48xlarge'},
-     "error: instance_type = 'trn3.48xlarge': must be one of 'trn1.2xlarge', 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.48xlarge' or 'trn2u.48xlarge' (see https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)"),
+     "error: instance_type = 'trn3.48xlarge': must be one of 'trn1.2xlarge', 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.3xlarge', 'trn2.48xlarge' or 'trn2u.48xlarge' (see https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)"),
     ('trn1.2xlarge multi-node', {'instance_type': 'trn1.2xlarge', 'nodes.max': '2'},
-     "error: nodes.max = 2: must be 1 for trn1.2xlarge, which has no EFA (single-node only); for more nodes use 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.48xlarge' or 'trn2u.48xlarge' (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html)"),
+     "error: nodes.max = 2: must be 1 for trn1.2xlarge, which has no EFA (single-node only); for more nodes use 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.3xlarge', 'trn2.48xlarge' or 'trn2u.48xlarge' (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html)"),
     ('negative node count', {'nodes.min': '-1'},
      'error: nodes.min = -1: must be 0 or more (see README.md#configuration)'),
     ('min > max', {'nodes.min': '3', 'nodes.max': '2'},

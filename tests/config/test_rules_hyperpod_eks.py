@@ -21,7 +21,7 @@ PREREQ = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
     ("instance type HyperPod does not offer", {**HP, "instance_type": "trn1.2xlarge", "nodes.max": "1"},
-     "error: orchestrator = 'hyperpod-eks': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
+     "error: orchestrator = 'hyperpod-eks': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.3xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
     ("Kubernetes version HyperPod does not support", {**HP, "eks.kubernetes_version": "1.36"},
      f"error: eks.kubernetes_version = '1.36': must be one of '1.28', '1.29', '1.30', '1.31', '1.32', '1.33' or '1.34' with orchestrator 'hyperpod-eks' (the versions SageMaker HyperPod supports) (see {PREREQ})"),
     ("Capacity Block instead of a training plan",
