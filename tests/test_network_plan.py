@@ -53,6 +53,20 @@ def test_node_addresses_count_what_each_orchestrator_uses(orchestrator, layout, 
     assert (per.ips, per.nau, per.interfaces) == (ips, nau, interfaces)
 
 
+@pytest.mark.parametrize("orchestrator, layout, ips, nau, interfaces", [
+    ("standalone", "efa", 1, 2, 1),  # the one EFA interface holds the node's address
+    ("standalone", "efa-only", 1, 2, 2),  # ENA primary + 1 EFA-only interface on card 0
+    ("eks", "efa", 1 + 16, 2 + 16, 1),
+    ("hyperpod-slurm", "efa", 1, 2, 1),
+    ("hyperpod-eks", "efa", 50, 51, 1),
+])
+def test_node_addresses_of_a_one_card_efa_type(orchestrator, layout, ips, nau, interfaces):
+    """trn2.3xlarge: one network card with one EFA interface."""
+    per = node_addresses(orchestrator, layout, 1, 1, pod_ips=16)
+    assert (per.ips, per.nau, per.interfaces) == (ips, nau, interfaces)
+    assert "other 0" not in per.rule
+
+
 def test_no_pod_addresses_off_kubernetes_and_one_interface_without_efa():
     assert node_addresses("standalone", "efa", 8, 8, pod_ips=200).pod_ips == 0
     assert node_addresses("hyperpod-slurm", "efa", 8, 8, pod_ips=200).pod_ips == 0

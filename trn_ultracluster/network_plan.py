@@ -183,9 +183,11 @@ def node_addresses(orchestrator: str, layout: str, network_cards: int, efa_inter
                              f"({network_cards})")
     if orchestrator == "hyperpod-eks":
         pods = HYPERPOD_EKS_PRIMARY_CARD_IPS - 1
+        others = (f" + 1 on each of the other {network_cards - 1}" if network_cards > 1
+                  else " (its only card)")
         return NodeAddresses(network_cards, pods, network_cards, efa_interfaces,
                              f"HyperPod on EKS: {HYPERPOD_EKS_PRIMARY_CARD_IPS} on the primary "
-                             f"card + 1 on each of the other {network_cards - 1}")
+                             f"card{others}")
     if efa_interfaces == 0:
         interface_ips, interfaces, efa, what = 1, 1, 0, "one interface (no EFA)"
     elif layout == "efa-only":

@@ -107,6 +107,15 @@ def test_single_node_type_refuses_multi_node(capsys, tmp_path):
     assert "trn1.2xlarge has no EFA: multi-node jobs need an EFA instance type" in err
 
 
+def test_smoke_test_on_a_type_without_efa_names_every_efa_type(capsys, tmp_path):
+    path = write_outputs(tmp_path, outputs_values("standalone", "trn1.2xlarge"))
+    code, _, err = run(capsys, "smoke-test", "--outputs-file", str(path), "--dry-run")
+    assert code == ExitCode.USAGE
+    assert "trn1.2xlarge has no EFA: the 2-node smoke test needs an EFA type" in err
+    assert ("use one of trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, "
+            "trn2u.48xlarge") in err  # the catalog's EFA types, trn2.3xlarge's one interface too
+
+
 @pytest.mark.parametrize("orchestrator", ["eks", "hyperpod-slurm"])
 @pytest.mark.parametrize("command", ["submit", "smoke-test"])
 def test_a_bad_job_name_is_refused_the_same_on_every_backend(capsys, tmp_path, never_sent,

@@ -10,7 +10,7 @@ from tests.config import check_one_error
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
     ('hyperpod without ml. type', {'orchestrator': 'hyperpod-slurm', 'instance_type': 'trn1.2xlarge'},
-     "error: orchestrator = 'hyperpod-slurm': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
+     "error: orchestrator = 'hyperpod-slurm': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.3xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
     ('worker group split past 63 characters',
      {'orchestrator': 'hyperpod-slurm', 'nodes.desired': 2000, 'nodes.max': 2000,
       'hyperpod.worker_groups': [{'name': 'wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww'}]},

@@ -6,6 +6,8 @@ it too."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.config import check_one_error, errors, load
@@ -21,7 +23,10 @@ PREREQ = "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
     ("instance type HyperPod does not offer", {**HP, "instance_type": "trn1.2xlarge", "nodes.max": "1"},
-     "error: orchestrator = 'hyperpod-eks': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
+     "error: orchestrator = 'hyperpod-eks': must be 'eks' or 'standalone' for trn1.2xlarge: SageMaker HyperPod offers only 'trn1.32xlarge', 'trn1n.32xlarge', 'trn2.3xlarge' or 'trn2.48xlarge' (or choose one of those instance types) (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod.html)"),
+    ("type the Neuron device plugin of HyperPod's chart does not select",
+     {**HP, "instance_type": "trn2.3xlarge", "az_ids": "sae1-az1,sae1-az2"},
+     "error: orchestrator = 'hyperpod-eks': must be 'hyperpod-slurm', 'eks' or 'standalone' for trn2.3xlarge: the Neuron device plugin of SageMaker HyperPod's Helm chart runs only on ml.trn1.2xlarge, ml.trn1.32xlarge, ml.trn1n.32xlarge, ml.trn2.48xlarge, so ml.trn2.3xlarge nodes would offer no NeuronCores to jobs (see https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-install-packages-using-helm-chart.html)"),
     ("Kubernetes version HyperPod does not support", {**HP, "eks.kubernetes_version": "1.36"},
      f"error: eks.kubernetes_version = '1.36': must be one of '1.30', '1.31', '1.32', '1.33', '1.34' or '1.35' with orchestrator 'hyperpod-eks' (the versions SageMaker HyperPod supports) (see {PREREQ})"),
     ("Capacity Block instead of a training plan",
@@ -87,3 +92,30 @@ def test_slurm_only_keys_do_not_apply():
 ])
 def test_the_eks_and_hyperpod_rules_apply(overrides, field):
     assert any(f"error: {field} = " in line for line in errors({**HP, **overrides}))
+
+
+def test_neuron_plugin_types_are_those_of_the_vendored_chart():
+    """HYPERPOD_NEURON_PLUGIN_TYPES is the Trainium part of the node affinity of the Neuron
+    device plugin the stack installs on HyperPod on EKS: update both together."""
+    import yaml
+
+    from trn_ultracluster.config.facts import HYPERPOD_NEURON_PLUGIN_TYPES
+    from trn_ultracluster.orchestrators.hyperpod_eks.versions import DEPENDENCIES_CHART
+
+    template = DEPENDENCIES_CHART / "charts/neuron-device-plugin/templates/k8s-neuron-device-plugin.yaml"
+    daemonset = yaml.safe_load(re.sub(r"\{\{.*?\}\}", "helm", template.read_text()))
+    (term,) = daemonset["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (expression,) = term["matchExpressions"]
+    assert expression["key"] == "node.kubernetes.io/instance-type"
+    trainium = tuple(v for v in expression["values"] if v.startswith("ml.trn"))
+    assert trainium == HYPERPOD_NEURON_PLUGIN_TYPES
+
+
+def test_hyperpod_slurm_and_eks_accept_the_one_chip_type():
+    """Only HyperPod on EKS needs the chart's Neuron device plugin: HyperPod with Slurm and
+    EKS take trn2.3xlarge."""
+    for orchestrator in ("hyperpod-slurm", "eks"):
+        config = load({"orchestrator": orchestrator, "instance_type": "trn2.3xlarge",
+                       "az_ids": "sae1-az1,sae1-az2"}).config
+        assert config.instance.name == "trn2.3xlarge"

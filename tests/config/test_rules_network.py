@@ -56,6 +56,8 @@ def test_bad_input_gives_one_exact_message(case, overrides, message):
 WARNINGS = [
     ('AZ where the type was never seen', {'az_ids': 'usw2-az3,usw2-az1'}, 'az_ids[0]',
      "warning: az_ids[0] = 'usw2-az3': should be an AZ ID where trn1.32xlarge has been seen offered (use1-az4, use1-az5, use1-az6, use2-az3, usw2-az1, usw2-az4, aps1-az2, apse2-az1, apse2-az2, apse4-az1): run `preflight` to check your account (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
+    ('type with no AZ recorded', {'instance_type': 'trn2u.48xlarge', 'nodes.max': '4', 'nodes.desired': '4'}, 'az_ids[0]',
+     "warning: az_ids[0] = 'usw2-az4': should be an AZ ID where trn2u.48xlarge has been seen offered (none recorded): run `preflight` to check your account (see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"),
 ]
 
 

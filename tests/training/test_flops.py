@@ -78,3 +78,16 @@ def test_bad_inputs_are_named():
         flops_per_token("gpt", get_recipe("llama-8b").model_config, 8)
     with pytest.raises(InputError, match="cores"):
         mfu(1.0, 1.0, 0, 95.0)
+
+
+def test_one_trainium2_chip_peaks_at_667_tflops_over_its_four_processes():
+    """trn2.3xlarge (--instance-type): 4 logical cores at LNC 2 share the chip's 667 BF16
+    TFLOPS (Neuron Trainium2 page), so the chip's peak rate of tokens is MFU 1."""
+    from trn_train.flops import instance_spec
+
+    spec = instance_spec("trn2.3xlarge")
+    fpt = flops_per_token("llama", get_recipe("llama-8b").model_config, 8192)
+    peak_tokens_per_s = 667e12 / fpt
+    assert mfu(peak_tokens_per_s, fpt, spec.logical_neuron_cores,
+               spec.peak_bf16_tflops_per_logical_core) == pytest.approx(1.0)
+    assert spec.logical_neuron_cores == 4

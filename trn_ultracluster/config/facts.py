@@ -86,6 +86,9 @@ DOC_SSM_PARAMETER_NAMES = (
 README_STANDALONE = "docs/standalone.md"
 README_TRAINING_STACKS = "README.md#training-stacks"
 DOC_TORCHNEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+DOC_TRN2_ULTRASERVER = (
+    "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"
+    "trn2-arch.html")
 
 # --- AZ IDs and Regions ------------------------------------------------------------------
 
@@ -327,6 +330,14 @@ VPC_CNI_MIN_FOR_EFA_ONLY = (1, 19, 0)
 """First VPC CNI minor after aws/amazon-vpc-cni-k8s PR #3047 ("Filter for interfaces with
 no ip info", merged 2024-09-26), which lets the CNI start on nodes with ``efa-only``
 interfaces. The exact first release is not verified; v1.19.0 is the next minor."""
+HYPERPOD_NEURON_PLUGIN_TYPES = ("ml.trn1.2xlarge", "ml.trn1.32xlarge", "ml.trn1n.32xlarge",
+                                "ml.trn2.48xlarge")
+"""The Trainium ``ml.`` types the Neuron device plugin of SageMaker HyperPod's Helm chart runs
+on: the node affinity ``node.kubernetes.io/instance-type In [...]`` of
+``charts/neuron-device-plugin/templates/k8s-neuron-device-plugin.yaml`` (aws/sagemaker-hyperpod-cli
+commit 011ca927, vendored in ``orchestrators/hyperpod_eks/charts``; unchanged upstream as
+stored in 2026-11). ``ml.trn2.3xlarge``, which HyperPod offers (botocore 1.40.72), is not
+in it, so a HyperPod on EKS node of that type would offer no ``aws.amazon.com/neuron``."""
 
 # --- standalone nodes ---------------------------------------------------------------------
 

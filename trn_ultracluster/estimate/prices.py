@@ -104,7 +104,8 @@ OFFLINE: dict[PriceKey, Price] = {
 """The offline table: :data:`OFFLINE_REGION` list prices as of :data:`OFFLINE_DATE`. There
 is no offline price for trn2 instances or for SageMaker ``ml.`` instances: the estimate then
 shows the EC2 price of the same type as a lower bound (``ml.`` instances cost more than the
-EC2 instance) or none."""
+EC2 instance) or none. For trn2.3xlarge no public price with a source was found (searched
+2026-11), and it was not seen offered in us-east-1 at all (catalog ``az_ids_seen``)."""
 
 
 class PriceSource(Protocol):

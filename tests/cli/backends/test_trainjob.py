@@ -63,7 +63,7 @@ def test_trainjob_command_and_resources(capsys, tmp_path):
 
 @pytest.mark.parametrize("instance_type, procs, neuron, efa", [
     ("trn1.32xlarge", 32, "16", "8"), ("trn1n.32xlarge", 32, "16", "16"),
-    ("trn2.48xlarge", 64, "16", "16"),
+    ("trn2.48xlarge", 64, "16", "16"), ("trn2.3xlarge", 4, "1", "1"),
 ])
 def test_resources_follow_the_instance_type(capsys, tmp_path, instance_type, procs, neuron, efa):
     job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", instance_type=instance_type))

@@ -39,6 +39,12 @@ def trn2(synth):
 
 
 @pytest.fixture(scope="module")
+def trn2_3xl(synth):
+    """One Trainium2 chip per node on EKS, in AZ IDs where moto saw trn2.3xlarge offered."""
+    return synth(**{"instance_type": "trn2.3xlarge", "az_ids": "sae1-az1,sae1-az2"})
+
+
+@pytest.fixture(scope="module")
 def ultra2000(synth):
     """2,000 trn1.32xlarge nodes with EFA-only interfaces: more than one subnet and one
     node group hold. The same context keys as tests/stacks/conftest.py's
@@ -372,6 +378,9 @@ def test_helm_chart_values(default):
     assert neuron["scheduler"]["enabled"] is False  # no pod names the chart's scheduler
     efa = json.loads(charts["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
     assert efa["nodeSelector"] == {"vpc.amazonaws.com/efa.present": "true"}
+    # the node type itself is the chart's one supported type (its own list may lack it)
+    assert efa["supportedInstanceLabels"] == {"keys": ["node.kubernetes.io/instance-type"],
+                                              "values": [default.config.instance_type]}
     assert efa["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Equal",
                                    "value": "true", "effect": "NoSchedule"}]
     # The Trainium node group carries exactly the label the EFA plugin selects.
@@ -541,6 +550,7 @@ def test_runtime_created_after_trainer_chart(default):
     ("trn1.32xlarge", 16, 8, 32),
     ("trn1n.32xlarge", 16, 16, 32),
     ("trn2.48xlarge", 16, 16, 64),
+    ("trn2.3xlarge", 1, 1, 4),  # one chip, one EFA interface, 8 cores at LNC 2
 ])
 def test_neuron_resources_per_node(name, chips, efa, procs):
     spec = get_instance(name)
@@ -553,6 +563,24 @@ def test_single_node_type_has_no_efa_resource():
     spec = get_instance("trn1.2xlarge")
     assert k8s.neuron_resources_per_node(spec) == {"aws.amazon.com/neuron": 1}
     assert "FI_PROVIDER" not in neuron_environment(spec)
+
+
+def test_one_chip_node_gets_its_efa_interface_from_the_plugin(trn2_3xl):
+    """trn2.3xlarge is in neither EFA plugin chart v0.5.20's own list nor ``ml.`` form: the
+    values name it, its node group carries the plugin's label, its one EFA interface is in
+    the launch template, and the runtime asks for that one interface."""
+    efa = json.loads(_charts(trn2_3xl)["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
+    assert efa["supportedInstanceLabels"]["values"] == ["trn2.3xlarge"]
+    labels = _nodegroups(trn2_3xl)["trainium"]["Properties"]["Labels"]
+    assert all(labels.get(k) == v for k, v in efa["nodeSelector"].items())
+    data = trn2_3xl.only("AWS::EC2::LaunchTemplate")["LaunchTemplateData"]
+    (interface,) = data["NetworkInterfaces"]
+    assert (interface["NetworkCardIndex"], interface["DeviceIndex"], interface["InterfaceType"]) \
+        == (0, 0, "efa")
+    (runtime,) = _objects(trn2_3xl, "ClusterTrainingRuntime")
+    (container,) = _pod_spec(runtime)["containers"]
+    assert container["resources"]["limits"] == {"aws.amazon.com/neuron": "1",
+                                                "vpc.amazonaws.com/efa": "1"}
 
 
 # --- outputs and limits -------------------------------------------------------------------

@@ -240,6 +240,8 @@ def test_helm_releases(hpe):
     assert json.loads(deps["Values"]) == {"health-monitoring-agent": {"region": "us-west-2"}}
     efa = json.loads(found["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
     assert efa["tolerations"] == [NEURON_TOLERATION, UNSCHEDULABLE]
+    # HyperPod nodes are labelled with the ml. name, which the chart's own list lacks
+    assert efa["supportedInstanceLabels"]["values"] == [hpe.config.instance.hyperpod_instance_type]
     assert found["aws-efa-k8s-device-plugin"]["Properties"]["Version"] == "v0.5.30"
     assert found["kubeflow-trainer"]["Properties"]["Version"] == "2.3.0"
 

@@ -13,6 +13,7 @@ from trn_ultracluster.cli.commands import common
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.launch import default_job_name
 from trn_ultracluster.cli.smoke import SMOKE_NODES, parse_results, smoke_report
+from trn_ultracluster.contracts.catalog import CATALOG
 
 __all__ = ["POLL_S", "SMOKE_TIMEOUT_S", "smoke_test"]
 
@@ -52,8 +53,9 @@ def smoke_test(args: argparse.Namespace) -> int:
                         "`trn-ultracluster logs <job> > FILE`", strict=False)
     else:
         if not spec.supports_efa:
+            efa_types = ", ".join(sorted(n for n, s in CATALOG.items() if s.supports_efa))
             raise CliError(f"{spec.name} has no EFA: the 2-node smoke test needs an EFA type",
-                           "use trn1.32xlarge, trn1n.32xlarge or trn2.48xlarge", ExitCode.USAGE)
+                           f"use one of {efa_types}", ExitCode.USAGE)
         name = args.name or default_job_name("smoke-allreduce")
         backend = common.backend(args, outputs)
         job = common.render_job(args, outputs, backend, name=name, nodes=SMOKE_NODES,

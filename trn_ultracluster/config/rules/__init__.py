@@ -35,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     stack.stack_name,
     compute.instance_type_known,
     compute.node_counts,
+    compute.whole_ultraservers,
     compute.multi_node_needs_efa,
     compute.efa_layout_needs_efa,
     training_image.neuron_stack,

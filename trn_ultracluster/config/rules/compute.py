@@ -11,6 +11,7 @@ from trn_ultracluster.config.facts import (
     DOC_EFA,
     DOC_INSTANCES,
     DOC_EKS_ULTRA,
+    DOC_TRN2_ULTRASERVER,
     MAX_NODES,
     README_CONFIG,
     ROOT_VOLUME_GIB_RANGE,
@@ -19,7 +20,7 @@ from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 
 __all__ = ["efa_layout_needs_efa", "instance_type_known", "multi_node_needs_efa", "node_counts",
-           "root_volume"]
+           "root_volume", "whole_ultraservers"]
 
 
 def instance_type_known(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -52,6 +53,51 @@ def node_counts(c: ClusterConfig) -> Iterator[ConfigIssue]:
         yield ConfigIssue("nodes.max", n.max,
                           f"must be at most {MAX_NODES:,} (the largest EKS cluster)",
                           DOC_EKS_ULTRA)
+
+
+def whole_ultraservers(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """Nodes of an UltraServer type come in whole UltraServers: ``nodes.max``, and
+    ``nodes.min`` / ``nodes.desired`` when not 0, must be multiples of the catalog's
+    ``ultraserver_nodes`` (4 for trn2u.48xlarge).
+
+    This is the project's rule, derived from these facts; AWS itself validates no such count:
+
+    - "A Trn2 UltraServer comprises four trn2u.48xlarge instances connected together via the
+      NeuronLink-v3 chip-to-chip interconnect" (Neuron docs, Trn2 architecture,
+      DOC_TRN2_ULTRASERVER);
+    - trn2u capacity is bought per UltraServer: "For Trn2u instances, a capacity block ID
+      refers to an EC2 UltraServer" (EC2 API reference, ``Instance.CapacityBlockId``), and
+      Capacity Block offerings are counted in UltraServers (``DescribeCapacityBlockOfferings``
+      ``UltraserverCount``);
+    - Neuron's UltraServer init script (aws-neuron/aws-neuron-sdk
+      ``src/k8/k8s-ultraserver-init-script.sh``) stops a job with "Incorrect number of nodes
+      with server id" unless exactly the configured number of its nodes (4 by default) share an
+      UltraServer.
+
+    A Capacity Block does let fewer instances run than it holds (EC2 user guide, "Launch
+    instances into Capacity Blocks"), so a count that is not a multiple leaves part of an
+    UltraServer paid for and idle, or splits a NeuronLink domain between jobs. ``nodes.min`` /
+    ``nodes.desired`` of 0 (idle, or waiting for the block to start) are allowed.
+    """
+    spec = CATALOG.get(c.instance_type)
+    n = c.nodes
+    if spec is None or spec.ultraserver_nodes is None or min(n.min, n.desired, n.max) < 0:
+        return  # instance_type_known / node_counts report those
+    size = spec.ultraserver_nodes
+    for name in ("max", "min", "desired"):
+        value = getattr(n, name)
+        if value % size == 0 or (value == 0 and name != "max"):
+            continue
+        lower, upper = value // size * size, (value // size + 1) * size
+        nearest = f"{lower} or {upper}" if lower else f"{upper}"
+        allowed = "a multiple of" if name == "max" else "0 or a multiple of"
+        yield ConfigIssue(
+            f"nodes.{name}", value,
+            f"must be {allowed} {size} for {c.instance_type} (e.g. {nearest}): an UltraServer "
+            f"is {size} {c.instance_type} instances in one NeuronLink domain, sold as one "
+            f"Capacity Block, and a {size}-node Neuron UltraServer job (Neuron's default) "
+            f"needs all {size} of one UltraServer",
+            DOC_TRN2_ULTRASERVER)
 
 
 def multi_node_needs_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:

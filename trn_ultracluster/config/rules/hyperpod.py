@@ -25,6 +25,7 @@ from trn_ultracluster.config.facts import (
     HYPERPOD_MAX_INSTANCE_COUNT,
     HYPERPOD_NAME_MAX_CHARS,
     HYPERPOD_NAME_RE,
+    HYPERPOD_NEURON_PLUGIN_TYPES,
     HYPERPOD_TYPE_RE,
     JOB_MAX_RESTARTS_RANGE,
     TRAINING_PLAN_RE,
@@ -162,10 +163,20 @@ def worker_parts(c: ClusterConfig) -> Iterator[ConfigIssue]:
 
 
 def hyperpod_eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    """HyperPod on EKS: a Kubernetes version and VPC CNI HyperPod supports, a Region with the
-    health-monitoring agent's image, and the TrainJob restart bound."""
+    """HyperPod on EKS: an instance type the Neuron device plugin of HyperPod's chart runs on,
+    a Kubernetes version and VPC CNI HyperPod supports, a Region with the health-monitoring
+    agent's image, and the TrainJob restart bound."""
     if c.orchestrator != "hyperpod-eks":
         return
+    spec = CATALOG.get(c.instance_type)
+    ml_type = spec.hyperpod_instance_type if spec is not None else None
+    if ml_type is not None and ml_type not in HYPERPOD_NEURON_PLUGIN_TYPES:
+        yield ConfigIssue(
+            "orchestrator", c.orchestrator,
+            f"must be 'hyperpod-slurm', 'eks' or 'standalone' for {c.instance_type}: the Neuron "
+            f"device plugin of SageMaker HyperPod's Helm chart runs only on "
+            f"{', '.join(HYPERPOD_NEURON_PLUGIN_TYPES)}, so {ml_type} nodes would offer no "
+            "NeuronCores to jobs", DOC_HYPERPOD_EKS_HELM)
     version = c.kubernetes_version
     if version not in HYPERPOD_EKS_KUBERNETES_VERSIONS:
         yield ConfigIssue("eks.kubernetes_version", version,

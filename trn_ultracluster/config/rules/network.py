@@ -63,7 +63,8 @@ def az_offers_instance(c: ClusterConfig) -> Iterator[ConfigIssue]:
     yield ConfigIssue(
         "az_ids[0]", c.az_ids[0],
         f"should be an AZ ID where {c.instance_type} has been seen offered "
-        f"({', '.join(spec.az_ids_seen)}): run `preflight` to check your account",
+        f"({', '.join(spec.az_ids_seen) or 'none recorded'}): run `preflight` to check your "
+        "account",
         DOC_AZ_IDS, severity="warning",
     )
 

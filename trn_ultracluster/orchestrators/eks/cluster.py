@@ -104,7 +104,7 @@ class EksOrchestrator(EksCluster):
             "npd": {"enabled": True},
         })
         self.efa_chart = self.chart("EfaDevicePluginChart", EFA_PLUGIN_CHART,
-                                    k8s.efa_plugin_values())
+                                    k8s.efa_plugin_values(self.props.shape.instance.name))
 
     def training_runtime_manifest(self) -> k8s.Manifest:
         image = self.props.foundation.training_image

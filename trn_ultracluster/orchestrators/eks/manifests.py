@@ -83,12 +83,32 @@ def trainium_node_labels(spec: InstanceSpec) -> dict[str, str]:
     return {EFA_NODE_LABEL: "true"} if spec.supports_efa else {}
 
 
-def efa_plugin_values(*extra_tolerations: dict[str, str]) -> dict[str, Any]:
+def efa_plugin_values(instance_type_label: str,
+                      *extra_tolerations: dict[str, str]) -> dict[str, Any]:
     """Values of the EFA device plugin chart: run only on nodes labelled
-    :data:`EFA_NODE_LABEL` and tolerate :data:`NEURON_TAINT` (plus ``extra_tolerations``);
-    ``nodeSelector`` and ``tolerations`` are the chart's values (aws/eks-charts
-    ``stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml``)."""
+    :data:`EFA_NODE_LABEL` whose :data:`INSTANCE_TYPE_LABEL` is ``instance_type_label``, and
+    tolerate :data:`NEURON_TAINT` (plus ``extra_tolerations``).
+
+    The chart's DaemonSet also requires the instance-type label to be in its
+    ``supportedInstanceLabels.values`` (``templates/daemonset.yaml``, node affinity). Chart
+    v0.5.20's default list (aws/eks-charts commit de5fdc1) has trn1.32xlarge, trn1n.32xlarge,
+    trn2.48xlarge and trn2u.48xlarge but not trn2.3xlarge (added in chart v0.5.23, aws/eks-charts
+    #1278) and no ``ml.`` name, which HyperPod nodes carry (SageMaker HyperPod's own chart sets
+    the list to ``ml.`` names: aws/sagemaker-hyperpod-cli
+    ``helm_chart/HyperPodHelmChart/values.yaml``, ``aws-efa-k8s-device-plugin``). So the
+    stack names its own node type there, whatever the chart version lists.
+
+    Args:
+        instance_type_label: the value of :data:`INSTANCE_TYPE_LABEL` on the Trainium nodes:
+            the EC2 type on EKS node groups, the ``ml.`` name on HyperPod nodes.
+        extra_tolerations: more pod tolerations (HyperPod's health-check taint).
+
+    Returns:
+        ``nodeSelector``, ``supportedInstanceLabels`` and ``tolerations``, the chart's values.
+    """
     return {"nodeSelector": {EFA_NODE_LABEL: "true"},
+            "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL],
+                                        "values": [instance_type_label]},
             "tolerations": [NEURON_TAINT.toleration(), *extra_tolerations]}
 
 

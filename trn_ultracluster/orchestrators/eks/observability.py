@@ -37,7 +37,8 @@ Facts used here and their sources:
   schema (``aws eks describe-addon-configuration``) accepts ``tolerations`` could not be read
   without an AWS account (not verified); the chart takes it.
 - The Neuron monitor DaemonSet runs only on the instance types the chart lists (node affinity
-  in ``values.yaml``: trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge, trn2u.48xlarge, ...).
+  in ``values.yaml``: trn1.32xlarge, trn1n.32xlarge, trn2.3xlarge, trn2.48xlarge, trn2u.48xlarge,
+  ...; v6.4.0 has no ``ml.trn2`` name).
 - Log groups: the agent writes performance events to ``/aws/containerinsights/<cluster>/performance``
   (aws/amazon-cloudwatch-agent translator tests: ``log_group_name``
   ``/aws/containerinsights/{ClusterName}/performance``) and Fluent Bit container logs to

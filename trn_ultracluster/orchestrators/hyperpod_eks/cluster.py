@@ -206,7 +206,8 @@ class HyperPodEksOrchestrator(EksCluster):
                         "S3 asset of this stack, from the CDK bootstrap asset bucket "
                         "(HelmChart chartAsset: grantRead on that bucket, read only).")
         self.efa_chart = self.chart("EfaDevicePluginChart", EFA_PLUGIN_CHART,
-                                    k8s.efa_plugin_values(UNSCHEDULABLE_TAINT.toleration()))
+                                    k8s.efa_plugin_values(ml_name(self.props.shape.instance),
+                                                          UNSCHEDULABLE_TAINT.toleration()))
 
     def node_tolerations(self) -> tuple[dict[str, str], ...]:
         """The Neuron taint and HyperPod's deep-health-check taint (the agents run while a
