@@ -1,6 +1,7 @@
 """Checkpoints carry a manifest of SHA-256 checksums; a damaged one is never loaded: the run
 falls back to the previous complete checkpoint, says so in an event, and stops with a clear
-error when none is usable."""
+error when none is usable. (Here one process on the native backend: the DCP layout, FSDP2 in
+a one-rank group; tests/training/test_native.py runs two.)"""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from trn_train.errors import CheckpointError
 from trn_train.train import TrainConfig, run
 
 from training_helpers import read_events, train_losses
+
+
+SHARD = "dcp/__0_0.distcp"  # rank 0's DCP file (model and optimizer state)
+METADATA = "dcp/.metadata"
 
 
 def cfg(data: Path, out: Path, **kw) -> TrainConfig:
@@ -55,9 +60,9 @@ def test_manifest_lists_every_file_with_size_and_sha256(two_checkpoints):
     d = two_checkpoints / "checkpoints" / "step_00000010"
     manifest = json.loads((d / ckpt.MANIFEST).read_text())
     assert manifest["format"] == ckpt.FORMAT and manifest["step"] == 10 and manifest["world_size"] == 1
-    on_disk = {p.name for p in d.iterdir()} - {ckpt.MANIFEST, ckpt.MARKER}
-    assert set(manifest["files"]) == on_disk == {"model.pt", "optim_rank00000.pt", "rng_rank00000.pt",
-                                                 "trainer.json"}
+    on_disk = {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()} - {ckpt.MANIFEST, ckpt.MARKER}
+    assert set(manifest["files"]) == on_disk == {SHARD, METADATA, "rng_rank00000.pt", "trainer.json"}
+    assert json.loads((d / "trainer.json").read_text())["layout"] == "dcp"
     import hashlib
 
     for name, entry in manifest["files"].items():
@@ -66,8 +71,8 @@ def test_manifest_lists_every_file_with_size_and_sha256(two_checkpoints):
 
 
 @pytest.mark.parametrize("name, damage", [
-    ("model.pt", _flip_byte),
-    ("optim_rank00000.pt", _truncate),
+    (SHARD, _flip_byte),
+    (METADATA, _truncate),
     ("rng_rank00000.pt", Path.unlink),
     ("trainer.json", _flip_byte),
     (ckpt.MANIFEST, _truncate),
@@ -90,7 +95,8 @@ def test_damaged_newest_checkpoint_falls_back_to_the_previous_one(tmp_path, two_
     # the run went on from step 5 and wrote a good step 10 and 12 again
     for step in (10, 12):
         opened = ckpt.open_checkpoint(ckpt.CheckpointInfo(out / "checkpoints" / f"step_{step:08d}", step))
-        opened.load("model.pt")
+        for name in opened.files:
+            opened.verify(name)
 
 
 def test_checkpoint_from_before_checksums_resumes_unverified(tmp_path, two_checkpoints, clm_data, capsys):
@@ -114,12 +120,12 @@ def test_no_usable_checkpoint_stops_with_a_clear_error(tmp_path, two_checkpoints
     """Starting from step 0 over a run's checkpoints would silently throw its compute away (and
     rotate the evidence out): stop and say what to do instead."""
     out = _copy_run(two_checkpoints, tmp_path / "run")
-    _flip_byte(out / "checkpoints" / "step_00000010" / "model.pt")
-    _truncate(out / "checkpoints" / "step_00000005" / "optim_rank00000.pt")
+    _flip_byte(out / "checkpoints" / "step_00000010" / SHARD)
+    _truncate(out / "checkpoints" / "step_00000005" / METADATA)
     with pytest.raises(CheckpointError, match="no usable checkpoint") as e:
         run(cfg(clm_data, out, steps=12))
     msg = str(e.value)
-    assert "step_00000010" in msg and "model.pt" in msg and "step_00000005" in msg and "optim_rank00000.pt" in msg
+    assert "step_00000010" in msg and SHARD in msg and "step_00000005" in msg and METADATA in msg
     assert "--output-dir" in msg
     # nothing was written over the damaged run
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["step_00000005", "step_00000010"]
@@ -128,7 +134,7 @@ def test_no_usable_checkpoint_stops_with_a_clear_error(tmp_path, two_checkpoints
 def test_cli_exits_2_without_traceback_when_no_checkpoint_is_usable(tmp_path, two_checkpoints, clm_data, capsys):
     out = _copy_run(two_checkpoints, tmp_path / "run")
     for step in (5, 10):
-        _flip_byte(out / "checkpoints" / f"step_{step:08d}" / "model.pt")
+        _flip_byte(out / "checkpoints" / f"step_{step:08d}" / SHARD)
     code = main(["train", "--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(out),
                  "--steps", "12", "--global-batch-size", "8", "--micro-batch-size", "4", "--device", "cpu",
                  "--no-progress", "--no-tensorboard"])
@@ -140,15 +146,15 @@ def test_cli_exits_2_without_traceback_when_no_checkpoint_is_usable(tmp_path, tw
 def test_explicit_resume_of_a_damaged_checkpoint_is_an_error_not_a_fallback(tmp_path, two_checkpoints, clm_data):
     out = _copy_run(two_checkpoints, tmp_path / "run")
     bad = out / "checkpoints" / "step_00000010"
-    _truncate(bad / "model.pt")
-    with pytest.raises(CheckpointError, match=r"model\.pt .*truncated"):
+    _truncate(bad / SHARD)
+    with pytest.raises(CheckpointError, match=r"__0_0\.distcp .*truncated"):
         run(cfg(clm_data, tmp_path / "other", steps=12, resume=str(bad)))
 
 
 def test_rotation_keeps_the_checkpoint_just_written_when_a_newer_one_is_damaged(tmp_path, two_checkpoints,
                                                                                 clm_data, capsys):
     out = _copy_run(two_checkpoints, tmp_path / "run")
-    _flip_byte(out / "checkpoints" / "step_00000010" / "model.pt")
+    _flip_byte(out / "checkpoints" / "step_00000010" / SHARD)
     run(cfg(clm_data, out, steps=12, ckpt_every=1, keep_last=1, max_steps_this_run=2))
     events = read_events(capsys.readouterr().out)
     assert [e["step"] for e in events if e["event"] == "checkpoint"] == [6, 7]
@@ -175,8 +181,8 @@ def test_resume_honours_a_new_lr_and_says_so(tmp_path, two_checkpoints, clm_data
 @pytest.mark.parametrize("this_rank_fails", [False, True])
 def test_ranks_agree_to_fall_back_when_a_file_fails_on_one_rank_only(tmp_path, two_checkpoints, clm_data, capsys,
                                                                      monkeypatch, this_rank_fails):
-    """Each rank verifies only the files it loads (its optimizer shard, its RNG state), so a
-    damaged file can fail on one rank only: every rank must still pick the same checkpoint.
+    """Each rank verifies only its share of the files (and its RNG state), so a damaged file
+    can fail on one rank only: every rank must still pick the same checkpoint.
     Here rank 0's view is run with another rank's verdict faked into the collective."""
     from trn_train.runtime import Runtime
 

@@ -54,6 +54,6 @@ def test_prepared_data_checkpoints_and_nxd_config_are_world_readable(tmp_path, u
     run(TrainConfig(recipe="llama-tiny", data_dir=data, output_dir=out, steps=2, ckpt_every=1, keep_last=2,
                     progress=False, tensorboard=False, global_batch_size=8, micro_batch_size=8, device="cpu"))
     write_config(NxdRun(nodes=1), tmp_path / "conf")
-    assert (data / "shard_00000.bin").is_file() and (out / "checkpoints" / "step_00000002" / "model.pt").is_file()
+    assert (data / "shard_00000.bin").is_file() and (out / "checkpoints" / "step_00000002" / "dcp" / ".metadata").is_file()
     wrong = {**_wrong_modes(data), **_wrong_modes(out), **_wrong_modes(tmp_path / "conf")}
     assert not wrong, wrong

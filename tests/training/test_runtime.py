@@ -1,6 +1,6 @@
-"""Runtime: the XLA runtime must agree with torchrun about the job's shape; options a back end
-cannot honour are rejected. XLA is faked here (what torch_xla.runtime reports), so this runs
-without torch-xla."""
+"""Runtime: the XLA runtime must agree with torchrun about the job's shape. XLA is faked here
+(what torch_xla.runtime reports), so this runs without torch-xla. (Flag resolution and the
+native backend: test_native.py.)"""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from trn_train.errors import InputError, LaunchError
-from trn_train.runtime import Runtime
+from trn_train.errors import LaunchError
+from trn_train.runtime import Runtime, RuntimeSpec
+
+XLA = RuntimeSpec("xla", "xla", zero1=True)
 
 
 @pytest.fixture
@@ -61,7 +63,7 @@ def test_xla_world_size_that_differs_from_torchrun_stops(fake_xla, monkeypatch):
     _torchrun_env(monkeypatch, world=2, rank=1)
     fake_xla.update(world_size=1, ordinal=0)
     with pytest.raises(LaunchError) as e:
-        Runtime.init("xla")
+        Runtime.init(XLA)
     msg = str(e.value)
     assert "world size 1" in msg and "WORLD_SIZE=2" in msg and "duplicate" in msg
 
@@ -70,27 +72,20 @@ def test_xla_rank_that_differs_from_torchrun_stops(fake_xla, monkeypatch):
     _torchrun_env(monkeypatch, world=2, rank=1)
     fake_xla.update(world_size=2, ordinal=0)
     with pytest.raises(LaunchError, match="ordinal 0.*RANK=1"):
-        Runtime.init("xla")
+        Runtime.init(XLA)
 
 
 def test_xla_runtime_that_agrees_with_torchrun(fake_xla, monkeypatch):
     _torchrun_env(monkeypatch, world=4, rank=3)
     fake_xla.update(world_size=4, ordinal=3)
-    rt = Runtime.init("xla")
-    assert (rt.kind, rt.world_size, rt.rank, rt.distributed) == ("xla", 4, 3, True)
+    rt = Runtime.init(XLA)
+    assert (rt.backend, rt.device_type, rt.world_size, rt.rank, rt.distributed) == ("xla", "xla", 4, 3, True)
     assert fake_xla["pg_inits"] == 1
 
 
 def test_xla_without_torchrun_is_one_process(fake_xla, monkeypatch):
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.delenv("RANK", raising=False)
-    rt = Runtime.init("xla")
+    rt = Runtime.init(XLA)
     assert (rt.world_size, rt.rank, rt.distributed) == (1, 0, False)
     assert fake_xla["pg_inits"] == 0
-
-
-def test_zero1_on_cpu_is_rejected_not_ignored():
-    with pytest.raises(InputError, match="--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"):
-        Runtime.init("cpu").resolve_zero1("on")
-    rt = Runtime.init("cpu")
-    assert rt.resolve_zero1("auto") is False and rt.resolve_zero1("off") is False

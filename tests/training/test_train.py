@@ -15,7 +15,7 @@ from trn_train.errors import InputError, DataError
 from trn_ultracluster.contracts.recipes import get_recipe
 from trn_train.train import TrainConfig, plan_batches, run
 
-from training_helpers import free_port, read_events, subprocess_env, train_losses
+from training_helpers import free_port, read_dcp, read_events, subprocess_env, train_losses
 
 ENV = subprocess_env(OMP_NUM_THREADS="1")
 
@@ -97,7 +97,8 @@ def test_bad_batch_geometry(kw, world, match):
 @pytest.mark.parametrize("kw, exc, match", [
     (dict(data_dir=Path("/no/such/data")), DataError, "--data-dir '/no/such/data' does not exist"),
     (dict(seq_len=65), InputError, "--seq-len must be between 1 and the prepared sequence length 64"),
-    (dict(recipe="llama-8b"), InputError, "nxd-config"),
+    (dict(recipe="llama-8b", data_parallel="ddp"), InputError,
+     "--data-parallel must be 'fsdp' or 'auto' for llama-8b, got: 'ddp'"),
     (dict(recipe="bert-tiny"), InputError, "--format mlm"),
     (dict(instance_type="p5.48xlarge"), InputError, "--instance-type"),
     (dict(steps=0), InputError, "--steps"),
@@ -116,7 +117,7 @@ def test_bad_batch_geometry(kw, world, match):
     (dict(lr=float("nan")), InputError, "--lr must be a positive finite number"),
     (dict(min_lr_ratio=float("nan")), InputError, "--min-lr-ratio"),
     (dict(seed=-1), InputError, r"--seed must be an integer in 0\.\.2\*\*64-1, got: -1"),
-    (dict(zero1="on"), InputError, "--zero1 must be 'auto' or 'off' on the cpu device, got: 'on'"),
+    (dict(zero1="on"), InputError, "--zero1 must be 'auto' or 'off' with the native backend, got: 'on'"),
 ])
 def test_bad_input_fails_before_training(tmp_path, clm_data, kw, exc, match):
     with pytest.raises(exc, match=match):
@@ -199,8 +200,8 @@ def test_cli_huge_lr_diverges_exits_3_and_writes_no_nan_checkpoint(tmp_path, clm
     assert next(e for e in events if e["event"] == "nonfinite")["step"] == 2
     kept = sorted(p.name for p in (out / "checkpoints").iterdir())
     assert kept == ["step_00000001"]
-    state = torch.load(out / "checkpoints" / kept[0] / "model.pt", weights_only=True)
-    assert all(torch.isfinite(t).all() for t in state.values())
+    state = read_dcp(out / "checkpoints" / kept[0])["model"]
+    assert state and all(torch.isfinite(t).all() for t in state.values())
 
 
 # ----------------------------------------------------------------------- checkpoints
@@ -211,7 +212,7 @@ def test_keep_last_and_completion_markers(tmp_path, clm_data, capsys):
     root = tmp_path / "run" / "checkpoints"
     assert sorted(p.name for p in root.iterdir()) == ["step_00000020", "step_00000025"]
     for p in root.iterdir():
-        assert (p / ckpt.MARKER).is_file() and (p / "model.pt").is_file() and (p / "optim_rank00000.pt").is_file()
+        assert (p / ckpt.MARKER).is_file() and (p / "dcp" / ".metadata").is_file() and (p / "rng_rank00000.pt").is_file()
 
 
 def test_resume_refuses_a_different_run(tmp_path, clm_data, capsys):
@@ -277,22 +278,23 @@ def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoin
 
 
 def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_path, clm_data, capsys):
-    """Tolerance: 1e-5 absolute per logged loss (measured: about 1.4e-6). The 2-process
-    gradient is the mean of two per-rank means instead of one mean over 8 sequences, so only
-    float rounding differs. The checkpoint's manifest lists both ranks' files."""
+    """DDP on the native backend. Tolerance: 1e-5 absolute per logged loss (measured: about
+    1.4e-6). The 2-process gradient is the mean of two per-rank means instead of one mean over
+    8 sequences, so only float rounding differs. The checkpoint's manifest lists both ranks'
+    files."""
     steps = 15
-    run(cfg(clm_data, tmp_path / "one", steps=steps))
+    run(cfg(clm_data, tmp_path / "one", steps=steps, data_parallel="ddp"))
     one = train_losses(read_events(capsys.readouterr().out))
     args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--nnodes", "1",
             "--master_addr", "127.0.0.1", "--master_port", str(free_port()), "-m", "trn_train", "train",
             "--recipe", "llama-tiny", "--data-dir", str(clm_data), "--output-dir", str(tmp_path / "two"),
             "--steps", str(steps), "--global-batch-size", "8", "--micro-batch-size", "2", "--log-every", "1",
-            "--no-progress", "--device", "cpu"]
+            "--no-progress", "--device", "cpu", "--data-parallel", "ddp"]
     p = subprocess.run(args, capture_output=True, text=True, env=ENV, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     events = read_events(p.stdout)
     start = next(e for e in events if e["event"] == "start")
-    assert start["world_size"] == 2 and start["grad_accum"] == 2
+    assert start["world_size"] == 2 and start["grad_accum"] == 2 and start["data_parallel"] == "ddp"
     two = train_losses(events)
     assert sorted(two) == sorted(one)
     diffs = {s: abs(one[s] - two[s]) for s in one}
@@ -301,5 +303,8 @@ def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_pat
     assert one[steps] < one[1] - 0.5
     final = tmp_path / "two" / "checkpoints" / f"step_{steps:08d}"
     files = json.loads((final / ckpt.MANIFEST).read_text())["files"]
-    assert set(files) == {"model.pt", "optim_rank00000.pt", "rng_rank00000.pt", "rng_rank00001.pt", "trainer.json"}
-    assert sorted(p.name for p in final.iterdir()) == sorted([*files, ckpt.MANIFEST, ckpt.MARKER])
+    # DCP spreads the replicated DDP state over both ranks' files (each tensor written once)
+    assert set(files) == {"dcp/.metadata", "dcp/__0_0.distcp", "dcp/__1_0.distcp", "rng_rank00000.pt",
+                          "rng_rank00001.pt", "trainer.json"}
+    on_disk = {str(p.relative_to(final)) for p in final.rglob("*") if p.is_file()}
+    assert on_disk == {*files, ckpt.MANIFEST, ckpt.MARKER}

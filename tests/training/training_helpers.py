@@ -50,3 +50,18 @@ def free_port() -> int:
 def subprocess_env(**extra: str) -> dict[str, str]:
     """This process's environment with ``trn_train`` importable, plus ``extra``."""
     return {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'training'}", **extra}
+
+
+def read_dcp(checkpoint_dir: Path) -> dict:
+    """The whole state a native-backend checkpoint holds, unsharded on CPU:
+    ``{"model": {name: tensor}, "optim": {"state": ..., "param_groups": ...}}`` (DCP's
+    ``dcp_to_torch_save`` of its ``dcp/`` directory, read back)."""
+    import tempfile
+
+    import torch
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "state.pt"
+        dcp_to_torch_save(checkpoint_dir / "dcp", out)
+        return torch.load(out, weights_only=False)

@@ -1,7 +1,9 @@
 """The training program through the XLA path on PJRT_DEVICE=CPU (torch-xla 2.9), one
 process under torchrun with the ``xla`` process group. Cross-process collectives on XLA:CPU
 deadlock in torch-xla 2.9 (measured on 2 cores: ``rendezvous ... Expected 2
-threads``), so multi-process parity is tested with gloo in tests/training."""
+threads``), so multi-process parity is tested with gloo in tests/training. One test also runs
+the native backend (``--device cpu``) with this venv's torch 2.9, to check that each back end
+refuses the other's checkpoints."""
 
 from __future__ import annotations
 
@@ -106,3 +108,23 @@ def test_xla_non_finite_loss_exits_3_without_a_nan_checkpoint(xla_data, tmp_path
     for d in kept:
         state = torch.load(d / "model.pt", weights_only=True)
         assert all(torch.isfinite(t.float()).all() for t in state.values()), d
+
+
+def test_checkpoints_of_one_backend_are_refused_by_the_other(reference, xla_data, tmp_path):
+    """The xla backend's checkpoint (``torch.save`` files) resumed on the native backend, and a
+    native one (DCP, written here by FSDP2 on the CPU with this venv's torch 2.9) resumed on
+    xla: each stops with exit 2 and an error naming both layouts, before training a step."""
+    xla_out, _ = reference
+    p = torchrun_process(xla_data, tmp_path / "native", "--device", "cpu", "--resume",
+                         str(xla_out / "checkpoints" / f"step_{STEPS:08d}"))
+    assert "exitcode  : 2" in p.stderr, p.stderr[-4000:]
+    assert ("error: --resume must be a checkpoint of the native backend (layout 'dcp')" in p.stderr
+            and "written by the xla backend (layout 'torch'); resume it with --backend xla" in p.stderr), p.stderr[-4000:]
+
+    native = torchrun(xla_data, tmp_path / "dcp", "--device", "cpu", "--max-steps-this-run", "2", "--ckpt-every", "2")
+    assert next(e for e in native if e["event"] == "start")["backend"] == "native"
+    p = torchrun_process(xla_data, tmp_path / "back", "--resume", str(tmp_path / "dcp" / "checkpoints" / "step_00000002"))
+    assert "exitcode  : 2" in p.stderr, p.stderr[-4000:]
+    assert ("error: --resume must be a checkpoint of the xla backend (layout 'torch')" in p.stderr
+            and "written by the native backend (layout 'dcp'); resume it with --backend native" in p.stderr), p.stderr[-4000:]
+    assert not (tmp_path / "back" / "checkpoints").exists() and not (tmp_path / "native" / "checkpoints").exists()

@@ -3,25 +3,32 @@
 Layout under ``<output-dir>/checkpoints``::
 
     step_00000050/            a complete checkpoint
-        model.pt              model state dict (rank 0)
+        dcp/                  native backend (layout "dcp"): model and optimizer state written by
+            .metadata         torch.distributed.checkpoint (DCP), one file per rank
+            __0_0.distcp      (``__<rank>_<n>.distcp``; sharded DTensors under FSDP2), its
+            __1_0.distcp      .metadata by rank 0
+        model.pt              xla backend (layout "torch"): model state dict (rank 0)
         optim_rank00000.pt    optimizer state: one file per rank with ZeRO-1 shards,
-                              rank 0 only when the state is replicated (DDP)
-        rng_rank00000.pt      RNG state of each rank
-        trainer.json          step, scheduler state, hyperparameters, world size, run fingerprint
+                              rank 0 only when the state is replicated
+        rng_rank00000.pt      RNG state of each rank (both layouts)
+        trainer.json          step, layout, scheduler state, hyperparameters, world size,
+                              run fingerprint
         manifest.json         size (bytes) and SHA-256 of every file above
         COMPLETE              marker, written last
     step_00000060.tmp/        being written (or left by a crash): ignored
 
-Protocol: rank 0 creates ``step_N.tmp``; every rank writes its files there (each file
-atomically) and a ``files_rankNNNNN.json`` with their sizes and SHA-256 (hashed from the bytes
-in memory: no second read); barrier; rank 0 merges those into ``manifest.json`` (and deletes
-them), renames the directory to ``step_N``, writes ``COMPLETE`` atomically, deletes stale
-``.tmp`` directories and all but the newest ``keep_last`` complete checkpoints up to step N;
-barrier. A directory without ``COMPLETE`` is never loaded.
+Protocol (:func:`save`): rank 0 creates ``step_N.tmp``; every rank writes its files there
+(the torch layout's each atomically, hashed from the bytes in memory; DCP's by ``dcp.save``,
+then hashed by the rank that wrote them) and a ``files_rankNNNNN.json`` with their sizes and
+SHA-256; barrier; rank 0 merges those into ``manifest.json`` (and deletes them), renames the
+directory to ``step_N``, writes ``COMPLETE`` atomically, deletes stale ``.tmp`` directories and
+all but the newest ``keep_last`` complete checkpoints up to step N; barrier. A directory
+without ``COMPLETE`` is never loaded.
 
-Loading (:func:`open_checkpoint`, :meth:`Checkpoint.load`) checks each file's size and SHA-256
-against the manifest before ``torch.load`` reads it, so a truncated or corrupt file raises
-:class:`~trn_train.errors.CheckpointError` naming it instead of a traceback from ``torch.load``.
+Loading (:func:`open_checkpoint`, :meth:`Checkpoint.verify`, :meth:`Checkpoint.load`) checks
+each file's size and SHA-256 against the manifest before it is read, so a truncated or corrupt
+file raises :class:`~trn_train.errors.CheckpointError` naming it instead of a traceback from
+``torch.load`` or DCP.
 """
 
 from __future__ import annotations
@@ -47,6 +54,12 @@ FORMAT = "trn_train.checkpoint/1"
 _NAME = re.compile(r"^step_(\d{8})$")
 _RANK_FILES = "files_rank{:05d}.json"
 _READ_BLOCK = 8 << 20
+LAYOUT_TORCH = "torch"
+"""``trainer.json`` ``layout`` of the xla backend: ``torch.save`` files (``model.pt``,
+``optim_rankNNNNN.pt``); also what a checkpoint without ``layout`` (older trn_train) holds."""
+LAYOUT_DCP = "dcp"
+"""``trainer.json`` ``layout`` of the native backend: a DCP directory :data:`DCP_DIR`."""
+DCP_DIR = "dcp"
 
 
 @dataclass(frozen=True)
@@ -79,30 +92,47 @@ def scan(ckpt_root: Path, warn: Callable[[str], None] | None = None) -> list[Che
     return sorted(found, key=lambda c: c.step)
 
 
-def _write(path: Path, data: bytes) -> dict[str, Any]:
-    """Write ``data`` atomically; return its manifest entry ``{"bytes", "sha256"}``."""
-    atomic_write_bytes(path, data)
-    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+FileEntries = dict[str, dict[str, Any]]
+"""Manifest entries: file name relative to the checkpoint directory -> ``{"bytes", "sha256"}``."""
 
 
-def _torch_bytes(obj: Any) -> bytes:
+def write_torch_file(directory: Path, name: str, obj: Any) -> FileEntries:
+    """``torch.save`` ``obj`` to ``directory/name`` atomically; return its manifest entry
+    (hashed from the bytes in memory: no second read)."""
     buf = io.BytesIO()
     torch.save(obj, buf)
-    return buf.getvalue()
+    data = buf.getvalue()
+    atomic_write_bytes(directory / name, data)
+    return {name: {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}}
+
+
+def hash_files(directory: Path, names: list[str]) -> FileEntries:
+    """Manifest entries of files another writer (DCP) made, read back in 8 MiB blocks.
+
+    Args:
+        names: paths relative to ``directory`` (the checkpoint directory).
+    """
+    entries: FileEntries = {}
+    for name in names:
+        h = hashlib.sha256()
+        size = 0
+        with open(directory / name, "rb") as f:
+            while block := f.read(_READ_BLOCK):
+                h.update(block)
+                size += len(block)
+        entries[name] = {"bytes": size, "sha256": h.hexdigest()}
+    return entries
 
 
 def save(
     ckpt_root: Path, step: int, rank: int, world_size: int, barrier: Callable[[], None],
-    model_state: dict[str, Any] | None, optim_state: dict[str, Any] | None,
-    rng_state: dict[str, Any], trainer_state: dict[str, Any], keep_last: int,
+    write: Callable[[Path], FileEntries], trainer_state: dict[str, Any], keep_last: int,
 ) -> Path:
     """Write the checkpoint of ``step`` collectively (every rank calls this).
 
     Args:
-        model_state: rank 0's CPU model state dict (``None`` on other ranks).
-        optim_state: this rank's CPU optimizer state, or ``None`` when this rank does not
-            write one (replicated state: only rank 0 writes).
-        rng_state: this rank's RNG state.
+        write: called on every rank with the ``.tmp`` directory; writes this rank's files
+            (collectively, e.g. ``dcp.save``) and returns their manifest entries.
         trainer_state: JSON-serialisable step/scheduler/fingerprint data (rank 0 writes it).
         keep_last: complete checkpoints to keep (>= 1) among those up to ``step``; newer ones
             (left by a run that fell back past them) stay until this run reaches their step
@@ -121,17 +151,11 @@ def save(
             shutil.rmtree(final)
         tmp.mkdir()
     barrier()
-    files: dict[str, Any] = {}
-    if optim_state is not None:
-        name = f"optim_rank{rank:05d}.pt"
-        files[name] = _write(tmp / name, _torch_bytes(optim_state))
-    name = f"rng_rank{rank:05d}.pt"
-    files[name] = _write(tmp / name, _torch_bytes(rng_state))
+    files = write(tmp)
     if rank == 0:
-        assert model_state is not None
-        files["model.pt"] = _write(tmp / "model.pt", _torch_bytes(model_state))
-        files["trainer.json"] = _write(tmp / "trainer.json",
-                                       json_bytes({**trainer_state, "step": step, "world_size": world_size}))
+        trainer = json_bytes({**trainer_state, "step": step, "world_size": world_size})
+        atomic_write_bytes(tmp / "trainer.json", trainer)
+        files["trainer.json"] = {"bytes": len(trainer), "sha256": hashlib.sha256(trainer).hexdigest()}
     else:
         atomic_write_bytes(tmp / _RANK_FILES.format(rank), json_bytes(files))
     barrier()

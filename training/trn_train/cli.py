@@ -81,12 +81,13 @@ def _option(p: argparse.ArgumentParser, defaults: dict[str, Any], *flags: str, h
 
 
 def _add_train(sub: argparse._SubParsersAction) -> None:
-    from trn_train.config import TrainConfig
+    from trn_train.config import BACKENDS, DATA_PARALLEL, DEVICES, SWITCHES, TrainConfig
     from trn_ultracluster.contracts.recipes import RECIPES
 
     p = sub.add_parser("train", help="train or resume a data-parallel run",
                        description="Data-parallel training over all processes torchrun starts (one per "
-                                   "NeuronCore). Resumes from the newest complete checkpoint in "
+                                   "NeuronCore), on the xla backend (Trn1) or the native one (Trn2/Trn3, CPU). "
+                                   "Resumes from the newest complete checkpoint in "
                                    "--output-dir/checkpoints unless --resume none.")
     p.add_argument("--recipe", required=True, choices=sorted(RECIPES))
     p.add_argument("--data-dir", required=True, type=Path, help="output of prepare-data")
@@ -115,10 +116,23 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     opt("--ckpt-every", type=int, help="checkpoint every N steps (0: at the end only)")
     opt("--keep-last", type=int, help="complete checkpoints to keep")
     opt("--seed", type=int, help="0..2**64-1")
-    opt("--precision", choices=["auto", "bf16", "fp32"], help="auto: bf16 autocast on XLA/Neuron, fp32 on CPU")
-    opt("--device", choices=["auto", "xla", "cpu"], help="auto: XLA when torch_xla is importable")
-    opt("--zero1", choices=["auto", "on", "off"],
-        help="ZeRO-1 optimizer sharding (torch-xla): auto = on with XLA, off on CPU; 'on' is an error on CPU")
+    opt("--precision", choices=["auto", "bf16", "fp32"], help="auto: bf16 autocast on xla and neuron, fp32 on cpu")
+    opt("--backend", choices=list(BACKENDS),
+        help="xla: PyTorch/XLA (Trn1, torch-neuronx 2.9); native: plain PyTorch on the neuron device "
+             "(TorchNeuron, Trn2/Trn3) or the CPU; auto: xla when torch_xla is importable and --device is not "
+             "neuron/cpu, else native")
+    opt("--device", choices=list(DEVICES),
+        help="xla (xla backend); neuron or cpu (native backend); auto: the backend's, on native neuron when "
+             "TorchNeuron sees a NeuronCore, else cpu")
+    opt("--data-parallel", choices=list(DATA_PARALLEL),
+        help="native backend: fsdp (FSDP2 fully_shard per transformer block: weights, gradients and AdamW "
+             "state sharded; needed for llama-8b) or ddp (DistributedDataParallel); auto = fsdp")
+    opt("--compile", choices=list(SWITCHES),
+        help="native backend: torch.compile each transformer block (backend neuron on the neuron device, "
+             "inductor on cpu); auto = on for neuron, off on cpu")
+    opt("--zero1", choices=list(SWITCHES),
+        help="ZeRO-1 optimizer sharding (torch-xla): auto = on with the xla backend, off on native; 'on' is "
+             "an error on native (use --data-parallel fsdp)")
     opt("--instance-type", help="catalog entry whose peak BF16 gives MFU")
     opt("--max-steps-this-run", "--steps-this-run", type=int,
         help="stop after this many steps (neuron_parallel_compile trial runs)")

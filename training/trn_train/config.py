@@ -12,6 +12,15 @@ from pathlib import Path
 from trn_train.errors import InputError
 from trn_ultracluster.contracts.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe
 
+BACKENDS = ("auto", "xla", "native")
+"""``--backend`` values (resolved by :func:`trn_train.runtime.resolve_runtime`)."""
+DEVICES = ("auto", "xla", "neuron", "cpu")
+"""``--device`` values."""
+DATA_PARALLEL = ("auto", "ddp", "fsdp")
+"""``--data-parallel`` values (native backend)."""
+SWITCHES = ("auto", "on", "off")
+"""``--compile`` and ``--zero1`` values."""
+
 
 @dataclass
 class TrainConfig:
@@ -39,7 +48,10 @@ class TrainConfig:
     keep_last: int = 3
     seed: int = 1234
     precision: str = "auto"
+    backend: str = "auto"
     device: str = "auto"
+    data_parallel: str = "auto"
+    compile: str = "auto"
     zero1: str = "auto"
     instance_type: str = "trn1.32xlarge"
     max_steps_this_run: int | None = None

@@ -42,15 +42,36 @@ def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str,
     raise InputError("recipe.model_type", recipe.model_type, "'llama' or 'bert'")
 
 
-def build_model(recipe: Recipe, cfg: Any, seed: int) -> torch.nn.Module:
-    """Instantiate the model on CPU with weights initialised from ``seed`` (same on every rank)."""
+def build_model(recipe: Recipe, cfg: Any, seed: int, device: str = "cpu") -> torch.nn.Module:
+    """Instantiate the model with weights initialised from ``seed`` (same on every rank).
+
+    Args:
+        device: ``"cpu"``, or ``"meta"`` for a model without memory or values (an FSDP2 rank
+            that receives its shards from rank 0).
+    """
     from transformers import BertForMaskedLM, LlamaForCausalLM
 
     torch.manual_seed(seed)
     cls = LlamaForCausalLM if recipe.model_type == "llama" else BertForMaskedLM
     # eager attention: identical maths on CPU and XLA, no SDPA kernel choice differences
     cfg._attn_implementation = "eager"
-    return cls(cfg)
+    with torch.device(device):
+        return cls(cfg)
+
+
+def transformer_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The model's transformer blocks, the units FSDP2 shards and ``--compile`` compiles:
+    ``LlamaDecoderLayer`` (``model.model.layers``) or ``BertLayer`` (``model.bert.encoder.layer``).
+
+    Raises:
+        TypeError: a model other than ``LlamaForCausalLM`` / ``BertForMaskedLM`` (a bug).
+    """
+    name = type(model).__name__
+    if name == "LlamaForCausalLM":
+        return list(model.model.layers)
+    if name == "BertForMaskedLM":
+        return list(model.bert.encoder.layer)
+    raise TypeError(f"no transformer blocks known for {name}")
 
 
 def mlm_mask(tokens: np.ndarray, sample_ids: np.ndarray, step: int, seed: int,

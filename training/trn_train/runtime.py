@@ -1,19 +1,26 @@
 """Device, process group and optimizer plumbing for the two back ends.
 
-- **XLA** (torch-xla present and ``--device`` is ``auto`` or ``xla``): NeuronCores through
-  torch-neuronx in the cluster, CPU through ``PJRT_DEVICE=CPU`` here. Uses the current
-  PyTorch/XLA 2.x APIs (https://docs.pytorch.org/xla/release/r2.8/learn/api-guide.html):
-  ``torch_xla.device()``, ``torch_xla.runtime.world_size()`` / ``global_ordinal()``,
-  ``torch_xla.sync()`` to cut the lazy graph (the older
-  ``xm.mark_step()``; ``xm.xrt_world_size``/``xm.get_ordinal`` are deprecated), the ``xla``
-  process group via ``dist.init_process_group("xla", init_method="xla://")`` after importing
-  ``torch_xla.distributed.xla_backend``, and ZeRO-1 through
-  ``torch_xla.distributed.zero_redundancy_optimizer.ZeroRedundancyOptimizer`` (it
+- **xla** (Trn1; ``--backend xla``, or ``auto`` when torch-xla is importable and ``--device``
+  is not ``neuron``/``cpu``): NeuronCores through torch-neuronx over PyTorch/XLA in the
+  cluster, CPU through ``PJRT_DEVICE=CPU`` here. Uses the current PyTorch/XLA 2.x APIs
+  (https://docs.pytorch.org/xla/release/r2.8/learn/api-guide.html): ``torch_xla.device()``,
+  ``torch_xla.runtime.world_size()`` / ``global_ordinal()``, ``torch_xla.sync()`` to cut the
+  lazy graph (the older ``xm.mark_step()``; ``xm.xrt_world_size``/``xm.get_ordinal`` are
+  deprecated), the ``xla`` process group via ``dist.init_process_group("xla",
+  init_method="xla://")`` after importing ``torch_xla.distributed.xla_backend``, and ZeRO-1
+  through ``torch_xla.distributed.zero_redundancy_optimizer.ZeroRedundancyOptimizer`` (it
   reduce-scatters gradients, clips, steps its shard and all-gathers parameters). BF16 is
   ``torch.autocast("xla", dtype=torch.bfloat16)``; the deprecated ``XLA_USE_BF16`` is not used.
-- **CPU** (plain PyTorch): one process, or torchrun with the ``gloo`` process group and
-  ``DistributedDataParallel``. Used by the tests for cross-process correctness because
-  collectives across several XLA:CPU processes deadlock in torch-xla 2.9 (measured
+- **native** (plain PyTorch, eager): TorchNeuron's ``neuron`` device on Trn2/Trn3 (Neuron SDK
+  2.33, torch-neuronx 2.13/2.14; the constants below say what is verified), or the CPU. Data
+  parallel is FSDP2 (``fully_shard`` of each transformer block, then the root, over a 1-D
+  device mesh: parameters, gradients and AdamW state sharded) or ``DistributedDataParallel``;
+  the process group is ``gloo`` on CPU and ``neuron`` on NeuronCores. One process without
+  torchrun runs FSDP2 in a private one-rank group (a ``FileStore`` in a temporary directory),
+  so single-process runs take the same code path. ``--compile`` compiles each transformer
+  block in place (``nn.Module.compile``: state-dict keys stay those of the eager model, so
+  checkpoints do not depend on it). The tests check cross-process correctness here (CPU, gloo)
+  because collectives across several XLA:CPU processes deadlock in torch-xla 2.9 (measured
   2026-11-21 on 2 cores: ``rendezvous ... Expected 2 threads``).
 """
 
@@ -22,13 +29,53 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import shutil
+import tempfile
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 
+from trn_train.config import BACKENDS, DATA_PARALLEL, DEVICES, SWITCHES
 from trn_train.errors import InputError, LaunchError
+
+NEURON_PACKAGE = "torch_neuronx"
+"""TorchNeuron's module: importing it "Registers the Neuron device and distributed backend"
+(Neuron docs, "How to use torch.distributed on Neuron",
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html;
+PyTorch >= 2.9 would also autoload it, the docs' FAQ says, but importing it is the safe way).
+Package torch-neuronx 2.13.3.0 / 2.14.3.0 on PyTorch 2.13 / 2.14, Trn2 and Trn3 only (Neuron
+2.33.0 TorchNeuron release notes, release-notes/components/torchneuron.rst)."""
+
+NEURON_DEVICE = "neuron"
+"""TorchNeuron's device type: it "adds the ``neuron`` device through the PyTorch
+``PrivateUse1`` extension" (TorchNeuron release notes); autocast is
+``torch.autocast(device_type="neuron")`` (Neuron docs, torch/index.rst). Every process uses
+``torch.device("neuron")`` without an index, as the torch.distributed guide's example does.
+NOT VERIFIED: that torch-neuronx binds each torchrun process to its own NeuronCore (by
+``LOCAL_RANK``) without a ``set_device`` call here."""
+
+NEURON_PROCESS_GROUP_BACKEND = "neuron"
+"""The ``torch.distributed`` backend for NeuronCores: ``dist.init_process_group(backend="neuron",
+init_method="env://", ...)`` (the torch.distributed guide above; "TorchNeuron registers a
+``neuron`` device and a ``neuron`` process-group backend", TorchTitan Neuron overview)."""
+
+NEURON_COMPILE_BACKEND = "neuron"
+"""``torch.compile`` backend on NeuronCores; only static shapes (``dynamic=True`` "is
+rejected") and ``fullgraph=True`` "is recommended" (Neuron docs, reference-torch-compile)."""
+
+CPU_COMPILE_BACKEND = "inductor"
+"""``torch.compile`` backend on the CPU (PyTorch's default; a C++ compiler on the machine)."""
+
+NEURON_DEVICE_MODULE_API = ("is_available", "get_rng_state", "set_rng_state")
+"""NOT VERIFIED (no Neuron page read here says it): torch-neuronx registers a device module,
+``torch.get_device_module("neuron")`` (``torch.neuron``), with these functions, the PrivateUse1
+convention ``torch.cuda`` follows. ``is_available()`` decides ``--device auto``; the RNG state
+goes into checkpoints (dropout on the device). If it is missing, ``--device neuron`` and
+``auto`` with torch-neuronx installed stop with a :class:`LaunchError` that names this
+assumption, instead of silently training on the CPU."""
 
 
 def xla_available() -> bool:
@@ -40,6 +87,42 @@ def xla_available() -> bool:
     return True
 
 
+def neuron_device_module() -> Any:
+    """TorchNeuron's device module (see :data:`NEURON_DEVICE_MODULE_API`), after importing
+    :data:`NEURON_PACKAGE`.
+
+    Raises:
+        ImportError: torch-neuronx is not installed.
+        LaunchError: it is, but the device module lacks a function of
+            :data:`NEURON_DEVICE_MODULE_API`.
+    """
+    __import__(NEURON_PACKAGE)
+    try:
+        mod = torch.get_device_module(NEURON_DEVICE)
+    except RuntimeError:
+        mod = None
+    missing = [f for f in NEURON_DEVICE_MODULE_API if not callable(getattr(mod, f, None))]
+    if missing:
+        raise LaunchError(
+            f"{NEURON_PACKAGE} is installed, but torch.get_device_module({NEURON_DEVICE!r}) has no "
+            f"{', '.join(missing)}: trn_train assumed (not verified) that TorchNeuron's device module follows "
+            "torch.cuda's (trn_train.runtime.NEURON_DEVICE_MODULE_API). Use --device cpu, or adapt that code")
+    return mod
+
+
+def neuron_available() -> bool:
+    """True when TorchNeuron is installed and reports a usable NeuronCore.
+
+    Raises:
+        LaunchError: see :func:`neuron_device_module`.
+    """
+    try:
+        mod = neuron_device_module()
+    except ImportError:
+        return False
+    return bool(mod.is_available())
+
+
 def extracting_graphs_only() -> bool:
     """True under ``neuron_parallel_compile``'s trial run, which sets
     ``NEURON_EXTRACT_GRAPHS_ONLY`` and returns zero outputs: results are not real, so no
@@ -49,23 +132,113 @@ def extracting_graphs_only() -> bool:
     return os.environ.get("NEURON_EXTRACT_GRAPHS_ONLY", "") not in ("", "0")
 
 
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """What the flags resolve to (:func:`resolve_runtime`), before any process group exists.
+
+    Attributes:
+        backend: ``"xla"`` or ``"native"``.
+        device_type: ``"xla"`` (xla backend), ``"neuron"`` or ``"cpu"`` (native backend).
+        data_parallel: ``"fsdp"`` or ``"ddp"`` on the native backend; ``None`` on xla (it
+            reduces gradients with torch-xla, and shards AdamW with ``zero1``).
+        compile: compile each transformer block with ``torch.compile`` (native only).
+        zero1: torch-xla's ZeRO-1 optimizer (xla only).
+    """
+
+    backend: str
+    device_type: str
+    data_parallel: str | None = None
+    compile: bool = False
+    zero1: bool = False
+
+
+def _choice(flag: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise InputError(flag, value, ", ".join(f"'{a}'" for a in allowed[:-1]) + f" or '{allowed[-1]}'")
+
+
+def resolve_runtime(backend: str = "auto", device: str = "auto", data_parallel: str = "auto",
+                    compile: str = "auto", zero1: str = "auto", *,
+                    xla_importable: Callable[[], bool] = xla_available,
+                    neuron_present: Callable[[], bool] = neuron_available) -> RuntimeSpec:
+    """Resolve ``--backend``, ``--device``, ``--data-parallel``, ``--compile`` and ``--zero1``.
+
+    ``auto`` means: backend ``xla`` when torch_xla is importable and ``--device`` is not
+    ``neuron``/``cpu``, else ``native``; on native, device ``neuron`` when TorchNeuron reports a
+    NeuronCore, else ``cpu``; data parallel ``fsdp``; compile on for ``neuron``, off on ``cpu``;
+    ZeRO-1 on for xla.
+
+    Args:
+        xla_importable / neuron_present: probes (the tests replace them); called only when the
+            answer matters.
+
+    Raises:
+        InputError: an unknown value, a contradiction (``--backend xla`` with ``--device
+            neuron``/``cpu``, ``--backend native`` with ``--device xla``, a native-only flag set
+            on xla, ``--zero1 on`` on native), or a back end or device that is not installed.
+        LaunchError: see :func:`neuron_device_module`.
+    """
+    _choice("--backend", backend, BACKENDS)
+    _choice("--device", device, DEVICES)
+    _choice("--data-parallel", data_parallel, DATA_PARALLEL)
+    _choice("--compile", compile, SWITCHES)
+    _choice("--zero1", zero1, SWITCHES)
+    if backend == "xla" and device in ("neuron", "cpu"):
+        raise InputError("--device", device, "'auto' or 'xla' with --backend xla",
+                          hint="the xla backend runs on XLA devices (Trn1 NeuronCores through torch-neuronx, or "
+                               "PJRT_DEVICE=CPU); --device neuron and cpu are the native backend's")
+    if backend == "native" and device == "xla":
+        raise InputError("--device", device, "'auto', 'neuron' or 'cpu' with --backend native",
+                          hint="XLA devices are the xla backend's (torch-xla, Trn1)")
+    if backend == "xla" and not xla_importable():
+        raise InputError("--backend", backend, "'native' or 'auto' here", hint="torch_xla is not installed")
+    if backend == "auto":
+        if device == "xla" and not xla_importable():
+            raise InputError("--device", device, "'cpu' or 'auto' here", hint="torch_xla is not installed")
+        backend = "xla" if device == "xla" or (device == "auto" and xla_importable()) else "native"
+    if backend == "xla":
+        for flag, value, why in (
+                ("--data-parallel", data_parallel, "it picks the native backend's DDP or FSDP2; xla reduces "
+                                                   "gradients with torch-xla and shards AdamW with --zero1"),
+                ("--compile", compile, "it is the native backend's torch.compile; torch-xla compiles every graph")):
+            if value != "auto":
+                raise InputError(flag, value, "'auto' with the xla backend", hint=why)
+        return RuntimeSpec("xla", "xla", None, False, zero1 != "off")
+    if zero1 == "on":
+        raise InputError("--zero1", zero1, "'auto' or 'off' with the native backend",
+                          hint="ZeRO-1 is torch-xla's ZeroRedundancyOptimizer; on the native backend "
+                               "--data-parallel fsdp shards the AdamW state (and the weights and gradients)")
+    if device == "auto":
+        device = "neuron" if neuron_present() else "cpu"
+    elif device == "neuron" and not neuron_present():
+        raise InputError("--device", device, "'cpu' or 'auto' here",
+                          hint=f"TorchNeuron ({NEURON_PACKAGE}, Trn2/Trn3) is not installed or sees no NeuronCore")
+    return RuntimeSpec("native", device, "fsdp" if data_parallel == "auto" else data_parallel,
+                       compile == "on" or (compile == "auto" and device == "neuron"), False)
+
+
 @dataclass
 class Runtime:
     """The process's place in the job and the device it trains on.
 
     Attributes:
-        kind: ``"xla"`` or ``"cpu"``.
+        backend / device_type / data_parallel / compile: from the :class:`RuntimeSpec`.
         device: the torch device tensors go to.
-        rank / world_size: from the XLA runtime or torchrun's environment.
-        distributed: a process group is initialised (torchrun launched us).
+        rank / world_size: from the XLA runtime or the process group.
+        distributed: this process is in a process group (torchrun's, or the private one-rank
+            group of a single FSDP2 process).
     """
 
-    kind: str
+    backend: str
+    device_type: str
     device: torch.device
     rank: int = 0
     world_size: int = 1
     distributed: bool = False
+    data_parallel: str | None = None
+    compile: bool = False
     _xm: Any = field(default=None, repr=False)
+    _store_dir: str | None = field(default=None, repr=False)
 
     @property
     def is_main(self) -> bool:
@@ -75,24 +248,16 @@ class Runtime:
     # ---------------------------------------------------------------- lifecycle
 
     @classmethod
-    def init(cls, device: str = "auto") -> "Runtime":
-        """Pick the back end and join the process group when launched by torchrun.
-
-        Args:
-            device: ``"auto"`` (XLA if importable, else CPU), ``"xla"`` or ``"cpu"``.
+    def init(cls, spec: RuntimeSpec) -> "Runtime":
+        """Join the process group when launched by torchrun (or, for FSDP2 in one process,
+        create a private one-rank group) and pick the device.
 
         Raises:
-            InputError: unknown ``device``, or ``"xla"`` without torch-xla installed.
             LaunchError: under torchrun, the XLA runtime's world size or ordinal is not
                 torchrun's ``WORLD_SIZE`` / ``RANK`` (see :func:`_check_xla_matches_torchrun`).
         """
-        if device not in ("auto", "xla", "cpu"):
-            raise InputError("--device", device, "'auto', 'xla' or 'cpu'")
-        use_xla = device == "xla" or (device == "auto" and xla_available())
         launched = "WORLD_SIZE" in os.environ and "RANK" in os.environ
-        if use_xla:
-            if not xla_available():
-                raise InputError("--device", device, "'cpu' or 'auto' here", hint="torch_xla is not installed")
+        if spec.backend == "xla":
             import torch_xla
             import torch_xla.core.xla_model as xm
             import torch_xla.runtime as xr
@@ -104,39 +269,44 @@ class Runtime:
             world, rank = xr.world_size(), xr.global_ordinal()
             if launched:
                 _check_xla_matches_torchrun(world, rank, os.environ)
-            return cls(
-                kind="xla", device=torch_xla.device(), rank=rank,
-                world_size=world, distributed=dist.is_initialized(), _xm=xm,
-            )
+            return cls(backend="xla", device_type="xla", device=torch_xla.device(), rank=rank,
+                       world_size=world, distributed=dist.is_initialized(), _xm=xm)
+        pg_backend = "gloo"
+        device = torch.device("cpu")
+        if spec.device_type == "neuron":
+            neuron_device_module()  # imports torch_neuronx: registers the device and the "neuron" backend
+            pg_backend = NEURON_PROCESS_GROUP_BACKEND
+            device = torch.device(NEURON_DEVICE)
+        timeout = datetime.timedelta(minutes=10)
+        store_dir = None
         if launched and not dist.is_initialized():
-            dist.init_process_group("gloo", timeout=datetime.timedelta(minutes=10))
+            dist.init_process_group(pg_backend, init_method="env://", timeout=timeout)
+        elif not dist.is_initialized() and spec.data_parallel == "fsdp":
+            store_dir = tempfile.mkdtemp(prefix="trn_train_pg_")
+            dist.init_process_group(pg_backend, store=dist.FileStore(os.path.join(store_dir, "store"), 1),
+                                    rank=0, world_size=1, timeout=timeout)
+        rt = cls(backend="native", device_type=spec.device_type, device=device, data_parallel=spec.data_parallel,
+                 compile=spec.compile, _store_dir=store_dir)
         if dist.is_initialized():
-            return cls(kind="cpu", device=torch.device("cpu"), rank=dist.get_rank(),
-                       world_size=dist.get_world_size(), distributed=True)
-        return cls(kind="cpu", device=torch.device("cpu"))
+            rt.rank, rt.world_size, rt.distributed = dist.get_rank(), dist.get_world_size(), True
+        return rt
 
-    def resolve_zero1(self, flag: str) -> bool:
-        """Whether to shard the optimizer state (ZeRO-1) for ``--zero1 flag`` on this back end.
+    def shutdown(self, after_error: bool = False) -> None:
+        """Leave the process group (if any) and remove a private group's store.
 
-        ZeRO-1 here is torch-xla's ``ZeroRedundancyOptimizer``: ``auto`` and ``on`` use it on
-        XLA; on CPU ``auto`` means off (plain DDP with replicated AdamW state).
-
-        Raises:
-            InputError: ``on`` on the CPU device (it would be ignored), or an unknown value.
+        Args:
+            after_error: the run stopped with an error. A torchrun job's group is then left to
+                the process exit: destroying it while the traceback still holds the sharded
+                model made a gloo worker abort (SIGABRT instead of exit 3) in 1 of 10 runs of
+                the 2-process divergence test, leaving it in 0 of 24. The private one-rank
+                group is always destroyed, so the process can train again.
         """
-        if flag not in ("auto", "on", "off"):
-            raise InputError("--zero1", flag, "'auto', 'on' or 'off'")
-        if self.kind != "xla":
-            if flag == "on":
-                raise InputError("--zero1", flag, f"'auto' or 'off' on the {self.kind} device",
-                                  hint="ZeRO-1 is torch-xla's ZeroRedundancyOptimizer: XLA/NeuronCores only")
-            return False
-        return flag != "off"
-
-    def shutdown(self) -> None:
-        """Leave the process group (if any)."""
-        if self.distributed and dist.is_initialized():
+        if self.distributed and dist.is_initialized() and (self._store_dir is not None or not after_error):
             dist.destroy_process_group()
+        self.distributed = False
+        if self._store_dir is not None:
+            shutil.rmtree(self._store_dir, ignore_errors=True)
+            self._store_dir = None
 
     # ---------------------------------------------------------------- collectives
 
@@ -144,14 +314,14 @@ class Runtime:
         """All ranks wait here (no-op for one process)."""
         if self.world_size <= 1:
             return
-        if self.kind == "xla":
+        if self.backend == "xla":
             self._xm.rendezvous("trn_train")
         else:
             dist.barrier()
 
     def sync(self) -> None:
-        """Cut and run the pending XLA graph (``torch_xla.sync()``); no-op on CPU."""
-        if self.kind == "xla":
+        """Cut and run the pending XLA graph (``torch_xla.sync()``); no-op on native (eager)."""
+        if self.backend == "xla":
             import torch_xla
 
             torch_xla.sync()
@@ -160,7 +330,7 @@ class Runtime:
         """Mean of a tensor over all ranks (for logged scalars)."""
         if self.world_size <= 1:
             return t
-        if self.kind == "xla":
+        if self.backend == "xla":
             return self._xm.all_reduce(self._xm.REDUCE_SUM, t) / self.world_size
         t = t.clone()
         dist.all_reduce(t)
@@ -172,7 +342,7 @@ class Runtime:
         if self.world_size <= 1:
             return int(flag)
         t = torch.tensor(float(flag), device=self.device)
-        if self.kind == "xla":
+        if self.backend == "xla":
             t = self._xm.all_reduce(self._xm.REDUCE_SUM, t)
         else:
             dist.all_reduce(t)
@@ -184,18 +354,65 @@ class Runtime:
         """BF16 autocast for ``precision == "bf16"`` on this device type, else a no-op."""
         if precision != "bf16":
             return contextlib.nullcontext()
-        return torch.autocast(self.kind, dtype=torch.bfloat16)
+        return torch.autocast(self.device_type, dtype=torch.bfloat16)
 
-    def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
-        """DDP on CPU with several ranks; the model itself otherwise (XLA reduces gradients
-        in the optimizer step)."""
-        if self.kind == "cpu" and self.world_size > 1:
-            return torch.nn.parallel.DistributedDataParallel(model)
+    @property
+    def init_device(self) -> str:
+        """Where this rank builds the model: ``"meta"`` (no memory) on FSDP2 ranks other than
+        0, which receive their shards from rank 0 in :meth:`wrap_model`; ``"cpu"`` otherwise."""
+        return "meta" if self.data_parallel == "fsdp" and self.rank != 0 else "cpu"
+
+    def wrap_model(self, model: torch.nn.Module, blocks: Sequence[torch.nn.Module]) -> torch.nn.Module:
+        """Put the model on the device and make it data parallel; return the module to train.
+
+        - xla: the model itself, moved to the device (gradients are reduced in
+          :meth:`optimizer_step` or by ZeRO-1).
+        - native: with :attr:`compile`, each of ``blocks`` is compiled in place
+          (``nn.Module.compile``, static shapes, full graph); then FSDP2 ``fully_shard`` of each
+          block and of the root over a 1-D mesh of all ranks (parameters are moved to the device
+          as shards: the full model is never on one NeuronCore). Ranks other than 0 built the
+          model on the meta device (:attr:`init_device`): they allocate their shards and rank 0
+          broadcasts the weights (``set_model_state_dict(..., broadcast_from_rank0=True)``) and
+          every buffer, also the non-persistent ones no state dict holds (Llama's rotary
+          ``inv_freq``). DDP: the model on the device, wrapped in ``DistributedDataParallel``
+          with several ranks (which broadcasts rank 0's weights).
+
+        Args:
+            blocks: the model's transformer blocks (:func:`trn_train.model.transformer_blocks`).
+        """
+        if self.backend == "xla":
+            return model.to(self.device)
+        if self.compile:
+            backend = NEURON_COMPILE_BACKEND if self.device_type == "neuron" else CPU_COMPILE_BACKEND
+            for block in blocks:
+                block.compile(backend=backend, fullgraph=True, dynamic=False)
+        if self.data_parallel == "ddp":
+            model.to(self.device)
+            return torch.nn.parallel.DistributedDataParallel(model) if self.world_size > 1 else model
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        full = model.state_dict() if self.world_size > 1 and self.rank == 0 else {}
+        mesh = init_device_mesh(self.device_type, (self.world_size,))
+        for block in blocks:
+            fully_shard(block, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        if self.world_size > 1:
+            if self.rank != 0:
+                model.to_empty(device=self.device)
+            set_model_state_dict(model, full, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+            for buf in model.buffers():
+                dist.broadcast(buf, src=0)
         return model
 
     @contextlib.contextmanager
     def no_grad_sync(self, model: torch.nn.Module, active: bool) -> Iterator[None]:
-        """Skip DDP's gradient all-reduce for accumulation micro-steps (``active``)."""
+        """Skip DDP's gradient all-reduce for accumulation micro-steps (``active``).
+
+        FSDP2 reduce-scatters every micro-step on purpose: skipping it would keep unsharded
+        gradients of the whole model on every rank until the last micro-step, the memory FSDP2
+        is there to save."""
         if active and isinstance(model, torch.nn.parallel.DistributedDataParallel):
             with model.no_sync():
                 yield
@@ -206,7 +423,8 @@ class Runtime:
         self, params: list[torch.nn.Parameter], lr: float, weight_decay: float,
         betas: tuple[float, float], max_grad_norm: float, zero1: bool,
     ) -> torch.optim.Optimizer:
-        """AdamW; wrapped in torch-xla's ZeRO-1 optimizer on XLA when ``zero1``.
+        """AdamW; wrapped in torch-xla's ZeRO-1 optimizer on XLA when ``zero1``. Under FSDP2
+        ``params`` are the sharded DTensors (so is the AdamW state).
 
         Parameters with ``ndim < 2`` (norms, biases) get no weight decay.
         """
@@ -214,7 +432,7 @@ class Runtime:
         no_decay = [p for p in params if p.ndim < 2]
         groups = [{"params": decay, "weight_decay": weight_decay},
                   {"params": no_decay, "weight_decay": 0.0}]
-        if self.kind == "xla" and zero1:
+        if self.backend == "xla" and zero1:
             from torch_xla.distributed.zero_redundancy_optimizer import ZeroRedundancyOptimizer
 
             return ZeroRedundancyOptimizer(
@@ -227,29 +445,33 @@ class Runtime:
 
     def optimizer_step(self, optimizer: torch.optim.Optimizer, model: torch.nn.Module,
                        max_grad_norm: float) -> torch.Tensor:
-        """Reduce gradients (if not done already), clip, step; return the global grad norm
-        (a 0-d tensor on the device, computed before clipping).
+        """Reduce gradients (if not done already: DDP and FSDP2 did in backward), clip, step;
+        return the global grad norm (a plain 0-d tensor on the device, computed before
+        clipping; under FSDP2 the norm of the sharded gradients is the global one, made a plain
+        tensor with ``full_tensor()`` as TorchTitan does).
         """
-        if self.kind == "xla" and type(optimizer).__name__ == "ZeroRedundancyOptimizer":
+        if self.backend == "xla" and type(optimizer).__name__ == "ZeroRedundancyOptimizer":
             optimizer.step()
             norm = getattr(optimizer, "grad_norm", None)
             if norm is None:
                 norm = torch.zeros((), device=self.device)
             return norm
-        if self.kind == "xla" and self.world_size > 1:
+        if self.backend == "xla" and self.world_size > 1:
             self._xm.reduce_gradients(optimizer)
         params = [p for g in optimizer.param_groups for p in g["params"] if p.grad is not None]
+        norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+        if isinstance(norm, DTensor):
+            norm = norm.full_tensor()
         if max_grad_norm > 0:
-            norm = torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
-        else:
-            norm = torch.nn.utils.get_total_norm([p.grad for p in params])
+            torch.nn.utils.clip_grads_with_norm_(params, max_grad_norm, norm)
         optimizer.step()
         return norm
 
     # ---------------------------------------------------------------- RNG
 
     def rng_state(self) -> dict[str, Any]:
-        """Python, NumPy, torch CPU and (on XLA) the XLA RNG state of this process."""
+        """Python, NumPy, torch CPU and the device's RNG state of this process (XLA's, or
+        the NeuronCore's through :data:`NEURON_DEVICE_MODULE_API`)."""
         import random
 
         import numpy as np
@@ -259,8 +481,10 @@ class Runtime:
             "numpy": np.random.get_state(),
             "torch": torch.get_rng_state(),
         }
-        if self.kind == "xla":
+        if self.backend == "xla":
             state["xla"] = int(self._xm.get_rng_state())
+        elif self.device_type == "neuron":
+            state["neuron"] = neuron_device_module().get_rng_state()
         return state
 
     def set_rng_state(self, state: dict[str, Any]) -> None:
@@ -272,13 +496,20 @@ class Runtime:
         random.setstate(state["python"])
         np.random.set_state(state["numpy"])
         torch.set_rng_state(state["torch"])
-        if self.kind == "xla" and "xla" in state:
+        if self.backend == "xla" and "xla" in state:
             self._xm.set_rng_state(int(state["xla"]))
+        elif self.device_type == "neuron" and "neuron" in state:
+            neuron_device_module().set_rng_state(state["neuron"])
 
     def to_cpu(self, obj: Any) -> Any:
         """Copy every tensor in a nested structure to CPU (after an XLA sync)."""
         self.sync()
         return _map_tensors(obj, lambda t: t.detach().to("cpu"))
+
+
+def local_tensor(t: torch.Tensor) -> torch.Tensor:
+    """This rank's shard of a DTensor (FSDP2 parameters); a plain tensor itself."""
+    return t.to_local() if isinstance(t, DTensor) else t
 
 
 def _check_xla_matches_torchrun(world: int, rank: int, env: Mapping[str, str]) -> None:

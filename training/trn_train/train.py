@@ -3,9 +3,11 @@
 One process per NeuronCore (torchrun). Each optimizer step consumes one global batch of
 ``global_batch_size`` packed sequences: every rank takes a contiguous slice of
 ``global_batch_size / world_size`` sequences and runs it as ``grad_accum`` micro-batches of
-``micro_batch_size``. Gradients are averaged over all ranks (DDP on CPU, ZeRO-1 or
-``xm.reduce_gradients`` on XLA), so the update equals the one-process update on the same
-global batch.
+``micro_batch_size``. Gradients are averaged over all ranks (native backend: FSDP2 or DDP;
+xla backend: ZeRO-1 or ``xm.reduce_gradients``), so the update equals the one-process update
+on the same global batch. The two back ends (:mod:`trn_train.runtime`) share this loop, the
+batch plan, the events and the checkpoint protocol; their checkpoints differ in layout
+(:mod:`trn_train.checkpoint`).
 
 Scaling (``--scaling``): ``strong`` keeps ``--global-batch-size`` fixed when the node count
 changes (each core gets fewer sequences); ``weak`` keeps ``--per-core-batch-size`` fixed (the
@@ -31,8 +33,8 @@ from trn_train.data import GlobalBatchSampler, PackedDataset
 from trn_train.errors import CheckpointError, InputError, TrainingDiverged
 from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
-from trn_train.model import build_model, mlm_mask, model_config
-from trn_train.runtime import Runtime, extracting_graphs_only
+from trn_train.model import build_model, mlm_mask, model_config, transformer_blocks
+from trn_train.runtime import Runtime, RuntimeSpec, extracting_graphs_only, local_tensor, resolve_runtime
 from trn_ultracluster.contracts.recipes import Recipe
 
 
@@ -134,22 +136,43 @@ def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
         raise InputError("--max-grad-norm", cfg.max_grad_norm, "a finite number >= 0 (0 disables clipping)")
     if not 0 <= cfg.seed < 2**64:  # numpy's default_rng takes no negative seed, torch.manual_seed < 2**64
         raise InputError("--seed", cfg.seed, "an integer in 0..2**64-1")
-    if recipe.needs_model_parallel:
+
+
+def check_recipe_fits(recipe: Recipe, spec: RuntimeSpec) -> None:
+    """Refuse a model-parallel recipe (``recipe.needs_model_parallel``, e.g. llama-8b) where
+    every core would hold the whole model: on the xla backend (it runs through NxD Training)
+    and with DDP. FSDP2 on the native backend shards weights, gradients and AdamW state over
+    all cores, which is what lets such a model fit.
+
+    Raises:
+        InputError: naming ``--recipe`` (xla) or ``--data-parallel`` (native DDP).
+    """
+    if not recipe.needs_model_parallel:
+        return
+    if spec.backend == "xla":
         raise InputError(
-            "--recipe", recipe.name, "a data-parallel recipe for `train`",
-            hint=f"{recipe.name} needs TP={recipe.tensor_parallel} PP={recipe.pipeline_parallel}: "
-                 "run it through NxD Training with `python -m trn_train nxd-config`")
+            "--recipe", recipe.name, "a data-parallel recipe for `train` on the xla backend",
+            hint=f"{recipe.name} needs TP={recipe.tensor_parallel} PP={recipe.pipeline_parallel}: run it through "
+                 "NxD Training with `python -m trn_train nxd-config`, or on Trn2/Trn3 with --backend native "
+                 "--data-parallel fsdp")
+    if spec.data_parallel == "ddp":
+        raise InputError(
+            "--data-parallel", "ddp", f"'fsdp' or 'auto' for {recipe.name}",
+            hint="DDP keeps the whole model, its gradients and its AdamW state on every core (16 bytes per "
+                 "parameter, 128 GB for 8B parameters); FSDP2 shards them over all cores")
 
 
 @dataclass
 class _Resume:
-    """What a verified checkpoint gives this rank: its trainer state and CPU state dicts."""
+    """What a verified checkpoint gives this rank: its trainer state and RNG state, and for the
+    torch layout the CPU state dicts (the DCP layout is loaded into the wrapped model later,
+    :func:`trn_train.dcp_checkpoint.load`)."""
 
     checkpoint: ckpt.Checkpoint
     trainer: dict[str, Any]
-    model: dict[str, Any]
-    optim: dict[str, Any]
     rng: dict[str, Any]
+    model: dict[str, Any] | None = None
+    optim: dict[str, Any] | None = None
 
     @property
     def step(self) -> int:
@@ -157,12 +180,17 @@ class _Resume:
 
 
 def _read_resume(info: ckpt.CheckpointInfo, rt: Runtime, fingerprint: dict[str, Any], zero1: bool) -> _Resume:
-    """Open ``info`` and load (verified) what this rank needs from it.
+    """Open ``info`` and verify (and, for the torch layout, load) what this rank must.
+
+    DCP layout: the manifest's files are verified split across ranks (file ``i`` of the sorted
+    list by rank ``i % world_size``, so each is read once); the caller's ``count_true`` makes
+    the ranks agree before ``dcp.load`` reads them. Torch layout: each rank verifies the files
+    it loads.
 
     Raises:
         CheckpointError: a file is missing, truncated, corrupt or unreadable.
-        InputError: the checkpoint is of a different run (fingerprint), or holds ZeRO-1
-            optimizer shards of another world size.
+        InputError: the checkpoint is of a different run (fingerprint), of the other back
+            end's layout, or holds ZeRO-1 optimizer shards of another world size.
     """
     c = ckpt.open_checkpoint(info)
     trainer = c.trainer_state()
@@ -172,14 +200,26 @@ def _read_resume(info: ckpt.CheckpointInfo, rt: Runtime, fingerprint: dict[str, 
         raise InputError("--resume", str(c.path), "a checkpoint of the same run",
                           hint="differs in " + ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in diff.items())
                           + "; use a new --output-dir or --resume none")
+    layout = ckpt.LAYOUT_DCP if rt.backend == "native" else ckpt.LAYOUT_TORCH
+    found = trainer.get("layout", ckpt.LAYOUT_TORCH)
+    if found != layout:
+        other = "native" if found == ckpt.LAYOUT_DCP else "xla"
+        raise InputError("--resume", str(c.path), f"a checkpoint of the {rt.backend} backend (layout {layout!r})",
+                          hint=f"it was written by the {other} backend (layout {found!r}); resume it with "
+                               f"--backend {other}, or start this run in a new --output-dir")
     if zero1 and trainer.get("zero1") and trainer.get("world_size") != rt.world_size:
         raise InputError("world size", rt.world_size,
                           f"{trainer.get('world_size')} to resume ZeRO-1 optimizer shards from {c.path}")
     rng_file = f"rng_rank{rt.rank:05d}.pt"
     if not c.has(rng_file):  # resumed with more ranks than wrote the checkpoint (no ZeRO-1)
         rng_file = "rng_rank00000.pt"
-    return _Resume(c, trainer, c.load("model.pt"), c.load(f"optim_rank{rt.rank if zero1 else 0:05d}.pt"),
-                   c.load(rng_file))
+    if layout == ckpt.LAYOUT_DCP:
+        for i, name in enumerate(sorted(c.files or {})):
+            if i % rt.world_size == rt.rank:
+                c.verify(name)
+        return _Resume(c, trainer, c.load(rng_file))
+    return _Resume(c, trainer, c.load(rng_file), c.load("model.pt"),
+                   c.load(f"optim_rank{rt.rank if zero1 else 0:05d}.pt"))
 
 
 def _find_resume(cfg: TrainConfig, rt: Runtime, ckpt_root: Path, fingerprint: dict[str, Any], zero1: bool,
@@ -188,8 +228,8 @@ def _find_resume(cfg: TrainConfig, rt: Runtime, ckpt_root: Path, fingerprint: di
     first and falls back past damaged ones (event ``checkpoint_corrupt`` for each); an explicit
     directory is used or refused, never replaced by another.
 
-    Every rank verifies the files it loads; the ranks then agree (:meth:`Runtime.count_true`)
-    so that all of them resume from the same checkpoint.
+    Every rank verifies its share of the files (:func:`_read_resume`); the ranks then agree
+    (:meth:`Runtime.count_true`) so that all of them resume from the same checkpoint.
 
     Returns:
         ``None`` to start at step 0 (``--resume none``, or no complete checkpoint yet).
@@ -266,8 +306,9 @@ def _apply_hparams(optimizer: Any, scheduler: Any, lr: float, weight_decay: floa
 
 
 def _all_finite(params: list[torch.nn.Parameter]) -> torch.Tensor:
-    """0-d bool tensor on the parameters' device: every element of every tensor is finite."""
-    return torch.stack([torch.isfinite(p.detach()).all() for p in params]).all()
+    """0-d bool tensor on the parameters' device: every element of this rank's part of every
+    parameter (its FSDP2 shard) is finite; the caller agrees over the ranks."""
+    return torch.stack([torch.isfinite(local_tensor(p).detach()).all() for p in params]).all()
 
 
 def run(cfg: TrainConfig) -> dict[str, Any]:
@@ -285,6 +326,8 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     """
     recipe = recipe_for(cfg.recipe)
     _validate(cfg, recipe)
+    spec = resolve_runtime(cfg.backend, cfg.device, cfg.data_parallel, cfg.compile, cfg.zero1)
+    check_recipe_fits(recipe, spec)
     peak = instance_spec(cfg.instance_type).peak_bf16_tflops_per_logical_core
     ds = PackedDataset(cfg.data_dir, verify=cfg.verify_data)
     if ds.task_format != recipe.task:
@@ -300,11 +343,23 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
         raise InputError("--seq-len", seq_len, f"at most {recipe.name}'s max_position_embeddings "
                           f"{mcfg.max_position_embeddings}")
 
-    rt = Runtime.init(cfg.device)
-    zero1 = rt.resolve_zero1(cfg.zero1)
+    rt = Runtime.init(spec)
+    try:
+        summary = _train(cfg, recipe, spec, rt, ds, mcfg, seq_len, peak)
+    except BaseException:
+        rt.shutdown(after_error=True)
+        raise
+    rt.shutdown()
+    return summary
+
+
+def _train(cfg: TrainConfig, recipe: Recipe, spec: RuntimeSpec, rt: Runtime, ds: PackedDataset, mcfg: Any,
+           seq_len: int, peak: float) -> dict[str, Any]:
+    """:func:`run` from the initialised runtime on: batch plan, resume, model, loop."""
+    zero1 = spec.zero1
     plan = plan_batches(cfg, recipe, rt.world_size)
     sampler = GlobalBatchSampler(len(ds), plan.global_batch_size, cfg.seed)
-    precision = cfg.precision if cfg.precision != "auto" else ("bf16" if rt.kind == "xla" else "fp32")
+    precision = cfg.precision if cfg.precision != "auto" else ("fp32" if rt.device_type == "cpu" else "bf16")
     lr = cfg.lr if cfg.lr is not None else recipe.lr
     warmup = cfg.warmup_steps if cfg.warmup_steps is not None else min(recipe.warmup_steps, max(1, cfg.steps // 10))
     hparams = _hparams(lr, cfg, warmup)
@@ -321,12 +376,12 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
         resume = _find_resume(cfg, rt, ckpt_root, fingerprint, zero1, log)
 
         # ---------------------------------------------------------------- model + optimizer
-        model = build_model(recipe, mcfg, cfg.seed)
-        if resume is not None:
+        model = build_model(recipe, mcfg, cfg.seed, device=rt.init_device)
+        if resume is not None and resume.model is not None:
             model.load_state_dict(resume.model)
-        model.to(rt.device)
+        train_model = rt.wrap_model(model, transformer_blocks(model))
         model.train()
-        params = list(model.parameters())
+        params = list(model.parameters())  # after wrapping: FSDP2's sharded DTensors
         n_params = sum(p.numel() for p in params)
         optimizer = rt.make_optimizer(params, lr=lr, weight_decay=cfg.weight_decay,
                                       betas=(0.9, 0.95) if recipe.model_type == "llama" else (0.9, 0.999),
@@ -336,17 +391,23 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
         start_step = 0
         changed: dict[str, list[float]] = {}
         if resume is not None:
-            optimizer.load_state_dict(resume.optim)
+            if resume.optim is not None:
+                optimizer.load_state_dict(resume.optim)
+            else:
+                from trn_train import dcp_checkpoint
+
+                dcp_checkpoint.load(resume.checkpoint, model, optimizer)
             scheduler.load_state_dict(resume.trainer["scheduler"])
             _apply_hparams(optimizer, scheduler, lr, cfg.weight_decay, lam)
             rt.set_rng_state(resume.rng)
             start_step = resume.step
             old = resume.trainer.get("hparams", {})
             changed = {k: [old[k], v] for k, v in hparams.items() if k in old and old[k] != v}
-        train_model = rt.wrap_model(model)
 
-        log.event("start", recipe=recipe.name, device=rt.kind, world_size=rt.world_size, precision=precision,
-                  zero1=zero1, params=n_params, seq_len=seq_len, global_batch_size=plan.global_batch_size,
+        native = rt.backend == "native"
+        log.event("start", recipe=recipe.name, backend=rt.backend, device=rt.device_type,
+                  data_parallel=rt.data_parallel, compile=rt.compile if native else None, world_size=rt.world_size,
+                  precision=precision, zero1=zero1, params=n_params, seq_len=seq_len, global_batch_size=plan.global_batch_size,
                   micro_batch_size=plan.micro_batch_size, grad_accum=plan.grad_accum, scaling=cfg.scaling,
                   steps=cfg.steps, start_step=start_step, flops_per_token=fpt, instance_type=cfg.instance_type,
                   peak_tflops_per_core=peak, compile_only=compile_only, data_sequences=len(ds))
@@ -377,6 +438,10 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
                 return
             log.event("nonfinite", step=step, since_step=checked_at,
                       last_checkpoint=None if last_ckpt is None else str(last_ckpt))
+            # every rank stops at this step (``bad`` is all-reduced): leave together. A rank that
+            # exited while its peer was still in the last collective made gloo abort the peer
+            # (SIGABRT instead of exit 3: 1 of 6 runs before, 0 of 24 with this barrier)
+            rt.barrier()
             kept = f"the last good checkpoint is {last_ckpt}" if last_ckpt else "no checkpoint was written"
             raise TrainingDiverged(
                 f"training diverged: non-finite loss, gradient norm or weights at step {step} (last seen "
@@ -444,7 +509,6 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
                    "compile_only": compile_only}
         log.event("end", **{k: v for k, v in summary.items() if k != "plan"})
         rt.barrier()
-        rt.shutdown()
         return summary
     finally:
         log.close()
@@ -452,9 +516,29 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
 
 def _save(rt: Runtime, root: Path, step: int, model: torch.nn.Module, optimizer: Any, scheduler: Any,
           zero1: bool, fingerprint: dict[str, Any], hparams: dict[str, float], keep_last: int) -> Path:
+    """Write the checkpoint of ``step`` (collective) in the back end's layout: DCP on native
+    (:mod:`trn_train.dcp_checkpoint`), ``torch.save`` files on xla; RNG files either way."""
     rng = rt.rng_state()
-    model_state = rt.to_cpu(model.state_dict()) if rt.is_main else None
-    optim_state = rt.to_cpu(optimizer.state_dict()) if (zero1 or rt.is_main) else None
+    rng_file = f"rng_rank{rt.rank:05d}.pt"
+    layout = ckpt.LAYOUT_DCP if rt.backend == "native" else ckpt.LAYOUT_TORCH
     trainer = {"scheduler": scheduler.state_dict(), "fingerprint": fingerprint, "hparams": hparams, "zero1": zero1,
+               "layout": layout, "backend": rt.backend, "data_parallel": rt.data_parallel,
                "saved_at": time.time(), "pid": os.getpid()}
-    return ckpt.save(root, step, rt.rank, rt.world_size, rt.barrier, model_state, optim_state, rng, trainer, keep_last)
+    if layout == ckpt.LAYOUT_DCP:
+        from trn_train import dcp_checkpoint
+
+        def write(tmp: Path) -> ckpt.FileEntries:
+            return {**dcp_checkpoint.write(tmp, rt.rank, model, optimizer), **ckpt.write_torch_file(tmp, rng_file, rng)}
+    else:
+        model_state = rt.to_cpu(model.state_dict()) if rt.is_main else None
+        optim_state = rt.to_cpu(optimizer.state_dict()) if (zero1 or rt.is_main) else None
+
+        def write(tmp: Path) -> ckpt.FileEntries:
+            files = ckpt.write_torch_file(tmp, rng_file, rng)
+            if optim_state is not None:
+                files.update(ckpt.write_torch_file(tmp, f"optim_rank{rt.rank:05d}.pt", optim_state))
+            if model_state is not None:
+                files.update(ckpt.write_torch_file(tmp, "model.pt", model_state))
+            return files
+
+    return ckpt.save(root, step, rt.rank, rt.world_size, rt.barrier, write, trainer, keep_last)
