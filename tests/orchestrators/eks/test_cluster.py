@@ -566,8 +566,8 @@ def test_single_node_type_has_no_efa_resource():
 
 
 def test_one_chip_node_gets_its_efa_interface_from_the_plugin(trn2_3xl):
-    """trn2.3xlarge is in neither EFA plugin chart v0.5.20's own list nor ``ml.`` form: the
-    values name it, its node group carries the plugin's label, its one EFA interface is in
+    """trn2.3xlarge on EKS: the EFA plugin's values name it (chart v0.5.20, an earlier pin,
+    did not list it), its node group carries the plugin's label, its one EFA interface is in
     the launch template, and the runtime asks for that one interface."""
     efa = json.loads(_charts(trn2_3xl)["aws-efa-k8s-device-plugin"]["Properties"]["Values"])
     assert efa["supportedInstanceLabels"]["values"] == ["trn2.3xlarge"]

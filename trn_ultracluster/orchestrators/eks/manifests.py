@@ -90,13 +90,13 @@ def efa_plugin_values(instance_type_label: str,
     tolerate :data:`NEURON_TAINT` (plus ``extra_tolerations``).
 
     The chart's DaemonSet also requires the instance-type label to be in its
-    ``supportedInstanceLabels.values`` (``templates/daemonset.yaml``, node affinity). Chart
-    v0.5.20's default list (aws/eks-charts commit de5fdc1) has trn1.32xlarge, trn1n.32xlarge,
-    trn2.48xlarge and trn2u.48xlarge but not trn2.3xlarge (added in chart v0.5.23, aws/eks-charts
-    #1278) and no ``ml.`` name, which HyperPod nodes carry (SageMaker HyperPod's own chart sets
-    the list to ``ml.`` names: aws/sagemaker-hyperpod-cli
-    ``helm_chart/HyperPodHelmChart/values.yaml``, ``aws-efa-k8s-device-plugin``). So the
-    stack names its own node type there, whatever the chart version lists.
+    ``supportedInstanceLabels.values`` (``templates/daemonset.yaml``, node affinity). The
+    chart's default list names EC2 types only: no ``ml.`` name, which HyperPod nodes carry
+    (SageMaker HyperPod's own chart sets the list to ``ml.`` names: aws/sagemaker-hyperpod-cli
+    ``helm_chart/HyperPodHelmChart/values.yaml``, ``aws-efa-k8s-device-plugin``), and the EC2
+    types of its release (trn2.3xlarge only since chart v0.5.23, aws/eks-charts #1278; the
+    pinned v0.5.30 has it). So the stack names its own node type there, whatever the chart
+    version lists.
 
     Args:
         instance_type_label: the value of :data:`INSTANCE_TYPE_LABEL` on the Trainium nodes:
