@@ -11,6 +11,9 @@ DRA_PATH_RULE = ": must be '/' (the whole file system) or an absolute directory 
 
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
+    # zero capacity: one error, no division by zero in the throughput-per-node rule
+    ('FSx capacity zero', {'fsx.storage_capacity_gib': '0'},
+     'error: fsx.storage_capacity_gib = 0: must be 1200, 2400 or a multiple of 2400 GiB for PERSISTENT_2 (see https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity)'),
     ('FSx capacity not a step', {'fsx.storage_capacity_gib': '3000'},
      'error: fsx.storage_capacity_gib = 3000: must be 1200, 2400 or a multiple of 2400 GiB for PERSISTENT_2 (see https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-fsx-filesystem.html#cfn-fsx-filesystem-storagecapacity)'),
     ('SCRATCH_1 capacity step', {'fsx.deployment_type': 'SCRATCH_1', 'fsx.storage_capacity_gib': '4800', 'fsx.per_unit_storage_throughput': 'null', 'fsx.data_repository': 'null', 'data_removal_policy': 'destroy'},

@@ -496,11 +496,6 @@ verified: that Neuron's apt repository serves Ubuntu 26.04 (training/Dockerfile 
 DLAMI (so the standalone nodes boot the Base DLAMI by its parameter instead), and that the
 newest Base DLAMI's driver serves the 2.33.0 runtime in the image (the Base DLAMI follows the
 newest SDK; no driver/runtime compatibility table was read)."""
-NEURON_DLAMI_VENV = XLA_STACK.venv
-"""The DLAMI's Neuron virtual environment with PyTorch 2.9, torch-neuronx and NxD Training
-(:data:`XLA_STACK`). Whether it also holds every package ``trn_train`` imports (transformers,
-tokenizers, tensorboard) is not verified; the node setup checks the imports and fails with
-their names."""
 NEURON_DLAMI_LATEST_PARAMETER = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
 """The public SSM parameter of the newest PyTorch 2.9 DLAMI (same guide, "SSM Parameter
 Prefix" table; ``<prefix>/latest/image_id``). Not the default any more: no PyTorch 2.9 DLAMI

@@ -155,8 +155,8 @@ def file_system_throughput(c: ClusterConfig) -> Iterator[ConfigIssue]:
     """The file system's throughput (capacity x per-unit throughput) over ``nodes.max`` is at
     least :data:`~trn_ultracluster.config.facts.FSX_MIN_MB_S_PER_NODE`."""
     aggregate = c.fsx.throughput_mb_s
-    if aggregate is None or c.nodes.max < 1:
-        return
+    if aggregate is None or aggregate <= 0 or c.nodes.max < 1:
+        return  # no capacity: fsx.storage_capacity_gib's own rule reports it
     share = aggregate / c.nodes.max
     if share < FSX_MIN_MB_S_PER_NODE:
         minutes = RESTART_READ_GB * 1000 / share / 60
