@@ -284,18 +284,14 @@ def test_compiled_blocks_train_like_eager_and_share_its_checkpoints(clm_data, tm
 
 
 def test_one_fsdp_process_leaves_no_process_group_behind_also_after_an_error(clm_data, tmp_path):
-    """Without torchrun, FSDP2 runs in a private one-rank gloo group (FileStore in a temporary
-    directory): it is gone after the run, also when the run diverged, so the process (this
-    test process, the benchmark) can train again."""
-    import tempfile
-
+    """Without torchrun, FSDP2 runs in a private one-rank gloo group: it is gone after the run,
+    also when the run diverged, so the process (this test process, the benchmark) can train
+    again."""
     import torch.distributed as dist
 
-    before = set(Path(tempfile.gettempdir()).glob("trn_train_pg_*"))
     with pytest.raises(TrainingDiverged):
         run(cfg(clm_data, tmp_path / "a", steps=3, lr=1e30, ckpt_every=0))
     assert not dist.is_initialized()
-    assert set(Path(tempfile.gettempdir()).glob("trn_train_pg_*")) == before
     assert run(cfg(clm_data, tmp_path / "b", steps=1))["final_step"] == 1
     assert not dist.is_initialized()
 
