@@ -70,12 +70,12 @@ def ours(data: Path, out: Path, steps: int, data_parallel: str) -> float:
 @contextlib.contextmanager
 def one_rank_group() -> Iterator[None]:
     """A gloo process group of this process alone (as ``run`` makes for FSDP2)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        dist.init_process_group("gloo", store=dist.FileStore(f"{tmp}/store", 1), rank=0, world_size=1)
-        try:
-            yield
-        finally:
-            dist.destroy_process_group()
+    store = dist.TCPStore("127.0.0.1", 0, world_size=1, is_master=True)
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
 def bare(data: Path, steps: int, fsdp: bool) -> float:

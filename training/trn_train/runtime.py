@@ -16,7 +16,7 @@
   parallel is FSDP2 (``fully_shard`` of each transformer block, then the root, over a 1-D
   device mesh: parameters, gradients and AdamW state sharded) or ``DistributedDataParallel``;
   the process group is ``gloo`` on CPU and ``neuron`` on NeuronCores. One process without
-  torchrun runs FSDP2 in a private one-rank group (a ``FileStore`` in a temporary directory),
+  torchrun runs FSDP2 in a private one-rank group (a ``TCPStore`` on 127.0.0.1, any free port),
   so single-process runs take the same code path. ``--compile`` compiles each transformer
   block in place (``nn.Module.compile``: state-dict keys stay those of the eager model, so
   checkpoints do not depend on it). The tests check cross-process correctness here (CPU, gloo)
@@ -29,8 +29,6 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -238,7 +236,7 @@ class Runtime:
     data_parallel: str | None = None
     compile: bool = False
     _xm: Any = field(default=None, repr=False)
-    _store_dir: str | None = field(default=None, repr=False)
+    _private_group: bool = field(default=False, repr=False)
 
     @property
     def is_main(self) -> bool:
@@ -278,21 +276,22 @@ class Runtime:
             pg_backend = NEURON_PROCESS_GROUP_BACKEND
             device = torch.device(NEURON_DEVICE)
         timeout = datetime.timedelta(minutes=10)
-        store_dir = None
+        private = False
         if launched and not dist.is_initialized():
             dist.init_process_group(pg_backend, init_method="env://", timeout=timeout)
         elif not dist.is_initialized() and spec.data_parallel == "fsdp":
-            store_dir = tempfile.mkdtemp(prefix="trn_train_pg_")
-            dist.init_process_group(pg_backend, store=dist.FileStore(os.path.join(store_dir, "store"), 1),
-                                    rank=0, world_size=1, timeout=timeout)
+            # a TCPStore, not a FileStore: nothing is left on disk when the process is killed
+            store = dist.TCPStore("127.0.0.1", 0, world_size=1, is_master=True, timeout=timeout)
+            dist.init_process_group(pg_backend, store=store, rank=0, world_size=1, timeout=timeout)
+            private = True
         rt = cls(backend="native", device_type=spec.device_type, device=device, data_parallel=spec.data_parallel,
-                 compile=spec.compile, _store_dir=store_dir)
+                 compile=spec.compile, _private_group=private)
         if dist.is_initialized():
             rt.rank, rt.world_size, rt.distributed = dist.get_rank(), dist.get_world_size(), True
         return rt
 
     def shutdown(self, after_error: bool = False) -> None:
-        """Leave the process group (if any) and remove a private group's store.
+        """Leave the process group (if any); safe to call twice.
 
         Args:
             after_error: the run stopped with an error. A torchrun job's group is then left to
@@ -301,12 +300,9 @@ class Runtime:
                 the 2-process divergence test, leaving it in 0 of 24. The private one-rank
                 group is always destroyed, so the process can train again.
         """
-        if self.distributed and dist.is_initialized() and (self._store_dir is not None or not after_error):
+        if self.distributed and dist.is_initialized() and (self._private_group or not after_error):
             dist.destroy_process_group()
         self.distributed = False
-        if self._store_dir is not None:
-            shutil.rmtree(self._store_dir, ignore_errors=True)
-            self._store_dir = None
 
     # ---------------------------------------------------------------- collectives
 
