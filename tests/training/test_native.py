@@ -23,7 +23,7 @@ from trn_train.atomic import json_bytes
 from trn_train.cli import main
 from trn_train.errors import InputError, TrainingDiverged
 from trn_train.runtime import RuntimeSpec, resolve_runtime
-from trn_train.train import TrainConfig, check_recipe_fits, run
+from trn_train.train import TrainConfig, check_recipe_fits, resolve_activation_checkpointing, run
 from trn_ultracluster.contracts.recipes import get_recipe
 
 from training_helpers import free_port, read_dcp, read_events, subprocess_env, train_losses
@@ -352,3 +352,50 @@ def test_model_parallel_recipe_only_with_fsdp_on_native():
                                          "nxd-config.*--backend native --data-parallel fsdp"):
         check_recipe_fits(recipe, RuntimeSpec("xla", "xla", None, False, True))
     check_recipe_fits(recipe, RuntimeSpec("native", "neuron", "fsdp", True, False))
+
+
+# ----------------------------------------------------------------------- activation checkpointing
+
+
+def test_activation_checkpointing_trains_like_keeping_the_activations(clm_data, tmp_path, capsys):
+    """Recomputing each block in the backward pass (FSDP2, one process) gives the losses of a
+    run that keeps the activations (tolerance 1e-6; measured: equal): it trades memory for
+    compute only."""
+    run(cfg(clm_data, tmp_path / "kept", steps=4, data_parallel="fsdp", activation_checkpointing="off"))
+    kept = train_losses(read_events(capsys.readouterr().out))
+    run(cfg(clm_data, tmp_path / "recomputed", steps=4, data_parallel="fsdp", activation_checkpointing="on"))
+    events = read_events(capsys.readouterr().out)
+    assert next(e for e in events if e["event"] == "start")["activation_checkpointing"] is True
+    recomputed = train_losses(events)
+    assert sorted(recomputed) == sorted(kept) == [1, 2, 3, 4]
+    assert max(abs(recomputed[s] - kept[s]) for s in kept) <= 1e-6
+
+
+@pytest.mark.parametrize("recipe, spec, flag, want", [
+    ("llama-8b", RuntimeSpec("native", "neuron", "fsdp", True, False), "auto", True),
+    ("llama-1b", RuntimeSpec("native", "neuron", "fsdp", True, False), "auto", False),
+    ("llama-1b", RuntimeSpec("native", "cpu", "ddp", False, False), "on", True),
+    ("llama-8b", RuntimeSpec("native", "neuron", "fsdp", True, False), "off", False),
+    ("bert-large", RuntimeSpec("xla", "xla", None, False, True), "auto", False),
+])
+def test_activation_checkpointing_auto_is_on_for_the_recipes_that_need_model_parallelism(recipe, spec, flag,
+                                                                                         want):
+    assert resolve_activation_checkpointing(flag, get_recipe(recipe), spec) is want
+
+
+def test_activation_checkpointing_is_refused_on_xla():
+    with pytest.raises(InputError, match="--activation-checkpointing must be 'auto' or 'off' with the xla backend"):
+        resolve_activation_checkpointing("on", get_recipe("llama-1b"), RuntimeSpec("xla", "xla", None, False, True))
+
+
+def test_the_neuron_device_gets_scaled_dot_product_attention():
+    """sdpa need not keep the sequence x sequence scores (docs/llama-8b.md); eager elsewhere."""
+    from trn_train.model import build_model, model_config
+
+    recipe = get_recipe("llama-tiny")
+    mcfg = model_config(recipe, 300, {})
+    assert build_model(recipe, mcfg, 1, device="meta", attention="sdpa").config._attn_implementation == "sdpa"
+    model = build_model(recipe, mcfg, 1, device="meta", activation_checkpointing=True)
+    assert model.config._attn_implementation == "eager" and model.is_activation_checkpointing
+    with pytest.raises(ValueError, match="attention must be one of"):
+        build_model(recipe, mcfg, 1, device="meta", attention="flash")

@@ -130,6 +130,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
     opt("--compile", choices=list(SWITCHES),
         help="native backend: torch.compile each transformer block (backend neuron on the neuron device, "
              "inductor on cpu); auto = on for neuron, off on cpu")
+    opt("--activation-checkpointing", choices=list(SWITCHES),
+        help="native backend: recompute each transformer block's activations in the backward pass "
+             "instead of keeping them (memory for compute); auto = on for a recipe that needs model "
+             "parallelism on Trn1 (llama-8b: docs/llama-8b.md), off otherwise")
     opt("--zero1", choices=list(SWITCHES),
         help="ZeRO-1 optimizer sharding (torch-xla): auto = on with the xla backend, off on native; 'on' is "
              "an error on native (use --data-parallel fsdp)")

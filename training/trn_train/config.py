@@ -52,6 +52,7 @@ class TrainConfig:
     device: str = "auto"
     data_parallel: str = "auto"
     compile: str = "auto"
+    activation_checkpointing: str = "auto"
     zero1: str = "auto"
     instance_type: str = "trn1.32xlarge"
     max_steps_this_run: int | None = None

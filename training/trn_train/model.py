@@ -42,21 +42,41 @@ def model_config(recipe: Recipe, data_vocab_size: int, special_tokens: dict[str,
     raise InputError("recipe.model_type", recipe.model_type, "'llama' or 'bert'")
 
 
-def build_model(recipe: Recipe, cfg: Any, seed: int, device: str = "cpu") -> torch.nn.Module:
+ATTENTION = ("eager", "sdpa")
+"""Hugging Face attention implementations :func:`build_model` uses."""
+
+
+def build_model(recipe: Recipe, cfg: Any, seed: int, device: str = "cpu",
+                attention: str = "eager", activation_checkpointing: bool = False) -> torch.nn.Module:
     """Instantiate the model with weights initialised from ``seed`` (same on every rank).
 
     Args:
         device: ``"cpu"``, or ``"meta"`` for a model without memory or values (an FSDP2 rank
             that receives its shards from rank 0).
+        attention: ``"eager"`` (identical maths on CPU and XLA, no kernel choice) or
+            ``"sdpa"`` (``torch.nn.functional.scaled_dot_product_attention``, which need not
+            keep the sequence x sequence scores: what a long sequence needs on the ``neuron``
+            device, docs/llama-8b.md).
+        activation_checkpointing: recompute each transformer block in the backward pass
+            (Hugging Face ``activation_checkpointing_enable``, transformers 5, with PyTorch's non-reentrant
+            ``torch.utils.checkpoint``, which works under FSDP2: the block's all-gather runs
+            again for the recompute).
+
+    Raises:
+        ValueError: an unknown ``attention``.
     """
     from transformers import BertForMaskedLM, LlamaForCausalLM
 
+    if attention not in ATTENTION:
+        raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
     torch.manual_seed(seed)
     cls = LlamaForCausalLM if recipe.model_type == "llama" else BertForMaskedLM
-    # eager attention: identical maths on CPU and XLA, no SDPA kernel choice differences
-    cfg._attn_implementation = "eager"
+    cfg._attn_implementation = attention
     with torch.device(device):
-        return cls(cfg)
+        model = cls(cfg)
+    if activation_checkpointing:
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    return model
 
 
 def transformer_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:

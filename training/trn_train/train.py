@@ -138,6 +138,25 @@ def _validate(cfg: TrainConfig, recipe: Recipe) -> None:
         raise InputError("--seed", cfg.seed, "an integer in 0..2**64-1")
 
 
+def resolve_activation_checkpointing(flag: str, recipe: Recipe, spec: RuntimeSpec) -> bool:
+    """``--activation-checkpointing``: ``auto`` is on for a recipe that needs model
+    parallelism on Trn1 (llama-8b: its per-layer activations at sequence length 8192 do not
+    fit a NeuronCore next to its FSDP2 shards, docs/llama-8b.md) on the native backend.
+
+    Raises:
+        InputError: an unknown value, or ``on`` with the xla backend (its model-parallel
+            recipes run through NxD Training, which has its own setting).
+    """
+    if flag not in ("auto", "on", "off"):
+        raise InputError("--activation-checkpointing", flag, "'auto', 'on' or 'off'")
+    if spec.backend != "native":
+        if flag == "on":
+            raise InputError("--activation-checkpointing", flag, "'auto' or 'off' with the xla backend",
+                              hint="NxD Training recipes set it in their own configuration")
+        return False
+    return flag == "on" or (flag == "auto" and recipe.needs_model_parallel)
+
+
 def check_recipe_fits(recipe: Recipe, spec: RuntimeSpec) -> None:
     """Refuse a model-parallel recipe (``recipe.needs_model_parallel``, e.g. llama-8b) where
     every core would hold the whole model: on the xla backend (it runs through NxD Training)
@@ -328,6 +347,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
     _validate(cfg, recipe)
     spec = resolve_runtime(cfg.backend, cfg.device, cfg.data_parallel, cfg.compile, cfg.zero1)
     check_recipe_fits(recipe, spec)
+    recompute = resolve_activation_checkpointing(cfg.activation_checkpointing, recipe, spec)
     peak = instance_spec(cfg.instance_type).peak_bf16_tflops_per_logical_core
     ds = PackedDataset(cfg.data_dir, verify=cfg.verify_data)
     if ds.task_format != recipe.task:
@@ -345,7 +365,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
 
     rt = Runtime.init(spec)
     try:
-        summary = _train(cfg, recipe, spec, rt, ds, mcfg, seq_len, peak)
+        summary = _train(cfg, recipe, spec, rt, ds, mcfg, seq_len, peak, recompute)
     except BaseException:
         rt.shutdown(after_error=True)
         raise
@@ -354,7 +374,7 @@ def run(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def _train(cfg: TrainConfig, recipe: Recipe, spec: RuntimeSpec, rt: Runtime, ds: PackedDataset, mcfg: Any,
-           seq_len: int, peak: float) -> dict[str, Any]:
+           seq_len: int, peak: float, recompute: bool) -> dict[str, Any]:
     """:func:`run` from the initialised runtime on: batch plan, resume, model, loop."""
     zero1 = spec.zero1
     plan = plan_batches(cfg, recipe, rt.world_size)
@@ -376,7 +396,9 @@ def _train(cfg: TrainConfig, recipe: Recipe, spec: RuntimeSpec, rt: Runtime, ds:
         resume = _find_resume(cfg, rt, ckpt_root, fingerprint, zero1, log)
 
         # ---------------------------------------------------------------- model + optimizer
-        model = build_model(recipe, mcfg, cfg.seed, device=rt.init_device)
+        model = build_model(recipe, mcfg, cfg.seed, device=rt.init_device,
+                            attention="sdpa" if rt.device_type == "neuron" else "eager",
+                            activation_checkpointing=recompute)
         if resume is not None and resume.model is not None:
             model.load_state_dict(resume.model)
         train_model = rt.wrap_model(model, transformer_blocks(model))
@@ -406,7 +428,8 @@ def _train(cfg: TrainConfig, recipe: Recipe, spec: RuntimeSpec, rt: Runtime, ds:
 
         native = rt.backend == "native"
         log.event("start", recipe=recipe.name, backend=rt.backend, device=rt.device_type,
-                  data_parallel=rt.data_parallel, compile=rt.compile if native else None, world_size=rt.world_size,
+                  data_parallel=rt.data_parallel, compile=rt.compile if native else None,
+                  activation_checkpointing=recompute, world_size=rt.world_size,
                   precision=precision, zero1=zero1, params=n_params, seq_len=seq_len, global_batch_size=plan.global_batch_size,
                   micro_batch_size=plan.micro_batch_size, grad_accum=plan.grad_accum, scaling=cfg.scaling,
                   steps=cfg.steps, start_step=start_step, flops_per_token=fpt, instance_type=cfg.instance_type,
