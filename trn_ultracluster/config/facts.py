@@ -496,6 +496,10 @@ verified: that Neuron's apt repository serves Ubuntu 26.04 (training/Dockerfile 
 DLAMI (so the standalone nodes boot the Base DLAMI by its parameter instead), and that the
 newest Base DLAMI's driver serves the 2.33.0 runtime in the image (the Base DLAMI follows the
 newest SDK; no driver/runtime compatibility table was read)."""
+STACK_RELEASES: dict[str, NeuronStack] = {"xla": XLA_STACK, "native": NATIVE_STACK}
+"""Each Neuron training stack (:mod:`trn_ultracluster.contracts.neuron_stack`) -> its SDK
+release: the DLAMI (or Base DLAMI parameter) the standalone nodes boot by default and the
+virtual environment of ``runtime: dlami-venv``."""
 NEURON_DLAMI_LATEST_PARAMETER = "/aws/service/neuron/dlami/pytorch-2.9/ubuntu-24.04/latest/image_id"
 """The public SSM parameter of the newest PyTorch 2.9 DLAMI (same guide, "SSM Parameter
 Prefix" table; ``<prefix>/latest/image_id``). Not the default any more: no PyTorch 2.9 DLAMI

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from trn_ultracluster.config.facts import (
-    NATIVE_STACK,
-    NEURON_DLAMI_ROOT_DEVICE,
-    XLA_STACK,
-    NeuronStack,
-)
+from trn_ultracluster.config.facts import NEURON_DLAMI_ROOT_DEVICE, STACK_RELEASES
 from trn_ultracluster.config.model.base import FrozenModel
-from trn_ultracluster.contracts.neuron_stack import NATIVE, XLA, NeuronStackName
+from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 
-__all__ = ["STACK_RELEASES", "StandaloneConfig"]
-
-STACK_RELEASES: dict[NeuronStackName, NeuronStack] = {XLA: XLA_STACK, NATIVE: NATIVE_STACK}
-"""Each Neuron training stack's SDK release: the DLAMI (or Base DLAMI parameter) the
-standalone nodes boot by default and the virtual environment of ``runtime: dlami-venv``."""
+__all__ = ["StandaloneConfig"]
 
 
 class StandaloneConfig(FrozenModel):

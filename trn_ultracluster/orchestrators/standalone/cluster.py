@@ -45,7 +45,7 @@ from constructs import Construct
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, NodeCounts, StandaloneConfig
 from trn_ultracluster.config.facts import NeuronStack
-from trn_ultracluster.config.model.standalone import STACK_RELEASES
+from trn_ultracluster.config.facts import STACK_RELEASES
 from trn_ultracluster.constructs.efa import boot_from
 from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 from trn_ultracluster.contracts.outputs import NONE, OutputKey

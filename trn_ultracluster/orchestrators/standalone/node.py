@@ -24,7 +24,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from trn_ultracluster.config import StandaloneConfig
-from trn_ultracluster.config.model.standalone import STACK_RELEASES
+from trn_ultracluster.config.facts import STACK_RELEASES
 from trn_ultracluster.constructs.training_image import REPO_ROOT, build_context_patterns
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.neuron_stack import NATIVE, XLA, NeuronStackName
