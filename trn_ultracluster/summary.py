@@ -82,6 +82,8 @@ def summarize(outdir: Path) -> str:
         f"compute AZ ID:  {_output(template, OutputKey.COMPUTE_AZ_ID)}",
         f"EFA per node:   {efa_interfaces_per_node(template)} interfaces",
         f"orchestrator:   {_output(template, OutputKey.ORCHESTRATOR)}",
+        f"Neuron stack:   {_output(template, OutputKey.NEURON_STACK)} (python -m trn_train train "
+        f"--backend {_output(template, OutputKey.NEURON_STACK)}; README \"Training stacks\")",
         _estimate_line(template),
         "",
         "resources by type:",
