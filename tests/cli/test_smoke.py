@@ -82,10 +82,22 @@ def test_smoke_test_from_log(capsys, tmp_path):
         ExitCode.CHECK_FAILED
 
 
-def test_smoke_script_is_valid_python_and_heredoc():
-    launch = smoke_launch()
+@pytest.mark.parametrize("stack", ["xla", "native"])
+def test_smoke_script_is_valid_python_and_heredoc(stack):
+    launch = smoke_launch(stack)
     compile(launch.setup.split("\n", 1)[1].rsplit("TRN_ALLREDUCE_EOF", 1)[0], "allreduce.py", "exec")
     assert subprocess.run(["bash", "-n", "-c", launch.setup]).returncode == 0
+
+
+@pytest.mark.parametrize("stack, imports, lacks", [("xla", "import torch_xla", "torch_neuronx"),
+                                                   ("native", "import torch_neuronx", "torch_xla")])
+def test_the_smoke_job_uses_the_stacks_own_libraries(capsys, tmp_path, stack, imports, lacks):
+    """The native image has no torch-xla and the XLA image's torch-neuronx is the XLA one: the
+    smoke job writes the benchmark of the stack the outputs name."""
+    path = write_outputs(tmp_path, outputs_values("eks", "trn2.48xlarge", neuron_stack=stack))
+    code, out, err = run(capsys, "smoke-test", "--outputs-file", str(path), "--dry-run", "--name", "smoke-a")
+    assert code == 0, err
+    assert imports in out and lacks not in out
 
 
 @pytest.mark.parametrize("kind, says", [("missing", "does not exist"),

@@ -210,6 +210,7 @@ def test_local_build_publishes_the_asset_and_copies_nothing(synth):
     (image,) = assets["dockerImages"].values()
     assert image["source"]["dockerFile"] == DOCKERFILE
     assert image["source"]["platform"] == "linux/amd64"
+    assert image["source"]["dockerBuildArgs"] == {"NEURON_STACK": "xla"}  # the stack's stage
     assert not s.resources("Custom::CDKContainerImageBuild")
     assert not s.resources("Custom::CDKECRDeployment")
     assert not s.resources("AWS::ECR::Repository")

@@ -28,6 +28,8 @@ from trn_ultracluster.contracts.catalog import InstanceSpec
 
 __all__ = [
     "ALLREDUCE_SCRIPT",
+    "NATIVE_ALLREDUCE_SCRIPT",
+    "SCRIPTS",
     "AllReduceResult",
     "SmokeReport",
     "bus_bandwidth_gbps",
@@ -83,15 +85,59 @@ torch-xla API: ``xm.all_reduce(reduce_type, inputs, scale=...)``, ``xm.mark_step
 ``xm.wait_device_ops`` and the ``xla://`` init method (PyTorch/XLA docs, "Distributed").
 Not run by the tests (they have no Trainium, and XLA:CPU collectives across processes
 deadlock)."""
+NATIVE_ALLREDUCE_SCRIPT = '''\
+"""All-reduce benchmark over every NeuronCore (TorchNeuron; written by trn-ultracluster)."""
+import json
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch_neuronx  # noqa: F401  (registers the "neuron" device and process group)
+
+dist.init_process_group("neuron")
+rank, world = dist.get_rank(), dist.get_world_size()
+device = torch.device("neuron")
+sizes = [int(s) for s in sys.argv[1].split(",")]
+warmup, iters = int(sys.argv[2]), int(sys.argv[3])
+for size in sizes:
+    t = torch.ones(size // 4, dtype=torch.float32, device=device)
+    for _ in range(warmup):
+        dist.all_reduce(t)
+        t /= world
+    t[:1].cpu()  # a copy to the host waits for the queued collectives
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(t)
+        t /= world
+    t[:1].cpu()
+    elapsed = (time.perf_counter() - start) / iters
+    correct = bool(torch.allclose(t[:1024].cpu(), torch.ones(1024)))
+    if rank == 0:
+        print(json.dumps({"event": "allreduce", "bytes": size, "ranks": world,
+                          "time_s": elapsed, "correct": correct}), flush=True)
+dist.destroy_process_group()
+'''
+"""The same benchmark on the native stack: ``torch.distributed`` with the ``neuron`` process
+group on the ``neuron`` device, as Neuron's guide writes it ("How to use torch.distributed on
+Neuron", torch/guides/torch-distributed.html: ``import torch_neuronx``,
+``init_process_group(backend="neuron")``, ``dist.all_reduce`` on ``torch.device("neuron")``).
+That a host copy waits for the collectives queued before it is standard eager PyTorch device
+semantics, not verified on Neuron. Not run by the tests (no Trainium)."""
+SCRIPTS = {"xla": ALLREDUCE_SCRIPT, "native": NATIVE_ALLREDUCE_SCRIPT}
+"""Neuron training stack -> its all-reduce benchmark (the stack's image has only that stack's
+libraries)."""
 
 
-def smoke_launch(warmup: int = 5, iters: int = 20, script_path: str = SCRIPT_PATH) -> Launch:
-    """The smoke job's program: write :data:`ALLREDUCE_SCRIPT` to ``script_path`` and run it.
+def smoke_launch(stack: str, warmup: int = 5, iters: int = 20,
+                 script_path: str = SCRIPT_PATH) -> Launch:
+    """The smoke job's program: write the all-reduce benchmark of the Neuron training
+    ``stack`` (:data:`SCRIPTS`) to ``script_path`` and run it.
 
     ``script_path`` must be visible to every process of a node (EKS: the pod's /tmp) or of
     the job (Slurm: a path on FSx, since the batch host writes it once).
     """
-    setup = f"cat > {script_path} <<'TRN_ALLREDUCE_EOF'\n{ALLREDUCE_SCRIPT}TRN_ALLREDUCE_EOF"
+    setup = f"cat > {script_path} <<'TRN_ALLREDUCE_EOF'\n{SCRIPTS[stack]}TRN_ALLREDUCE_EOF"
     sizes = ",".join(str(b) for b in MESSAGE_BYTES)
     return Launch((script_path, sizes, str(warmup), str(iters)), None, setup)
 

@@ -247,7 +247,8 @@ class TrainingImage(Construct):
         if props.build == "local":
             asset = ecr_assets.DockerImageAsset(
                 self, "Asset", directory=str(props.directory), file=props.dockerfile,
-                platform=PLATFORM, ignore_mode=IgnoreMode.DOCKER, exclude=patterns)
+                platform=PLATFORM, ignore_mode=IgnoreMode.DOCKER, exclude=patterns,
+                build_args=props.build_args)
             self.build = asset
             self.repository = asset.repository
             self.image_tag = asset.asset_hash

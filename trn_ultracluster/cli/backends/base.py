@@ -193,7 +193,7 @@ class JobBackend(ABC):
     def smoke_launch(self, name: str) -> Launch:
         """The smoke test's program for job ``name`` (default: each node writes the script to
         its own /tmp, which all its processes see)."""
-        return smoke_launch()
+        return smoke_launch(self.outputs.neuron_stack)
 
     def scale(self, nodes: int) -> str:
         """Set the number of Trainium nodes; returns a line saying what changed.

@@ -91,7 +91,7 @@ class HyperPodSlurmBackend(JobBackend):
 
     def smoke_launch(self, name: str) -> Launch:
         """The smoke script on FSx: the batch host writes it once for every node."""
-        return smoke_launch(script_path=f"{JOBS_DIR}/{name}-allreduce.py")
+        return smoke_launch(self.outputs.neuron_stack, script_path=f"{JOBS_DIR}/{name}-allreduce.py")
 
     def scale(self, nodes: int) -> str:
         raise CliError("scale changes EKS node groups; HyperPod instance groups are sized by "
