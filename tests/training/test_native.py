@@ -318,8 +318,9 @@ def test_contradictory_flags_exit_2_with_one_error_line(clm_data, tmp_path, caps
     assert not (tmp_path / "run").exists()
 
 
-def _resolve(*args: str, xla: bool = False, neuron: bool = False) -> RuntimeSpec:
-    return resolve_runtime(*args, xla_importable=lambda: xla, neuron_present=lambda: neuron)
+def _resolve(*args: str, xla: bool = False, neuron: bool = False, stack: str = "") -> RuntimeSpec:
+    return resolve_runtime(*args, xla_importable=lambda: xla, neuron_present=lambda: neuron,
+                           cluster_stack=stack or None)
 
 
 @pytest.mark.parametrize("args, xla, neuron, want", [
@@ -333,6 +334,20 @@ def _resolve(*args: str, xla: bool = False, neuron: bool = False) -> RuntimeSpec
 ])
 def test_auto_resolution(args, xla, neuron, want):
     assert _resolve(*args, xla=xla, neuron=neuron) == want
+
+
+def test_auto_follows_the_clusters_stack(monkeypatch):
+    """TRN_NEURON_STACK (the stack's job environment and image) decides `--backend auto`
+    before any probe: an XLA image that also imports TorchNeuron's package stays on xla, and
+    a native cluster is native even where torch_xla happens to import."""
+    assert _resolve(xla=True, neuron=True, stack="native") == RuntimeSpec("native", "neuron", "fsdp", True, False)
+    assert _resolve(xla=True, neuron=True, stack="xla") == RuntimeSpec("xla", "xla", None, False, True)
+    assert _resolve("auto", "cpu", xla=True, stack="xla").backend == "native"  # an explicit device wins
+    monkeypatch.setenv("TRN_NEURON_STACK", "native")
+    assert resolve_runtime(xla_importable=lambda: True, neuron_present=lambda: False).backend == "native"
+    monkeypatch.setenv("TRN_NEURON_STACK", "jax")
+    with pytest.raises(InputError, match=r"\$TRN_NEURON_STACK must be 'xla' or 'native', got: 'jax'"):
+        resolve_runtime(xla_importable=lambda: True, neuron_present=lambda: False)
 
 
 @pytest.mark.parametrize("args, message", [

@@ -155,20 +155,30 @@ def _choice(flag: str, value: str, allowed: Sequence[str]) -> None:
         raise InputError(flag, value, ", ".join(f"'{a}'" for a in allowed[:-1]) + f" or '{allowed[-1]}'")
 
 
+CLUSTER_STACK_VARIABLE = "TRN_NEURON_STACK"
+"""Set by the cluster (the job environment of every orchestrator and the training image):
+its Neuron training stack, which ``--backend auto`` follows."""
+
+
 def resolve_runtime(backend: str = "auto", device: str = "auto", data_parallel: str = "auto",
                     compile: str = "auto", zero1: str = "auto", *,
                     xla_importable: Callable[[], bool] = xla_available,
-                    neuron_present: Callable[[], bool] = neuron_available) -> RuntimeSpec:
+                    neuron_present: Callable[[], bool] = neuron_available,
+                    cluster_stack: str | None = None) -> RuntimeSpec:
     """Resolve ``--backend``, ``--device``, ``--data-parallel``, ``--compile`` and ``--zero1``.
 
-    ``auto`` means: backend ``xla`` when torch_xla is importable and ``--device`` is not
-    ``neuron``/``cpu``, else ``native``; on native, device ``neuron`` when TorchNeuron reports a
+    ``auto`` means: backend ``cluster_stack`` when the cluster names one (the stack's job
+    environment and training image set ``TRN_NEURON_STACK``, :data:`CLUSTER_STACK_VARIABLE`)
+    and ``--device`` is ``auto``; else ``xla`` when torch_xla is importable and ``--device`` is
+    not ``neuron``/``cpu``, else ``native``; on native, device ``neuron`` when TorchNeuron reports a
     NeuronCore, else ``cpu``; data parallel ``fsdp``; compile on for ``neuron``, off on ``cpu``;
     ZeRO-1 on for xla.
 
     Args:
         xla_importable / neuron_present: probes (the tests replace them); called only when the
             answer matters.
+        cluster_stack: the cluster's Neuron training stack; default: ``$TRN_NEURON_STACK``
+            (empty or unset: none).
 
     Raises:
         InputError: an unknown value, a contradiction (``--backend xla`` with ``--device
@@ -188,6 +198,13 @@ def resolve_runtime(backend: str = "auto", device: str = "auto", data_parallel: 
     if backend == "native" and device == "xla":
         raise InputError("--device", device, "'auto', 'neuron' or 'cpu' with --backend native",
                           hint="XLA devices are the xla backend's (torch-xla, Trn1)")
+    if cluster_stack is None:
+        cluster_stack = os.environ.get(CLUSTER_STACK_VARIABLE) or None
+    if cluster_stack is not None and cluster_stack not in ("xla", "native"):
+        raise InputError(f"${CLUSTER_STACK_VARIABLE}", cluster_stack, "'xla' or 'native'",
+                          hint="the stack's job environment sets it; unset it or redeploy")
+    if backend == "auto" and device == "auto" and cluster_stack is not None:
+        backend = cluster_stack
     if backend == "xla" and not xla_importable():
         raise InputError("--backend", backend, "'native' or 'auto' here", hint="torch_xla is not installed")
     if backend == "auto":

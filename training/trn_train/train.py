@@ -224,8 +224,10 @@ def _read_resume(info: ckpt.CheckpointInfo, rt: Runtime, fingerprint: dict[str, 
     if found != layout:
         other = "native" if found == ckpt.LAYOUT_DCP else "xla"
         raise InputError("--resume", str(c.path), f"a checkpoint of the {rt.backend} backend (layout {layout!r})",
-                          hint=f"it was written by the {other} backend (layout {found!r}); resume it with "
-                               f"--backend {other}, or start this run in a new --output-dir")
+                          hint=f"it was written by the {other} backend (layout {found!r}): resume it in the "
+                               f"{other} stack's image with --backend {other} (on a cluster, set "
+                               f"training_image.neuron_stack: {other} and redeploy), or start this run in a "
+                               "new --output-dir")
     if zero1 and trainer.get("zero1") and trainer.get("world_size") != rt.world_size:
         raise InputError("world size", rt.world_size,
                           f"{trainer.get('world_size')} to resume ZeRO-1 optimizer shards from {c.path}")
