@@ -22,6 +22,7 @@ from trn_train import checkpoint as ckpt
 from trn_train.atomic import json_bytes
 from trn_train.cli import main
 from trn_train.errors import InputError, TrainingDiverged
+from trn_train.model import build_model
 from trn_train.runtime import RuntimeSpec, resolve_runtime
 from trn_train.train import TrainConfig, check_recipe_fits, resolve_activation_checkpointing, run
 from trn_ultracluster.contracts.recipes import get_recipe
@@ -238,7 +239,7 @@ def test_checkpoint_of_the_xla_layout_is_refused_not_misread(reference, clm_data
     manifest["files"]["trainer.json"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     (step_dir / ckpt.MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(InputError, match=r"--resume must be a checkpoint of the native backend \(layout 'dcp'\), got: "
-                                         r".*written by the xla backend \(layout 'torch'\); resume it with --backend xla"):
+                                         r".*written by the xla backend \(layout 'torch'\): resume it in the xla stack's image with --backend xla"):
         run(cfg(clm_data, tmp_path / "run"))
     assert [c.step for c in ckpt.scan(tmp_path / "run" / "checkpoints")] == [8]
 
@@ -372,13 +373,27 @@ def test_model_parallel_recipe_only_with_fsdp_on_native():
 # ----------------------------------------------------------------------- activation checkpointing
 
 
-def test_activation_checkpointing_trains_like_keeping_the_activations(clm_data, tmp_path, capsys):
+def test_activation_checkpointing_trains_like_keeping_the_activations(clm_data, tmp_path, capsys, monkeypatch):
     """Recomputing each block in the backward pass (FSDP2, one process) gives the losses of a
     run that keeps the activations (tolerance 1e-6; measured: equal): it trades memory for
-    compute only."""
+    compute only. The first block really runs twice per micro-batch when it is on."""
+    import trn_train.train as train_module
+
+    calls: dict[str, int] = {}
+
+    def counting_build(*args, **kwargs):
+        model = build_model(*args, **kwargs)
+        key = "on" if kwargs.get("activation_checkpointing") else "off"
+        # the block's MLP: the recompute re-runs the block's forward, not its own __call__ hooks
+        model.model.layers[0].mlp.register_forward_pre_hook(lambda *_: calls.__setitem__(key, calls.get(key, 0) + 1))
+        return model
+
+    monkeypatch.setattr(train_module, "build_model", counting_build)
     run(cfg(clm_data, tmp_path / "kept", steps=4, data_parallel="fsdp", activation_checkpointing="off"))
     kept = train_losses(read_events(capsys.readouterr().out))
     run(cfg(clm_data, tmp_path / "recomputed", steps=4, data_parallel="fsdp", activation_checkpointing="on"))
+    micro_batches = 4 * 4  # 4 steps x (8 sequences / micro-batch 2)
+    assert (calls["off"], calls["on"]) == (micro_batches, 2 * micro_batches)
     events = read_events(capsys.readouterr().out)
     assert next(e for e in events if e["event"] == "start")["activation_checkpointing"] is True
     recomputed = train_losses(events)
@@ -405,7 +420,9 @@ def test_activation_checkpointing_is_refused_on_xla():
 
 def test_the_neuron_device_gets_scaled_dot_product_attention():
     """sdpa need not keep the sequence x sequence scores (docs/llama-8b.md); eager elsewhere."""
-    from trn_train.model import build_model, model_config
+    from trn_train.model import attention_for, model_config
+
+    assert [attention_for(d) for d in ("neuron", "cpu", "xla")] == ["sdpa", "eager", "eager"]
 
     recipe = get_recipe("llama-tiny")
     mcfg = model_config(recipe, 300, {})

@@ -119,12 +119,12 @@ def test_checkpoints_of_one_backend_are_refused_by_the_other(reference, xla_data
                          str(xla_out / "checkpoints" / f"step_{STEPS:08d}"))
     assert "exitcode  : 2" in p.stderr, p.stderr[-4000:]
     assert ("error: --resume must be a checkpoint of the native backend (layout 'dcp')" in p.stderr
-            and "written by the xla backend (layout 'torch'); resume it with --backend xla" in p.stderr), p.stderr[-4000:]
+            and "written by the xla backend (layout 'torch'): resume it in the xla stack's image with --backend xla" in p.stderr), p.stderr[-4000:]
 
     native = torchrun(xla_data, tmp_path / "dcp", "--device", "cpu", "--max-steps-this-run", "2", "--ckpt-every", "2")
     assert next(e for e in native if e["event"] == "start")["backend"] == "native"
     p = torchrun_process(xla_data, tmp_path / "back", "--resume", str(tmp_path / "dcp" / "checkpoints" / "step_00000002"))
     assert "exitcode  : 2" in p.stderr, p.stderr[-4000:]
     assert ("error: --resume must be a checkpoint of the xla backend (layout 'torch')" in p.stderr
-            and "written by the native backend (layout 'dcp'); resume it with --backend native" in p.stderr), p.stderr[-4000:]
+            and "written by the native backend (layout 'dcp'): resume it in the native stack's image with --backend native" in p.stderr), p.stderr[-4000:]
     assert not (tmp_path / "back" / "checkpoints").exists() and not (tmp_path / "native" / "checkpoints").exists()

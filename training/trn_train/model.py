@@ -46,6 +46,13 @@ ATTENTION = ("eager", "sdpa")
 """Hugging Face attention implementations :func:`build_model` uses."""
 
 
+def attention_for(device_type: str) -> str:
+    """The attention of the model on ``device_type``: ``sdpa`` on ``neuron`` (a long sequence
+    needs attention that does not keep the sequence x sequence scores, docs/llama-8b.md),
+    ``eager`` on ``cpu`` and ``xla`` (identical maths on both, no kernel choice)."""
+    return "sdpa" if device_type == "neuron" else "eager"
+
+
 def build_model(recipe: Recipe, cfg: Any, seed: int, device: str = "cpu",
                 attention: str = "eager", activation_checkpointing: bool = False) -> torch.nn.Module:
     """Instantiate the model with weights initialised from ``seed`` (same on every rank).

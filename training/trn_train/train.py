@@ -33,7 +33,7 @@ from trn_train.data import GlobalBatchSampler, PackedDataset
 from trn_train.errors import CheckpointError, InputError, TrainingDiverged
 from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
-from trn_train.model import build_model, mlm_mask, model_config, transformer_blocks
+from trn_train.model import attention_for, build_model, mlm_mask, model_config, transformer_blocks
 from trn_train.runtime import Runtime, RuntimeSpec, extracting_graphs_only, local_tensor, resolve_runtime
 from trn_ultracluster.contracts.recipes import Recipe
 
@@ -399,7 +399,7 @@ def _train(cfg: TrainConfig, recipe: Recipe, spec: RuntimeSpec, rt: Runtime, ds:
 
         # ---------------------------------------------------------------- model + optimizer
         model = build_model(recipe, mcfg, cfg.seed, device=rt.init_device,
-                            attention="sdpa" if rt.device_type == "neuron" else "eager",
+                            attention=attention_for(rt.device_type),
                             activation_checkpointing=recompute)
         if resume is not None and resume.model is not None:
             model.load_state_dict(resume.model)

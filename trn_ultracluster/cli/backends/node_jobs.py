@@ -129,7 +129,7 @@ def job_script(job: JobRequest, spec: InstanceSpec, runtime: Runtime) -> str:
     ``bash job.sh RANK MASTER_ADDR`` (the first node's address); it appends to ``node-RANK.log`` and writes ``node-RANK.exit`` when
     it ends, then runs itself again inside the runtime (:func:`_container_lines`,
     :func:`_venv_lines`), where it sources the stack's job environment file (the Neuron/EFA
-    variables, ``NEURON_CC_FLAGS`` with the compile cache on FSx), exports ``--env`` and runs
+    variables, the Neuron stack's compile cache on FSx), exports ``--env`` and runs
     the program: one ``torchrun`` per node, one process per logical NeuronCore, with a c10d
     rendezvous on ``MASTER_ADDR`` (the first node), port :data:`RENDEZVOUS_PORT`. The script
     is the same on every node and does not depend on which instances run it, so

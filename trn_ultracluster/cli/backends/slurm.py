@@ -32,10 +32,11 @@ The script (:func:`sbatch_script`):
   ``TRN_CONTAINER_IMAGE``, ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper,
   ``TRN_DEFAULT_PARTITION``. The same
   file exports the Neuron/EFA environment of
-  :func:`trn_ultracluster.contracts.neuron_env.neuron_environment` (``NEURON_CC_FLAGS``, and
+  :func:`trn_ultracluster.contracts.neuron_env.neuron_environment` (the stack's compile cache:
+  ``NEURON_CC_FLAGS`` on xla, ``TORCH_NEURONX_NEFF_CACHE_DIR`` on native; and
   ``FI_PROVIDER`` / ``FI_EFA_USE_DEVICE_RDMA`` on EFA types), which srun passes into the
   container; the script does not set them again (one definition for both orchestrators)
-  and stops when ``NEURON_CC_FLAGS`` is missing (an env file from an older stack). The
+  and stops when ``TRN_NEURON_CACHE_DIR`` is missing (an env file from an older stack). The
   script cannot run without the env file anyway: the image and the mount come from it.
 """
 

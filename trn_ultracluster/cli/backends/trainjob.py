@@ -81,6 +81,11 @@ def ultraserver_affinity(job_name: str, nodes: int, spec: InstanceSpec) -> dict[
         spec: the instance type; ``None`` is returned for a type without UltraServers and
             for one node.
 
+    Placement only: Neuron's guide also runs an init container that writes the
+    ``NEURON_RT_ULTRASERVER_*`` and ``NEURON_GLOBAL_TOPOID*`` variables from the node labels
+    for its MPI jobs ("required for runtime"); the TrainJob does not set them, so whether a
+    torchrun job uses NeuronLink across the UltraServer's nodes is not verified.
+
     Returns:
         A pod ``affinity``, or ``None``.
 

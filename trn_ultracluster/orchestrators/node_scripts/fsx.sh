@@ -210,7 +210,7 @@ mount_fsx() {
 }
 # The stack's environment for every login shell and job (HyperPod: srun passes it into Pyxis
 # containers; standalone: the job scripts source it): stack outputs plus the Neuron/EFA variables of trn_ultracluster/contracts/neuron_env.py
-# (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, NEURON_CC_FLAGS with the compile cache on FSx), and
+# (FI_PROVIDER, FI_EFA_USE_DEVICE_RDMA, the Neuron stack's compile cache on FSx), and
 # the file system id found above. Written to a temporary file and renamed: every node writes
 # the same content, and a reader never sees half a file.
 write_environment() {
