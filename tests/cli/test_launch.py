@@ -13,7 +13,8 @@ def test_job_names():
     assert default_job_name("Llama_1B", __import__("datetime").datetime(2026, 11, 21, 9, 30)) == \
         "llama-1b-20261121-093000"
     with pytest.raises(ValueError, match="--steps must be at least 1, got: 0"):
-        trn_train_launch(recipe="x", data_dir="/d", output_dir="/o", steps=0, instance_type="t")
+        trn_train_launch(recipe="x", data_dir="/d", output_dir="/o", steps=0, instance_type="t",
+                         backend="xla")
     from trn_ultracluster.cli.launch import validate_job_name
 
     with pytest.raises(ValueError, match="must be 1-63 lower-case"):
@@ -45,10 +46,14 @@ def test_the_program_runs_on_the_stacks_backend(capsys, tmp_path, stack):
     assert f"- train\n    - --backend\n    - {stack}\n" in out
 
 
-def test_an_older_stack_without_the_output_is_the_xla_stack():
-    program = trn_train_launch(recipe="llama-1b", data_dir="/fsx/d", output_dir="/fsx/o", steps=1,
-                               instance_type="trn1.32xlarge").program
-    assert program[:5] == ("-m", "trn_train", "train", "--backend", "xla")
+def test_an_older_stack_without_the_output_is_the_xla_stack(tmp_path):
+    """Stacks deployed before the NeuronStack output all built the XLA image."""
+    from trn_ultracluster.cli.stack_outputs import outputs_from_file
+
+    values = outputs_values("eks")
+    del values["NeuronStack"]
+    outputs = outputs_from_file(write_outputs(tmp_path, values), "TrnUltraCluster")
+    assert outputs.neuron_stack == "xla"
 
 
 def test_llama_8b_runs_with_train_on_the_native_stack_only(capsys, tmp_path):

@@ -88,7 +88,7 @@ def cluster_files(slurm: SlurmCluster) -> Path:
         "TRN_DEFAULT_PARTITION": PARTITION,
         "TRN_PARTITIONS": PARTITION,
         "TRN_INSTANCE_TYPE": INSTANCE_TYPE,
-        **neuron_environment(SPEC),
+        **neuron_environment(SPEC, "xla"),
         # what the test needs on the nodes: the shims first, then the project's venv
         "PATH": f"{SHIMS}:{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:"
                 "/usr/sbin:/usr/bin:/sbin:/bin",

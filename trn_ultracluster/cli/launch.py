@@ -110,7 +110,7 @@ class Launch:
 
 
 def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
-                     instance_type: str, backend: NeuronStackName = XLA,
+                     instance_type: str, backend: NeuronStackName,
                      extra_args: tuple[str, ...] = (),
                      precompile_steps: int | None = None) -> Launch:
     """``torchrun -m trn_train train --backend <stack> ...`` with the flags of

@@ -34,7 +34,7 @@ NATIVE_CACHE_VARIABLE = "TORCH_NEURONX_NEFF_CACHE_DIR"
 Neuron's page)."""
 
 
-def neuron_environment(spec: InstanceSpec, stack: NeuronStackName = XLA) -> dict[str, str]:
+def neuron_environment(spec: InstanceSpec, stack: NeuronStackName) -> dict[str, str]:
     """Variables for Neuron training on ``spec`` with ``stack`` (the EFA ones only for EFA
     types).
 

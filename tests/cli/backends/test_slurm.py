@@ -88,7 +88,7 @@ def test_sbatch_relies_on_the_env_file_for_the_neuron_environment(capsys, tmp_pa
     """The env file exports neuron_environment(spec); the script sets none of it again and
     stops early when an older env file lacks it."""
     script = dry_run(capsys, tmp_path, "hyperpod-slurm", "--precompile")
-    for name in neuron_environment(get_instance("trn1.32xlarge")):
+    for name in neuron_environment(get_instance("trn1.32xlarge"), "xla"):
         assert f"{name}=" not in script
     assert ': "${TRN_NEURON_CACHE_DIR:?is not set by /fsx/.trn-ultracluster/env' in script
     fake_env = tmp_path / "env"

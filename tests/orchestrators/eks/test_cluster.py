@@ -562,7 +562,7 @@ def test_neuron_resources_per_node(name, chips, efa, procs):
 def test_single_node_type_has_no_efa_resource():
     spec = get_instance("trn1.2xlarge")
     assert k8s.neuron_resources_per_node(spec) == {"aws.amazon.com/neuron": 1}
-    assert "FI_PROVIDER" not in neuron_environment(spec)
+    assert "FI_PROVIDER" not in neuron_environment(spec, "xla")
 
 
 def test_one_chip_node_gets_its_efa_interface_from_the_plugin(trn2_3xl):

@@ -35,7 +35,7 @@ from typing import Any
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_env import neuron_environment
-from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
+from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 Manifest = dict[str, Any]
@@ -135,7 +135,7 @@ def neuron_processes_per_node(spec: InstanceSpec) -> int:
     return spec.logical_neuron_cores
 
 
-def neuron_container_env(spec: InstanceSpec, stack: NeuronStackName = XLA) -> list[dict[str, str]]:
+def neuron_container_env(spec: InstanceSpec, stack: NeuronStackName) -> list[dict[str, str]]:
     """:func:`trn_ultracluster.contracts.neuron_env.neuron_environment` of ``stack`` as a
     container ``env`` list, with ``TRN_NEURON_STACK`` (the job CLI's ``--backend``)."""
     env = {**neuron_environment(spec, stack), JobEnv.NEURON_STACK.value: stack}
@@ -208,7 +208,7 @@ def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: in
     }
 
 
-def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStackName = XLA,
+def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStackName,
                             node_selector: dict[str, str] | None = None,
                             max_restarts: int | None = None) -> Manifest:
     """``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) for torchrun on whole Trainium nodes.
