@@ -38,8 +38,9 @@ def supported_stacks(spec: InstanceSpec) -> tuple[NeuronStackName, ...]:
     """The stacks that can train on ``spec``, the default first.
 
     Trainium (NeuronCore-v2: trn1, trn1n) has only ``xla``. Trainium2 (NeuronCore-v3: trn2,
-    trn2u) has ``native`` first and ``xla`` as well: the 2.30 image supports Trn2 (its
-    torch-neuronx 2.9 runs on Trn1 and Trn2, Neuron SDK 2.30.0 release notes), frozen.
+    trn2u) has ``native`` first and ``xla`` as well: the 2.30 training image lists "trn1,trn2,
+    trn3,inf2" as its instances (aws-neuron/deep-learning-containers README @2be9ed1,
+    pytorch-training-neuronx table, Neuron 2.30.0 row), frozen.
     """
     if spec.neuron_core_version in XLA_ONLY_CORE_VERSIONS:
         return (XLA,)
