@@ -240,6 +240,63 @@ FSX_DEFAULT_QUOTA_GIB = 100_800
 larger Regions (FSx for Lustre user guide, "Quotas": 100,800 GiB in us-east-1, us-east-2,
 us-west-2 and others, 25,200 GiB in smaller Regions; adjustable up to petabytes)."""
 
+# --- FSx for Lustre over EFA -------------------------------------------------------------
+# Pages of the FSx for Lustre user guide; "the EFA page" below is DOC_FSX_EFA.
+DOC_FSX_EFA = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html"
+DOC_FSX_EFA_CLIENTS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html"
+DOC_FSX_EFA_CAPACITY = (
+    "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html")
+README_FSX_EFA = "README.md#fsx-for-lustre-over-efa"
+
+FSX_EFA_DEPLOYMENT_TYPE = "PERSISTENT_2"
+FSX_EFA_LUSTRE_VERSION = "2.15"
+"""EFA-enabled file systems: "EFA is supported on Persistent 2 file systems with a metadata
+configuration specified" (the EFA page, Considerations). The stack gives PERSISTENT_2 a
+metadata configuration on Lustre 2.15 only, and 2.15 is what the FSx API creates with one
+("2.12 is supported by all Lustre deployment types, except for PERSISTENT_2 with a metadata
+configuration mode": botocore's FSx model, ``CreateFileSystemRequest.FileSystemTypeVersion``)."""
+FSX_EFA_CAPACITY_STEP_GIB: dict[int, int] = {125: 38_400, 250: 19_200, 500: 9_600, 1000: 4_800}
+"""``PerUnitStorageThroughput`` (MB/s/TiB) -> the step of an EFA-enabled file system's storage
+capacity, GiB: "For an EFA-enabled file system, this value must be in multiples of 38400 GiB
+for 125 MBps/TiB file systems, multiples of 19200 GiB for 250 MBps/TiB file systems, multiples
+of 9600 GiB for 500 MBps/TiB file systems, and multiples of 4800 GiB for 1000 MBps/TiB file
+systems" (user guide, "Managing storage capacity", DOC_FSX_EFA_CAPACITY). One step is also the
+smallest such file system: 16x the 1,200 GiB minimum without EFA at 250 MB/s/TiB."""
+FSX_EFA_CLIENT_TYPES = frozenset({"trn1.32xlarge", "trn1n.32xlarge"})
+"""Trainium types that may be clients of an EFA-enabled file system: "EFA is supported on
+Nitro v4 (or higher) EC2 instances that support EFA, excluding the trn2 instance family"
+(the EFA page and DOC_FSX_EFA_CLIENTS). Trn1 and Trn1n are Nitro v4 (EC2 instance types guide,
+accelerated computing specifications, DOC_INSTANCES) and only their 32xlarge sizes have EFA
+(the catalog). trn2, trn2.3xlarge and trn2u are out: the first two by name, trn2u (its own row
+in EC2's tables) because no FSx page says it is outside "the trn2 instance family" (not
+verified either way)."""
+FSX_EFA_MAX_CONNECTIONS = 1024
+""""Each FSx for Lustre file system has a maximum limit of 1024 EFA connections across all
+client instances", and "Each configured EFA interface on a client instance counts as one
+connection" (DOC_FSX_EFA_CLIENTS, "EFA interfaces"). What happens past it is not documented
+(not found: refused, or TCP), so the stack keeps every node's interfaces within it."""
+FSX_EFA_MULTI_CARD_INTERFACES = 2
+"""EFA interfaces a client binds to LNet: AWS's client set-up binds 2 on "Other instances
+with multiple network cards" and 1 on "Other instances with a single network card"
+(DOC_FSX_EFA_CLIENTS, "EFA interfaces", default table; AWS ParallelCluster binds all 8 on
+trn1.32xlarge instead, aws/aws-parallelcluster PR #7572: the stack keeps the guide's number,
+which lets 512 nodes share one file system's 1,024 connections)."""
+FSX_EFA_RECOMMENDED_MB_S = 10_000
+"""``auto`` turns EFA on above this file system throughput: "If you are creating a file system
+with over 10 GBps of throughput capacity, we recommend enabling Elastic Fabric Adapter (EFA)
+to optimize throughput per client instance" (the EFA page)."""
+FSX_CLIENT_GBPS = {"tcp": 100, "efa": 700}
+"""Throughput of one client instance, Gbps: 100 over ENA (TCP), 700 over EFA; "the traffic
+between an individual client instance and an individual FSx for Lustre object storage server
+is limited to 5 Gbps" over TCP (user guide, "Performance", "Throughput to individual client
+instances"). Read from three copies of that table, not from the page itself (not verified
+against a primary copy)."""
+FSX_EFA_CLIENT_OS = "Amazon Linux 2023, RHEL 9.5 or newer, Ubuntu 22.04 or newer with kernel 6.8+"
+"""The client operating systems of EFA-enabled file systems (DOC_FSX_EFA_CLIENTS: "Amazon
+Linux 2023 (AL2023); Red Hat Enterprise Linux (RHEL) 9.5 or newer; Ubuntu 22.04 or newer with
+kernel version 6.8+"). Checked on each node at boot (``node_scripts/lustre_efa.sh``): the
+stack does not know the kernel of every AMI."""
+
 # --- SageMaker HyperPod ------------------------------------------------------------------
 # Patterns and ranges below are botocore 1.44.5's SageMaker model
 # (botocore/data/sagemaker/2017-07-24/service-2.json): shapes ClusterName,

@@ -45,6 +45,11 @@ class NodeMetric:
     ECC_EVENTS = "node_neurondevice_hw_ecc_events_total"  # Count (corrected + uncorrected)
     EFA_RX_BYTES = "node_efa_rx_bytes"  # Bytes/Second
     EFA_TX_BYTES = "node_efa_tx_bytes"  # Bytes/Second
+    LUSTRE_OVER_EFA = "node_fsx_lustre_over_efa"
+    """Ours, not Container Insights': 1 when the node's FSx for Lustre traffic goes over EFA,
+    0 when it fell back to TCP (Count; published once per node set-up by
+    ``node_scripts/lustre_efa.sh`` on every orchestrator, in :data:`NODE_METRICS_NAMESPACE`
+    with :data:`NODE_DIMENSIONS`)."""
 
 
 class TrainingMetric:

@@ -19,6 +19,7 @@ from trn_ultracluster.network_plan import AddressPlan
 
 if TYPE_CHECKING:
     from trn_ultracluster.config import CapacityConfig, ClusterConfig, NodeCounts
+    from trn_ultracluster.config.fsx_efa import EfaMode
     from trn_ultracluster.constructs.training_image import TrainingImage
 
 __all__ = ["Foundation", "NodeShape", "Orchestrator"]
@@ -51,6 +52,10 @@ class Foundation:
             ``build``: the deploy-time build that pushes it).
         data_removal: what ``cdk destroy`` does with data-bearing resources
             (``data_removal_policy``).
+        fsx_efa_mode, fsx_efa_interfaces: the node side of ``fsx.efa``
+            (:class:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan` ``mode`` and
+            ``interfaces_per_client``): what the node scripts do about Lustre over EFA and
+            how many EFA interfaces they bind to LNet.
         launch_template: the EFA launch template resource itself, for an orchestrator whose
             nodes boot straight from it (standalone's Auto Scaling group adds the AMI, the
             instance profile and the user data with
@@ -74,6 +79,8 @@ class Foundation:
     training_image: TrainingImage
     data_removal: RemovalPolicy = RemovalPolicy.RETAIN
     launch_template: ec2.CfnLaunchTemplate | None = None
+    fsx_efa_mode: EfaMode = "off"
+    fsx_efa_interfaces: int = 0
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,10 @@ from aws_cdk import Fn, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from trn_ultracluster.config.fsx_efa import EfaMode
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import JobEnv
+from trn_ultracluster.contracts.metrics import NODE_METRICS_NAMESPACE, NodeMetric
 from trn_ultracluster.contracts.neuron_env import neuron_environment
 from trn_ultracluster.contracts.neuron_stack import compile_cache_dir
 from trn_ultracluster.contracts.shared_storage import (
@@ -34,8 +36,9 @@ from trn_ultracluster.contracts.shared_storage import (
 )
 from trn_ultracluster.orchestrators.base import Foundation
 
-__all__ = ["FSX_DESCRIBE_ACTIONS", "FSX_SCRIPT", "LCS_SCRIPT", "NODE_SCRIPTS",
-           "grant_fsx_describe", "job_environment", "node_file"]
+__all__ = ["FSX_DESCRIBE_ACTIONS", "FSX_SCRIPT", "LCS_SCRIPT", "LUSTRE_EFA_CHECK_MIB",
+           "NODE_SCRIPTS", "efa_node_settings", "grant_fsx_describe", "job_environment",
+           "node_file"]
 
 NODE_SCRIPTS = Path(__file__).resolve().parent / "node_scripts"
 """The shared node scripts (uploaded as they are, beside each orchestrator's own)."""
@@ -90,16 +93,44 @@ def job_environment(scope: Construct, instance: InstanceSpec,
     return {**{k.value: v for k, v in env.items()}, **neuron_environment(instance, stack)}
 
 
-def node_file(env: dict[str, str], fsx_tag_value: str, data_repository: bool) -> dict[str, Any]:
+LUSTRE_EFA_CHECK_MIB = 256
+"""MiB of direct I/O with which a node checks that its Lustre traffic goes over EFA: the EFA
+NIs' LNet message counters must rise by at least half as many (one bulk RPC per MiB) and by
+more than the TCP NI's (the rule of AWS ParallelCluster's FSx-over-EFA test,
+aws/aws-parallelcluster PR #7572: "Metadata RPCs and pings ride tcp by design")."""
+
+
+def efa_node_settings(mode: EfaMode, interfaces: int) -> dict[str, Any]:
+    """The ``fsx.efa`` part of ``trn_ultracluster.json`` (read by
+    ``node_scripts/lustre_efa.sh``).
+
+    Shape::
+
+        {"mode": "off" | "preferred" | "required", "interfaces": int, "check_mib": int,
+         "metric": {"namespace": str, "name": str}}
+
+    Args:
+        mode: :attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.mode`.
+        interfaces: EFA interfaces each node binds to LNet
+            (:attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.interfaces_per_client`).
+    """
+    return {"mode": mode, "interfaces": interfaces, "check_mib": LUSTRE_EFA_CHECK_MIB,
+            "metric": {"namespace": NODE_METRICS_NAMESPACE,
+                       "name": NodeMetric.LUSTRE_OVER_EFA}}
+
+
+def node_file(env: dict[str, str], fsx_tag_value: str, data_repository: bool,
+              efa: dict[str, Any] | None = None) -> dict[str, Any]:
     """The common part of ``trn_ultracluster.json``, what ``lcs.py`` reads on a node.
 
     Shape::
 
-        {"fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
+        {"fsx": {"tag_key": str, "tag_value": str, "data_repository": bool,
+                 "efa": <efa_node_settings(...)>},
          "names": {JobEnv member: variable, ...},
          "env": {variable: value, ...}}
 
-    ``fsx`` finds the stack's file system (tagged with
+    ``efa`` defaults to mode ``off``. ``fsx`` finds the stack's file system (tagged with
     :data:`~trn_ultracluster.contracts.shared_storage.FSX_STACK_TAG`) and says whether it is
     linked to S3 (the scripts then wait for the link's metadata import before they write
     files); ``names`` is :class:`~trn_ultracluster.contracts.hyperpod.JobEnv`, which the scripts
@@ -108,7 +139,8 @@ def node_file(env: dict[str, str], fsx_tag_value: str, data_repository: bool) ->
     """
     return {
         "fsx": {"tag_key": FSX_STACK_TAG, "tag_value": fsx_tag_value,
-                "data_repository": data_repository},
+                "data_repository": data_repository,
+                "efa": efa if efa is not None else efa_node_settings("off", 0)},
         "names": {member.name: member.value for member in JobEnv},
         "env": env,
     }

@@ -119,6 +119,8 @@ class TrnUltraClusterStack(Stack):
             training_image=self.training_image,
             data_removal=self.data_removal,
             launch_template=self.efa.launch_template,
+            fsx_efa_mode=self.config.fsx_efa.mode,
+            fsx_efa_interfaces=self.config.fsx_efa.interfaces_per_client,
         )
         return build_orchestrator(self, self.config, foundation)
 

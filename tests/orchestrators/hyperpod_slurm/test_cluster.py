@@ -245,13 +245,14 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
 def test_lifecycle_file_names_groups_fsx_tag_and_environment(variant):
     from trn_ultracluster.contracts.hyperpod import JobEnv
     from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import lifecycle_file
+    from trn_ultracluster.orchestrators.nodes import efa_node_settings
 
     data = lifecycle_file(variant.config.hyperpod, ["train", "dev"], {"TRN_X": "1"},
                           "arn:stack", True)
     assert data == {
         "groups": {"controller": "controller", "login": None, "workers": ["train", "dev"]},
         "fsx": {"tag_key": "trn-ultracluster:stack-id", "tag_value": "arn:stack",
-                "data_repository": True},
+                "data_repository": True, "efa": efa_node_settings("off", 0)},
         "names": {m.name: m.value for m in JobEnv},
         "env": {"TRN_X": "1"}}
     default = parse_config({"orchestrator": "hyperpod-slurm"}).config

@@ -37,7 +37,14 @@ class FsxConfig(FrozenModel):
     """FSx for Lustre shared storage.
 
     Default: PERSISTENT_2, 1200 GiB, 250 MB/s/TiB, LZ4 compression, Lustre 2.15, linked to
-    the stack's data bucket over the whole file system (``/``).
+    the stack's data bucket over the whole file system (``/``), EFA ``auto``.
+
+    ``efa``: whether the file system is EFA-enabled and the nodes reach it over EFA
+    (:mod:`trn_ultracluster.config.fsx_efa`): ``true`` requires it (a rule that does not
+    hold is an error, and a node whose Lustre traffic does not go over EFA fails its set-up),
+    ``false`` never, ``auto`` where every rule holds and the file system's throughput is above
+    the 10 GB/s from which AWS recommends it. Set when the file system is created: a change
+    replaces the file system (README "FSx for Lustre over EFA").
     """
 
     deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = (
@@ -48,6 +55,7 @@ class FsxConfig(FrozenModel):
     data_compression: Literal["NONE", "LZ4"] = "LZ4"
     lustre_version: Literal["2.10", "2.12", "2.15"] = "2.15"
     data_repository: DataRepositoryConfig | None = DataRepositoryConfig()
+    efa: bool | Literal["auto"] = "auto"
 
     @property
     def throughput_mb_s(self) -> float | None:

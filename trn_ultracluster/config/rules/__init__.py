@@ -54,6 +54,7 @@ RULES: tuple[Rule, ...] = (
     fsx.fsx_version,
     fsx.fsx_data_repository,
     fsx.data_removal,
+    fsx.fsx_efa,
     capacity.capacity,
     capacity.reservation_placement_group,
     hyperpod.orchestrator,

@@ -13,6 +13,8 @@ from trn_ultracluster.config.facts import (
     DOC_FSX_QUOTAS,
     DOC_FSX_THROUGHPUT,
     DOC_FSX_VERSION,
+    FSX_EFA_RECOMMENDED_MB_S,
+    README_FSX_EFA,
     FSX_DEFAULT_QUOTA_GIB,
     FSX_DRA_DEPLOYMENT_TYPES,
     FSX_DRA_LUSTRE_VERSIONS,
@@ -22,8 +24,9 @@ from trn_ultracluster.config.facts import (
     FSX_THROUGHPUT_MB_S_TIB,
 )
 from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.contracts.catalog import CATALOG
 
-__all__ = ["data_removal", "fsx_capacity", "fsx_data_repository", "fsx_throughput",
+__all__ = ["data_removal", "fsx_capacity", "fsx_data_repository", "fsx_efa", "fsx_throughput",
            "fsx_version"]
 
 
@@ -126,3 +129,35 @@ def data_removal(c: ClusterConfig) -> Iterator[ConfigIssue]:
             "should be '/' with data_removal_policy 'retain': files outside the linked path "
             "(e.g. the Neuron compile cache) are not exported and are deleted with the file "
             "system on cdk destroy", DOC_FSX_DRA, severity="warning")
+
+
+def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """``fsx.efa`` (:mod:`trn_ultracluster.config.fsx_efa`): with ``true``, each rule of
+    EFA-enabled file systems that does not hold is an error naming it; with ``auto``, a
+    warning when EFA stays off although the throughput is one AWS recommends it for, and one
+    when it turns on, because the setting is fixed when the file system is created ("you
+    cannot enable or disable EFA on an existing file system", FSx for Lustre user guide,
+    "Working with EFA-enabled file systems")."""
+    if c.instance_type not in CATALOG:
+        return  # instance_type's own rule reports it
+    plan = c.fsx_efa
+    if plan.setting is True:
+        for rule in plan.failed:
+            yield ConfigIssue(rule.field, rule.value,
+                              f"{rule.needs} (fsx.efa is true; set it to auto or false "
+                              "for a file system without EFA)", rule.doc)
+    elif plan.setting == "auto" and plan.gains and plan.failed:
+        rule = plan.failed[0]
+        yield ConfigIssue(
+            "fsx.efa", "auto",
+            f"should be reviewed: the file system's throughput is above "
+            f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s, from which AWS recommends EFA, but EFA stays "
+            f"off because {rule.field} {rule.needs}", rule.doc, severity="warning")
+    elif plan.setting == "auto" and plan.enabled:
+        yield ConfigIssue(
+            "fsx.efa", "auto",
+            "should be set to true now that auto turned EFA on: EFA is fixed when the file "
+            "system is created, so a later change that makes auto decide otherwise (nodes.max, "
+            "storage capacity or throughput) would replace the file system and delete what it "
+            "holds beyond its S3 export; with true such a change is an error instead",
+            README_FSX_EFA, severity="warning")

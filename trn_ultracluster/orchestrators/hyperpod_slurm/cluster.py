@@ -87,7 +87,7 @@ from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
     job_environment,
     lifecycle_file,
 )
-from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS
+from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, efa_node_settings
 
 __all__ = ["HyperPodProps", "HyperPodSlurmOrchestrator"]
 
@@ -164,7 +164,8 @@ class HyperPodSlurmOrchestrator(Construct):
             self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], {
             LIFECYCLE_FILE: lifecycle_file(
                 settings, [p.name for p in self.worker_groups], env, Aws.STACK_ID,
-                data_repository=base.data_repository_path is not None)})
+                data_repository=base.data_repository_path is not None,
+                efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces))})
         self.role = execution_role(self, base, self.bucket, describe_fsx=True)
         self.metric_source = node_metrics(self, self.role, self.cluster_name)
         self.cluster = hyperpod_cluster(

@@ -26,12 +26,14 @@ LIFECYCLE_ASSETS = Path(__file__).resolve().parent / "scripts"
 
 
 def lifecycle_file(settings: HyperPodConfig, workers: Sequence[str], env: dict[str, str],
-                   fsx_tag_value: str, data_repository: bool) -> dict[str, Any]:
+                   fsx_tag_value: str, data_repository: bool,
+                   efa: dict[str, Any] | None = None) -> dict[str, Any]:
     """``trn_ultracluster.json``, what the lifecycle script reads (values may be tokens);
     ``workers``: the Trainium instance groups (every part of every worker group).
 
     Shape: :func:`trn_ultracluster.orchestrators.nodes.node_file` (``fsx``, ``names``,
-    ``env``) plus::
+    ``env``; ``efa``: :func:`~trn_ultracluster.orchestrators.nodes.efa_node_settings`, mode
+    ``off`` by default) plus::
 
         {"groups": {"controller": str, "login": str | None, "workers": [str, ...]}}
 
@@ -45,7 +47,7 @@ def lifecycle_file(settings: HyperPodConfig, workers: Sequence[str], env: dict[s
             "login": LOGIN_GROUP if settings.login_instance_type is not None else None,
             "workers": list(workers),
         },
-        **node_file(env, fsx_tag_value, data_repository),
+        **node_file(env, fsx_tag_value, data_repository, efa),
     }
 
 

@@ -44,6 +44,7 @@ from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
     LCS_SCRIPT,
     NODE_SCRIPTS,
+    efa_node_settings,
     grant_fsx_describe,
     job_environment,
     node_file,
@@ -191,7 +192,9 @@ class NodeBoot(Construct):
             urls["PROGRAM_URL"] = program.s3_object_url
         data = {
             **node_file(job_environment(self, instance, foundation), fsx_tag_value,
-                        data_repository=foundation.data_repository_path is not None),
+                        data_repository=foundation.data_repository_path is not None,
+                        efa=efa_node_settings(foundation.fsx_efa_mode,
+                                              foundation.fsx_efa_interfaces)),
             "node": node_settings(settings, stack, self.log_group.log_group_name,
                                   metrics_cluster),
         }
