@@ -15,7 +15,7 @@ from trn_ultracluster.config.facts import (
     FSX_EFA_CLIENT_TYPES,
     FSX_EFA_MAX_CONNECTIONS,
 )
-from trn_ultracluster.config.fsx_efa import client_interfaces
+from trn_ultracluster.config.fsx_efa import client_interfaces, plan_fsx_efa
 from trn_ultracluster.contracts.catalog import CATALOG
 
 EFA_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html"
@@ -33,7 +33,7 @@ SMALLEST = {**FAST, "fsx.storage_capacity_gib": "4800"}
 
 
 def plan(overrides):
-    return load(overrides).config.fsx_efa
+    return plan_fsx_efa(load(overrides).config)
 
 
 # --- auto --------------------------------------------------------------------------------

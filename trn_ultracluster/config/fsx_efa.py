@@ -22,7 +22,7 @@ not known here).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from trn_ultracluster.config.facts import (
     DOC_FSX_EFA,
@@ -36,10 +36,10 @@ from trn_ultracluster.config.facts import (
     FSX_EFA_MULTI_CARD_INTERFACES,
     FSX_EFA_RECOMMENDED_MB_S,
 )
+from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.rules.scale import plannable
 from trn_ultracluster.contracts.catalog import CATALOG, InstanceSpec
-
-if TYPE_CHECKING:
-    from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.network_plan import PlanError
 
 __all__ = ["EfaMode", "EfaRule", "FsxEfaPlan", "client_interfaces", "plan_fsx_efa"]
 
@@ -179,8 +179,6 @@ def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
 def _nodes_beside_file_system(c: ClusterConfig) -> int | None:
     """Nodes the address plan puts in the file system's block; ``None`` when the plan cannot
     be made (its own rule reports why)."""
-    from trn_ultracluster.config.rules.scale import plannable
-    from trn_ultracluster.network_plan import PlanError
     if not plannable(c):
         return None
     try:

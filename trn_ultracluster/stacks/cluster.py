@@ -6,6 +6,7 @@ from aws_cdk import CfnOutput, Environment, Fn, RemovalPolicy, Stack, Tags
 from constructs import Construct
 
 from trn_ultracluster.config import ClusterConfig
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.constructs.efa import Efa, EfaProps
 from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
@@ -46,6 +47,7 @@ class TrnUltraClusterStack(Stack):
             ),
         )
         self.config = config
+        self.fsx_efa = plan_fsx_efa(config)
         self.data_removal = (RemovalPolicy.RETAIN if config.data_removal_policy == "retain"
                              else RemovalPolicy.DESTROY)
         self.logs = StackLogs(self, "Logs", removal_policy=self.data_removal)
@@ -119,8 +121,8 @@ class TrnUltraClusterStack(Stack):
             training_image=self.training_image,
             data_removal=self.data_removal,
             launch_template=self.efa.launch_template,
-            fsx_efa_mode=self.config.fsx_efa.mode,
-            fsx_efa_interfaces=self.config.fsx_efa.interfaces_per_client,
+            fsx_efa_mode=self.fsx_efa.mode,
+            fsx_efa_interfaces=self.fsx_efa.interfaces_per_client,
         )
         return build_orchestrator(self, self.config, foundation)
 

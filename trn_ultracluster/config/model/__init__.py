@@ -14,7 +14,7 @@ puts the sections together with the top-level keys (instance type, network, tags
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -38,9 +38,6 @@ from trn_ultracluster.config.model.training_image import TrainingImageConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
 from trn_ultracluster.contracts.neuron_stack import NeuronStackName, default_stack
 from trn_ultracluster.contracts.outputs import STACK_NAME
-
-if TYPE_CHECKING:
-    from trn_ultracluster.config.fsx_efa import FsxEfaPlan
 
 __all__ = [
     "LEGACY_HYPERPOD_CLUSTER_NAME",
@@ -136,13 +133,6 @@ class ClusterConfig(FrozenModel):
         instance family's default (:func:`trn_ultracluster.contracts.neuron_stack.default_stack`)."""
         chosen = self.training_image.neuron_stack
         return default_stack(self.instance) if chosen == "auto" else chosen
-
-    @property
-    def fsx_efa(self) -> FsxEfaPlan:
-        """Whether the file system is EFA-enabled and why
-        (:func:`trn_ultracluster.config.fsx_efa.plan_fsx_efa`)."""
-        from trn_ultracluster.config.fsx_efa import plan_fsx_efa
-        return plan_fsx_efa(self)
 
     @property
     def standalone_settings(self) -> StandaloneConfig:

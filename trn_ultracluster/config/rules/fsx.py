@@ -23,6 +23,7 @@ from trn_ultracluster.config.facts import (
     FSX_MAX_STORAGE_GIB,
     FSX_THROUGHPUT_MB_S_TIB,
 )
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 
@@ -140,7 +141,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
     "Working with EFA-enabled file systems")."""
     if c.instance_type not in CATALOG:
         return  # instance_type's own rule reports it
-    plan = c.fsx_efa
+    plan = plan_fsx_efa(c)
     if plan.setting is True:
         for rule in plan.failed:
             yield ConfigIssue(rule.field, rule.value,
