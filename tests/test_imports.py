@@ -62,6 +62,11 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     (f"{PACKAGE}.cli.backends.trainjob", f"{PACKAGE}.orchestrators.eks.manifests"):
         "the TrainJob the CLI submits is built by the same manifest functions as the "
         "stack's training runtime (the module imports only contracts)",
+    (f"{PACKAGE}.estimate.lustre", f"{PACKAGE}.config.facts"):
+        "the estimate prints the FSx for Lustre over EFA figures the configuration's rules "
+        "check (capacity steps, throughput per client and per storage server, the 10 GB/s): "
+        "one place for each figure and its source (config.facts imports nothing of the "
+        "package)",
 }
 """(importer, imported) -> why this one import crosses the layers."""
 

@@ -2,7 +2,8 @@
 
 ``python -m trn_ultracluster.summary [cdk.out]`` prints where the template and the cdk-nag
 report are, the resources by type, and the cluster's shape (instance type, node counts,
-AZ ID, EFA interfaces per node), read from the template itself.
+AZ ID, EFA interfaces per node, whether the file system is EFA-enabled), read from the
+template itself.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def summarize(outdir: Path) -> str:
     Raises:
         AssemblyError: no synthesized stack in ``outdir`` (run synth first).
     """
+    from trn_ultracluster.estimate.lustre import efa_summary
+
     stack = assembly_stack(outdir)
     path = stack.template_path
     text = path.read_text(encoding="utf-8")
@@ -81,6 +84,7 @@ def summarize(outdir: Path) -> str:
         ),
         f"compute AZ ID:  {_output(template, OutputKey.COMPUTE_AZ_ID)}",
         f"EFA per node:   {efa_interfaces_per_node(template)} interfaces",
+        f"FSx over EFA:   {efa_summary(template)} (README \"FSx for Lustre over EFA\")",
         f"orchestrator:   {_output(template, OutputKey.ORCHESTRATOR)}",
         f"Neuron stack:   {_output(template, OutputKey.NEURON_STACK)} (python -m trn_train train "
         f"--backend {_output(template, OutputKey.NEURON_STACK)}; README \"Training stacks\")",

@@ -23,6 +23,10 @@ def test_estimate_offline_prints_every_item_and_the_deploy_time(capsys, default)
     assert "prices: offline table of" in out
     assert f"EKS node group EksClusterNodegroupTrainiumNodes: {default.config.instance_type}" in out
     assert "total per hour: idle $" in out and "first deploy: about" in out
+    # without the configuration, the template's reason (EfaEnabled absent: off)
+    assert ("\n  EFA: off: fsx.efa is false, or auto, which stays off at a throughput not above "
+            "10,000 MB/s, from which AWS recommends EFA\n") in out
+    assert "\n  smallest EFA-enabled size at 250 MB/s/TiB: 19,200 GiB" in out
 
 
 def write_assembly(outdir, template, stack="TrnUltraCluster"):
@@ -80,6 +84,9 @@ def test_preflight_prints_the_estimate_and_warns_over_budget(capsys, monkeypatch
                          "--max-hourly-usd", budget)
     assert code == 0, out + err
     assert "total per hour: idle $" in out
+    # the configuration's reason (FsxEfaPlan.reason), not the template's
+    assert ("\n  EFA: off (auto): the file system's throughput is not above 10,000 MB/s, from "
+            "which AWS recommends EFA\n") in out
     # the configuration's quota needs reach the estimate: the Trn vCPU default is per account
     assert "quota increase: ec2 L-2C3B7624 Running On-Demand Trn instances: need 128 vCPUs" in out
     assert ("more than --max-hourly-usd" in err) is warned
@@ -115,3 +122,26 @@ def test_estimate_of_a_broken_template_is_a_clear_error(capsys, tmp_path):
     code, _, err = run(capsys, "estimate", "--offline", "--cdk-out", str(tmp_path))
     assert code == ExitCode.USAGE
     assert "cannot be priced" in err and "Traceback" not in err
+
+
+@moto.mock_aws
+def test_preflight_skips_an_estimate_of_another_efa_setting(capsys, monkeypatch, default,
+                                                           tmp_path):
+    """A template whose file system is EFA-enabled is not the configuration's (fsx.efa auto,
+    off at 293 MB/s): EFA decides the file system, so its estimate would be another's."""
+    from trn_ultracluster.cli import preflight
+
+    template = json.loads(json.dumps(default.template))
+    (fsx,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::FSx::FileSystem"]
+    fsx["Properties"]["LustreConfiguration"]["EfaEnabled"] = True
+    write_assembly(tmp_path, template)
+    bootstrap()
+    real = preflight.run_preflight
+    monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
+        Session(**{"service-quotas": quota_client(c)}), c, docker_ok, **kw))
+    monkeypatch.chdir(REPO_ROOT)
+    code, out, _ = run(capsys, "preflight", "--offline", "--cdk-out", str(tmp_path))
+    assert code == 0
+    assert ("was synthesized from another configuration: EfaEnabled true (configuration: "
+            "false)") in out
+    assert "total per hour" not in out

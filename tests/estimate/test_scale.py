@@ -85,8 +85,8 @@ def test_file_system_throughput_and_each_nodes_share():
     (fs,) = est.throughput
     assert fs.aggregate_mb_s == 112_500  # 112.5 TiB x 1000 MB/s/TiB
     assert fs.per_node_mb_s == 125
-    assert ("file system Fsx: 115,200 GiB x 1000 MB/s/TiB = 112,500 MB/s in all, 125.0 MB/s "
-            "per node at 900 nodes") in format_estimate(est)
+    assert ("file system Fsx: 115,200 GiB x 1000 MB/s/TiB = 112,500 MB/s in all (with or "
+            "without EFA), 125.0 MB/s per node at 900 nodes") in format_estimate(est)
 
 
 def test_a_scratch_file_system_has_no_per_unit_throughput():

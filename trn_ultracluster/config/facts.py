@@ -291,6 +291,23 @@ between an individual client instance and an individual FSx for Lustre object st
 is limited to 5 Gbps" over TCP (user guide, "Performance", "Throughput to individual client
 instances"). Read from three copies of that table, not from the page itself (not verified
 against a primary copy)."""
+FSX_TCP_GBPS_PER_SERVER = 5
+"""Over TCP, one client reaches one storage server (OSS) at most at this rate, Gbps: the
+footnote of the TCP rows of :data:`FSX_CLIENT_GBPS`'s table (same source, same caveat). So a
+client reaches :data:`FSX_CLIENT_GBPS` ``["tcp"]`` only through at least 20 storage servers
+(derived)."""
+DOC_FSX_SERVERS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html"
+FSX_STORAGE_PER_SERVER_GIB: dict[str, int] = {
+    "PERSISTENT_2": 2_400, "PERSISTENT_1": 2_400, "SCRATCH_2": 2_400, "SCRATCH_1": 3_600}
+"""SSD storage per storage server (OSS) by deployment type, GiB, without EFA: "2.4 TiB per
+OSS" (Persistent 2 non-EFA, Persistent 1 SSD, Scratch 2), "3.6 TiB per OSS" (Scratch 1); an
+EFA-enabled Persistent 2 file system has one OSS per :data:`FSX_EFA_CAPACITY_STEP_GIB` step
+("38.4 TiB per OSS" at 125 MB/s/TiB ... "4.8 TiB per OSS" at 1000) (user guide, "Deployment and
+storage class options", "IP addresses for file systems", DOC_FSX_SERVERS). The page's "TiB"
+is 1,000 GiB here, as the capacity steps show (4.8 TiB per OSS, multiples of 4800 GiB). The
+same page's table of Scratch file servers fits it: 2 for 1.2 and 2.4 TiB, 3 for 4.8, 5 for 9.6,
+22 for 50.4 TiB, i.e. one per 2.4 TiB (at least one) plus one (our reading: the metadata
+server)."""
 FSX_EFA_CLIENT_OS = "Amazon Linux 2023, RHEL 9.5 or newer, Ubuntu 22.04 or newer with kernel 6.8+"
 """The client operating systems of EFA-enabled file systems (DOC_FSX_EFA_CLIENTS: "Amazon
 Linux 2023 (AL2023); Red Hat Enterprise Linux (RHEL) 9.5 or newer; Ubuntu 22.04 or newer with

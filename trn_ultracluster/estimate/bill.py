@@ -13,7 +13,7 @@ from typing import Any
 
 from trn_ultracluster.estimate.prices import PriceKey
 
-__all__ = ["Bill", "BillItem", "FileSystemThroughput", "bill_of_materials"]
+__all__ = ["Bill", "BillItem", "FileSystemThroughput", "bill_of_materials", "is_true"]
 
 
 @dataclass(frozen=True)
@@ -48,12 +48,17 @@ class FileSystemThroughput:
         capacity_gib: ``StorageCapacity``, GiB.
         per_unit_mb_s_tib: ``PerUnitStorageThroughput``, MB/s per TiB.
         nodes: the Trainium nodes that share it (output ``NodeCountMax``).
+        deployment_type: ``LustreConfiguration.DeploymentType``.
+        efa_enabled: ``LustreConfiguration.EfaEnabled`` (absent: ``False``, the API's
+            default).
     """
 
     label: str
     capacity_gib: int
     per_unit_mb_s_tib: int
     nodes: int
+    deployment_type: str = "PERSISTENT_2"
+    efa_enabled: bool = False
 
     @property
     def aggregate_mb_s(self) -> float:
@@ -100,6 +105,11 @@ def _launch_template_data(resources: dict[str, Any], ref: Any) -> dict[str, Any]
         ref = ref.get("Ref")
     resource = resources.get(ref) if isinstance(ref, str) else None
     return resource["Properties"]["LaunchTemplateData"] if resource else {}
+
+
+def is_true(value: Any) -> bool:
+    """A CloudFormation Boolean: ``true`` or the string ``"true"`` (any case)."""
+    return value is True or (isinstance(value, str) and value.lower() == "true")
 
 
 def _is_capacity_block(data: dict[str, Any]) -> bool:
@@ -166,7 +176,9 @@ def bill_of_materials(template: dict[str, Any]) -> Bill:
                 f"FSx for Lustre {deployment}{tier}, {gib} GiB",
                 ("fsx-lustre", f"{deployment}/{per_unit}"), gib, gib))
             if per_unit != "-":
-                throughput.append(FileSystemThroughput(_short(name), gib, per_unit, nodes))
+                throughput.append(FileSystemThroughput(
+                    _short(name), gib, per_unit, nodes, deployment,
+                    is_true(lustre.get("EfaEnabled", False))))
     if any(i.prepaid for i in items):
         notes.append("Capacity Block / training plan nodes are paid up front when the "
                      "capacity is bought, not by the hour: shown, not in the totals")

@@ -1,9 +1,10 @@
 """The estimate of a synthesized template: hourly cost when idle and when running, itemized,
-and the first deploy's duration (:func:`trn_ultracluster.deploy_time.critical_path`)."""
+the first deploy's duration (:func:`trn_ultracluster.deploy_time.critical_path`), and each
+file system's throughput with and without EFA (:mod:`.lustre`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from collections.abc import Sequence
@@ -11,6 +12,12 @@ from collections.abc import Sequence
 from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
 from trn_ultracluster.deploy_time import critical_path
 from trn_ultracluster.estimate.bill import BillItem, FileSystemThroughput, bill_of_materials
+from trn_ultracluster.estimate.lustre import (
+    NO_EFA_PRICE,
+    FileSystemEfa,
+    file_system_efa,
+    format_file_system_efa,
+)
 from trn_ultracluster.estimate.prices import HOURS_PER_MONTH, Price, PriceSource
 
 __all__ = ["Estimate", "Line", "estimate", "format_estimate"]
@@ -59,6 +66,7 @@ class Estimate:
         throughput: the FSx for Lustre file systems' throughput and each node's share.
         quota_increases: the quotas whose need is above AWS's default (or whose default
             differs per account), in the order given.
+        fsx_efa: EFA for each file system of ``throughput``, in the same order.
     """
 
     region: str
@@ -68,6 +76,7 @@ class Estimate:
     notes: list[str]
     throughput: list[FileSystemThroughput]
     quota_increases: list[QuotaNeed]
+    fsx_efa: list[FileSystemEfa] = field(default_factory=list)
 
     @property
     def idle_usd(self) -> float:
@@ -91,12 +100,15 @@ def _hourly(price: Price) -> float:
 
 
 def estimate(template: dict[str, Any], prices: PriceSource,
-             needs: Sequence[QuotaNeed] = ()) -> Estimate:
+             needs: Sequence[QuotaNeed] = (), fsx_efa_reason: str | None = None) -> Estimate:
     """Price the bill of ``template`` with ``prices`` and time its first deploy.
 
     ``needs`` are the quotas the configuration behind ``template`` needs
     (:func:`trn_ultracluster.config.quota_needs.quota_needs`; the template alone does not
     say): those above AWS's default become :attr:`Estimate.quota_increases`.
+    ``fsx_efa_reason`` is why that configuration's file system is EFA-enabled or not
+    (``FsxEfaPlan.reason``); without it the template says what it can
+    (:func:`~trn_ultracluster.estimate.lustre.template_reason`).
 
     Raises:
         KeyError: not a TrnUltraCluster template (no ``Region`` output).
@@ -115,8 +127,11 @@ def estimate(template: dict[str, Any], prices: PriceSource,
     if any(line.price is None and not line.item.prepaid for line in lines):
         notes.append("'n/a': no price in this source (run with AWS credentials to use the AWS "
                      "Price List API)")
+    efa = [file_system_efa(template, fs, prices, fsx_efa_reason) for fs in bill.throughput]
+    if any(e.step_gib is not None for e in efa):
+        notes.append(NO_EFA_PRICE)
     return Estimate(bill.region, lines, prices.name, critical_path(template).total_minutes,
-                    notes, bill.throughput, [n for n in needs if n.above_default])
+                    notes, bill.throughput, [n for n in needs if n.above_default], efa)
 
 
 def _usd(value: float) -> str:
@@ -131,7 +146,8 @@ def _unit_usd(value: float) -> str:
 def format_estimate(est: Estimate) -> str:
     """The estimate as text: one line per item (units idle/running, unit price, USD per hour
     idle and running), the totals (idle: every group at its minimum, running: at its
-    maximum), the deploy time, each file system's throughput, the quota increases and the
+    maximum), the deploy time, each file system's throughput (with what one client reaches
+    over TCP and over EFA, and the smallest EFA-enabled size), the quota increases and the
     notes."""
     rows = []
     for line in est.lines:
@@ -157,11 +173,14 @@ def format_estimate(est: Estimate) -> str:
             f"{_usd(est.running_usd * 720)}",
             f"first deploy: about {est.deploy_minutes:.0f} min (critical path of the "
             "template; benchmarks/deploy_time.py prints it)"]
-    for fs in est.throughput:
+    for i, fs in enumerate(est.throughput):
         share = ("" if fs.per_node_mb_s is None else
                  f", {fs.per_node_mb_s:,.1f} MB/s per node at {fs.nodes:,} nodes")
         out.append(f"file system {fs.label}: {fs.capacity_gib:,} GiB x {fs.per_unit_mb_s_tib} "
-                   f"MB/s/TiB = {fs.aggregate_mb_s:,.0f} MB/s in all{share}")
+                   f"MB/s/TiB = {fs.aggregate_mb_s:,.0f} MB/s in all (with or without EFA)"
+                   f"{share}")
+        if i < len(est.fsx_efa):
+            out += format_file_system_efa(est.fsx_efa[i])
     for need in est.quota_increases:
         q = need.quota
         default = ("AWS default differs per account (preflight reads it)" if q.default is None

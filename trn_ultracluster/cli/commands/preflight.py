@@ -30,6 +30,7 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
     why not), with the quota increases ``config`` needs, and warn on stderr when running costs more than ``--max-hourly-usd``."""
     from trn_ultracluster.cli.commands.estimate import estimate_text, load_template
     from trn_ultracluster.config.quota_needs import quota_needs
+    from trn_ultracluster.estimate.lustre import efa_enabled
 
     try:
         template = load_template(args.cdk_out)
@@ -39,6 +40,9 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
     found = {k: str(v.get("Value")) for k, v in template["Outputs"].items()}
     expected = {"Region": config.region, "InstanceType": config.instance_type,
                 "NodeCountMax": str(config.nodes.max), "Orchestrator": config.orchestrator}
+    # the file system's EFA, which the configuration decides (fsx.efa and what auto reads)
+    found["EfaEnabled"] = str(efa_enabled(template)).lower()
+    expected["EfaEnabled"] = str(config.fsx_efa.enabled).lower()
     stale = [f"{k} {found.get(k)} (configuration: {v})" for k, v in expected.items()
              if found.get(k) != v]
     if stale:
@@ -46,7 +50,8 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
               f"{'; '.join(stale)}; run `make synth` with the same profile)")
         return
     text, running = estimate_text(template, offline=args.offline, session=session,
-                                  needs=quota_needs(config))
+                                  needs=quota_needs(config),
+                                  fsx_efa_reason=config.fsx_efa.reason)
     print(text)
     if args.max_hourly_usd is not None and running > args.max_hourly_usd:
         print(f"warning: running costs ${running:,.2f}/h, more than --max-hourly-usd "
