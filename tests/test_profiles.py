@@ -9,6 +9,7 @@ import pytest
 from tests.conftest import PROFILES, REPO_ROOT, cdk_json_context, profile_path
 from trn_ultracluster.config import LoadedConfig, load_config
 from trn_ultracluster.config.facts import FSX_EFA_RECOMMENDED_MB_S
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 
 
 def load(profile, **overrides: str) -> LoadedConfig:
@@ -22,7 +23,7 @@ def load(profile, **overrides: str) -> LoadedConfig:
 
 def test_ultracluster_128_reads_an_efa_enabled_file_system_over_efa():
     loaded = load("ultracluster-128")
-    c, plan = loaded.config, loaded.config.fsx_efa
+    c, plan = loaded.config, plan_fsx_efa(loaded.config)
     assert loaded.warnings == ()
     assert (c.instance_type, c.nodes.max, c.orchestrator, c.az_ids[0]) == (
         "trn1.32xlarge", 128, "hyperpod-slurm", "usw2-az4")
@@ -40,21 +41,21 @@ def test_ultracluster_128_reads_an_efa_enabled_file_system_over_efa():
 def test_ultracluster_128_with_auto_would_turn_efa_on_and_ask_for_true():
     """What its comment says: auto decides the same, with a warning to write true."""
     loaded = load("ultracluster-128", **{"fsx.efa": "auto"})
-    assert loaded.config.fsx_efa.mode == "preferred"
+    assert plan_fsx_efa(loaded.config).mode == "preferred"
     assert [(w.field, w.doc) for w in loaded.warnings] == [
         ("fsx.efa", "README.md#fsx-for-lustre-over-efa")]
 
 
 def test_ultracluster_2000_keeps_efa_off_by_its_own_setting():
     loaded = load("ultracluster-2000")
-    plan = loaded.config.fsx_efa
+    plan = plan_fsx_efa(loaded.config)
     assert loaded.config.fsx.efa is False and plan.mode == "off"
     assert not [w for w in loaded.warnings if w.field == "fsx.efa"]
     # what its comment says: too many EFA connections, and not a multiple of the step
     assert {r.name for r in plan.failed} == {"capacity", "connections"}
     assert plan.connections == 4000
     auto = load("ultracluster-2000", **{"fsx.efa": "auto"})
-    assert not auto.config.fsx_efa.enabled
+    assert not plan_fsx_efa(auto.config).enabled
     assert [w.field for w in auto.warnings if w.field == "fsx.efa"] == ["fsx.efa"]
 
 

@@ -12,6 +12,7 @@ import pytest
 from tests.cli.helpers import preflight_config
 from tests.conftest import PROFILES
 from trn_ultracluster.config.facts import FSX_EFA_CAPACITY_STEP_GIB
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.estimate import OfflinePrices, estimate, format_estimate
 from trn_ultracluster.estimate.bill import FileSystemThroughput
 from trn_ultracluster.estimate.lustre import (
@@ -100,7 +101,7 @@ def test_the_template_reason_matches_the_configurations_where_it_can_tell():
     the sentence is FsxEfaPlan.reason's."""
     fsx = {"storage_capacity_gib": 14_400, "per_unit_storage_throughput": 1000}
     for setting in (True, "auto"):
-        plan = preflight_config(fsx={**fsx, "efa": setting}).fsx_efa
+        plan = plan_fsx_efa(preflight_config(fsx={**fsx, "efa": setting}))
         assert plan.enabled
         assert template_reason(fs(14_400, 1000, efa=True), plan.mode) == plan.reason
 

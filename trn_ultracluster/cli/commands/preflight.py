@@ -11,6 +11,7 @@ from typing import Any
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.project_config import cdk_context
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 
 __all__ = ["preflight"]
 
@@ -42,7 +43,8 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
                 "NodeCountMax": str(config.nodes.max), "Orchestrator": config.orchestrator}
     # the file system's EFA, which the configuration decides (fsx.efa and what auto reads)
     found["EfaEnabled"] = str(efa_enabled(template)).lower()
-    expected["EfaEnabled"] = str(config.fsx_efa.enabled).lower()
+    efa = plan_fsx_efa(config)
+    expected["EfaEnabled"] = str(efa.enabled).lower()
     stale = [f"{k} {found.get(k)} (configuration: {v})" for k, v in expected.items()
              if found.get(k) != v]
     if stale:
@@ -51,7 +53,7 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
         return
     text, running = estimate_text(template, offline=args.offline, session=session,
                                   needs=quota_needs(config),
-                                  fsx_efa_reason=config.fsx_efa.reason)
+                                  fsx_efa_reason=efa.reason)
     print(text)
     if args.max_hourly_usd is not None and running > args.max_hourly_usd:
         print(f"warning: running costs ${running:,.2f}/h, more than --max-hourly-usd "
