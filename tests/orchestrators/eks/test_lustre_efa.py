@@ -31,6 +31,7 @@ from trn_ultracluster.orchestrators.eks.lustre_efa import (
     inline_script,
     lustre_efa_user_data,
     packed_script,
+    user_data_scripts,
 )
 from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
 
@@ -87,6 +88,17 @@ def test_the_packed_script_is_lustre_efa_sh_without_its_comments():
     assert text == inline_script((NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text())
     assert text.startswith("#!/bin/bash\n") and "\n# " not in text
     assert packed_script() == packed_script()  # the same bytes at every synth
+
+
+def test_user_data_scripts_unpacks_what_the_node_runs(efa_eks):
+    """What a permissions test reads: the shell part and lustre_efa.sh as text, from the
+    synthesized template; the node's AWS calls are in there."""
+    encoded = launch_template_data(efa_eks)["UserData"]
+    scripts = user_data_scripts(base64.b64decode(resolve(encoded, efa_eks.template)).decode())
+    assert set(scripts) == {"lustre_efa_boot.sh", "lustre_efa.sh"}
+    assert scripts["lustre_efa.sh"] == inline_script((NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text())
+    assert "aws cloudwatch put-metric-data" in scripts["lustre_efa.sh"]
+    assert "csi-node" in scripts["lustre_efa_boot.sh"]
 
 
 def test_user_data_fits_ec2s_limit_beside_eks_own_part():

@@ -40,6 +40,7 @@ Facts, with their sources:
 from __future__ import annotations
 
 import base64
+import email
 import gzip
 import re
 from pathlib import Path
@@ -56,7 +57,8 @@ from trn_ultracluster.orchestrators.nodes import (
 )
 
 __all__ = ["BOOT_PART", "BOUNDARY", "USER_DATA_BUDGET_BYTES", "add_lustre_efa_user_data",
-           "boot_script", "inline_script", "lustre_efa_user_data", "packed_script"]
+           "boot_script", "inline_script", "lustre_efa_user_data", "packed_script",
+           "user_data_scripts"]
 
 BOOT_PART = Path(__file__).resolve().parent / "scripts" / "lustre_efa_boot.sh"
 """The shell part's template (``@@NAME@@`` placeholders)."""
@@ -66,6 +68,7 @@ USER_DATA_BUDGET_BYTES = 12 * 1024
 """Our share of EC2's 16 KB of user data; the rest is left to the NodeConfig part EKS
 appends (its size is not documented; it holds the cluster's endpoint, CA and flags)."""
 _PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
+_PACKED = re.compile(r"<<'TRN_LUSTRE_EFA'[^\n]*\n(.*?)\nTRN_LUSTRE_EFA\n", re.S)
 
 
 def inline_script(text: str) -> str:
@@ -135,3 +138,18 @@ def add_lustre_efa_user_data(launch_template: ec2.CfnLaunchTemplate, mode: EfaMo
         "LaunchTemplateData.UserData",
         Fn.base64(lustre_efa_user_data(mode, interfaces, cluster_name=cluster_name,
                                        region=region)))
+
+
+def user_data_scripts(user_data: str) -> dict[str, str]:
+    """The scripts a node runs from :func:`lustre_efa_user_data` (or the same document
+    decoded from a synthesized template), as text: ``{"lustre_efa_boot.sh": <the shell
+    part>, "lustre_efa.sh": <the script it unpacks>}``; for reading what the nodes run (for
+    example the AWS calls the node role must allow) without the compressed blob."""
+    message = email.message_from_string(user_data)
+    (part,) = message.get_payload()
+    shell = part.get_payload()
+    packed = _PACKED.search(shell)
+    if packed is None:
+        raise ValueError("the user data's shell part carries no lustre_efa.sh")
+    script = gzip.decompress(base64.b64decode(packed.group(1))).decode()
+    return {BOOT_PART.name: shell, LUSTRE_EFA_SCRIPT: script}
