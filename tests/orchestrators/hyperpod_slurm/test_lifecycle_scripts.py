@@ -605,6 +605,12 @@ def test_efa_node_configures_lnet_mounts_checks_and_reports_1(tmp_path, mode):
     unit = node.root / "etc/systemd/system/trn-lustre-efa.service"
     assert "ExecStart=/usr/local/sbin/trn-lustre-efa configure --interfaces 2" in unit.read_text()
     assert "systemctl enable trn-lustre-efa.service" in calls(node, "systemctl")
+    # after a later reboot the watcher checks the mount again (not started at this boot)
+    watcher = node.root / "etc/systemd/system/trn-lustre-efa-check.service"
+    assert (f"watch --mode {mode} --mib 256 --region us-west-2 --namespace TrnUltraCluster/Neuron "
+            "--metric node_fsx_lustre_over_efa --cluster trn-hyperpod") in watcher.read_text()
+    assert "systemctl enable trn-lustre-efa-check.service" in calls(node, "systemctl")
+    assert not any("--now" in c for c in calls(node, "systemctl"))
     # LNet before the file system is even looked for, the check (dd) after the mount
     lines = node.log.read_text().splitlines()
 

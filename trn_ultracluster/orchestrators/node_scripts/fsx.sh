@@ -78,7 +78,13 @@ setup_lustre_efa() {
   log "FSx for Lustre over EFA (${EFA_MODE}): configuring LNet with ${EFA_INTERFACES} EFA interface(s)"
   out="$(bash "${LUSTRE_EFA}" configure --interfaces "${EFA_INTERFACES}" 2>&1)" || status=$?
   echo "${out}"
-  if (( status == 0 )) && bash "${LUSTRE_EFA}" install-unit --interfaces "${EFA_INTERFACES}"; then
+  # The watcher (enabled, not started: this boot's check is check_lustre_efa's) checks the
+  # first Lustre mount again after every later boot, where the unit may have failed
+  # (ADT #1204) or the network changed: a reboot never falls back to TCP silently.
+  if (( status == 0 )) && bash "${LUSTRE_EFA}" install-unit --interfaces "${EFA_INTERFACES}" \
+     && bash "${LUSTRE_EFA}" install-watcher --no-start --mode "${EFA_MODE}" \
+          --mib "${EFA_CHECK_MIB}" --region "${REGION}" --namespace "${EFA_NAMESPACE}" \
+          --metric "${EFA_METRIC}" --cluster "${EFA_CLUSTER}"; then
     EFA_CONFIGURED=1
     EFA_FSTAB=",x-systemd.after=${EFA_UNIT}"
     if [[ "${EFA_MODE}" == required ]]; then
@@ -87,7 +93,7 @@ setup_lustre_efa() {
     return 0
   fi
   cause="${out##*ERROR }"
-  (( status != 0 )) || cause="${EFA_UNIT} could not be installed (see above)"
+  (( status != 0 )) || cause="${EFA_UNIT} or its watcher could not be installed (see above)"
   efa_report 0
   if [[ "${EFA_MODE}" == required ]]; then
     fail "FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not be configured for EFA: ${cause}"

@@ -361,8 +361,9 @@ tcp_causes() {
   echo "Check: the file system is EFA-enabled; its security group and the nodes' allow all traffic to and from each other by security group id (0.0.0.0/0 rules do not count for EFA); nodes and file system share the Availability Zone and /16; dmesg | grep -i kefalnd"
 }
 
-# install-watcher: watch as a service at every boot (Type=exec: the wait does not hold up
-# multi-user.target). --no-start: from the next boot on.
+# install-watcher: watch as a service at every boot (Type=exec, systemd 240+: the wait does
+# not hold up multi-user.target). --no-start: from the next boot on (HyperPod Slurm and
+# standalone nodes, which check at set-up themselves).
 install_watcher() {
   local start="$1" args
   args="--mode ${W_MODE} --mib ${W_MIB} --region ${R_REGION} --namespace ${R_NAMESPACE} --metric ${R_METRIC} --cluster ${R_CLUSTER}"
