@@ -121,6 +121,8 @@ net_interfaces() {
 
 efa_up() { { lnetctl net show --net efa 2> /dev/null || true; } | grep -c 'status: up' || true; }
 
+# (grep reads its whole input in the pipelines below: with pipefail, grep -q could leave the
+# writer a SIGPIPE and turn a match into a failure.)
 run_lnetctl() {
   local out
   out="$(lnetctl "$@" 2>&1)" || die lnetctl "lnetctl $* failed: ${out//$'\n'/ }"
@@ -151,24 +153,24 @@ configure() {
   if ! lnetctl lnet configure > /dev/null 2>&1; then
     lnetctl net show > /dev/null 2>&1 || die lnetctl "lnetctl lnet configure failed"
   fi
-  if ! net_interfaces tcp | grep -qx "${tcp_if}"; then
+  if ! net_interfaces tcp | grep -x "${tcp_if}" > /dev/null; then
     lnetctl net del --net tcp > /dev/null 2>&1 || true
     run_lnetctl net add --net tcp --if "${tcp_if}"
   fi
   mapfile -t current < <(net_interfaces efa)
   for dev in "${current[@]}"; do
-    if ! printf '%s\n' "${chosen[@]}" | grep -qx "${dev}"; then
+    if ! printf '%s\n' "${chosen[@]}" | grep -x "${dev}" > /dev/null; then
       run_lnetctl net del --net efa --if "${dev}"
     fi
   done
   for dev in "${chosen[@]}"; do
-    if ! printf '%s\n' "${current[@]}" | grep -qx "${dev}"; then
+    if ! printf '%s\n' "${current[@]}" | grep -x "${dev}" > /dev/null; then
       run_lnetctl net add --net efa --if "${dev}" --peer-credits 32
     fi
   done
   run_lnetctl set discovery 1
   # The format of `lnetctl udsp show` ("src: efa") is not verified on a node.
-  if ! { lnetctl udsp show 2> /dev/null || true; } | grep -q 'src: efa'; then
+  if ! { lnetctl udsp show 2> /dev/null || true; } | grep 'src: efa' > /dev/null; then
     run_lnetctl udsp add --src efa --priority 0
   fi
   modprobe lustre || die modules "modprobe lustre failed"
