@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import sys
 
-from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS
+import pytest
+
+from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, efa_node_settings
 
 sys.path.insert(0, str(NODE_SCRIPTS))
 import lcs  # noqa: E402
@@ -45,3 +47,27 @@ def test_log_events_keep_the_newest_lines_within_one_batch():
 def test_log_events_of_a_missing_file_is_an_empty_batch(tmp_path, capsys):
     assert lcs.main(["log-events", str(tmp_path / "none.log")]) == 0
     assert json.loads(capsys.readouterr().out) == []
+
+
+def test_fsx_efa_settings_as_one_line_for_the_shell(tmp_path, capsys):
+    required = {"fsx": {"efa": efa_node_settings("required", 2)}}
+    assert lcs.efa_settings(required) == (
+        "required 2 256 TrnUltraCluster/Neuron node_fsx_lustre_over_efa")
+    assert lcs.efa_settings({"fsx": {"efa": efa_node_settings("off", 0)}}) == "off 0 0 - -"
+    assert lcs.efa_settings({"fsx": {"tag_key": "k"}}) == "off 0 0 - -"  # an older stack's file
+    path = tmp_path / "trn_ultracluster.json"
+    path.write_text(json.dumps(required))
+    assert lcs.main(["--cluster", str(path), "fsx-efa"]) == 0
+    assert capsys.readouterr().out.split() == ["required", "2", "256", "TrnUltraCluster/Neuron",
+                                               "node_fsx_lustre_over_efa"]
+
+
+@pytest.mark.parametrize("efa, match", [
+    ({"mode": "on"}, "not one of off, preferred, required"),
+    ({**efa_node_settings("preferred", 2), "interfaces": 0}, "positive interfaces"),
+    ({**efa_node_settings("preferred", 2), "metric": {"namespace": "a b", "name": "m"}},
+     "without spaces"),
+])
+def test_fsx_efa_settings_that_the_shell_cannot_use_are_errors(efa, match):
+    with pytest.raises(lcs.LifecycleError, match=match):
+        lcs.efa_settings({"fsx": {"efa": efa}})

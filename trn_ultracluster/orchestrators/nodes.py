@@ -6,7 +6,8 @@ scripts and the stack-generated file they read.
   tag, the state of the file system and its S3 link) and ``fsx.sh`` (sourced: find the file
   system by its tag, wait for it and its link, mount it at ``/fsx``, write the job
   environment file). The HyperPod lifecycle script and the standalone nodes' setup both use
-  them.
+  them; ``lustre_efa.sh`` (run: FSx for Lustre over EFA, and its check) is used by every
+  orchestrator's nodes, the EKS ones through their launch template's user data.
 - :func:`job_environment`: what every node's job environment file
   (:data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`) holds, by
   :class:`~trn_ultracluster.contracts.hyperpod.JobEnv` name, plus the Neuron/EFA variables of
@@ -37,8 +38,8 @@ from trn_ultracluster.contracts.shared_storage import (
 from trn_ultracluster.orchestrators.base import Foundation
 
 __all__ = ["FSX_DESCRIBE_ACTIONS", "FSX_SCRIPT", "LCS_SCRIPT", "LUSTRE_EFA_CHECK_MIB",
-           "NODE_SCRIPTS", "efa_node_settings", "grant_fsx_describe", "job_environment",
-           "node_file"]
+           "LUSTRE_EFA_SCRIPT", "LUSTRE_EFA_UNIT", "NODE_SCRIPTS", "efa_node_settings",
+           "grant_fsx_describe", "job_environment", "node_file"]
 
 NODE_SCRIPTS = Path(__file__).resolve().parent / "node_scripts"
 """The shared node scripts (uploaded as they are, beside each orchestrator's own)."""
@@ -46,6 +47,12 @@ LCS_SCRIPT = "lcs.py"
 """The Python helper of the node scripts (standard library only)."""
 FSX_SCRIPT = "fsx.sh"
 """The sourced bash library of the FSx steps."""
+LUSTRE_EFA_SCRIPT = "lustre_efa.sh"
+"""FSx for Lustre over EFA on a node (run, not sourced): LNet over EFA, its boot unit, the
+check that the traffic goes over EFA, the metric, and the watcher of Kubernetes nodes."""
+LUSTRE_EFA_UNIT = "trn-lustre-efa.service"
+"""The systemd unit ``lustre_efa.sh install-unit`` writes: LNet over EFA at every boot,
+before the remote mounts (the fstab entry of an EFA mount names it)."""
 FSX_DESCRIBE_ACTIONS = ("fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
                         "fsx:DescribeDataRepositoryTasks")
 """What ``fsx.sh`` calls: find the file system by its tag and wait for it, its data repository

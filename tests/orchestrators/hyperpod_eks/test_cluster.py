@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import tarfile
 import zipfile
@@ -426,23 +427,23 @@ def test_outputs_are_the_foundations_and_hyperpod_eks_ones(hpe):
     assert hpe.output("EksTrainingRuntimeName") == "neuron-torch-distributed"
 
 
-def test_lifecycle_script_loads_lustre_and_warns_without_failing(tmp_path):
-    from trn_ultracluster.orchestrators.hyperpod_eks.versions import LIFECYCLE_SCRIPTS, ON_CREATE
-
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "modprobe").write_text('#!/bin/bash\n[ "$1" = lnet ] || exit 1\n')
-    (fake / "modprobe").chmod(0o755)
-    env = {"PATH": f"{fake}:/usr/bin:/bin", "TRN_LOG_DIR": str(tmp_path / "log")}
-    done = subprocess.run(["bash", str(LIFECYCLE_SCRIPTS / ON_CREATE)], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    log = (tmp_path / "log" / "lifecycle.log").read_text()
-    assert "kernel module lnet loaded" in log
-    assert "WARNING: modprobe lustre failed" in log and log.rstrip().endswith("done")
-    lint = subprocess.run([str(Path(__import__("sys").executable).parent / "shellcheck"),
-                           str(LIFECYCLE_SCRIPTS / ON_CREATE)], capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stdout
+def test_lifecycle_upload_has_the_node_scripts_and_the_node_file(hpe):
+    """on_create.sh, lcs.py and lustre_efa.sh, and trn_ultracluster.json with fsx.efa (off
+    here: 1,200 GiB is below every EFA capacity step) and the metric's ClusterName, the EKS
+    cluster's name (the Container Insights dimension of the cluster's other node metrics)."""
+    (upload,) = hpe.resources("Custom::CDKBucketDeployment").values()
+    staged = [hpe.outdir / f"asset.{key.removesuffix('.zip')}"
+              for key in upload["Properties"]["SourceObjectKeys"]]
+    names = {p.name for d in staged if d.is_dir() for p in d.iterdir()}
+    assert {"on_create.sh", "lcs.py", "lustre_efa.sh", "trn_ultracluster.json"} <= names, names
+    (node_file,) = [d / "trn_ultracluster.json" for d in staged
+                    if (d / "trn_ultracluster.json").is_file()]
+    # a deploy-time value is a marker the upload replaces with its JSON string
+    data = json.loads(re.sub(r"<<marker:[^>]+>>", '"token"', node_file.read_text()))
+    assert data["fsx"]["efa"]["mode"] == hpe.stack.config.fsx_efa.mode == "off"
+    assert data["node"] == {"metrics_cluster": "token", "region": "us-west-2"}
+    markers = json.dumps(upload["Properties"]["SourceMarkers"])
+    assert hpe.ref_id("HyperPodEksCluster") in markers  # metrics_cluster: the EKS cluster
 
 
 def test_container_insights_runs_on_nodes_under_deep_health_checks(hpe):

@@ -21,7 +21,14 @@ import pytest
 from trn_ultracluster.config import parse_config
 from trn_ultracluster.contracts.hyperpod import ON_INIT_COMPLETE, JobEnv
 from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_ASSETS, lifecycle_file
-from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, LCS_SCRIPT, NODE_SCRIPTS
+from trn_ultracluster.orchestrators.nodes import (
+    FSX_SCRIPT,
+    LCS_SCRIPT,
+    LUSTRE_EFA_SCRIPT,
+    NODE_SCRIPTS,
+    efa_node_settings,
+)
+from tests.orchestrators.lustre_efa_stubs import EFA_DEVICES, fake_node, install_stubs, lnet_state
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 sys.path.insert(0, str(NODE_SCRIPTS))
@@ -90,6 +97,9 @@ name="$(basename "$0")"
 if [[ "$name" == mount && "${STUB_MOUNT_FAIL:-}" == 1 ]]; then
   echo "mount.lustre: mount failed: Connection timed out" >&2; exit 32
 fi
+if [[ "$name" == mount && -n "${STUB_PROC_MOUNTS:-}" ]]; then  # mount -t lustre -o OPTS SRC DIR
+  echo "$5 $6 lustre rw 0 0" >> "$STUB_PROC_MOUNTS"
+fi
 if [[ "$name" == usermod && "${STUB_USERMOD_FAIL:-}" == 1 ]]; then
   echo "usermod: user ubuntu is currently used by process 4242" >&2; exit 8
 fi
@@ -114,10 +124,11 @@ STUBS = ("aws", "mount", "usermod", "chown", "scontrol", "sleep", "enroot")
 # --- lint ------------------------------------------------------------------------------
 
 def test_scripts_parse_and_are_shellcheck_clean():
-    """The lifecycle script and the shared library it sources (shellcheck -x follows it)."""
+    """The lifecycle script, the shared library it sources (shellcheck -x follows it) and
+    lustre_efa.sh, which the library runs."""
     scripts = sorted(LIFECYCLE_ASSETS.glob("*.sh"))
     assert [s.name for s in scripts] == [ON_INIT_COMPLETE]
-    scripts.append(NODE_SCRIPTS / FSX_SCRIPT)
+    scripts += [NODE_SCRIPTS / FSX_SCRIPT, NODE_SCRIPTS / LUSTRE_EFA_SCRIPT]
     for script in scripts:
         subprocess.run(["bash", "-n", str(script)], check=True)
     result = subprocess.run([str(SHELLCHECK), "-x", *map(str, scripts)], capture_output=True,
@@ -197,7 +208,7 @@ def test_scripts_name_variables_by_contract_member_only():
     """The shell script and lcs.py read the variable names from the lifecycle file (the
     JobEnv contract), never copies of them."""
     for path in (LIFECYCLE_ASSETS / ON_INIT_COMPLETE, NODE_SCRIPTS / LCS_SCRIPT,
-                 NODE_SCRIPTS / FSX_SCRIPT):
+                 NODE_SCRIPTS / FSX_SCRIPT, NODE_SCRIPTS / LUSTRE_EFA_SCRIPT):
         text = path.read_text()
         copies = [m.value for m in JobEnv if m.value in text]
         assert not copies, f"{path.name} names {copies}"
@@ -252,7 +263,7 @@ def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | No
     (root / "home/ubuntu/.bashrc").write_text("# rc\n")
     (root / "opt/ml/config/resource_config.json").write_text(json.dumps(RESOURCES))
     (lcs_dir / ON_INIT_COMPLETE).write_text((LIFECYCLE_ASSETS / ON_INIT_COMPLETE).read_text())
-    for name in (LCS_SCRIPT, FSX_SCRIPT):  # uploaded beside it (lifecycle.upload_lifecycle_files)
+    for name in (LCS_SCRIPT, FSX_SCRIPT, LUSTRE_EFA_SCRIPT):  # uploaded beside it (lifecycle.upload_lifecycle_files)
         (lcs_dir / name).write_text((NODE_SCRIPTS / name).read_text())
     (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster or CLUSTER))
     for name in stubs:
@@ -536,3 +547,148 @@ def test_the_environment_is_written_through_a_unique_temporary_file(node):
 ])
 def test_link_status(associations, tasks, status):
     assert lcs.link_status(associations, tasks) == status
+
+
+# --- FSx for Lustre over EFA (fsx.efa) ------------------------------------------------------
+
+EFA_UNIT_OPTIONS = {
+    "required": ",x-systemd.requires=trn-lustre-efa.service,x-systemd.after=trn-lustre-efa.service",
+    "preferred": ",x-systemd.after=trn-lustre-efa.service",
+}
+PUT_METRIC = ("aws cloudwatch put-metric-data --region us-west-2 --namespace TrnUltraCluster/Neuron "
+              "--metric-name node_fsx_lustre_over_efa --unit Count --value {} --dimensions "
+              "ClusterName=trn-hyperpod,InstanceId=i-0123456789abcdef0,NodeName=node-1")
+
+
+def efa_node(tmp_path: Path, mode: str, **fake: object):
+    """A node of a stack with ``fsx.efa`` in ``mode`` (2 interfaces, as on trn1.32xlarge),
+    with the LNet stubs and EFA devices; returns ``(node, env)``."""
+    cluster = json.loads(json.dumps(CLUSTER))
+    cluster["fsx"]["efa"] = efa_node_settings(mode, 2)
+    cluster["env"][JobEnv.CLUSTER_NAME.value] = "trn-hyperpod"
+    node = make_node(tmp_path, cluster=cluster)
+    install_stubs(node.bin, aws=False)
+    fake_node(node.root, **fake)  # type: ignore[arg-type]
+    (node.root / "proc").mkdir()
+    (tmp_path / "aws/put-metric-data").mkdir(parents=True)
+    (tmp_path / "aws/put-metric-data/0.json").write_text("{}")
+    env = {"STUB_LNET": str(tmp_path / "lnet"), "STUB_PROC_MOUNTS": str(node.root / "proc/mounts"),
+           "TRN_NI_WAIT_S": "0", "TRN_INSTANCE_ID": "i-0123456789abcdef0",
+           "TRN_NODE_NAME": "node-1"}
+    (tmp_path / "lnet").mkdir()
+    return node, env
+
+
+def fstab(node) -> str:
+    return (node.root / "etc/fstab").read_text()
+
+
+def test_mode_off_runs_nothing_of_efa_and_keeps_the_fstab_entry(tmp_path):
+    node = make_node(tmp_path)
+    install_stubs(node.bin, aws=False)
+    result = node(WORKER_IPS[0], STUB_LNET=str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert calls(node, "lnetctl") == [] and calls(node, "modprobe") == []
+    assert calls(node, "dd") == [] and not any("cloudwatch" in c for c in calls(node, "aws"))
+    assert fstab(node) == (f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,"
+                           "_netdev,x-systemd.automount,x-systemd.requires=network-online.target 0 0\n")
+    assert not (node.root / "etc/systemd/system/trn-lustre-efa.service").exists()
+
+
+@pytest.mark.parametrize("mode", ["required", "preferred"])
+def test_efa_node_configures_lnet_mounts_checks_and_reports_1(tmp_path, mode):
+    node, env = efa_node(tmp_path, mode)
+    result = node(WORKER_IPS[0], **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    efa = lnet_state(tmp_path / "lnet")["nets"]["efa"]
+    assert [ni["if"] for ni in efa] == [EFA_DEVICES[0], EFA_DEVICES[-1]]
+    unit = node.root / "etc/systemd/system/trn-lustre-efa.service"
+    assert "ExecStart=/usr/local/sbin/trn-lustre-efa configure --interfaces 2" in unit.read_text()
+    assert "systemctl enable trn-lustre-efa.service" in calls(node, "systemctl")
+    # after a later reboot the watcher checks the mount again (not started at this boot)
+    watcher = node.root / "etc/systemd/system/trn-lustre-efa-check.service"
+    assert (f"watch --mode {mode} --mib 256 --region us-west-2 --namespace TrnUltraCluster/Neuron "
+            "--metric node_fsx_lustre_over_efa --cluster trn-hyperpod") in watcher.read_text()
+    assert "systemctl enable trn-lustre-efa-check.service" in calls(node, "systemctl")
+    assert not any("--now" in c for c in calls(node, "systemctl"))
+    # LNet before the file system is even looked for, the check (dd) after the mount
+    lines = node.log.read_text().splitlines()
+
+    def first(prefix: str) -> int:
+        return next(i for i, line in enumerate(lines) if line.startswith(prefix))
+
+    assert (first("lnetctl set discovery") < first("aws fsx describe-file-systems")
+            < first("mount -t lustre") < first("dd if=/dev/urandom"))
+    assert fstab(node) == (f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,"
+                           "_netdev,x-systemd.automount,x-systemd.requires=network-online.target"
+                           f"{EFA_UNIT_OPTIONS[mode]} 0 0\n")
+    assert "lustre-efa check: efa (efa +512, tcp +2 LNet messages over 256 MiB" in result.stdout
+    assert PUT_METRIC.format(1) in calls(node, "aws")
+    assert (node.root / "fsx/.trn-ultracluster/lustre-efa-probe-256MiB").is_file()
+    assert result.stdout.rstrip().endswith("on_init_complete done")
+
+
+def test_efa_node_rerun_changes_nothing(tmp_path):
+    node, env = efa_node(tmp_path, "required")
+    assert node(WORKER_IPS[0], **env).returncode == 0
+    node.log.write_text("")
+    result = node(WORKER_IPS[0], **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [c for c in calls(node, "lnetctl") if " add" in c or " del" in c] == []
+    assert calls(node, "mount") == [] and len(fstab(node).splitlines()) == 1
+    assert len(calls(node, "dd")) == 1  # the probe is there: read only
+
+
+def test_preferred_fall_back_to_tcp_warns_reports_0_and_goes_on(tmp_path):
+    node, env = efa_node(tmp_path, "preferred")
+    result = node(WORKER_IPS[0], **env, STUB_ROUTE="tcp")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("WARNING: this node's FSx for Lustre traffic goes over TCP, not EFA: (efa +0, "
+            "tcp +514 LNet messages") in result.stdout
+    assert "security group id (0.0.0.0/0 rules do not count for EFA)" in result.stdout
+    assert PUT_METRIC.format(0) in calls(node, "aws")
+    assert result.stdout.rstrip().endswith("on_init_complete done")
+
+
+def test_required_fall_back_to_tcp_fails_the_node_naming_the_cause(tmp_path):
+    node, env = efa_node(tmp_path, "required")
+    result = node(WORKER_IPS[0], **env, STUB_ROUTE="tcp")
+    assert result.returncode == 1
+    (error,) = [ln for ln in result.stdout.splitlines() if "ERROR:" in ln]
+    assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node's FSx "
+            "for Lustre traffic goes over TCP, not EFA") in error
+    for cause in ("not EFA-enabled", "security group id", "Availability Zones", "kefalnd"):
+        assert cause in error
+    assert PUT_METRIC.format(0) in calls(node, "aws")
+    assert calls(node, "usermod") == []  # nothing after the check
+    assert not (node.root / "fsx/.trn-ultracluster/env").exists()
+
+
+@pytest.mark.parametrize("fake, env, cause", [
+    ({}, {"STUB_NO_KEFALND": "1"}, "ERROR (no-kefalnd): no kefalnd kernel module"),
+    ({"devices": ()}, {}, "ERROR (no-efa-device): no EFA device"),
+    ({}, {"STUB_KERNEL": "5.15.0-1051-aws"}, "ERROR (os): Ubuntu 22.04 with kernel 5.15.0-1051-aws"),
+    ({}, {"STUB_LNET_DOWN": "1"}, "ERROR (ni-not-up): 0 of 2 EFA NIs"),
+])
+def test_required_node_that_cannot_configure_lnet_fails_before_waiting(tmp_path, fake, env,
+                                                                       cause):
+    node, base = efa_node(tmp_path, "required", **fake)
+    result = node(WORKER_IPS[0], **base, **env)
+    assert result.returncode == 1
+    (error,) = [ln for ln in result.stdout.splitlines() if "ERROR: FSx" in ln]
+    assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not be "
+            f"configured for EFA: {cause.removeprefix('ERROR ')}") in error
+    assert [c for c in calls(node, "aws") if "describe" in c] == []
+    assert calls(node, "mount") == []
+    assert PUT_METRIC.format(0) in calls(node, "aws")
+
+
+def test_preferred_node_without_efa_devices_mounts_over_tcp_with_a_warning(tmp_path):
+    node, env = efa_node(tmp_path, "preferred", devices=())
+    result = node(WORKER_IPS[0], **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING: LNet could not be configured for EFA: (no-efa-device)" in result.stdout
+    assert "x-systemd.after=trn-lustre-efa" not in fstab(node)  # no unit to wait for
+    assert not (node.root / "etc/systemd/system/trn-lustre-efa.service").exists()
+    assert calls(node, "dd") == [] and len(calls(node, "mount")) == 1
+    assert [c for c in calls(node, "aws") if "cloudwatch" in c] == [PUT_METRIC.format(0)]

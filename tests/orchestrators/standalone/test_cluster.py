@@ -297,8 +297,8 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
     assert not re.search(r"@@[A-Z_]+@@", text)
     assert f'NODE_DIR="${{ROOT}}{NODE_DIR}"' in text
     fetched = re.findall(r"^fetch '(s3://[^']+)' (\S+)$", text, flags=re.M)
-    assert [f[1] for f in fetched] == ["node_setup.sh", "fsx.sh", "lcs.py", "neuron_metrics.sh",
-                                       "neuron_metrics.py"]
+    assert [f[1] for f in fetched] == ["node_setup.sh", "fsx.sh", "lcs.py", "lustre_efa.sh",
+                                       "neuron_metrics.sh", "neuron_metrics.py"]
     program = re.search(r"^PROGRAM_URL='([^']*)'$", text, flags=re.M).group(1)
     assert bool(program) == (runtime == "dlami-venv")
     assert text.rstrip().endswith('exec bash "${NODE_DIR}/node_setup.sh"')
@@ -309,6 +309,7 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
     assert env["NEURON_CC_FLAGS"] == "--cache_dir=/fsx/neuron-compile-cache"
     assert ("FI_PROVIDER" in env) == s.config.instance.supports_efa
     assert data["fsx"]["tag_value"].startswith("arn:aws:cloudformation:")
+    assert data["fsx"]["efa"]["mode"] == s.config.fsx_efa.mode == "off"  # 1,200 GiB: too small
     assert data["names"]["FSX_MOUNT_POINT"] == JobEnv.FSX_MOUNT_POINT.value
     node = data["node"]
     assert node["runtime"] == runtime

@@ -23,11 +23,18 @@ import pytest
 
 from tests.cli.helpers import shellcheck
 from tests.conftest import REPO_ROOT
+from tests.orchestrators.lustre_efa_stubs import (
+    EFA_DEVICES,
+    UBUNTU_24,
+    fake_node,
+    install_stubs,
+    lnet_state,
+)
 from tests.orchestrators.standalone.conftest import NATIVE_AMI_ID
 from tests.orchestrators.standalone.template_values import STACK_ID, user_data
 from trn_ultracluster.config.facts import NATIVE_STACK, XLA_STACK
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
-from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS
+from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
 from trn_ultracluster.orchestrators.standalone.node import SCRIPTS
 
 FS_ID = "fs-0123456789abcdef0"
@@ -71,6 +78,9 @@ echo "$(basename "$0") $*" >> "$STUB_LOG"
 name="$(basename "$0")"
 if [[ "$name" == mount && "${STUB_MOUNT_FAIL:-}" == 1 ]]; then
   echo "mount.lustre: mount failed: Connection timed out" >&2; exit 32
+fi
+if [[ "$name" == mount && -n "${STUB_PROC_MOUNTS:-}" ]]; then  # mount -t lustre -o OPTS SRC DIR
+  echo "$5 $6 lustre rw 0 0" >> "$STUB_PROC_MOUNTS"
 fi
 if [[ " $* " == *" --password-stdin "* ]]; then cat > /dev/null; fi  # docker login reads it
 if [[ "$name" == curl ]]; then
@@ -153,8 +163,8 @@ def test_scripts_parse_and_are_shellcheck_clean():
     assert [s.name for s in scripts] == ["node_setup.sh", "user_data.sh"]
     for script in scripts:
         subprocess.run(["bash", "-n", str(script)], check=True)
-    done = subprocess.run([shellcheck(), "-x", *map(str, scripts), str(NODE_SCRIPTS / FSX_SCRIPT)],
-                          capture_output=True, text=True)
+    done = subprocess.run([shellcheck(), "-x", *map(str, scripts), str(NODE_SCRIPTS / FSX_SCRIPT),
+                           str(NODE_SCRIPTS / LUSTRE_EFA_SCRIPT)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
 
 
@@ -182,8 +192,8 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
     assert result.returncode == 0, result.stdout + result.stderr
     # the scripts and the stack's file, fetched by the user data
     assert sorted(p.name for p in node.node_dir.iterdir()) == [
-        "fsx.sh", "lcs.py", "neuron_metrics.py", "neuron_metrics.sh", "node_setup.sh",
-        "trn_ultracluster.json"]
+        "fsx.sh", "lcs.py", "lustre_efa.sh", "neuron_metrics.py", "neuron_metrics.sh",
+        "node_setup.sh", "trn_ultracluster.json"]
     assert (node.node_dir / "node_setup.sh").read_text() == (SCRIPTS / "node_setup.sh").read_text()
     # FSx: found by its tag, the link's import waited for, mounted, in fstab
     aws = node.calls("aws")
@@ -384,3 +394,99 @@ def test_missing_venv_without_instance_metadata_still_says_what_to_do(tmp_path, 
     assert (f"the AMI (id unknown) has no virtual environment {XLA_STACK.venv}"
             in result.stdout)
     assert "its Neuron environments: none." in result.stdout
+
+
+# --- FSx for Lustre over EFA (fsx.efa) ------------------------------------------------------
+
+EFA_SINGLE = {"fsx.efa": "true", "fsx.storage_capacity_gib": "4800",
+              "fsx.per_unit_storage_throughput": "1000"}
+"""single-node.yaml with an EFA-enabled file system (fsx.efa: true; 4,800 GiB, the EFA step
+at 1000 MB/s/TiB): mode required, 2 EFA interfaces."""
+
+
+@pytest.fixture(scope="module")
+def single_efa(synth):
+    from tests.conftest import profile_path
+
+    return synth(profile_path("single-node"), **EFA_SINGLE)
+
+
+def efa_node(tmp_path: Path, built, **fake: object) -> tuple[Node, dict[str, str]]:
+    """A standalone node of ``built`` with the LNet stubs and EFA devices; ``(node, env)``."""
+    node = Node(tmp_path, built.template, built.outdir)
+    install_stubs(node.bin, aws=False)
+    fake_node(node.root, os_release=UBUNTU_24, **fake)  # type: ignore[arg-type]
+    node.path("/proc").mkdir()
+    (tmp_path / "lnet").mkdir()
+    return node, {"STUB_LNET": str(tmp_path / "lnet"), "TRN_NI_WAIT_S": "0",
+                  "TRN_NODE_NAME": "node-1", "STUB_PROC_MOUNTS": str(node.path("/proc/mounts"))}
+
+
+def put_metric(node: Node) -> list[str]:
+    return [c for c in node.calls("aws") if c.startswith("aws cloudwatch put-metric-data")]
+
+
+def test_mode_off_node_runs_nothing_of_efa(tmp_path, single):
+    node, env = efa_node(tmp_path, single)
+    result = node.run_user_data(**env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert node.calls("lnetctl") == [] and node.calls("modprobe") == [] and put_metric(node) == []
+    assert "x-systemd.requires=network-online.target 0 0" in node.path("/etc/fstab").read_text()
+
+
+def test_efa_node_mounts_over_efa_reports_1_and_is_ready(tmp_path, single_efa):
+    assert single_efa.stack.config.fsx_efa.mode == "required"
+    node, env = efa_node(tmp_path, single_efa)
+    result = node.run_user_data(**env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (node.node_dir / "lustre_efa.sh").read_text() == (
+        NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text()
+    efa = lnet_state(tmp_path / "lnet")["nets"]["efa"]
+    assert [ni["if"] for ni in efa] == [EFA_DEVICES[0], EFA_DEVICES[-1]]
+    assert node.path("/etc/fstab").read_text().rstrip().endswith(
+        "x-systemd.requires=network-online.target,x-systemd.requires=trn-lustre-efa.service,"
+        "x-systemd.after=trn-lustre-efa.service 0 0")
+    assert "lustre-efa check: efa" in result.stdout
+    cluster = json.loads((node.node_dir / "trn_ultracluster.json").read_text())
+    (put,) = put_metric(node)
+    assert put.endswith(f"--value 1 --dimensions ClusterName={cluster['node']['metrics_cluster']},"
+                        f"InstanceId={INSTANCE},NodeName=node-1")
+    assert node.path(READY_FILE).is_file()
+
+
+def test_required_node_on_tcp_fails_without_its_ready_marker(tmp_path, single_efa):
+    node, env = efa_node(tmp_path, single_efa)
+    result = node.run_user_data(**env, STUB_ROUTE="tcp")
+    assert result.returncode == 1
+    assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node's FSx for "
+            "Lustre traffic goes over TCP, not EFA") in result.stdout
+    assert "--value 0 " in put_metric(node)[0]
+    assert not node.path(READY_FILE).exists()
+    assert node.calls("docker") == []
+    events = json.loads(node.events.read_text())
+    assert "goes over TCP, not EFA" in events[-1]["message"]
+
+
+@pytest.mark.parametrize("fake, env, cause", [
+    ({}, {"STUB_NO_KEFALND": "1"}, "(no-kefalnd): no kefalnd kernel module"),
+    ({"devices": ()}, {}, "(no-efa-device): no EFA device"),
+    ({}, {"STUB_LNET_DOWN": "1"}, "(ni-not-up): 0 of 2 EFA NIs"),
+])
+def test_required_node_that_cannot_configure_lnet_fails_early(tmp_path, single_efa, fake, env,
+                                                              cause):
+    node, base = efa_node(tmp_path, single_efa, **fake)
+    result = node.run_user_data(**base, **env)
+    assert result.returncode == 1
+    assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not be "
+            f"configured for EFA: {cause}") in result.stdout
+    assert not any(c.startswith("aws fsx") for c in node.calls("aws"))
+    assert node.calls("mount") == [] and not node.path(READY_FILE).exists()
+
+
+def test_required_node_on_ubuntu_22_04_with_kernel_5_15_fails(tmp_path, single_efa):
+    node, env = efa_node(tmp_path, single_efa)
+    node.path("/etc/os-release").write_text('ID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n')
+    result = node.run_user_data(**env, STUB_KERNEL="5.15.0-1051-aws")
+    assert result.returncode == 1
+    assert "(os): Ubuntu 22.04 with kernel 5.15.0-1051-aws" in result.stdout
+    assert not node.path(READY_FILE).exists()

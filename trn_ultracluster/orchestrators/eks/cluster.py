@@ -4,6 +4,7 @@ versions and their sources: :mod:`.versions`)."""
 
 from __future__ import annotations
 
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
@@ -14,6 +15,7 @@ from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
+from trn_ultracluster.orchestrators.eks.lustre_efa import add_lustre_efa_user_data
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART, NEURON_CHART
 
 __all__ = ["EksOrchestrator", "EksProps"]
@@ -34,7 +36,9 @@ class EksOrchestrator(EksCluster):
       (:func:`~trn_ultracluster.network_plan.spread`), taint
       ``aws.amazon.com/neuron=true:NoSchedule``, the EFA label on EFA instance types (the
       kubelet sets ``node.kubernetes.io/instance-type`` itself), and waits for the compute
-      subnets' routes.
+      subnets' routes. With ``fsx.efa`` on, the launch template gets the user data of
+      :mod:`.lustre_efa` (Lustre client, LNet over EFA before kubelet starts, the check of
+      the first Lustre mount); with it off the template has no user data, as before.
     - Helm charts: Neuron (device plugin + node problem detector), EFA device plugin (only
       on nodes labelled ``vpc.amazonaws.com/efa.present=true``).
     - The Neuron ``ClusterTrainingRuntime`` selects the EC2 instance type.
@@ -75,6 +79,14 @@ class EksOrchestrator(EksCluster):
         mins = [0] * len(groups) if capacity_block else network_plan.spread(shape.nodes.min, sizes)
         desired = ([0] * len(groups) if capacity_block
                    else network_plan.spread(shape.nodes.desired, sizes))
+        if base.fsx_efa_mode != "off":
+            if base.launch_template is None:
+                raise ValueError("fsx.efa is on, and the EKS node groups' launch template is not "
+                                 "given (Foundation.launch_template) to carry its user data")
+            add_lustre_efa_user_data(base.launch_template, base.fsx_efa_mode,
+                                     base.fsx_efa_interfaces,
+                                     cluster_name=self.cluster.cluster_name,
+                                     region=Stack.of(self).region)
         self.trainium_nodegroups: list[eks.Nodegroup] = []
         for i, group in enumerate(groups):
             nodegroup = self.cluster.add_nodegroup_capacity(

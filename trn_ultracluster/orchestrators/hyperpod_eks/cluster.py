@@ -19,8 +19,10 @@ managed Trainium node group:
   training runtime expect), ``NodeRecovery``, ``VpcConfig`` = compute subnet 0 + EFA security
   group (``OverrideVpcConfig`` for a group in another compute subnet); the controllers run on
   the EKS system node group;
-- the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, and the
-  execution role (shared part + :mod:`.execution_role`);
+- the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, the shared node
+  scripts (``lcs.py``, ``lustre_efa.sh``: FSx for Lustre over EFA) and the stack's
+  ``trn_ultracluster.json`` (:func:`lifecycle_node_file`), and the execution role (shared
+  part + :mod:`.execution_role`);
 - a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
   type and ``node-health-status=Schedulable``, and recreates a failed TrainJob's JobSet up to
   ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume").
@@ -34,6 +36,7 @@ nodes and their interfaces, and the access entries HyperPod made) before any of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
@@ -44,6 +47,8 @@ from constructs import Construct
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
+from trn_ultracluster.config.fsx_efa import EfaMode
+from trn_ultracluster.contracts.hyperpod import LIFECYCLE_FILE
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
@@ -64,6 +69,7 @@ from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     upload_lifecycle_files,
 )
 from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
+from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, efa_node_settings
 from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     DEPENDENCIES_CHART,
     DEPENDENCIES_NAMESPACE,
@@ -75,7 +81,8 @@ from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     UNSCHEDULABLE_TAINT,
 )
 
-__all__ = ["HyperPodEksOrchestrator", "HyperPodEksProps", "node_selector"]
+__all__ = ["HyperPodEksOrchestrator", "HyperPodEksProps", "lifecycle_node_file",
+           "node_selector"]
 
 JOB_BACKEND = "hyperpod-eks"
 """The job CLI backend of this orchestrator: TrainJobs on the HyperPod nodes."""
@@ -104,13 +111,33 @@ def node_selector(shape: NodeShape) -> dict[str, str]:
     return {k8s.INSTANCE_TYPE_LABEL: ml_name(shape.instance), HEALTH_STATUS_LABEL: SCHEDULABLE}
 
 
+def lifecycle_node_file(efa_mode: EfaMode, efa_interfaces: int, metrics_cluster: str,
+                        region: str) -> dict[str, Any]:
+    """``trn_ultracluster.json`` of the Trainium instance group's lifecycle script
+    (``on_create.sh`` reads it with ``lcs.py``): the ``fsx.efa`` section of every node file
+    (:func:`~trn_ultracluster.orchestrators.nodes.efa_node_settings`) and what
+    ``lustre_efa.sh report`` needs (values may be tokens)::
+
+        {"fsx": {"efa": {...}}, "node": {"metrics_cluster": str, "region": str}}
+
+    Args:
+        efa_mode, efa_interfaces: ``Foundation.fsx_efa_mode`` and ``fsx_efa_interfaces``.
+        metrics_cluster: the ``ClusterName`` dimension of ``node_fsx_lustre_over_efa``: the
+            EKS cluster's name, as Container Insights gives the cluster's other node metrics.
+        region: the stack's Region.
+    """
+    return {"fsx": {"efa": efa_node_settings(efa_mode, efa_interfaces)},
+            "node": {"metrics_cluster": metrics_cluster, "region": region}}
+
+
 class HyperPodEksOrchestrator(EksCluster):
     """The shared EKS cluster plus a SageMaker HyperPod cluster of Trainium nodes in it.
 
     Attributes:
         dependencies_chart: the ``hyperpod-dependencies`` Helm release.
         efa_chart: the EFA device plugin release.
-        bucket, deployment: the lifecycle bucket and the upload of ``scripts/``.
+        bucket, deployment: the lifecycle bucket and the upload of ``scripts/``, the node
+            scripts and ``trn_ultracluster.json``.
         role: the instance groups' execution role.
         hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
         worker_groups: the Trainium instance groups (every part of every worker group).
@@ -140,7 +167,11 @@ class HyperPodEksOrchestrator(EksCluster):
         self.worker_groups = worker_parts(props.worker_parts or {})
 
         self.bucket = lifecycle_bucket(self, base)
-        self.deployment = upload_lifecycle_files(self, self.bucket, [LIFECYCLE_SCRIPTS], {})
+        self.deployment = upload_lifecycle_files(
+            self, self.bucket, [LIFECYCLE_SCRIPTS, NODE_SCRIPTS],
+            {LIFECYCLE_FILE: lifecycle_node_file(base.fsx_efa_mode, base.fsx_efa_interfaces,
+                                                 self.cluster.cluster_name,
+                                                 Stack.of(self).region)})
         self.role = execution_role(self, base, self.bucket)
         add_eks_permissions(self.role, self.cluster, base)
         self.hyperpod_cluster = hyperpod_cluster(

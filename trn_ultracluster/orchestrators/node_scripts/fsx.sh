@@ -11,6 +11,10 @@
 #   lcs ARGS...        run lcs.py (beside this file) on the stack's trn_ultracluster.json
 # and calls read_storage_layout first.
 #
+# FSx for Lustre over EFA (trn_ultracluster.json fsx.efa, mode off|preferred|required):
+# setup_lustre_efa before mount_fsx, check_lustre_efa after it; both run lustre_efa.sh
+# (beside this file) and do nothing in mode off, where the fstab entry is as before.
+#
 # Test hooks (all optional; defaults are the real paths and times):
 #   TRN_ROOT             prefix of every file path written or read (a fake root in tests)
 #   TRN_FSX_WAIT_S       seconds to wait for the file system to be AVAILABLE (default 1800)
@@ -29,6 +33,10 @@ MOUNT_ATTEMPTS="${TRN_MOUNT_ATTEMPTS:-5}"
 RETRY_DELAY_S="${TRN_RETRY_DELAY_S:-10}"
 FSX_ID="" FSX_DNS="" FSX_MOUNT_NAME=""
 FSX_MOUNT_POINT="" NEURON_CACHE_DIR="" REGION="" STATE_DIR=""
+LUSTRE_EFA="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lustre_efa.sh"
+EFA_UNIT="trn-lustre-efa.service"
+EFA_MODE="off" EFA_INTERFACES=0 EFA_CHECK_MIB=0 EFA_NAMESPACE="" EFA_METRIC=""
+EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB=""
 
 # read_storage_layout: the shared-storage layout and the Region from the stack
 # (trn_ultracluster/contracts/shared_storage.py, written into trn_ultracluster.json), so that
@@ -40,6 +48,81 @@ read_storage_layout() {
   [[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" && -n "${REGION}" ]] \
     || fail "the job environment of the stack's trn_ultracluster.json lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION"
   STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"
+  read -r EFA_MODE EFA_INTERFACES EFA_CHECK_MIB EFA_NAMESPACE EFA_METRIC <<< "$(lcs fsx-efa)" \
+    || fail "cannot read fsx.efa of the stack's trn_ultracluster.json (lcs.py's error is above)"
+}
+
+# --- FSx for Lustre over EFA -------------------------------------------------------------
+# Mode preferred (fsx.efa: auto, on) or required (fsx.efa: true): LNet over EFA before the
+# mount, and after it the check that the traffic really goes over EFA; a fall back to TCP is
+# a WARNING (preferred) or fails the node (required), and the node's metric
+# node_fsx_lustre_over_efa says 1 or 0 either way (lustre_efa.sh report, never fails).
+EFA_CAUSES="usual causes: the file system is not EFA-enabled; its security group and the nodes' do not allow all traffic to and from each other by security group id (0.0.0.0/0 rules do not count for EFA); node and file system in different Availability Zones or /16 blocks; see dmesg | grep -i kefalnd"
+
+efa_report() {
+  bash "${LUSTRE_EFA}" report --value "$1" --region "${REGION}" --namespace "${EFA_NAMESPACE}" \
+    --metric "${EFA_METRIC}" --cluster "${EFA_CLUSTER}" || true
+}
+
+# setup_lustre_efa CLUSTER: configure LNet for EFA (lustre_efa.sh configure, whose one-line
+# error names the cause), then install its boot unit; CLUSTER is the metric's ClusterName.
+# The fstab entry then orders the automount after the unit (ADT PR #1208), and in mode
+# required also requires it, as the FSx guide's EFA example does ("Mounting Amazon FSx
+# automatically": x-systemd.requires= and x-systemd.after= the configuration service): #1208
+# left requires= out to keep a TCP fall back, which required refuses. When LNet cannot be
+# configured in mode preferred, the node stays on TCP with the plain fstab entry and no unit.
+setup_lustre_efa() {
+  EFA_CLUSTER="$1"
+  [[ "${EFA_MODE}" != off ]] || return 0
+  local out status=0 cause
+  log "FSx for Lustre over EFA (${EFA_MODE}): configuring LNet with ${EFA_INTERFACES} EFA interface(s)"
+  out="$(bash "${LUSTRE_EFA}" configure --interfaces "${EFA_INTERFACES}" 2>&1)" || status=$?
+  echo "${out}"
+  # The watcher (enabled, not started: this boot's check is check_lustre_efa's) checks the
+  # first Lustre mount again after every later boot, where the unit may have failed
+  # (ADT #1204) or the network changed: a reboot never falls back to TCP silently.
+  if (( status == 0 )) && bash "${LUSTRE_EFA}" install-unit --interfaces "${EFA_INTERFACES}" \
+     && bash "${LUSTRE_EFA}" install-watcher --no-start --mode "${EFA_MODE}" \
+          --mib "${EFA_CHECK_MIB}" --region "${REGION}" --namespace "${EFA_NAMESPACE}" \
+          --metric "${EFA_METRIC}" --cluster "${EFA_CLUSTER}"; then
+    EFA_CONFIGURED=1
+    EFA_FSTAB=",x-systemd.after=${EFA_UNIT}"
+    if [[ "${EFA_MODE}" == required ]]; then
+      EFA_FSTAB=",x-systemd.requires=${EFA_UNIT}${EFA_FSTAB}"
+    fi
+    return 0
+  fi
+  cause="${out##*ERROR }"
+  (( status != 0 )) || cause="${EFA_UNIT} or its watcher could not be installed (see above)"
+  efa_report 0
+  if [[ "${EFA_MODE}" == required ]]; then
+    fail "FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not be configured for EFA: ${cause}"
+  fi
+  log "WARNING: LNet could not be configured for EFA: ${cause}; FSx for Lustre goes over TCP on this node (fsx.efa: auto)"
+}
+
+# check_lustre_efa: after the mount, whether the traffic goes over EFA (lustre_efa.sh check).
+check_lustre_efa() {
+  [[ "${EFA_MODE}" != off && -n "${EFA_CONFIGURED}" ]] || return 0
+  local result status=0 what
+  result="$(bash "${LUSTRE_EFA}" check --mount "${ROOT}${FSX_MOUNT_POINT}" --mib "${EFA_CHECK_MIB}" 2>&1)" \
+    || status=$?
+  log "${result}"
+  if (( status == 0 )); then
+    efa_report 1
+    log "FSx for Lustre traffic goes over EFA"
+    return 0
+  fi
+  efa_report 0
+  if (( status == 3 )); then
+    what="this node's FSx for Lustre traffic goes over TCP, not EFA: ${result#*: tcp }"
+  else
+    what="the check of FSx for Lustre over EFA failed (${result##*ERROR })"
+  fi
+  if [[ "${EFA_MODE}" == required ]]; then
+    fail "FSx for Lustre over EFA is required (fsx.efa: true) and ${what}; ${EFA_CAUSES}"
+  fi
+  log "WARNING: ${what}; the node goes on over TCP (fsx.efa: auto); ${EFA_CAUSES}"
 }
 
 # retry ATTEMPTS DELAY_S COMMAND...: run COMMAND until it succeeds, doubling the delay.
@@ -192,7 +275,8 @@ mount_fsx() {
   mkdir -p "${ROOT}${FSX_MOUNT_POINT}"
   # After the network is up: network-online.target, as AWS's base-config mount_fsx.sh; the
   # FSx guide's example names network.service, which Ubuntu (HyperPod's AMIs) does not have.
-  local fstab_line="${source} ${FSX_MOUNT_POINT} lustre defaults,${options},_netdev,x-systemd.automount,x-systemd.requires=network-online.target 0 0"
+  # EFA_FSTAB: the LNet unit of setup_lustre_efa (empty in mode off).
+  local fstab_line="${source} ${FSX_MOUNT_POINT} lustre defaults,${options},_netdev,x-systemd.automount,x-systemd.requires=network-online.target${EFA_FSTAB} 0 0"
   touch "${ROOT}/etc/fstab"
   if ! grep -qF "${source} ${FSX_MOUNT_POINT} lustre" "${ROOT}/etc/fstab"; then
     echo "${fstab_line}" >> "${ROOT}/etc/fstab"

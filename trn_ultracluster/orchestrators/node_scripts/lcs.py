@@ -14,6 +14,8 @@ that reads JSON or needs Python:
 - ``env-file [--set MEMBER=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
 - ``env-get MEMBER``: one value of that environment (empty when absent);
 - ``fsx-get KEY``: one value of the ``fsx`` section (JSON booleans as ``true``/``false``);
+- ``fsx-efa``: the ``fsx.efa`` section as one line for ``read``: ``MODE INTERFACES CHECK_MIB
+  NAMESPACE METRIC`` (``off 0 0 - -`` without it);
 - ``get SECTION KEY``: one value of any section (the same way);
 - ``log-events LOG_FILE``: the end of a log file as CloudWatch Logs ``PutLogEvents`` events
   (JSON on stdout);
@@ -27,7 +29,9 @@ Inputs:
 
       {"groups": {"controller": str, "login": str | null, "workers": [str, ...]},
        "node": {...},
-       "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool},
+       "fsx": {"tag_key": str, "tag_value": str, "data_repository": bool,
+               "efa": {"mode": "off" | "preferred" | "required", "interfaces": int,
+                       "check_mib": int, "metric": {"namespace": str, "name": str}}},
        "names": {MEMBER: VARIABLE, ...},
        "env": {VARIABLE: value, ...}}
 
@@ -287,6 +291,36 @@ def section_value(cluster: dict[str, Any], section: str, key: str) -> str:
     return "" if value is None else str(value)
 
 
+EFA_MODES = ("off", "preferred", "required")
+"""``fsx.efa.mode`` (``trn_ultracluster/config/fsx_efa.py``, ``EfaMode``)."""
+
+
+def efa_settings(cluster: dict[str, Any]) -> str:
+    """``fsx.efa`` of the lifecycle file as ``"MODE INTERFACES CHECK_MIB NAMESPACE METRIC"``
+    (written by ``trn_ultracluster/orchestrators/nodes.py`` ``efa_node_settings``); a file
+    without it (a stack from before fsx.efa) is ``"off 0 0 - -"``.
+
+    Raises:
+        LifecycleError: an unknown mode, or a mode other than ``off`` without a positive
+            interface count and check size or without the metric's namespace and name.
+    """
+    efa = cluster.get("fsx", {}).get("efa") or {"mode": "off"}
+    mode = efa.get("mode")
+    if mode not in EFA_MODES:
+        raise LifecycleError(f"fsx.efa.mode {mode!r} is not one of {', '.join(EFA_MODES)}")
+    if mode == "off":
+        return "off 0 0 - -"
+    metric = efa.get("metric") or {}
+    fields = [efa.get("interfaces"), efa.get("check_mib"), metric.get("namespace"),
+              metric.get("name")]
+    if not (isinstance(fields[0], int) and isinstance(fields[1], int) and fields[0] > 0
+            and fields[1] > 0 and all(isinstance(f, str) and f and " " not in f
+                                      for f in fields[2:])):
+        raise LifecycleError(f"fsx.efa {efa!r} needs positive interfaces and check_mib and a "
+                             "metric namespace and name without spaces")
+    return " ".join(str(f) for f in [mode, *fields])
+
+
 def log_events(text: str, timestamp_ms: int) -> list[dict[str, Any]]:
     """The end of a log as one ``PutLogEvents`` batch: one event per non-empty line, all at
     ``timestamp_ms`` (one time, so the batch is in order), the newest lines kept within
@@ -328,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     env_get.add_argument("member")
     fsx_get = sub.add_parser("fsx-get")
     fsx_get.add_argument("key")
+    sub.add_parser("fsx-efa")
     get = sub.add_parser("get")
     get.add_argument("section")
     get.add_argument("key")
@@ -359,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "env-get":
             cluster = load_json(args.cluster)
             print(cluster.get("env", {}).get(variable(cluster, args.member), ""))
+        elif args.command == "fsx-efa":
+            print(efa_settings(load_json(args.cluster)))
         elif args.command in ("fsx-get", "get"):
             section = "fsx" if args.command == "fsx-get" else args.section
             print(section_value(load_json(args.cluster), section, args.key))

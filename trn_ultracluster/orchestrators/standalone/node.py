@@ -3,7 +3,7 @@ assets, the stack's ``trn_ultracluster.json`` and the user data that fetches the
 ``node_setup.sh`` (``scripts/`` beside this module).
 
 The scripts are S3 assets of the deploy (uploaded by the CDK CLI to the bootstrap bucket,
-no Lambda): ``node_setup.sh``, the shared ``fsx.sh`` and ``lcs.py``
+no Lambda): ``node_setup.sh``, the shared ``fsx.sh``, ``lcs.py`` and ``lustre_efa.sh``
 (:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS`), the node metrics scripts
 (:mod:`trn_ultracluster.node_metrics`, as on HyperPod Slurm nodes), and with ``runtime:
 dlami-venv`` the training program, zipped with the training image's own file list
@@ -43,6 +43,7 @@ from trn_ultracluster.orchestrators.base import Foundation
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
     LCS_SCRIPT,
+    LUSTRE_EFA_SCRIPT,
     NODE_SCRIPTS,
     efa_node_settings,
     grant_fsx_describe,
@@ -179,6 +180,7 @@ class NodeBoot(Construct):
                     ("NODE_SETUP_URL", "NodeSetup", SCRIPTS / NODE_SETUP),
                     ("FSX_URL", "FsxScript", NODE_SCRIPTS / FSX_SCRIPT),
                     ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT),
+                    ("LUSTRE_EFA_URL", "LustreEfaScript", NODE_SCRIPTS / LUSTRE_EFA_SCRIPT),
                     ("METRICS_SETUP_URL", "MetricsSetup",
                      NODE_METRICS_SCRIPTS / NODE_METRICS_SETUP),
                     ("METRICS_EXPORTER_URL", "MetricsExporter",

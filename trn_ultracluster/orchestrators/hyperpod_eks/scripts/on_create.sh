@@ -5,40 +5,78 @@
 #
 # What it does, and what it leaves to others:
 # - FSx for Lustre is mounted in pods by the FSx CSI driver (the stack's static volume), which
-#   uses the node's Lustre client: load its kernel modules now, as AWS's HyperPod EKS sample
-#   does (aws-samples/awsome-distributed-training 1.architectures/7.sagemaker-hyperpod-eks/
-#   LifecycleScripts/base-config/on_create_main.sh, load_lustre_modules: a failed modprobe is
-#   a warning, the module may be loaded already or load on first mount).
+#   uses the node's Lustre client and sets up no LNet (it mounts <dns>@tcp:/<mount>:
+#   kubernetes-sigs/aws-fsx-csi-driver pkg/driver/node.go). With fsx.efa off (the stack's
+#   trn_ultracluster.json, uploaded beside this file): load the client's kernel modules, as
+#   AWS's HyperPod EKS sample does (aws-samples/awsome-distributed-training
+#   1.architectures/7.sagemaker-hyperpod-eks/LifecycleScripts/base-config/on_create_main.sh,
+#   load_lustre_modules: a failed modprobe is a warning, the module may be loaded already or
+#   load on first mount).
+# - With fsx.efa preferred or required: lustre_efa.sh csi-node (beside this file) installs
+#   the Lustre client if it has no EFA support (Amazon Linux 2023: dnf install lustre-client),
+#   configures LNet over EFA, installs its boot unit and a watcher that checks the first
+#   Lustre mount (when a pod mounts /fsx) and publishes node_fsx_lustre_over_efa. A node
+#   that cannot configure LNet for EFA fails here in mode required (HyperPod replaces it), so
+#   it never joins; in mode preferred it joins on TCP, with 0 on the dashboard. After the
+#   node has joined, a fall back to TCP found by the watcher cannot fail it: see
+#   docs/hyperpod-eks.md.
 # - No containerd or kubelet configuration: the sample's Amazon Linux 2023 branch writes a
 #   containerd config whose default runtime is NVIDIA's, which a Trainium node does not have.
 #   Images stay where the HyperPod AMI puts them.
-# - No Neuron or EFA setup: the HyperPod AMI has the drivers, the device plugins run as pods.
+# - No Neuron or EFA device setup: the HyperPod AMI has the drivers, the device plugins run as
+#   pods.
 # Safe to rerun. Logs to $TRN_LOG_DIR/lifecycle.log (default /var/log/trn-ultracluster), which
 # HyperPod also sends to CloudWatch Logs (/aws/sagemaker/Clusters/<name>/<id>) with stdout.
+#
+# Test hooks: TRN_ROOT (passed on to lustre_efa.sh), TRN_LOG_DIR, TRN_LCS_DIR (directory of
+# this script, lcs.py, lustre_efa.sh and trn_ultracluster.json), TRN_FAIL_WAIT_S (default 60).
 set -euo pipefail
 
+LCS_DIR="${TRN_LCS_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}"
+CLUSTER_JSON="$LCS_DIR/trn_ultracluster.json"
 LOG_DIR="${TRN_LOG_DIR:-/var/log/trn-ultracluster}"
 LOG="$LOG_DIR/lifecycle.log"
 mkdir -p "$LOG_DIR"
 
 log() { printf '%s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*" | tee -a "$LOG"; }
 
+# Give HyperPod's log upload time before the node is failed, as AWS's sample does.
+fail() {
+  log "ERROR: $*"
+  sync
+  sleep "${TRN_FAIL_WAIT_S:-60}"
+  exit 1
+}
+
 on_error() {
   local code=$?
   log "ERROR: on_create.sh failed (exit $code) at line ${BASH_LINENO[0]}"
-  # Give HyperPod's log upload time before the node is failed, as AWS's sample does.
   sync
   sleep "${TRN_FAIL_WAIT_S:-60}"
   exit "$code"
 }
 trap on_error ERR
 
+lcs() { python3 "$LCS_DIR/lcs.py" --cluster "$CLUSTER_JSON" "$@"; }
+
 log "start on $(hostname)"
-for module in lnet lustre; do
-  if modprobe "$module" >>"$LOG" 2>&1; then
-    log "kernel module $module loaded"
-  else
-    log "WARNING: modprobe $module failed: /fsx cannot mount on this node unless the FSx CSI driver loads it"
+[[ -f "$CLUSTER_JSON" ]] || fail "$CLUSTER_JSON not found; the lifecycle bucket is incomplete"
+read -r mode interfaces check_mib namespace metric <<< "$(lcs fsx-efa)"
+
+if [[ "$mode" == off ]]; then
+  for module in lnet lustre; do
+    if modprobe "$module" >>"$LOG" 2>&1; then
+      log "kernel module $module loaded"
+    else
+      log "WARNING: modprobe $module failed: /fsx cannot mount on this node unless the FSx CSI driver loads it"
+    fi
+  done
+else
+  log "FSx for Lustre over EFA ($mode): LNet over $interfaces EFA interface(s), checked once a pod mounts the file system"
+  if ! bash "$LCS_DIR/lustre_efa.sh" csi-node --mode "$mode" --interfaces "$interfaces" \
+       --mib "$check_mib" --region "$(lcs get node region)" --namespace "$namespace" \
+       --metric "$metric" --cluster "$(lcs get node metrics_cluster)" 2>&1 | tee -a "$LOG"; then
+    fail "FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (the cause is above); HyperPod replaces the node"
   fi
-done
+fi
 log "done"

@@ -11,7 +11,8 @@
 #
 # What HyperPod does not do, and this script does: find the stack's FSx for Lustre file
 # system by its tag and wait until it is AVAILABLE (CloudFormation creates it alongside the
-# cluster), mount it at /fsx; home directories on FSx; the /fsx/.trn-ultracluster/env file
+# cluster), mount it at /fsx (over EFA when fsx.efa says so, checked after the mount:
+# fsx.sh setup_lustre_efa / check_lustre_efa); home directories on FSx; the /fsx/.trn-ultracluster/env file
 # (stack outputs and the Neuron/EFA environment) and the Neuron compile cache on FSx; Enroot
 # credentials for the stack's ECR registry. It starts no Slurm daemon; on the controller it
 # reports (never fails on) whether slurmctld serves the stack's partitions.
@@ -20,10 +21,10 @@
 # Log: /var/log/trn-ultracluster/lifecycle.log (and stdout, which HyperPod sends to
 # CloudWatch Logs, log group /aws/sagemaker/Clusters/<cluster>/<id>).
 #
-# The FSx steps (find the file system by its tag, wait for it and its S3 link, mount it,
-# write the job environment) are the shared node scripts' fsx.sh, uploaded beside this file
-# with lcs.py (trn_ultracluster/orchestrators/node_scripts/); the standalone nodes run the
-# same steps.
+# The FSx steps (find the file system by its tag, wait for it and its S3 link, LNet over EFA,
+# mount it, check that it goes over EFA, write the job environment) are the shared node
+# scripts' fsx.sh, uploaded beside this file with lcs.py and lustre_efa.sh
+# (trn_ultracluster/orchestrators/node_scripts/); the standalone nodes run the same steps.
 #
 # Test hooks (all optional; defaults are the real paths and times; fsx.sh lists its own):
 #   TRN_ROOT             prefix of every file path written or read (a fake root in tests)
@@ -169,9 +170,13 @@ main() {
     role="unknown"
   fi
   log "node ${ip} is a Slurm ${role} node"
+  # LNet over EFA first (fsx.efa; nothing in mode off): a node that cannot have it fails
+  # before it waits for the file system.
+  setup_lustre_efa "$(lcs env-get CLUSTER_NAME)"
   wait_for_file_system
   wait_for_link
   mount_fsx
+  check_lustre_efa
   setup_homes
   write_environment
   check_container_tools

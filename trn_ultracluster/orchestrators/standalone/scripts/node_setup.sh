@@ -2,14 +2,16 @@
 # TrnUltraCluster standalone node setup.
 #
 # The user data (user_data.sh) runs this as root at an instance's first boot, beside the
-# shared node scripts (fsx.sh, lcs.py) and the stack's trn_ultracluster.json. It is
+# shared node scripts (fsx.sh, lcs.py, lustre_efa.sh) and the stack's trn_ultracluster.json. It is
 # idempotent: `sudo bash /opt/trn-ultracluster/node/node_setup.sh` on a node gives the same
 # result again. Steps:
 #
 # 1. the Lustre client, when the AMI lacks it (FSx for Lustre user guide, "Installing the
 #    Lustre client", Ubuntu: https://docs.aws.amazon.com/fsx/latest/LustreGuide/install-lustre-client.html);
 # 2. the stack's FSx for Lustre file system, found by its tag, waited for (with its S3 link's
-#    metadata import) and mounted at /fsx with retries and an fstab entry; the job
+#    metadata import) and mounted at /fsx with retries and an fstab entry (with fsx.efa:
+#    LNet over EFA first, its boot unit, and after the mount the check that the traffic
+#    goes over EFA, lustre_efa.sh through fsx.sh); the job
 #    environment file /fsx/.trn-ultracluster/env (the Neuron/EFA variables, the compile cache
 #    on FSx) and /etc/profile.d: the shared steps of fsx.sh, the same as on HyperPod nodes;
 # 3. the runtime of the jobs (trn_ultracluster.json node.runtime): `container` logs Docker
@@ -25,7 +27,7 @@
 #
 # Test hooks (all optional; fsx.sh lists its own):
 #   TRN_ROOT          prefix of every file path written or read (a fake root in tests)
-#   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py and trn_ultracluster.json
+#   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py, lustre_efa.sh and trn_ultracluster.json
 #   TRN_INSTANCE_ID   this instance's id (default: the instance metadata service)
 #   TRN_AMI_ID        the AMI this instance booted from (default: the instance metadata service)
 #   TRN_PULL_ATTEMPTS attempts of the ECR login and the image pull (default 5)
@@ -202,9 +204,13 @@ main() {
   read_storage_layout
   rm -f "${ROOT}$(setting ready_file)"
   install_lustre_client
+  # LNet over EFA (fsx.efa; nothing in mode off) before the file system is waited for: a
+  # node that cannot have it fails early, without its ready marker.
+  setup_lustre_efa "$(setting metrics_cluster)"
   wait_for_file_system
   wait_for_link
   mount_fsx
+  check_lustre_efa
   write_environment
   case "$(setting runtime)" in
     container) setup_container_runtime ;;

@@ -1,0 +1,204 @@
+"""FSx for Lustre over EFA on EKS managed Trainium nodes: the launch template's user data
+(MIME multi-part, one shell part carrying lustre_efa.sh) only with fsx.efa on, and the shell
+part run against a fake Amazon Linux 2023 node (client, LNet over EFA, boot unit, watcher;
+the failure paths report 0 and say that the node joins anyway)."""
+
+from __future__ import annotations
+
+import base64
+import email
+import gzip
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cli.helpers import shellcheck
+from tests.orchestrators.lustre_efa_stubs import (
+    AL2023,
+    EFA_DEVICES,
+    calls,
+    fake_node,
+    install_stubs,
+    lnet_state,
+    stub_env,
+)
+from tests.orchestrators.standalone.template_values import resolve
+from trn_ultracluster.orchestrators.eks.lustre_efa import (
+    BOUNDARY,
+    USER_DATA_BUDGET_BYTES,
+    boot_script,
+    inline_script,
+    lustre_efa_user_data,
+    packed_script,
+    user_data_scripts,
+)
+from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
+
+EFA_EKS = {"orchestrator": "eks", "fsx.efa": "true", "fsx.storage_capacity_gib": "19200"}
+"""The default EKS cluster (trn1.32xlarge) with an EFA-enabled file system: 19,200 GiB, the
+EFA step at 250 MB/s/TiB; mode required, 2 interfaces per node."""
+CLUSTER = "TrnUltraCluster-1a2b3c4d"
+
+
+@pytest.fixture(scope="module")
+def efa_eks(synth):
+    return synth(**EFA_EKS)
+
+
+def launch_template_data(s) -> dict:
+    (lt,) = [r for r in s.template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    return lt["Properties"]["LaunchTemplateData"]
+
+
+def shell_part(user_data: str) -> str:
+    message = email.message_from_string(user_data)
+    assert message.is_multipart() and message.get_content_type() == "multipart/mixed"
+    (part,) = message.get_payload()
+    assert part.get_content_type() == "text/x-shellscript"
+    return part.get_payload()
+
+
+def test_mode_off_leaves_the_launch_template_without_user_data(default):
+    assert default.config.orchestrator == "eks" and default.config.fsx_efa.mode == "off"
+    assert "UserData" not in launch_template_data(default)
+
+
+def test_efa_cluster_nodes_get_the_mime_user_data(efa_eks):
+    assert efa_eks.config.fsx_efa.mode == "required"
+    encoded = launch_template_data(efa_eks)["UserData"]
+    assert "Fn::Base64" in encoded
+    text = base64.b64decode(resolve(encoded, efa_eks.template)).decode()
+    assert text.startswith(f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{BOUNDARY}"')
+    part = shell_part(text)
+    cluster_ref = efa_eks.ref_id("EksCluster")
+    assert (f"--mode 'required' --interfaces '2' \\\n     --mib '256' --region 'us-west-2'"
+            in part)
+    assert f"--cluster 'ref-{cluster_ref}'" in part  # the EKS cluster's name (Container Insights')
+    assert len(text.encode()) < USER_DATA_BUDGET_BYTES
+    # the Trainium node groups take the template's latest version, which carries it
+    for group in efa_eks.resources("AWS::EKS::Nodegroup").values():
+        spec = group["Properties"].get("LaunchTemplate")
+        if spec is not None:
+            assert "LatestVersionNumber" in str(spec["Version"])
+
+
+def test_the_packed_script_is_lustre_efa_sh_without_its_comments():
+    text = gzip.decompress(base64.b64decode(packed_script())).decode()
+    assert text == inline_script((NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text())
+    assert text.startswith("#!/bin/bash\n") and "\n# " not in text
+    assert packed_script() == packed_script()  # the same bytes at every synth
+
+
+def test_user_data_scripts_unpacks_what_the_node_runs(efa_eks):
+    """What a permissions test reads: the shell part and lustre_efa.sh as text, from the
+    synthesized template; the node's AWS calls are in there."""
+    encoded = launch_template_data(efa_eks)["UserData"]
+    scripts = user_data_scripts(base64.b64decode(resolve(encoded, efa_eks.template)).decode())
+    assert set(scripts) == {"lustre_efa_boot.sh", "lustre_efa.sh"}
+    assert scripts["lustre_efa.sh"] == inline_script((NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text())
+    assert "aws cloudwatch put-metric-data" in scripts["lustre_efa.sh"]
+    assert "csi-node" in scripts["lustre_efa_boot.sh"]
+
+
+def test_user_data_fits_ec2s_limit_beside_eks_own_part():
+    text = lustre_efa_user_data("required", 16, cluster_name="x" * 100, region="ap-southeast-4")
+    assert len(text.encode()) < USER_DATA_BUDGET_BYTES <= 16 * 1024 - 4 * 1024
+
+
+def test_mode_off_has_no_boot_script():
+    with pytest.raises(ValueError, match="mode off"):
+        boot_script("off", 0, cluster_name=CLUSTER, region="us-west-2")
+
+
+def test_shell_part_is_shellcheck_clean(tmp_path):
+    path = tmp_path / "part.sh"
+    path.write_text(shell_part(lustre_efa_user_data("preferred", 2, cluster_name=CLUSTER,
+                                                    region="us-west-2")))
+    done = subprocess.run([shellcheck(), str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
+
+
+class Node:
+    """An EKS AL2023 Neuron node (kernel 6.18, no Lustre client) in a fake root."""
+
+    def __init__(self, tmp_path: Path, mode: str, **fake: object):
+        self.root, self.bin, self.lnet = tmp_path / "root", tmp_path / "bin", tmp_path / "lnet"
+        self.log = tmp_path / "calls.log"
+        fake_node(self.root, os_release=AL2023, **fake)  # type: ignore[arg-type]
+        install_stubs(self.bin)
+        self.env = stub_env(self.bin, self.lnet, self.log, TRN_ROOT=str(self.root),
+                            STUB_KERNEL="6.18.36-69.138.amzn2023.x86_64", STUB_NO_KEFALND="1")
+        self.part = tmp_path / "part.sh"
+        self.part.write_text(shell_part(lustre_efa_user_data(
+            mode, 2, cluster_name=CLUSTER, region="us-west-2")))  # type: ignore[arg-type]
+
+    def run(self, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(self.part)], env={**self.env, **env},
+                              capture_output=True, text=True, timeout=60)
+
+    def calls(self, name: str) -> list[str]:
+        return calls(self.log, name)
+
+    def path(self, absolute: str) -> Path:
+        return self.root / absolute.lstrip("/")
+
+
+@pytest.mark.parametrize("mode", ["required", "preferred"])
+def test_boot_installs_the_client_configures_lnet_and_the_watcher(tmp_path, mode):
+    node = Node(tmp_path, mode)
+    result = node.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "FSx for Lustre over EFA set up (/var/log/trn-ultracluster/lustre-efa-boot.log)" in result.stdout
+    script = node.path("/opt/trn-ultracluster/lustre_efa.sh")
+    assert script.read_text() == inline_script((NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text())
+    assert node.calls("dnf") == ["dnf install -y lustre-client"]  # the AMI has no client
+    efa = lnet_state(node.lnet)["nets"]["efa"]
+    assert [ni["if"] for ni in efa] == [EFA_DEVICES[0], EFA_DEVICES[-1]]
+    assert node.path("/etc/systemd/system/trn-lustre-efa.service").is_file()
+    watcher = node.path("/etc/systemd/system/trn-lustre-efa-check.service").read_text()
+    assert f"watch --mode {mode} --mib 256 --region us-west-2" in watcher
+    assert f"--cluster {CLUSTER}" in watcher
+    assert node.calls("aws") == []
+
+
+@pytest.mark.parametrize("mode, status", [("required", 1), ("preferred", 0)])
+def test_boot_on_a_node_without_efa_reports_0_and_the_node_joins_anyway(tmp_path, mode, status):
+    node = Node(tmp_path, mode, devices=())
+    result = node.run()
+    assert result.returncode == status, result.stdout + result.stderr
+    (put,) = [c for c in node.calls("aws") if "put-metric-data" in c]
+    assert f"--value 0 --dimensions ClusterName={CLUSTER}," in put
+    log = node.path("/var/log/trn-ultracluster/lustre-efa-boot.log").read_text()
+    assert "(no-efa-device): no EFA device" in log
+    if status:
+        assert "it joins the cluster anyway, over TCP" in result.stderr
+        assert "(no-efa-device)" in result.stderr  # the cause, in cloud-init's output too
+
+
+def test_boot_on_a_node_whose_client_has_no_efa_support_fails_naming_kefalnd(tmp_path):
+    node = Node(tmp_path, "required")
+    (node.bin / "dnf").write_text('#!/bin/bash\necho "dnf $*" >> "$STUB_LOG"\n')  # no kefalnd
+    result = node.run()
+    assert result.returncode == 1
+    log = node.path("/var/log/trn-ultracluster/lustre-efa-boot.log").read_text()
+    assert "(no-kefalnd): no kefalnd kernel module" in log
+
+
+@pytest.mark.parametrize("route, status, value", [("efa", 0, "1"), ("tcp", 1, "0")])
+def test_the_watcher_checks_the_csi_mount(tmp_path, route, status, value):
+    node = Node(tmp_path, "required")
+    assert node.run().returncode == 0
+    mount = node.path("/var/lib/kubelet/plugins/kubernetes.io/csi/fsx.csi.aws.com/v/globalmount")
+    mount.mkdir(parents=True)
+    node.path("/proc").mkdir()
+    node.path("/proc/mounts").write_text(f"fs.fsx@tcp:/abc {mount} lustre rw 0 0\n")
+    unit = node.path("/etc/systemd/system/trn-lustre-efa-check.service").read_text()
+    installed, *args = next(ln for ln in unit.splitlines()
+                            if ln.startswith("ExecStart=")).removeprefix("ExecStart=").split()
+    done = subprocess.run(["bash", str(node.path(installed)), *args],
+                          env={**node.env, "STUB_ROUTE": route}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == status, done.stdout + done.stderr
+    (put,) = [c for c in node.calls("aws") if "put-metric-data" in c]
+    assert f"--value {value} " in put

@@ -1,0 +1,471 @@
+#!/bin/bash
+# TrnUltraCluster: FSx for Lustre over EFA on a node, and never a silent fall back to TCP.
+#
+# One script for every orchestrator (run, not sourced): node_scripts/fsx.sh calls it on
+# HyperPod Slurm and standalone nodes, hyperpod_eks/scripts/on_create.sh on HyperPod EKS
+# nodes, and the EKS launch template's user data carries a copy of it (comment lines
+# stripped: user data is limited to 16 KB, EC2 user guide, "Work with instance user data").
+# Sources, read in /work/notes/issue23: FSx for Lustre user guide (UG) "Configuring EFA
+# clients" (configure-efa-clients.html) and "Mounting Amazon FSx automatically"
+# (mount-fs-auto-mount-onreboot.html); EKS user guide fsx-csi-tuning-efa.adoc (the explicit
+# LNet commands AWS's setup.sh runs: awsdocs/amazon-eks-user-guide @1527dee);
+# awslabs/awsome-distributed-ai (ADT) PRs #989, #1203, #1204, #1208; aws/aws-parallelcluster
+# PR #7572 (the counter check).
+#
+# Usage:
+#   lustre_efa.sh configure --interfaces N
+#   lustre_efa.sh install-unit --interfaces N
+#   lustre_efa.sh install-client
+#   lustre_efa.sh check --mount DIR --mib M
+#   lustre_efa.sh report --value 0|1 REPORT_ARGS
+#   lustre_efa.sh watch --mode preferred|required --mib M REPORT_ARGS
+#   lustre_efa.sh install-watcher --mode MODE --mib M REPORT_ARGS [--no-start]
+#   lustre_efa.sh csi-node --mode MODE --interfaces N --mib M REPORT_ARGS
+# REPORT_ARGS: --region R --namespace NS --metric NAME --cluster C [--instance-id I] [--node-name N]
+#
+# Errors end with one line on stderr, "... ERROR (<cause>): <message>", and exit status 1;
+# causes: usage, os, no-efa-device, no-kefalnd, network, modules, lnetctl, ni-not-up, check,
+# install. `check` exits 3 when the traffic went over TCP.
+#
+# Test hooks: TRN_ROOT (prefix of every file path read or written: /etc, /sys, /proc,
+# /usr/local/sbin, /var/log), TRN_NI_WAIT_S (seconds for the EFA NIs to come up, default
+# 10), TRN_WATCH_POLL_S (default 30), TRN_INSTANCE_ID, TRN_NODE_NAME.
+
+set -euo pipefail
+
+ROOT="${TRN_ROOT:-}"
+SELF="${BASH_SOURCE[0]}"
+INSTALLED="/usr/local/sbin/trn-lustre-efa"
+UNIT="trn-lustre-efa.service"
+WATCH_UNIT="trn-lustre-efa-check.service"
+UNIT_DIR="/etc/systemd/system"
+LOG_FILE="/var/log/trn-ultracluster/lustre-efa.log"
+IMDS="http://169.254.169.254/latest"
+
+log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [lustre-efa] $*"; }
+die() {
+  local cause="$1"
+  shift
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [lustre-efa] ERROR (${cause}): $*" >&2
+  exit 1
+}
+
+# version_ge A B: dotted version A >= B.
+version_ge() { printf '%s\n%s\n' "$2" "$1" | sort -V -C; }
+
+# os_id, os_version: ID and VERSION_ID of /etc/os-release.
+# shellcheck source=/dev/null
+os_id() { (. "${ROOT}/etc/os-release" && echo "${ID:-}"); }
+# shellcheck source=/dev/null
+os_version() { (. "${ROOT}/etc/os-release" && echo "${VERSION_ID:-}"); }
+
+# The client OS rule of EFA-enabled file systems: "Amazon Linux 2023 (AL2023); Red Hat
+# Enterprise Linux (RHEL) 9.5 or newer; Ubuntu 22.04 or newer with kernel version 6.8+"
+# (UG, configure-efa-clients.html; config/facts.py FSX_EFA_CLIENT_OS).
+check_os() {
+  [[ -r "${ROOT}/etc/os-release" ]] || die os "cannot read /etc/os-release to check the client OS"
+  local id version kernel rule="EFA clients of FSx for Lustre run Amazon Linux 2023, RHEL 9.5 or newer, or Ubuntu 22.04 or newer with kernel 6.8+ (FSx for Lustre user guide, Configuring EFA clients)"
+  id="$(os_id)"
+  version="$(os_version)"
+  kernel="$(uname -r)"
+  case "${id}" in
+    amzn) [[ "${version}" == 2023* ]] || die os "Amazon Linux ${version}: ${rule}" ;;
+    rhel) version_ge "${version}" 9.5 || die os "RHEL ${version}: ${rule}" ;;
+    ubuntu)
+      if ! version_ge "${version}" 22.04 || ! version_ge "${kernel%%-*}" 6.8; then
+        die os "Ubuntu ${version} with kernel ${kernel}: ${rule}"
+      fi ;;
+    *) die os "${id:-an unknown OS} ${version}: ${rule}" ;;
+  esac
+}
+
+# The EFA devices: /sys/class/infiniband/* whose device/driver is efa (UG, "EFA interfaces").
+efa_devices() {
+  local dev
+  for dev in "${ROOT}"/sys/class/infiniband/*; do
+    if [[ -e "${dev}/device/driver" && "$(readlink -f "${dev}/device/driver")" == */efa ]]; then
+      echo "${dev##*/}"
+    fi
+  done | sort -V
+}
+
+# pick N DEVICE...: the devices LNet binds. AWS's choice (EKS UG): the first, plus the last
+# when more than one; N >= 3 spreads over the devices, first and last included.
+pick() {
+  local n="$1" i
+  shift
+  local devices=("$@") count="$#"
+  if (( n >= count )); then
+    printf '%s\n' "${devices[@]}"
+  elif (( n == 1 )); then
+    echo "${devices[0]}"
+  else
+    for (( i = 0; i < n; i++ )); do
+      echo "${devices[$(( i * (count - 1) / (n - 1) ))]}"
+    done
+  fi
+}
+
+# The interface of the default route: LNet's tcp NI ("a TCP interface (prerequisite of EFA
+# interfaces)": AWS's setup.sh README; the EKS UG adds it on the node's primary interface).
+tcp_interface() {
+  ip route show default 2> /dev/null \
+    | awk '{for (i = 1; i < NF; i++) if ($i == "dev") {print $(i + 1); exit}}'
+}
+
+# The interfaces of one LNet net (`lnetctl net show --net NET` lists "N: <interface>").
+net_interfaces() {
+  { lnetctl net show --net "$1" 2> /dev/null || true; } \
+    | awk '/^[[:space:]]+[0-9]+: / {print $2}'
+}
+
+efa_up() { { lnetctl net show --net efa 2> /dev/null || true; } | grep -c 'status: up' || true; }
+
+# (grep reads its whole input in the pipelines below: with pipefail, grep -q could leave the
+# writer a SIGPIPE and turn a match into a failure.)
+run_lnetctl() {
+  local out
+  out="$(lnetctl "$@" 2>&1)" || die lnetctl "lnetctl $* failed: ${out//$'\n'/ }"
+}
+
+# configure --interfaces N: modules, LNet (tcp NI, N EFA NIs, discovery, EFA preferred),
+# then the lustre module, in the EKS UG's order. Idempotent: a NI already there is kept, so a
+# rerun under a mounted file system changes nothing.
+configure() {
+  local n="$1" tcp_if dev
+  local -a devices chosen current
+  check_os
+  mapfile -t devices < <(efa_devices)
+  (( ${#devices[@]} > 0 )) \
+    || die no-efa-device "no EFA device under /sys/class/infiniband (no device whose driver is efa): the instance type has no EFA, the launch template gave it no EFA interface, or the EFA driver is not loaded (modinfo efa)"
+  (( ${#devices[@]} >= n )) \
+    || die no-efa-device "${#devices[@]} EFA device(s) (${devices[*]}), ${n} wanted for LNet"
+  # AWS's set-up treats "modinfo kefalnd succeeds" as "this Lustre client supports EFA"
+  # (aws-parallelcluster-cookbook pcluster-diag core/constants.py EFA_LND_KERNEL_MODULE).
+  modinfo kefalnd > /dev/null 2>&1 \
+    || die no-kefalnd "no kefalnd kernel module (modinfo kefalnd) for kernel $(uname -r): the Lustre client installed has no EFA support; install the FSx Lustre client for this kernel (FSx for Lustre user guide, Installing the Lustre client)"
+  tcp_if="$(tcp_interface)"
+  [[ -n "${tcp_if}" ]] || die network "no default route (ip route show default): LNet needs its tcp NI on the node's primary interface"
+  mapfile -t chosen < <(pick "${n}" "${devices[@]}")
+  modprobe lnet || die modules "modprobe lnet failed"
+  modprobe kefalnd ipif_name="${tcp_if}" || die modules "modprobe kefalnd failed"
+  modprobe ksocklnd || die modules "modprobe ksocklnd failed"
+  if ! lnetctl lnet configure > /dev/null 2>&1; then
+    lnetctl net show > /dev/null 2>&1 || die lnetctl "lnetctl lnet configure failed"
+  fi
+  if ! net_interfaces tcp | grep -x "${tcp_if}" > /dev/null; then
+    lnetctl net del --net tcp > /dev/null 2>&1 || true
+    run_lnetctl net add --net tcp --if "${tcp_if}"
+  fi
+  mapfile -t current < <(net_interfaces efa)
+  for dev in "${current[@]}"; do
+    if ! printf '%s\n' "${chosen[@]}" | grep -x "${dev}" > /dev/null; then
+      run_lnetctl net del --net efa --if "${dev}"
+    fi
+  done
+  for dev in "${chosen[@]}"; do
+    if ! printf '%s\n' "${current[@]}" | grep -x "${dev}" > /dev/null; then
+      run_lnetctl net add --net efa --if "${dev}" --peer-credits 32
+    fi
+  done
+  run_lnetctl set discovery 1
+  # The format of `lnetctl udsp show` ("src: efa") is not verified on a node.
+  if ! { lnetctl udsp show 2> /dev/null || true; } | grep 'src: efa' > /dev/null; then
+    run_lnetctl udsp add --src efa --priority 0
+  fi
+  modprobe lustre || die modules "modprobe lustre failed"
+  local waited=0 wait_s="${TRN_NI_WAIT_S:-10}" up
+  until up="$(efa_up)"; (( up == n )) || (( waited >= wait_s )); do
+    sleep 2
+    waited=$(( waited + 2 ))
+  done
+  (( up == n )) \
+    || die ni-not-up "${up} of ${n} EFA NIs (${chosen[*]}) are up after ${wait_s}s (lnetctl net show --net efa; dmesg | grep -i kefalnd)"
+  log "LNet configured: tcp on ${tcp_if}, EFA NIs ${chosen[*]} up, discovery on, EFA preferred (udsp)"
+}
+
+# write_if_changed PATH MODE < CONTENT: write ROOT/PATH when its content differs; prints
+# "changed" when it wrote.
+write_if_changed() {
+  local path="${ROOT}$1" tmp
+  mkdir -p "$(dirname "${path}")"
+  tmp="$(mktemp "${path}.XXXXXX")"
+  cat > "${tmp}"
+  chmod "$2" "${tmp}"
+  if [[ -f "${path}" ]] && cmp -s "${tmp}" "${path}"; then
+    rm -f "${tmp}"
+  else
+    mv -f "${tmp}" "${path}"
+    echo changed
+  fi
+}
+
+install_self() { write_if_changed "${INSTALLED}" 755 < "${SELF}" > /dev/null; }
+
+# install-unit --interfaces N: LNet configured again at every boot, before the remote mounts.
+# AWS's own unit (configure-efa-fsx-lustre-client.service) is a oneshot after
+# network-online.target; ADT #1204 found it losing a race at boot and staying failed, and
+# added Restart=on-failure with a start limit. Ours reads no instance metadata (the IMDS
+# race of #1204 cannot happen) and keeps the restarts for an EFA device or route that comes
+# up late. remote-fs-pre.target is pulled in by the units ordered before it (systemd commit
+# 627506f "units: there is no point in pulling in ordering 'provides'-style targets";
+# systemd.special(7)).
+install_unit() {
+  local n="$1"
+  install_self
+  write_if_changed "${UNIT_DIR}/${UNIT}" 644 > /dev/null <<EOF
+# Written by the TrnUltraCluster node scripts (lustre_efa.sh install-unit).
+[Unit]
+Description=TrnUltraCluster: LNet over EFA for FSx for Lustre
+Documentation=https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html
+Wants=network-online.target remote-fs-pre.target
+After=network-online.target
+Before=remote-fs-pre.target
+StartLimitIntervalSec=600
+StartLimitBurst=20
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=${INSTALLED} configure --interfaces ${n}
+Restart=on-failure
+RestartSec=10s
+
+[Install]
+WantedBy=multi-user.target
+EOF
+  systemctl daemon-reload
+  systemctl enable "${UNIT}"
+  systemctl start "${UNIT}" || log "WARNING: systemctl start ${UNIT} failed (journalctl -u ${UNIT})"
+  log "${UNIT} installed and enabled"
+}
+
+# install-client: the Lustre client with EFA support when kefalnd is missing. Amazon Linux
+# 2023 only: "sudo dnf install -y lustre-client" (UG, "Installing the Lustre client", AL2023;
+# the EKS AL2023 AMIs have no Lustre client: awslabs/amazon-eks-ami PR #2696, closed).
+# Whether AL2023's lustre-client package brings kefalnd is not verified: configure checks.
+install_client() {
+  if modinfo kefalnd > /dev/null 2>&1; then
+    log "Lustre client with EFA support (kefalnd) present"
+    return 0
+  fi
+  [[ "$(os_id)" == amzn && "$(os_version)" == 2023* ]] \
+    || die install "no kefalnd, and only Amazon Linux 2023 clients are installed here"
+  local n
+  for n in 1 2 3; do
+    if dnf install -y lustre-client; then
+      log "installed lustre-client"
+      return 0
+    fi
+    log "dnf install -y lustre-client failed (attempt ${n}/3)"
+    sleep 10
+  done
+  die install "dnf install -y lustre-client failed 3 times"
+}
+
+# The EFA and tcp NIs' LNet messages: send_count + recv_count of every NI of a net, summed
+# (one line per NI: ADT #1203 sums them; a single-NI parse breaks on trn1's two).
+messages() {
+  { lnetctl net show -v --net "$1" 2> /dev/null || true; } \
+    | awk '/send_count:|recv_count:/ {sum += $2} END {print sum + 0}'
+}
+
+# check --mount DIR --mib M: whether the Lustre traffic of this node goes over EFA. An efa NI
+# that is configured does not prove it (ADT #989: "Lustre silently falls back to ENA/TCP with
+# no errors"); the counters do: M MiB of direct I/O must add at least M/2 messages on the EFA
+# NIs and more than on the tcp NI ("Metadata RPCs and pings ride tcp by design": PR #7572).
+# bs=1M with O_DIRECT makes each MiB at least one bulk RPC, whatever the RPC size.
+# The probe is written once per file system (temporary name, then renamed: a reader sees the
+# whole file or none) and read by every node: one file per node would each be exported to
+# S3 by the file system's data repository association.
+check() {
+  local mount="$1" mib="$2" state probe tmp size
+  grep -qs " ${mount} lustre " "${ROOT}/proc/mounts" \
+    || die check "${mount} is not a mounted Lustre file system (/proc/mounts)"
+  state="${mount}/.trn-ultracluster"
+  probe="${state}/lustre-efa-probe-${mib}MiB"
+  local efa0 tcp0 efa1 tcp1
+  efa0="$(messages efa)"
+  tcp0="$(messages tcp)"
+  size="$(stat -c %s "${probe}" 2> /dev/null || echo 0)"
+  if (( size != mib * 1048576 )); then
+    mkdir -p "${state}" || die check "cannot create ${state}"
+    tmp="${state}/.lustre-efa-probe.$(hostname).$$"
+    dd if=/dev/urandom of="${tmp}" bs=1M count="${mib}" iflag=fullblock oflag=direct status=none \
+      || { rm -f "${tmp}"; die check "cannot write ${mib} MiB to ${tmp}"; }
+    mv -f "${tmp}" "${probe}"
+  fi
+  dd if="${probe}" of=/dev/null bs=1M iflag=direct status=none || die check "cannot read ${probe}"
+  efa1="$(messages efa)"
+  tcp1="$(messages tcp)"
+  local efa=$(( efa1 - efa0 )) tcp=$(( tcp1 - tcp0 )) nis
+  nis="$(net_interfaces efa | wc -l)"
+  local detail="efa +${efa}, tcp +${tcp} LNet messages over ${mib} MiB of direct I/O on ${mount}, ${nis} EFA NI(s)"
+  if (( efa * 2 >= mib && efa > tcp )); then
+    echo "lustre-efa check: efa (${detail})"
+    return 0
+  fi
+  echo "lustre-efa check: tcp (${detail})"
+  return 3
+}
+
+imds() {
+  local token
+  token="$(curl -sSf -m 3 -X PUT "${IMDS}/api/token" -H "X-aws-ec2-metadata-token-ttl-seconds: 60")" \
+    && curl -sSf -m 3 -H "X-aws-ec2-metadata-token: ${token}" "${IMDS}/meta-data/$1"
+}
+
+# report --value V ...: the node's node_fsx_lustre_over_efa (Count), with the per-node
+# dimensions of the node metrics exporter (node_metrics/scripts/neuron_metrics.py: ClusterName,
+# InstanceId, NodeName = the host name). Never fails: a node without the metric works.
+report() {
+  local instance="${R_INSTANCE:-${TRN_INSTANCE_ID:-}}" node="${R_NODE:-${TRN_NODE_NAME:-}}"
+  [[ -n "${instance}" ]] || instance="$(imds instance-id 2> /dev/null || echo unknown)"
+  [[ -n "${node}" ]] || node="$(hostname)"
+  if aws cloudwatch put-metric-data --region "${R_REGION}" --namespace "${R_NAMESPACE}" \
+       --metric-name "${R_METRIC}" --unit Count --value "$1" \
+       --dimensions "ClusterName=${R_CLUSTER},InstanceId=${instance},NodeName=${node}"; then
+    log "published ${R_METRIC}=$1 (${R_NAMESPACE}, ClusterName=${R_CLUSTER}, InstanceId=${instance}, NodeName=${node})"
+  else
+    log "WARNING: could not publish ${R_METRIC}=$1 to ${R_NAMESPACE} (the node role needs cloudwatch:PutMetricData there); the node goes on"
+  fi
+}
+
+# watch: wait for a Lustre mount (pods mount the file system through the FSx CSI driver
+# after the node has joined), then check and report once. The first Lustre mount of the
+# host is taken: the stack's nodes mount only the stack's file system. A node that joined
+# its cluster cannot be failed from here: required + TCP is an ERROR in the log and this
+# unit, and 0 on the dashboard.
+watch() {
+  local poll="${TRN_WATCH_POLL_S:-30}" mount result status=0
+  mkdir -p "$(dirname "${ROOT}${LOG_FILE}")"
+  exec > >(tee -a "${ROOT}${LOG_FILE}") 2>&1
+  log "waiting for a Lustre mount (/proc/mounts) to check that it goes over EFA"
+  until mount="$(awk '$3 == "lustre" {print $2; exit}' "${ROOT}/proc/mounts" 2> /dev/null)" \
+        && [[ -n "${mount}" ]]; do
+    sleep "${poll}"
+  done
+  result="$(check "${mount}" "${W_MIB}" 2>&1)" || status=$?
+  log "${result}"
+  if (( status == 0 )); then
+    report 1
+    return 0
+  fi
+  report 0
+  if [[ "${W_MODE}" == required ]]; then
+    log "ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node's Lustre traffic does not go over EFA. $(tcp_causes)"
+    return 1
+  fi
+  log "WARNING: this node's Lustre traffic does not go over EFA (fsx.efa: auto); it goes on over TCP. $(tcp_causes)"
+}
+
+tcp_causes() {
+  echo "Check: the file system is EFA-enabled; its security group and the nodes' allow all traffic to and from each other by security group id (0.0.0.0/0 rules do not count for EFA); nodes and file system share the Availability Zone and /16; dmesg | grep -i kefalnd"
+}
+
+# install-watcher: watch as a service at every boot (Type=exec, systemd 240+: the wait does
+# not hold up multi-user.target). --no-start: from the next boot on (HyperPod Slurm and
+# standalone nodes, which check at set-up themselves).
+install_watcher() {
+  local start="$1" args
+  args="--mode ${W_MODE} --mib ${W_MIB} --region ${R_REGION} --namespace ${R_NAMESPACE} --metric ${R_METRIC} --cluster ${R_CLUSTER}"
+  [[ "${args}" =~ ^[A-Za-z0-9\ ./:_-]+$ ]] || die usage "unexpected characters in: ${args}"
+  install_self
+  write_if_changed "${UNIT_DIR}/${WATCH_UNIT}" 644 > /dev/null <<EOF
+# Written by the TrnUltraCluster node scripts (lustre_efa.sh install-watcher).
+[Unit]
+Description=TrnUltraCluster: check that FSx for Lustre traffic goes over EFA once mounted
+Wants=network-online.target
+After=network-online.target ${UNIT}
+
+[Service]
+Type=exec
+ExecStart=${INSTALLED} watch ${args}
+
+[Install]
+WantedBy=multi-user.target
+EOF
+  systemctl daemon-reload
+  if [[ "${start}" == yes ]]; then
+    systemctl enable --now "${WATCH_UNIT}"
+  else
+    systemctl enable "${WATCH_UNIT}"
+  fi
+  log "${WATCH_UNIT} installed and enabled"
+}
+
+# csi-node: the node side where pods mount the file system later (FSx CSI driver: it mounts
+# <dns>@tcp:/<mount> and sets up no LNet, kubernetes-sigs/aws-fsx-csi-driver
+# pkg/driver/node.go): client, LNet, the boot unit and the watcher. Exit 1 only when EFA is
+# required and LNet cannot be configured for it (after reporting 0).
+csi_node() {
+  local out status=0
+  out="$( (install_client && configure "${C_INTERFACES}") 2>&1)" || status=$?
+  echo "${out}"
+  if (( status == 0 )); then
+    install_unit "${C_INTERFACES}"
+    install_watcher yes
+    return 0
+  fi
+  report 0
+  if [[ "${W_MODE}" == required ]]; then
+    echo "ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not be configured for EFA: ${out##*ERROR }" >&2
+    return 1
+  fi
+  log "WARNING: LNet could not be configured for EFA (${out##*ERROR }); Lustre goes over TCP on this node (fsx.efa: auto)"
+}
+
+usage() { die usage "$*; usage: see the header of lustre_efa.sh"; }
+
+main() {
+  (( $# )) || usage "no command"
+  local command="$1" n="" mount="" mib="" value="" start=yes
+  shift
+  R_REGION="" R_NAMESPACE="" R_METRIC="" R_CLUSTER="" R_INSTANCE="" R_NODE="" W_MODE="" W_MIB=""
+  while (( $# )); do
+    (( $# >= 2 )) || [[ "$1" == --no-start ]] || usage "$1 needs a value"
+    case "$1" in
+      --interfaces) n="$2" ;;
+      --mount) mount="$2" ;;
+      --mib) mib="$2" W_MIB="$2" ;;
+      --value) value="$2" ;;
+      --mode) W_MODE="$2" ;;
+      --region) R_REGION="$2" ;;
+      --namespace) R_NAMESPACE="$2" ;;
+      --metric) R_METRIC="$2" ;;
+      --cluster) R_CLUSTER="$2" ;;
+      --instance-id) R_INSTANCE="$2" ;;
+      --node-name) R_NODE="$2" ;;
+      --no-start) start=no; shift; continue ;;
+      *) usage "unknown argument $1" ;;
+    esac
+    shift 2
+  done
+  local report_args="${R_REGION:+x}${R_NAMESPACE:+x}${R_METRIC:+x}${R_CLUSTER:+x}"
+  case "${command}" in
+    configure|install-unit)
+      [[ "${n}" =~ ^[1-9][0-9]*$ ]] || usage "--interfaces must be a positive number"
+      if [[ "${command}" == configure ]]; then configure "${n}"; else install_unit "${n}"; fi ;;
+    install-client) install_client ;;
+    check)
+      [[ -n "${mount}" && "${mib}" =~ ^[1-9][0-9]*$ ]] || usage "check needs --mount and --mib"
+      check "${mount}" "${mib}" ;;
+    report)
+      [[ "${value}" =~ ^[01]$ && "${report_args}" == xxxx ]] || usage "report needs --value 0|1 and REPORT_ARGS"
+      report "${value}" ;;
+    watch|install-watcher|csi-node)
+      [[ "${W_MODE}" =~ ^(preferred|required)$ && "${W_MIB}" =~ ^[1-9][0-9]*$ \
+         && "${report_args}" == xxxx ]] || usage "${command} needs --mode, --mib and REPORT_ARGS"
+      case "${command}" in
+        watch) watch ;;
+        install-watcher) install_watcher "${start}" ;;
+        csi-node)
+          [[ "${n}" =~ ^[1-9][0-9]*$ ]] || usage "--interfaces must be a positive number"
+          C_INTERFACES="${n}"
+          csi_node ;;
+      esac ;;
+    *) usage "unknown command ${command}" ;;
+  esac
+}
+
+main "$@"
