@@ -24,6 +24,7 @@ from tests.orchestrators.lustre_efa_stubs import (
     stub_env,
 )
 from tests.orchestrators.standalone.template_values import resolve
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.orchestrators.eks.lustre_efa import (
     BOUNDARY,
     USER_DATA_BUDGET_BYTES,
@@ -60,12 +61,12 @@ def shell_part(user_data: str) -> str:
 
 
 def test_mode_off_leaves_the_launch_template_without_user_data(default):
-    assert default.config.orchestrator == "eks" and default.config.fsx_efa.mode == "off"
+    assert default.config.orchestrator == "eks" and plan_fsx_efa(default.config).mode == "off"
     assert "UserData" not in launch_template_data(default)
 
 
 def test_efa_cluster_nodes_get_the_mime_user_data(efa_eks):
-    assert efa_eks.config.fsx_efa.mode == "required"
+    assert plan_fsx_efa(efa_eks.config).mode == "required"
     encoded = launch_template_data(efa_eks)["UserData"]
     assert "Fn::Base64" in encoded
     text = base64.b64decode(resolve(encoded, efa_eks.template)).decode()

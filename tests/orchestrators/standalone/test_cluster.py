@@ -14,6 +14,7 @@ import pytest
 from tests.conftest import REPO_ROOT, profile_path
 from tests.orchestrators.standalone.conftest import NATIVE_AMI_ID
 from tests.orchestrators.standalone.template_values import user_data
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.config import ConfigError, parse_config
 from trn_ultracluster.config.facts import NATIVE_STACK, NEURON_DLAMI_LATEST_PARAMETER, XLA_STACK
 from trn_ultracluster.contracts.hyperpod import JobEnv
@@ -309,7 +310,7 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
     assert env["NEURON_CC_FLAGS"] == "--cache_dir=/fsx/neuron-compile-cache"
     assert ("FI_PROVIDER" in env) == s.config.instance.supports_efa
     assert data["fsx"]["tag_value"].startswith("arn:aws:cloudformation:")
-    assert data["fsx"]["efa"]["mode"] == s.config.fsx_efa.mode == "off"  # 1,200 GiB: too small
+    assert data["fsx"]["efa"]["mode"] == plan_fsx_efa(s.config).mode == "off"  # 1,200 GiB: too small
     assert data["names"]["FSX_MOUNT_POINT"] == JobEnv.FSX_MOUNT_POINT.value
     node = data["node"]
     assert node["runtime"] == runtime

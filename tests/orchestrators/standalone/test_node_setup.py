@@ -32,6 +32,7 @@ from tests.orchestrators.lustre_efa_stubs import (
 )
 from tests.orchestrators.standalone.conftest import NATIVE_AMI_ID
 from tests.orchestrators.standalone.template_values import STACK_ID, user_data
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.config.facts import NATIVE_STACK, XLA_STACK
 from trn_ultracluster.contracts.standalone import NODE_DIR, NODE_LOG, PROGRAM_DIR, READY_FILE
 from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
@@ -435,7 +436,7 @@ def test_mode_off_node_runs_nothing_of_efa(tmp_path, single):
 
 
 def test_efa_node_mounts_over_efa_reports_1_and_is_ready(tmp_path, single_efa):
-    assert single_efa.stack.config.fsx_efa.mode == "required"
+    assert plan_fsx_efa(single_efa.stack.config).mode == "required"
     node, env = efa_node(tmp_path, single_efa)
     result = node.run_user_data(**env)
     assert result.returncode == 0, result.stdout + result.stderr
