@@ -82,6 +82,7 @@ class TrnUltraClusterStack(Stack):
                 client_security_group=self.efa.security_group,
                 fsx=config.fsx,
                 retain_data=config.data_removal_policy == "retain",
+                efa_enabled=config.fsx_efa.enabled,
             ),
         )
         self.training_image = TrainingImage(
