@@ -206,6 +206,7 @@ def test_efa_enabled_file_system_is_persistent_2_with_metadata(fsx_efa):
     assert lustre["DeploymentType"] == "PERSISTENT_2"
     assert lustre["PerUnitStorageThroughput"] == 1000
     assert lustre["MetadataConfiguration"] == {"Mode": "AUTOMATIC"}
+    assert fsx_efa.output("FsxEfa") == "required"
 
 
 def test_without_efa_the_file_system_has_no_efa_setting_and_no_efa_rules(default):
@@ -216,6 +217,7 @@ def test_without_efa_the_file_system_has_no_efa_setting_and_no_efa_rules(default
     assert {("in", "nodes", "nodes"), ("out", "nodes", "nodes")} <= rules  # EFA between nodes
     assert not [r for r in rules if "fsx" in r]
     assert not [k for k in default.template["Resources"] if k.startswith("StorageEfa")]
+    assert default.output("FsxEfa") == "off"
 
 
 def test_efa_security_groups_allow_all_traffic_by_group_id_both_ways(fsx_efa):

@@ -147,6 +147,7 @@ class TrnUltraClusterStack(Stack):
             OutputKey.FSX_DNS_NAME: storage.dns_name,
             OutputKey.FSX_MOUNT_NAME: storage.mount_name,
             OutputKey.FSX_DATA_REPOSITORY_PATH: dra.file_system_path if dra else NONE,
+            OutputKey.FSX_EFA: c.fsx_efa.mode,
             OutputKey.DATA_BUCKET_NAME: storage.bucket.bucket_name,
             OutputKey.TRAINING_IMAGE_URI: self.training_image.image_uri,
             OutputKey.TRAINING_IMAGE_REPOSITORY: self.training_image.repository.repository_name,
