@@ -95,7 +95,8 @@ class TrnUltraClusterStack(Stack):
             metric_source=getattr(self.orchestrator, "metric_source", None),
             file_system_id=self.storage.file_system.file_system_id,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
-            settings=config.observability))
+            settings=config.observability,
+            fsx_efa_mode=config.fsx_efa.mode))
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
         self._outputs()
