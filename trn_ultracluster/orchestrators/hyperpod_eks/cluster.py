@@ -20,7 +20,8 @@ managed Trainium node group:
   group (``OverrideVpcConfig`` for a group in another compute subnet); the controllers run on
   the EKS system node group;
 - the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, and the
-  execution role (shared part + :mod:`.execution_role`);
+  execution role (shared part + :mod:`.execution_role`; it may publish metrics in
+  ``TrnUltraCluster/Neuron``: :func:`~trn_ultracluster.node_metrics.grant_put_metrics`);
 - a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
   type and ``node-health-status=Schedulable``, and recreates a failed TrainJob's JobSet up to
   ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume").
@@ -46,6 +47,7 @@ from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
+from trn_ultracluster.node_metrics import grant_put_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
@@ -143,6 +145,8 @@ class HyperPodEksOrchestrator(EksCluster):
         self.deployment = upload_lifecycle_files(self, self.bucket, [LIFECYCLE_SCRIPTS], {})
         self.role = execution_role(self, base, self.bucket)
         add_eks_permissions(self.role, self.cluster, base)
+        # The lifecycle scripts publish node_fsx_lustre_over_efa (node_metrics).
+        metrics_policy = grant_put_metrics(self, self.role)
         self.hyperpod_cluster = hyperpod_cluster(
             self, "HyperPodCluster", settings, base, self._instance_groups(),
             sagemaker.CfnCluster.OrchestratorProperty(
@@ -156,7 +160,7 @@ class HyperPodEksOrchestrator(EksCluster):
         # (hyperpod_cluster waits for every compute subnet's). The same edges make
         # CloudFormation delete the cluster before all of them.
         for needed in (*self.addons.values(), self.dependencies_chart, self.efa_chart,
-                       self.deployment, self.role):
+                       self.deployment, self.role, metrics_policy):
             self.hyperpod_cluster.node.add_dependency(needed)
         self._let_vpc_cni_attach_interfaces()
 
