@@ -37,7 +37,10 @@ it (the template's instance profile, or the EKS node group's node role).
 from __future__ import annotations
 
 import ast
+import base64
+import email
 import fnmatch
+import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -45,9 +48,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["AwsCall", "CLI_CUSTOM_COMMANDS", "IAM_PREFIXES", "NodeScript", "ReadError",
+__all__ = ["AwsCall", "CLI_CUSTOM_COMMANDS", "IAM_PREFIXES", "NodeScript", "ReadError", "TOKEN",
            "granted", "iam_actions", "node_roles", "node_scripts", "python_calls",
-           "shell_calls"]
+           "scripts_in_user_data", "shell_calls"]
 
 IAM_PREFIXES = frozenset({"cloudwatch", "ec2", "ecr", "eks", "fsx", "logs", "sagemaker", "ssm",
                           "sts"})
@@ -254,6 +257,10 @@ def _tokens(text: str) -> list[_Word | str]:
                     j += 2
                 elif text.startswith("$(", j) or text[j] == "`":
                     j = _substitution(text, j, w, line + text.count("\n", i, j))
+                elif text.startswith("${", j):  # may hold quotes: "${LOG#"${ROOT}"}"
+                    end = _matching(text, j + 2, "{", "}")
+                    w.substitutions += _substitutions(text[j:end], line + text.count("\n", i, j))
+                    j = end
                 else:
                     j += 1
             w.text += text[i:j + 1]
@@ -541,8 +548,12 @@ def _ref(value: Any) -> str | None:
     return None
 
 
+TOKEN = "__TOKEN__"
+"""What :func:`_text` writes for a deploy-time value (no shell metacharacter in it)."""
+
+
 def _text(value: Any) -> str:
-    """The literal text of a template value, each token as ``<TOKEN>``."""
+    """The literal text of a template value, each token as :data:`TOKEN`."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and "Fn::Join" in value:
@@ -552,8 +563,8 @@ def _text(value: Any) -> str:
         return _text(value["Fn::Base64"])
     if isinstance(value, dict) and "Fn::Sub" in value:
         inner = value["Fn::Sub"]
-        return re.sub(r"\$\{[^}]+\}", "<TOKEN>", inner if isinstance(inner, str) else inner[0])
-    return "<TOKEN>"
+        return re.sub(r"\$\{[^}]+\}", TOKEN, inner if isinstance(inner, str) else inner[0])
+    return TOKEN
 
 
 def node_roles(template: dict[str, Any]) -> dict[str, str]:
@@ -610,10 +621,47 @@ class NodeScript:
 
 
 def _repository_files(repo: Path) -> dict[bytes, str]:
-    """Content -> repository path of the scripts under ``trn_ultracluster/``."""
-    return {p.read_bytes(): str(p.relative_to(repo))
-            for p in sorted((repo / "trn_ultracluster").rglob("*"))
-            if p.is_file() and p.suffix in (".sh", ".py")}
+    """Content -> repository path of the scripts under ``trn_ultracluster/``; each bash
+    script also by its commands alone (:func:`_without_comments`), as user data may carry
+    it."""
+    found = {}
+    for p in sorted((repo / "trn_ultracluster").rglob("*")):
+        if p.is_file() and p.suffix in (".sh", ".py"):
+            found[p.read_bytes()] = str(p.relative_to(repo))
+            if p.suffix == ".sh":
+                found[_without_comments(p.read_text()).encode()] = str(p.relative_to(repo))
+    return found
+
+
+def _without_comments(text: str) -> str:
+    """A bash script's lines but its comment-only ones (the first, ``#!``, stays)."""
+    lines = text.splitlines()
+    return "\n".join([lines[0], *(ln for ln in lines[1:] if not ln.lstrip().startswith("#"))])
+
+
+_BASE64_BLOCK = re.compile(r"(?m)^(?:[A-Za-z0-9+/]{40,}={0,2}\n)+[A-Za-z0-9+/]*={0,2}$")
+
+
+def scripts_in_user_data(text: str, where: str,
+                       known: dict[bytes, str]) -> list[tuple[str, str]]:
+    """(source, text) of the bash scripts in a user data text: the text itself, or each
+    ``text/x-shellscript`` part of a MIME multi-part document; and every script packed in
+    them as a base64 block of gzip data (the EKS part unpacks ``lustre_efa.sh`` so, as user
+    data is limited to 16 KB)."""
+    parts = [text]
+    if text.startswith(("MIME-Version:", "Content-Type: multipart")):
+        parts = [p.get_payload() for p in email.message_from_string(text).walk()
+                 if p.get_content_type() == "text/x-shellscript"]
+    found = [(f"user data of {where}", part) for part in parts]
+    for part in parts:
+        for block in _BASE64_BLOCK.finditer(part):
+            try:
+                script = gzip.decompress(base64.b64decode(block.group(0))).decode()
+            except (ValueError, OSError):
+                continue
+            name = known.get(script.rstrip("\n").encode(), "a script")
+            found.append((f"{name} packed in the user data of {where}", script))
+    return found
 
 
 def _asset_scripts(outdir: Path, asset: dict[str, Any],
@@ -649,7 +697,8 @@ def node_scripts(template: dict[str, Any], outdir: Path, repo: Path,
         if r["Type"] == "AWS::EC2::LaunchTemplate" and "UserData" in props["LaunchTemplateData"]:
             roles = _launch_template_roles(template, name)
             text = _text(props["LaunchTemplateData"]["UserData"])
-            scripts.append(NodeScript(f"user data of {name}", text, frozenset(roles)))
+            scripts += [NodeScript(source, script, frozenset(roles))
+                        for source, script in scripts_in_user_data(text, name, known)]
             for key in by_key:
                 if key in text:
                     roles_of_key.setdefault(key, set()).update(roles)

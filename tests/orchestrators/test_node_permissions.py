@@ -17,13 +17,18 @@ from tests.orchestrators.node_calls import (
     node_roles,
     node_scripts,
     python_calls,
+    scripts_in_user_data,
     shell_calls,
 )
 from trn_ultracluster.contracts.metrics import NODE_METRICS_NAMESPACE
 
-CONFIGS = {"eks": None, "hyperpod-slurm": "ultracluster-16", "hyperpod-eks": "hyperpod-eks",
-           "standalone": "single-node", "standalone-dlami-venv": "trn1-2xl",
-           "fsx-efa": FSX_EFA_PROFILE}
+EKS_FSX_EFA = {"orchestrator": "eks", "fsx.efa": "true", "fsx.storage_capacity_gib": "19200"}
+"""EKS with an EFA-enabled file system: its Trainium launch template carries user data
+(the efa-nodes branch's ``tests/orchestrators/eks/test_lustre_efa.py`` synthesizes the same
+context, so the session synthesizes it once)."""
+CONFIGS = {"eks": None, "eks-fsx-efa": EKS_FSX_EFA, "hyperpod-slurm": "ultracluster-16",
+           "hyperpod-eks": "hyperpod-eks", "standalone": "single-node",
+           "standalone-dlami-venv": "trn1-2xl", "fsx-efa": FSX_EFA_PROFILE}
 """One synthesized configuration per orchestrator (and the EFA and DLAMI-venv variants,
 whose nodes run more or other scripts)."""
 SCRIPT_GLOBS = ("trn_ultracluster/orchestrators/**/scripts/*.sh",
@@ -32,8 +37,10 @@ SCRIPT_GLOBS = ("trn_ultracluster/orchestrators/**/scripts/*.sh",
 
 
 def _synth(synth, name):
-    profile = CONFIGS[name]
-    return synth() if profile is None else synth(profile_path(profile))
+    config = CONFIGS[name]
+    if isinstance(config, dict):
+        return synth(**config)
+    return synth() if config is None else synth(profile_path(config))
 
 
 def _calls(script) -> list[AwsCall]:
@@ -85,8 +92,9 @@ def test_the_calls_are_read_from_what_the_stack_ships(synth, name, expected):
 
 def test_every_node_script_of_the_repository_reaches_some_nodes(synth):
     """A script under the globs that no orchestrator ships would escape the check: each one
-    is in some configuration's node assets, or (a user data template) its lines are in a
-    launch template's user data."""
+    is in some configuration's node assets, or (a user data template) its commands are in a
+    launch template's user data (comment lines and lines with a ``@@NAME@@`` placeholder
+    aside: user data may leave out the first and fills in the second)."""
     shipped, user_data = set(), []
     for name in CONFIGS:
         s = _synth(synth, name)
@@ -98,7 +106,8 @@ def test_every_node_script_of_the_repository_reaches_some_nodes(synth):
     assert len(files) >= 7
     for path in files:
         rel = str(path.relative_to(REPO_ROOT))
-        lines = [ln for ln in path.read_text().splitlines() if ln.strip() and "@@" not in ln]
+        lines = [ln for ln in path.read_text().splitlines()
+                 if ln.strip() and "@@" not in ln and not ln.lstrip().startswith("#")]
         in_user_data = any(all(ln in text for ln in lines) for text in user_data)
         assert rel in shipped or in_user_data, f"{rel} runs on no orchestrator's nodes"
 
@@ -189,3 +198,23 @@ def test_cli_commands_map_to_iam_actions_through_the_botocore_model():
                 call("s3", "sync", "a", "b"), call("s3api", "head-object")):
         with pytest.raises(ReadError):
             iam_actions(bad)
+
+
+def test_scripts_packed_in_mime_user_data_are_read():
+    """EKS user data is a MIME multi-part document whose shell part unpacks a gzip + base64
+    script (user data is limited to 16 KB): both are read."""
+    import base64
+    import gzip
+
+    packed = base64.encodebytes(gzip.compress(
+        b"#!/bin/bash\naws cloudwatch put-metric-data --namespace n\n", mtime=0)).decode()
+    part = (f"#!/bin/bash\nbase64 -d <<'END' | gunzip > /opt/x.sh\n{packed}END\n"
+            "bash /opt/x.sh\naws fsx describe-file-systems\n")
+    user_data = ('MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="B"\n\n--B\n'
+                 f'Content-Type: text/x-shellscript; charset="us-ascii"\n\n{part}\n--B--\n')
+    found = scripts_in_user_data(user_data, "LT", {})
+    assert [source for source, _ in found] == ["user data of LT",
+                                                "a script packed in the user data of LT"]
+    assert [[(c.service, c.command) for c in shell_calls(text, source)]
+            for source, text in found] == [[("fsx", "describe-file-systems")],
+                                           [("cloudwatch", "put-metric-data")]]
