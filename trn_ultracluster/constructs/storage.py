@@ -180,7 +180,10 @@ class Storage(Construct):
     1. creates the EFA security group rules when turning EFA on (turning it off, they go in
        the cleanup phase, after the EFA file system that depends on them), then the new file
        system in the same subnet and security group, its association (which
-       imports the bucket's metadata as it is then: ``BatchImportMetaDataOnCreate``), a new
+       imports the bucket's metadata as it is then: ``BatchImportMetaDataOnCreate``; that
+       FSx accepts the same S3 path on a second file system while the first is still
+       linked is not verified: "Each data repository association must have a unique ...
+       S3 bucket or prefix", FSx API reference, CreateDataRepositoryAssociation), a new
        export role, functions and provider, and the new export resource (its Create does
        nothing but name the new file system, handler module doc); everything that names the
        file system (outputs, dashboard, FSx alarm, the EKS volume) now names the new one;
@@ -194,9 +197,11 @@ class Storage(Construct):
        resource renamed, the shared role's policy would already name only the new file
        system and the export would be denied). Then the old association and file system.
 
-    What nodes see: running nodes keep the old file system mounted until it is deleted, and
-    what they write after its export has started is lost; a node that boots while both file
-    systems exist fails its set-up (two file systems carry the stack's tag, ``lcs.py``
+    Without the export on delete (``data_removal_policy: destroy``, or no data repository
+    association) the old file system is deleted with what it holds. What nodes see: running
+    nodes keep the old file system mounted until it is deleted (nothing replaces them), and
+    what they write after its export has started may be lost; a node that boots while both
+    file systems exist fails its set-up (two file systems carry the stack's tag, ``lcs.py``
     ``fsx-status``); files the old file system exports after the new association was created
     reach the new one only through its auto import (``fsx.data_repository.auto_import``). So:
     stop the jobs, deploy, then replace the nodes. A failed export fails the old export
