@@ -150,7 +150,7 @@ class Observability(Construct):
       stays under ``idle_utilization_percent`` for ``idle_hours`` hours in a row),
       ``FsxFullAlarm`` (free capacity under ``100 - fsx_full_percent`` % of the file system
       for 15 minutes); with ``fsx_efa_mode`` other than ``off``, ``LustreOverEfaAlarm``
-      (a node reported that its Lustre traffic fell back to TCP: the minimum of
+      (a node reported that its Lustre traffic goes over TCP: the minimum of
       ``node_fsx_lustre_over_efa`` over the cluster's nodes under 1 in 5 minutes, a Metrics
       Insights query, since SEARCH is not allowed in alarms). Missing data is not breaching:
       a cluster scaled to zero is quiet.
@@ -159,6 +159,8 @@ class Observability(Construct):
       node count; FSx read and write throughput and free capacity; with ``fsx_efa_mode``
       other than ``off``, each node's Lustre over EFA (1) or TCP (0); the training
       program's tokens/s and MFU; the alarms' states.
+    - With ``metric_source.training_logs``: two metric filters turn the training program's
+      JSON lines into ``TokensPerSecond`` and ``MFU``.
 
     Lustre over EFA is published by the node scripts on every orchestrator in
     :data:`~trn_ultracluster.contracts.metrics.NODE_METRICS_NAMESPACE` with
@@ -167,8 +169,6 @@ class Observability(Construct):
     metric source's cluster dimensions (``ClusterName``: the HyperPod cluster name on
     HyperPod Slurm, the stack name on standalone nodes, the EKS cluster name on EKS and
     HyperPod on EKS), the value the node scripts must publish with.
-    - With ``metric_source.training_logs``: two metric filters turn the training program's
-      JSON lines into ``TokensPerSecond`` and ``MFU``.
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: ObservabilityProps) -> None:
@@ -303,15 +303,14 @@ class Observability(Construct):
                         f"\"{NODE_METRICS_NAMESPACE}\", {', '.join(NODE_DIMENSIONS)}) "
                         f"WHERE {where}"),
             using_metrics={}, label="lowest node (1 = EFA, 0 = TCP)", period=ERROR_PERIOD)
-        consequence = ("its set-up failed, so it runs no jobs (fsx.efa is true)"
-                       if self.props.fsx_efa_mode == "required"
-                       else "it keeps working at TCP's throughput (fsx.efa is auto)")
+        setting = "true" if self.props.fsx_efa_mode == "required" else "auto"
         return cw.Alarm(
             self, "LustreOverEfaAlarm",
             alarm_description=(
-                "A node's FSx for Lustre traffic fell back from EFA to TCP: "
-                f"{consequence}. The dashboard's \"{LUSTRE_EFA_TITLE}\" widget shows which "
-                "node; its set-up log says why (node_scripts/lustre_efa.sh)."),
+                f"A node's FSx for Lustre traffic went over TCP, not EFA (fsx.efa is "
+                f"{setting}). The dashboard's \"{LUSTRE_EFA_TITLE}\" widget shows which node; "
+                "its set-up log says why and what the node did about it "
+                "(node_scripts/lustre_efa.sh)."),
             metric=query, threshold=1, evaluation_periods=1,
             comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING)
