@@ -104,7 +104,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.FSX_MOUNT_NAME: "FSx for Lustre mount name",
     OutputKey.FSX_DATA_REPOSITORY_PATH: "File system path linked to S3, or 'none'",
     OutputKey.FSX_EFA: ("FSx for Lustre over EFA: off, preferred (a node may fall back to TCP) "
-                        "or required (a node that falls back fails its set-up)"),
+                        "or required (a fall back to TCP is an error on the node)"),
     OutputKey.DATA_BUCKET_NAME: "S3 bucket for datasets and checkpoints",
     OutputKey.TRAINING_IMAGE_URI: "Training container image URI in ECR",
     OutputKey.TRAINING_IMAGE_REPOSITORY: "ECR repository of the training image",
