@@ -118,6 +118,17 @@ def default(synth) -> Synth:
     return synth()
 
 
+FSX_EFA_PROFILE = "ultracluster-128"
+"""The profile with ``fsx.efa: true``: 128 trn1.32xlarge on HyperPod Slurm, PERSISTENT_2 at
+1000 MB/s/TiB with 14,400 GiB (three EFA capacity steps)."""
+
+
+@pytest.fixture(scope="session")
+def fsx_efa(synth) -> Synth:
+    """The :data:`FSX_EFA_PROFILE` configuration (an EFA-enabled file system)."""
+    return synth(profile_path(FSX_EFA_PROFILE))
+
+
 SCALE_NODES = 2000
 """Nodes of :func:`scale_stack`'s clusters: trn1.32xlarge that fill more than one compute
 subnet with every orchestrator (and more than one EKS node group)."""

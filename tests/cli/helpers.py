@@ -39,7 +39,7 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         "DataBucketName": "trn-data-bucket", "FsxDataRepositoryPath": "/",
         "CapacityType": "on-demand", "CapacityReservationId": "none",
         "TrainingImageUri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc",
-        "NeuronStack": neuron_stack,
+        "NeuronStack": neuron_stack, "FsxEfa": "off",
     })
     if orchestrator == "eks":
         values.update({k.value: f"value-of-{k.value}" for k in EKS_KEYS})

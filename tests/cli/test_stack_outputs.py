@@ -142,3 +142,35 @@ def test_instance_type_the_catalog_lacks_is_a_stack_error(tmp_path):
         outputs_from_file(path, "TrnUltraCluster").instance_spec()
     assert err.value.exit_code == ExitCode.STACK
     assert "upgrade the CLI" in err.value.fix
+
+
+@pytest.mark.parametrize("mode", ["off", "preferred", "required"])
+def test_fsx_efa_is_read_from_the_output(tmp_path, mode):
+    path = write_outputs(tmp_path, {**outputs_values("hyperpod-slurm"), "FsxEfa": mode})
+    assert outputs_from_file(path, "TrnUltraCluster").fsx_efa == mode
+
+
+def test_an_older_stack_without_the_fsx_efa_output_has_no_efa(tmp_path):
+    """Stacks deployed before the FsxEfa output never made an EFA-enabled file system."""
+    values = outputs_values("hyperpod-slurm")
+    del values["FsxEfa"]
+    assert outputs_from_file(write_outputs(tmp_path, values), "TrnUltraCluster").fsx_efa == "off"
+
+
+def test_an_unknown_fsx_efa_output_is_a_stack_error(tmp_path):
+    path = write_outputs(tmp_path, {**outputs_values(), "FsxEfa": "auto"})
+    with pytest.raises(CliError) as err:
+        outputs_from_file(path, "TrnUltraCluster").fsx_efa
+    assert err.value.exit_code == ExitCode.STACK
+    assert err.value.message == "output FsxEfa = 'auto' is not one of off, preferred, required"
+    assert "upgrade the CLI" in err.value.fix
+
+
+def test_the_fsx_efa_output_values_are_the_node_modes():
+    """The output carries FsxEfaPlan.mode: the contract lists the same values."""
+    from typing import get_args
+
+    from trn_ultracluster.config.fsx_efa import EfaMode
+    from trn_ultracluster.contracts.outputs import FSX_EFA_MODES
+
+    assert FSX_EFA_MODES == get_args(EfaMode)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import profile_path
+from tests.conftest import Synth, profile_path
 from trn_ultracluster.constructs.observability import dashboard_url
 from trn_ultracluster.contracts.metrics import NodeMetric
 
@@ -189,3 +189,76 @@ def test_every_profile_has_dashboard_and_three_alarms(synth, profile):
     s = synth(profile_path(profile))
     assert len(s.resources("AWS::CloudWatch::Dashboard")) == 1
     assert set(alarms(s)) == {"FsxFullAlarm", "NeuronErrorsAlarm", "IdleAlarm"}
+
+
+# --- FSx for Lustre over EFA -------------------------------------------------------------------
+
+LUSTRE_EFA = "FSx for Lustre over EFA (per node: 1 = EFA, 0 = TCP)"
+
+
+def test_lustre_over_efa_widget_and_alarm_when_efa_is_on(fsx_efa):
+    """Per node, the stack's own namespace (the metric is published once per node set-up, so
+    hourly minimums over the two weeks SEARCH looks back); the alarm is a Metrics Insights
+    query, because SEARCH is not allowed in alarms (CloudWatch user guide, "Create a
+    CloudWatch alarm based on a Metrics Insights query": ``SELECT FUNCTION(metricName) FROM
+    SCHEMA(...) WHERE condition`` for one aggregated series)."""
+    graph = widgets(fsx_efa)[LUSTRE_EFA]["properties"]
+    (line,) = graph["metrics"]
+    assert line[0]["expression"] == (
+        "SEARCH('{TrnUltraCluster/Neuron,ClusterName,InstanceId,NodeName} "
+        f"MetricName=\"{NodeMetric.LUSTRE_OVER_EFA}\" ClusterName=\"trn-ultracluster\"', "
+        "'Minimum', 3600)")
+    assert graph["start"] == "-P14D" and graph["yAxis"]["left"] == {"min": 0, "max": 1}
+    a = alarms(fsx_efa)
+    assert set(a) == {"FsxFullAlarm", "NeuronErrorsAlarm", "IdleAlarm", "LustreOverEfaAlarm"}
+    fallback = a["LustreOverEfaAlarm"]
+    (query,) = fallback["Metrics"]
+    assert query["Expression"] == (
+        f"SELECT MIN({NodeMetric.LUSTRE_OVER_EFA}) FROM SCHEMA(\"TrnUltraCluster/Neuron\", "
+        "ClusterName, InstanceId, NodeName) WHERE ClusterName = 'trn-ultracluster'")
+    assert query["Period"] == 300 and query["ReturnData"] is True
+    assert (fallback["Threshold"], fallback["ComparisonOperator"]) == (1, "LessThanThreshold")
+    assert fallback["TreatMissingData"] == "notBreaching"
+    assert fallback["AlarmActions"] == [{"Ref": fsx_efa.ref_id("ObservabilityAlarmTopic")}]
+    assert "(fsx.efa is true)" in fallback["AlarmDescription"]
+    assert LUSTRE_EFA in fallback["AlarmDescription"]
+    (status,) = [w for w in widgets(fsx_efa).values() if w["type"] == "alarm"]
+    assert len(status["properties"]["alarms"]) == 4
+
+
+def test_no_lustre_over_efa_widget_or_alarm_without_efa(default, hyperpod):
+    for s in (default, hyperpod):
+        assert s.config.fsx_efa.mode == "off"
+        assert LUSTRE_EFA not in widgets(s)
+        assert "LustreOverEfaAlarm" not in alarms(s)
+        assert NodeMetric.LUSTRE_OVER_EFA not in json.dumps(s.template)
+
+
+def test_lustre_over_efa_is_read_from_the_stacks_namespace_on_eks_too():
+    """On EKS the other node metrics are Container Insights', but the node scripts publish
+    this one in TrnUltraCluster/Neuron, with the EKS cluster's name as ClusterName."""
+    import aws_cdk as cdk
+
+    from trn_ultracluster.config.model import ObservabilityConfig
+    from trn_ultracluster.constructs.observability import (
+        MetricSource,
+        Observability,
+        ObservabilityProps,
+    )
+    from trn_ultracluster.contracts.metrics import NODE_DIMENSIONS
+
+    stack = cdk.Stack(cdk.App(), "S")
+    source = MetricSource(namespace="ContainerInsights", cluster_dimensions={"ClusterName": "k"},
+                          node_dimensions=NODE_DIMENSIONS, training_namespace="T/k")
+    o = Observability(stack, "Observability", ObservabilityProps(
+        metric_source=source, file_system_id="fs-1", fsx_capacity_gib=1200,
+        settings=ObservabilityConfig(), fsx_efa_mode="preferred"))
+    s = Synth(cdk.assertions.Template.from_stack(stack).to_json(), None, stack, None, ())
+    (line,) = widgets(s)[LUSTRE_EFA]["properties"]["metrics"]
+    assert line[0]["expression"].startswith(
+        "SEARCH('{TrnUltraCluster/Neuron,ClusterName,InstanceId,NodeName} "
+        f"MetricName=\"{NodeMetric.LUSTRE_OVER_EFA}\" ClusterName=\"k\"'")
+    alarm = alarms(s)["LustreOverEfaAlarm"]
+    assert alarm["Metrics"][0]["Expression"].endswith("WHERE ClusterName = 'k'")
+    assert "(fsx.efa is auto)" in alarm["AlarmDescription"]
+    assert len(o.alarms) == 4

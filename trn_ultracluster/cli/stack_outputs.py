@@ -19,7 +19,13 @@ from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_instance
 from trn_ultracluster.contracts.neuron_stack import NEURON_STACKS, XLA, NeuronStackName
 from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
-from trn_ultracluster.contracts.outputs import DESCRIPTIONS, FOUNDATION_KEYS, OutputKey
+from trn_ultracluster.contracts.outputs import (
+    DESCRIPTIONS,
+    FOUNDATION_KEYS,
+    FSX_EFA_MODES,
+    FSX_EFA_OFF,
+    OutputKey,
+)
 
 __all__ = ["StackOutputs", "expected_keys", "load_outputs", "outputs_from_aws", "outputs_from_file"]
 
@@ -96,6 +102,22 @@ class StackOutputs:
                            f"{', '.join(NEURON_STACKS)}", "upgrade the CLI to the stack's version",
                            ExitCode.STACK)
         return value  # type: ignore[return-value]
+
+    @property
+    def fsx_efa(self) -> str:
+        """The ``FsxEfa`` output: ``off``, ``preferred`` or ``required``
+        (:data:`~trn_ultracluster.contracts.outputs.FSX_EFA_MODES`); ``off`` for a stack
+        deployed before the output existed (its file system has no EFA).
+
+        Raises:
+            CliError: (STACK) a value this CLI does not know (a stack of a newer version).
+        """
+        value = self.values.get(OutputKey.FSX_EFA.value, FSX_EFA_OFF)
+        if value not in FSX_EFA_MODES:
+            raise CliError(f"output {OutputKey.FSX_EFA.value} = {value!r} is not one of "
+                           f"{', '.join(FSX_EFA_MODES)}", "upgrade the CLI to the stack's version",
+                           ExitCode.STACK)
+        return value
 
     def instance_spec(self) -> InstanceSpec:
         """The catalog entry of the stack's ``InstanceType``.

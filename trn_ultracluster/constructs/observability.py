@@ -24,6 +24,15 @@ Sources of the AWS facts used here:
 - SEARCH expressions in graphs (one line per node whose dimensions match), not allowed in
   alarms, and metric math ``IF``, ``AND``, ``FILL``, ``PERIOD`` (CloudWatch user guide,
   "Use search expressions in graphs" and "Using math expressions with CloudWatch metrics").
+- Alarms on a CloudWatch Metrics Insights query that returns one aggregated time series
+  (``SELECT FUNCTION(metricName) FROM SCHEMA(...) WHERE condition``), whose condition is
+  evaluated on the latest 3 hours of data only (CloudWatch user guide, "Create a CloudWatch
+  alarm based on a Metrics Insights query",
+  https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/Create_Metrics_Insights_Alarm.html,
+  and "Limits" of such alarms, https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-limits.html);
+  the CloudFormation alarm takes the query as a ``Metrics`` entry's ``Expression``.
+  SEARCH finds metrics that reported in the last two weeks (user guide, "Use search
+  expressions in graphs").
 - An alarm that notifies an SNS topic encrypted with a customer managed key needs the key
   policy to let ``cloudwatch.amazonaws.com`` use ``kms:Decrypt`` and ``kms:GenerateDataKey*``
   (CloudWatch user guide, "Using Amazon CloudWatch alarms", section on encrypted SNS topics);
@@ -46,7 +55,13 @@ from aws_cdk import aws_sns_subscriptions as subs
 from constructs import Construct
 
 from trn_ultracluster.config import ObservabilityConfig
-from trn_ultracluster.contracts.metrics import NodeMetric, TrainingMetric
+from trn_ultracluster.config.fsx_efa import EfaMode
+from trn_ultracluster.contracts.metrics import (
+    NODE_DIMENSIONS,
+    NODE_METRICS_NAMESPACE,
+    NodeMetric,
+    TrainingMetric,
+)
 
 __all__ = ["MetricSource", "Observability", "ObservabilityProps", "dashboard_url"]
 
@@ -56,6 +71,12 @@ ERROR_PERIOD = Duration.minutes(5)
 IDLE_PERIOD = Duration.hours(1)
 FSX_PERIOD = Duration.minutes(5)
 FSX_EVALUATION_PERIODS = 3
+LUSTRE_EFA_PERIOD = Duration.hours(1)
+LUSTRE_EFA_RANGE = "-P14D"
+"""The Lustre-over-EFA widget: one point per node set-up (``NodeMetric.LUSTRE_OVER_EFA`` is
+published once, when the node sets itself up), so hourly minimums over the two weeks in which
+SEARCH still finds a node's metric, whatever the dashboard's range."""
+LUSTRE_EFA_TITLE = "FSx for Lustre over EFA (per node: 1 = EFA, 0 = TCP)"
 TOPIC_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
 
 
@@ -98,12 +119,17 @@ class ObservabilityProps:
         file_system_id: the FSx for Lustre file system.
         fsx_capacity_gib: its storage capacity, GiB (the full alarm's reference).
         settings: the ``observability`` configuration section.
+        fsx_efa_mode: what the nodes do about Lustre over EFA
+            (:attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.mode`); other than ``off``,
+            the dashboard shows each node's result and an alarm reports a fall back to TCP.
+            Default ``off``.
     """
 
     metric_source: MetricSource | None
     file_system_id: str
     fsx_capacity_gib: int
     settings: ObservabilityConfig
+    fsx_efa_mode: EfaMode = "off"
 
 
 def dashboard_url(region: str, dashboard_name: str) -> str:
@@ -123,13 +149,26 @@ class Observability(Construct):
       ECC counter, while the cluster's average NeuronCore utilization, missing counted as 0,
       stays under ``idle_utilization_percent`` for ``idle_hours`` hours in a row),
       ``FsxFullAlarm`` (free capacity under ``100 - fsx_full_percent`` % of the file system
-      for 15 minutes). Missing data is not breaching: a cluster scaled to zero is quiet.
+      for 15 minutes); with ``fsx_efa_mode`` other than ``off``, ``LustreOverEfaAlarm``
+      (a node reported that its Lustre traffic goes over TCP: the minimum of
+      ``node_fsx_lustre_over_efa`` over the cluster's nodes under 1 in 5 minutes, a Metrics
+      Insights query, since SEARCH is not allowed in alarms). Missing data is not breaching:
+      a cluster scaled to zero is quiet.
     - ``dashboard``: per node (one line each): NeuronCore utilization, device memory, EFA
       bytes received and sent; the cluster's Neuron errors and ECC events and its Trainium
-      node count; FSx read and write throughput and free capacity; the training program's
-      tokens/s and MFU; the alarms' states.
+      node count; FSx read and write throughput and free capacity; with ``fsx_efa_mode``
+      other than ``off``, each node's Lustre over EFA (1) or TCP (0); the training
+      program's tokens/s and MFU; the alarms' states.
     - With ``metric_source.training_logs``: two metric filters turn the training program's
       JSON lines into ``TokensPerSecond`` and ``MFU``.
+
+    Lustre over EFA is published by the node scripts on every orchestrator in
+    :data:`~trn_ultracluster.contracts.metrics.NODE_METRICS_NAMESPACE` with
+    :data:`~trn_ultracluster.contracts.metrics.NODE_DIMENSIONS`, also on EKS where the other
+    node metrics are Container Insights'; the widget and the alarm select the nodes by the
+    metric source's cluster dimensions (``ClusterName``: the HyperPod cluster name on
+    HyperPod Slurm, the stack name on standalone nodes, the EKS cluster name on EKS and
+    HyperPod on EKS), the value the node scripts must publish with.
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: ObservabilityProps) -> None:
@@ -142,6 +181,8 @@ class Observability(Construct):
             if source.training_logs is not None:
                 self._training_filters(source)
             self.alarms += [self._errors_alarm(source), self._idle_alarm(source)]
+            if props.fsx_efa_mode != "off":
+                self.alarms.append(self._lustre_efa_alarm(source))
         for alarm in self.alarms:
             alarm.add_alarm_action(cw_actions.SnsAction(self.topic))
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=Duration.hours(6))
@@ -173,14 +214,25 @@ class Observability(Construct):
 
     @staticmethod
     def _per_node(source: MetricSource, metric: str, statistic: str, label: str,
-                  period: Duration = GRAPH_PERIOD) -> cw.MathExpression:
-        """One line per node: a SEARCH over the per-node dimension set."""
-        schema = ",".join((source.namespace, *source.node_dimensions))
+                  period: Duration = GRAPH_PERIOD, *, namespace: str | None = None,
+                  node_dimensions: tuple[str, ...] | None = None) -> cw.MathExpression:
+        """One line per node: a SEARCH over the per-node dimension set (default: the
+        source's namespace and dimensions) for the source's cluster."""
+        schema = ",".join((namespace or source.namespace,
+                           *(node_dimensions or source.node_dimensions)))
         filters = " ".join(f'{k}="{v}"' for k, v in source.cluster_dimensions.items())
         return cw.MathExpression(
             expression=(f"SEARCH('{{{schema}}} MetricName=\"{metric}\" {filters}', "
                         f"'{statistic}', {int(period.to_seconds())})"),
             using_metrics={}, label=label, period=period)
+
+    @classmethod
+    def _lustre_efa_per_node(cls, source: MetricSource) -> cw.MathExpression:
+        """Each node's ``node_fsx_lustre_over_efa``, in the stack's own namespace on every
+        orchestrator (class doc)."""
+        return cls._per_node(source, NodeMetric.LUSTRE_OVER_EFA, "Minimum", "",
+                             LUSTRE_EFA_PERIOD, namespace=NODE_METRICS_NAMESPACE,
+                             node_dimensions=NODE_DIMENSIONS)
 
     @staticmethod
     def _cluster(source: MetricSource, metric: str, statistic: str,
@@ -242,6 +294,25 @@ class Observability(Construct):
             metric=idle, threshold=1, evaluation_periods=o.idle_hours,
             datapoints_to_alarm=o.idle_hours,
             comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cw.TreatMissingData.NOT_BREACHING)
+
+    def _lustre_efa_alarm(self, source: MetricSource) -> cw.Alarm:
+        where = " AND ".join(f"{k} = '{v}'" for k, v in source.cluster_dimensions.items())
+        query = cw.MathExpression(
+            expression=(f"SELECT MIN({NodeMetric.LUSTRE_OVER_EFA}) FROM SCHEMA("
+                        f"\"{NODE_METRICS_NAMESPACE}\", {', '.join(NODE_DIMENSIONS)}) "
+                        f"WHERE {where}"),
+            using_metrics={}, label="lowest node (1 = EFA, 0 = TCP)", period=ERROR_PERIOD)
+        setting = "true" if self.props.fsx_efa_mode == "required" else "auto"
+        return cw.Alarm(
+            self, "LustreOverEfaAlarm",
+            alarm_description=(
+                f"A node's FSx for Lustre traffic went over TCP, not EFA (fsx.efa is "
+                f"{setting}). The dashboard's \"{LUSTRE_EFA_TITLE}\" widget shows which node; "
+                "its set-up log says why and what the node did about it "
+                "(node_scripts/lustre_efa.sh)."),
+            metric=query, threshold=1, evaluation_periods=1,
+            comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
             treat_missing_data=cw.TreatMissingData.NOT_BREACHING)
 
     def _fsx_free_threshold_bytes(self) -> int:
@@ -316,6 +387,11 @@ class Observability(Construct):
                     label=f"alarm: {self.props.settings.fsx_full_percent} % full")],
                 left_y_axis=cw.YAxisProps(min=0)),
         ])
+        if source is not None and self.props.fsx_efa_mode != "off":
+            rows.append([cw.GraphWidget(
+                title=LUSTRE_EFA_TITLE, width=2 * width, start=LUSTRE_EFA_RANGE,
+                left=[self._lustre_efa_per_node(source)],
+                left_y_axis=cw.YAxisProps(min=0, max=1))])
         rows.append([cw.AlarmStatusWidget(title="Alarms", width=2 * width, alarms=self.alarms)])
         for row in rows:
             self.dashboard.add_widgets(*row)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS",
-           "NONE", "OutputKey", "STACK_NAME", "STANDALONE_KEYS"]
+__all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "FSX_EFA_MODES", "FSX_EFA_OFF",
+           "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey", "STACK_NAME",
+           "STANDALONE_KEYS"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
@@ -18,6 +19,12 @@ NONE = "none"
 """The value of an output whose thing the configuration does not have (no placement group,
 no data repository association, no capacity reservation): CloudFormation outputs cannot be
 empty."""
+FSX_EFA_OFF = "off"
+FSX_EFA_MODES = (FSX_EFA_OFF, "preferred", "required")
+"""Values of the ``FsxEfa`` output: what the nodes do about FSx for Lustre over EFA
+(``trn_ultracluster.config.fsx_efa.EfaMode``): nothing (a file system without EFA), set it up
+and report a fall back to TCP, or set it up and fail the node set-up on a fall back. A stack
+deployed before the output existed has a file system without EFA (:data:`FSX_EFA_OFF`)."""
 
 
 class OutputKey(str, Enum):
@@ -38,6 +45,7 @@ class OutputKey(str, Enum):
     FSX_DNS_NAME = "FsxDnsName"
     FSX_MOUNT_NAME = "FsxMountName"
     FSX_DATA_REPOSITORY_PATH = "FsxDataRepositoryPath"
+    FSX_EFA = "FsxEfa"
     DATA_BUCKET_NAME = "DataBucketName"
     TRAINING_IMAGE_URI = "TrainingImageUri"
     TRAINING_IMAGE_REPOSITORY = "TrainingImageRepository"
@@ -95,6 +103,8 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.FSX_DNS_NAME: "FSx for Lustre DNS name",
     OutputKey.FSX_MOUNT_NAME: "FSx for Lustre mount name",
     OutputKey.FSX_DATA_REPOSITORY_PATH: "File system path linked to S3, or 'none'",
+    OutputKey.FSX_EFA: ("FSx for Lustre over EFA: off, preferred (a node may fall back to TCP) "
+                        "or required (a fall back to TCP is an error on the node)"),
     OutputKey.DATA_BUCKET_NAME: "S3 bucket for datasets and checkpoints",
     OutputKey.TRAINING_IMAGE_URI: "Training container image URI in ECR",
     OutputKey.TRAINING_IMAGE_REPOSITORY: "ECR repository of the training image",

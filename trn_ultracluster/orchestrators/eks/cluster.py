@@ -12,6 +12,7 @@ from constructs import Construct
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.node_metrics import grant_put_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
@@ -42,6 +43,8 @@ class EksOrchestrator(EksCluster):
     - Helm charts: Neuron (device plugin + node problem detector), EFA device plugin (only
       on nodes labelled ``vpc.amazonaws.com/efa.present=true``).
     - The Neuron ``ClusterTrainingRuntime`` selects the EC2 instance type.
+    - The node role may publish metrics in ``TrnUltraCluster/Neuron``
+      (:func:`~trn_ultracluster.node_metrics.grant_put_metrics`: Lustre over EFA).
     """
 
     job_backend = JOB_BACKEND
@@ -68,6 +71,8 @@ class EksOrchestrator(EksCluster):
         appends groups (the plan keeps the groups of a smaller cluster).
         """
         shape, base = self.props.shape, self.props.foundation
+        # The Trainium nodes' scripts publish node_fsx_lustre_over_efa (node_metrics).
+        metrics_policy = grant_put_metrics(self, self.node_role)
         capacity_block = shape.capacity.type == "capacity-block"
         groups = base.address_plan.groups
         sizes = [g.nodes for g in groups]
@@ -105,7 +110,7 @@ class EksOrchestrator(EksCluster):
                                       key=k8s.NEURON_TAINT.key, value=k8s.NEURON_TAINT.value)],
                 labels=k8s.trainium_node_labels(shape.instance) or None,
             )
-            nodegroup.node.add_dependency(base.compute_routes)
+            nodegroup.node.add_dependency(base.compute_routes, metrics_policy)
             self.trainium_nodegroups.append(nodegroup)
         return list(self.trainium_nodegroups)
 

@@ -76,10 +76,11 @@ def lifecycle_bucket(scope: Construct, foundation: Foundation) -> s3.Bucket:
 
 
 def upload_lifecycle_files(scope: Construct, bucket: s3.Bucket, scripts: Sequence[Path],
-                           data_files: dict[str, Any]) -> s3deploy.BucketDeployment:
-    """Upload the files of the ``scripts`` directories and each of ``data_files`` (file name ->
-    JSON data, tokens allowed) under :data:`LIFECYCLE_PREFIX` (construct id
-    ``LifecycleScripts``). Files removed from the repository are removed from the bucket
+                           data_files: dict[str, Any], exclude: Sequence[str] = (),
+                           ) -> s3deploy.BucketDeployment:
+    """Upload the files of the ``scripts`` directories, but those named in ``exclude``, and
+    each of ``data_files`` (file name -> JSON data, tokens allowed) under
+    :data:`LIFECYCLE_PREFIX` (construct id ``LifecycleScripts``). Files removed from the repository are removed from the bucket
     (``prune``), as is the ``provisioning_parameters.json`` of Slurm stacks from before the
     API-driven Slurm configuration."""
     deployment = s3deploy.BucketDeployment(
@@ -88,7 +89,8 @@ def upload_lifecycle_files(scope: Construct, bucket: s3.Bucket, scripts: Sequenc
         destination_bucket=bucket,
         destination_key_prefix=LIFECYCLE_PREFIX,
         sources=[
-            *(s3deploy.Source.asset(str(d), exclude=["__pycache__", "*.pyc"]) for d in scripts),
+            *(s3deploy.Source.asset(str(d), exclude=["__pycache__", "*.pyc", *exclude])
+              for d in scripts),
             *(s3deploy.Source.json_data(name, data) for name, data in data_files.items()),
         ],
         prune=True,

@@ -22,7 +22,8 @@ managed Trainium node group:
 - the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, the shared node
   scripts (``lcs.py``, ``lustre_efa.sh``: FSx for Lustre over EFA) and the stack's
   ``trn_ultracluster.json`` (:func:`lifecycle_node_file`), and the execution role (shared
-  part + :mod:`.execution_role`);
+  part + :mod:`.execution_role`; it may publish metrics in ``TrnUltraCluster/Neuron``:
+  :func:`~trn_ultracluster.node_metrics.grant_put_metrics`);
 - a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
   type and ``node-health-status=Schedulable``, and recreates a failed TrainJob's JobSet up to
   ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume").
@@ -51,6 +52,7 @@ from trn_ultracluster.config.fsx_efa import EfaMode
 from trn_ultracluster.contracts.hyperpod import LIFECYCLE_FILE
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
+from trn_ultracluster.node_metrics import grant_put_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
@@ -69,7 +71,7 @@ from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     upload_lifecycle_files,
 )
 from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
-from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, efa_node_settings
+from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS, efa_node_settings
 from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     DEPENDENCIES_CHART,
     DEPENDENCIES_NAMESPACE,
@@ -171,9 +173,14 @@ class HyperPodEksOrchestrator(EksCluster):
             self, self.bucket, [LIFECYCLE_SCRIPTS, NODE_SCRIPTS],
             {LIFECYCLE_FILE: lifecycle_node_file(base.fsx_efa_mode, base.fsx_efa_interfaces,
                                                  self.cluster.cluster_name,
-                                                 Stack.of(self).region)})
+                                                 Stack.of(self).region)},
+            # fsx.sh finds and mounts the file system on Slurm and standalone nodes; here the
+            # FSx CSI driver mounts it, so the role needs none of fsx.sh's Describe calls.
+            exclude=[FSX_SCRIPT])
         self.role = execution_role(self, base, self.bucket)
         add_eks_permissions(self.role, self.cluster, base)
+        # The lifecycle scripts publish node_fsx_lustre_over_efa (node_metrics).
+        metrics_policy = grant_put_metrics(self, self.role)
         self.hyperpod_cluster = hyperpod_cluster(
             self, "HyperPodCluster", settings, base, self._instance_groups(),
             sagemaker.CfnCluster.OrchestratorProperty(
@@ -187,7 +194,7 @@ class HyperPodEksOrchestrator(EksCluster):
         # (hyperpod_cluster waits for every compute subnet's). The same edges make
         # CloudFormation delete the cluster before all of them.
         for needed in (*self.addons.values(), self.dependencies_chart, self.efa_chart,
-                       self.deployment, self.role):
+                       self.deployment, self.role, metrics_policy):
             self.hyperpod_cluster.node.add_dependency(needed)
         self._let_vpc_cni_attach_interfaces()
 

@@ -167,7 +167,7 @@ class HyperPodSlurmOrchestrator(Construct):
                 data_repository=base.data_repository_path is not None,
                 efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces))})
         self.role = execution_role(self, base, self.bucket, describe_fsx=True)
-        self.metric_source = node_metrics(self, self.role, self.cluster_name)
+        self.metric_source, metrics_policy = node_metrics(self, self.role, self.cluster_name)
         self.cluster = hyperpod_cluster(
             self, "Cluster", settings, base, self._instance_groups(),
             sagemaker.CfnCluster.OrchestratorProperty(
@@ -178,7 +178,7 @@ class HyperPodSlurmOrchestrator(Construct):
         # hyperpod_cluster) must exist first. The file system is not among them (see
         # lifecycle_file).
         self.cluster.node.add_dependency(self.deployment)
-        self.cluster.node.add_dependency(self.role)
+        self.cluster.node.add_dependency(self.role, metrics_policy)
 
     def outputs(self) -> dict[OutputKey, str]:
         """The HyperPod stack outputs (see :data:`trn_ultracluster.contracts.outputs.HYPERPOD_KEYS`)."""

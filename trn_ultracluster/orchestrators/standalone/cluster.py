@@ -97,6 +97,8 @@ class StandaloneOrchestrator(Construct):
             exporter of :mod:`trn_ultracluster.node_metrics` (``ClusterName`` = the stack's
             name), and the training program's tokens/s and MFU from the jobs' first-node logs
             (docs/standalone.md).
+        metrics_policy: the nodes' ``cloudwatch:PutMetricData`` policy (each group waits
+            for it).
         image_id: the AMI id (:func:`image_id`).
         groups: the ``AWS::AutoScaling::AutoScalingGroup`` of each :func:`node_groups`
             entry, in order.
@@ -129,7 +131,8 @@ class StandaloneOrchestrator(Construct):
         self.boot = NodeBoot(self, "Node", foundation=base, instance=shape.instance,
                              settings=settings, stack=props.neuron_stack,
                              fsx_tag_value=Aws.STACK_ID, metrics_cluster=metrics_cluster)
-        self.metric_source = node_metrics(self, self.boot.role, metrics_cluster)
+        self.metric_source, self.metrics_policy = node_metrics(self, self.boot.role,
+                                                               metrics_cluster)
         self.image_id = image_id(self, settings, STACK_RELEASES[props.neuron_stack])
         boot_from(base.launch_template, image_id=self.image_id,
                   instance_profile_arn=self.boot.instance_profile.instance_profile_arn,
@@ -160,7 +163,7 @@ class StandaloneOrchestrator(Construct):
         # At boot the user data needs the role's policies and the NAT route (and its subnet's
         # route table association), and pulls the image the deploy builds (a
         # DockerImageAsset with training_image.build: local has no resource to wait for).
-        group.node.add_dependency(self.boot.role)
+        group.node.add_dependency(self.boot.role, self.metrics_policy)
         group.node.add_dependency(base.compute_routes)
         if settings.runtime == "container":
             group.node.add_dependency(base.training_image.build)
