@@ -124,7 +124,7 @@ class StorageProps:
         retain_data: keep the buckets on ``cdk destroy`` and export the file system to its
             data repository before it is deleted. Default True.
         efa_enabled: an EFA-enabled file system (``LustreConfiguration.EfaEnabled``) with the
-            security group rules EFA needs (``ClusterConfig.fsx_efa.enabled``; the rules of
+            security group rules EFA needs (``plan_fsx_efa(config).enabled``; the rules of
             :mod:`trn_ultracluster.config.fsx_efa` hold). Default False: a file system
             reached over TCP only.
     """

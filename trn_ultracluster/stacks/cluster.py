@@ -84,7 +84,7 @@ class TrnUltraClusterStack(Stack):
                 client_security_group=self.efa.security_group,
                 fsx=config.fsx,
                 retain_data=config.data_removal_policy == "retain",
-                efa_enabled=config.fsx_efa.enabled,
+                efa_enabled=self.fsx_efa.enabled,
             ),
         )
         self.training_image = TrainingImage(
@@ -98,7 +98,7 @@ class TrnUltraClusterStack(Stack):
             file_system_id=self.storage.file_system.file_system_id,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             settings=config.observability,
-            fsx_efa_mode=config.fsx_efa.mode))
+            fsx_efa_mode=self.fsx_efa.mode))
         for key, value in config.tags.items():
             Tags.of(self).add(key, value)
         self._outputs()
@@ -150,7 +150,7 @@ class TrnUltraClusterStack(Stack):
             OutputKey.FSX_DNS_NAME: storage.dns_name,
             OutputKey.FSX_MOUNT_NAME: storage.mount_name,
             OutputKey.FSX_DATA_REPOSITORY_PATH: dra.file_system_path if dra else NONE,
-            OutputKey.FSX_EFA: c.fsx_efa.mode,
+            OutputKey.FSX_EFA: self.fsx_efa.mode,
             OutputKey.DATA_BUCKET_NAME: storage.bucket.bucket_name,
             OutputKey.TRAINING_IMAGE_URI: self.training_image.image_uri,
             OutputKey.TRAINING_IMAGE_REPOSITORY: self.training_image.repository.repository_name,
