@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Synth, profile_path
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.constructs.observability import dashboard_url
 from trn_ultracluster.contracts.metrics import NodeMetric
 
@@ -228,7 +229,7 @@ def test_lustre_over_efa_widget_and_alarm_when_efa_is_on(fsx_efa):
 
 def test_no_lustre_over_efa_widget_or_alarm_without_efa(default, hyperpod):
     for s in (default, hyperpod):
-        assert s.config.fsx_efa.mode == "off"
+        assert plan_fsx_efa(s.config).mode == "off"
         assert LUSTRE_EFA not in widgets(s)
         assert "LustreOverEfaAlarm" not in alarms(s)
         assert NodeMetric.LUSTRE_OVER_EFA not in json.dumps(s.template)
