@@ -47,7 +47,8 @@ def test_preflight_all_pass():
         "instance type offered", "quota vpc_network_address_usage", "quota vpc_cidr_blocks",
         "quota network_interfaces", "quota eks_nodes_per_nodegroup",
         "quota eks_nodegroups_per_cluster", "quota trn_vcpus",
-        "quota fsx_lustre_persistent_2_gib", "CDK bootstrap", "Docker", "capacity", "stack"]
+        "quota fsx_lustre_persistent_2_gib", "CDK bootstrap", "Docker", "capacity", "stack",
+        "FSx over EFA"]
     assert all(c.ok for c in checks), format_table(checks)
 
 
@@ -480,3 +481,40 @@ def test_preflight_stack_that_cannot_be_deployed(status, fix):
     assert not check.ok
     assert check.detail == f"stack Other is {status}"
     assert fix in check.fix
+
+
+EFA_FSX = {"storage_capacity_gib": 4800, "per_unit_storage_throughput": 1000, "efa": True}
+"""The smallest EFA-enabled file system at 1000 MB/s/TiB, required on the nodes."""
+
+
+@moto.mock_aws
+@pytest.mark.parametrize("outputs, fsx, ok, detail", [
+    (None, {}, True, "the deploy creates a file system without EFA (fsx.efa off (auto): "),
+    ({"FsxEfa": "off"}, {}, True, "the file system stays without EFA"),
+    ({"Orchestrator": "eks"}, {}, True, "the file system stays without EFA"),  # older stack
+    ({"FsxEfa": "preferred"}, EFA_FSX, True, "the file system stays EFA-enabled"),
+    ({"FsxEfa": "required"}, {}, False,
+     "stack TrnUltraCluster's file system is EFA-enabled; this configuration wants one "
+     "without EFA"),
+    ({"Orchestrator": "eks"}, EFA_FSX, False,
+     "stack TrnUltraCluster's file system is without EFA; this configuration wants one "
+     "EFA-enabled (fsx.efa on: fsx.efa is true): EFA is set when a file system is created, so "
+     "the deploy would replace it"),
+], ids=["new stack", "off", "older stack", "EFA kept", "EFA turned off", "EFA turned on"])
+def test_preflight_fails_a_configuration_that_would_replace_the_file_system(outputs, fsx, ok,
+                                                                           detail):
+    """FSx for Lustre user guide, "Working with EFA-enabled file systems": "you cannot enable
+    or disable EFA on an existing file system"; the stack replaces it instead."""
+    from trn_ultracluster.cli.preflight import FSX_EFA_CHECK, run_preflight
+
+    bootstrap()
+    if outputs is not None:
+        create_stack(outputs)
+    config = preflight_config(fsx=fsx)
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(config)}), config,
+                              docker_ok, stack_name="TrnUltraCluster")
+    check = {c.name: c for c in checks}[FSX_EFA_CHECK]
+    assert check.ok is ok and check.detail.startswith(detail), check.detail
+    if not ok:
+        kept = "true" if outputs.get("FsxEfa", "off") != "off" else "false"
+        assert check.fix.startswith(f"to keep the file system, set fsx.efa: {kept}")

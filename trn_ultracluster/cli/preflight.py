@@ -25,7 +25,12 @@ Checks (each a :class:`Check` with the fix for a failure):
    update; a stack whose creation failed (``ROLLBACK_COMPLETE``) can only be deleted, one in
    progress must finish first, ``UPDATE_ROLLBACK_FAILED`` needs its rollback continued
    (CloudFormation user guide, "Stack status codes",
-   https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/view-stack-events.html).
+   https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/view-stack-events.html);
+7. FSx over EFA: a deployed stack whose file system is EFA-enabled (its ``FsxEfa`` output) and a
+   configuration that turns EFA off, or the other way round, fails: the deploy would replace the
+   file system, because EFA is set when a file system is created ("you cannot enable or disable
+   EFA on an existing file system", FSx for Lustre user guide, "Working with EFA-enabled file
+   systems"). A stack without the output has a file system without EFA.
 
 A check that AWS cannot answer (denied, throttled, a service error) fails with AWS's error
 code and message and the others still run; only missing credentials stop everything.
@@ -44,12 +49,14 @@ from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.config.quota_needs import quota_needs
-from trn_ultracluster.contracts.outputs import STACK_NAME
+from trn_ultracluster.config.fsx_efa import plan_fsx_efa
+from trn_ultracluster.contracts.outputs import FSX_EFA_OFF, STACK_NAME, OutputKey
 from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
 
 __all__ = ["Check", "format_table", "run_preflight"]
 
 BOOTSTRAP_STACK = "CDKToolkit"
+FSX_EFA_CHECK = "FSx over EFA"
 
 
 @dataclass(frozen=True)
@@ -401,6 +408,36 @@ def _stack(session: Any, config: ClusterConfig, stack_name: str) -> Check:
     return Check("stack", False, detail, fix)
 
 
+def _file_system_efa(session: Any, config: ClusterConfig, stack_name: str) -> Check:
+    """Check 7: whether this configuration keeps the deployed file system's EFA setting."""
+    from botocore.exceptions import ClientError
+
+    plan = plan_fsx_efa(config)
+    wanted = "EFA-enabled" if plan.enabled else "without EFA"
+    with aws_errors(f"DescribeStacks {stack_name}"):
+        try:
+            stack = session.client("cloudformation").describe_stacks(
+                StackName=stack_name)["Stacks"][0]
+        except ClientError as err:
+            if error_code(err) == "ValidationError" and "does not exist" in str(err):
+                return Check(FSX_EFA_CHECK, True, f"the deploy creates a file system {wanted} "
+                             f"(fsx.efa {plan.reason})")
+            raise
+    outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", [])}
+    deployed = outputs.get(OutputKey.FSX_EFA.value, FSX_EFA_OFF) != FSX_EFA_OFF
+    have = "EFA-enabled" if deployed else "without EFA"
+    if deployed == plan.enabled:
+        return Check(FSX_EFA_CHECK, True, f"the file system stays {have} (fsx.efa {plan.reason})")
+    return Check(
+        FSX_EFA_CHECK, False,
+        f"stack {stack_name}'s file system is {have}; this configuration wants one {wanted} "
+        f"(fsx.efa {plan.reason}): EFA is set when a file system is created, so the deploy "
+        "would replace it and delete what it holds beyond its S3 export",
+        f"to keep the file system, set fsx.efa: {'true' if deployed else 'false'}; to replace "
+        "it, first copy what is outside the data repository's path, then deploy (README "
+        "\"FSx for Lustre over EFA\")")
+
+
 def _guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:
     """``check(*args)``, or a failed :class:`Check` with the error when AWS could not answer
     (denied, throttled, a service error), so the other checks still run."""
@@ -436,7 +473,8 @@ def run_preflight(session: Any, config: ClusterConfig,
               _guarded("CDK bootstrap", _bootstrap, session, config),
               _docker(runner, config),
               _guarded("capacity", _capacity, session, config),
-              _guarded("stack", _stack, session, config, stack_name)]
+              _guarded("stack", _stack, session, config, stack_name),
+              _guarded(FSX_EFA_CHECK, _file_system_efa, session, config, stack_name)]
     return account, checks
 
 
