@@ -378,18 +378,29 @@ def _capacity(session: Any, config: ClusterConfig) -> Check:
                  + (f" in placement group {group}" if group else ""))
 
 
-def _stack(session: Any, config: ClusterConfig, stack_name: str) -> Check:
+def _describe_stack(session: Any, stack_name: str) -> dict[str, Any] | None:
+    """The stack (CloudFormation ``DescribeStacks``), ``None`` when it does not exist.
+
+    Raises:
+        CliError: AWS did not answer (:func:`aws_errors`).
+    """
     from botocore.exceptions import ClientError
 
     with aws_errors(f"DescribeStacks {stack_name}"):
         try:
-            stack = session.client("cloudformation").describe_stacks(
+            return session.client("cloudformation").describe_stacks(
                 StackName=stack_name)["Stacks"][0]
         except ClientError as err:
             if error_code(err) == "ValidationError" and "does not exist" in str(err):
-                return Check("stack", True, f"stack {stack_name} does not exist in "
-                             f"{config.region}: the deploy creates it")
+                return None
             raise
+
+
+def _stack(session: Any, config: ClusterConfig, stack_name: str) -> Check:
+    stack = _describe_stack(session, stack_name)
+    if stack is None:
+        return Check("stack", True, f"stack {stack_name} does not exist in "
+                     f"{config.region}: the deploy creates it")
     status = stack["StackStatus"]
     detail = f"stack {stack_name} is {status}"
     if status in USABLE_STATES:
@@ -410,19 +421,12 @@ def _stack(session: Any, config: ClusterConfig, stack_name: str) -> Check:
 
 def _file_system_efa(session: Any, config: ClusterConfig, stack_name: str) -> Check:
     """Check 7: whether this configuration keeps the deployed file system's EFA setting."""
-    from botocore.exceptions import ClientError
-
     plan = plan_fsx_efa(config)
     wanted = "EFA-enabled" if plan.enabled else "without EFA"
-    with aws_errors(f"DescribeStacks {stack_name}"):
-        try:
-            stack = session.client("cloudformation").describe_stacks(
-                StackName=stack_name)["Stacks"][0]
-        except ClientError as err:
-            if error_code(err) == "ValidationError" and "does not exist" in str(err):
-                return Check(FSX_EFA_CHECK, True, f"the deploy creates a file system {wanted} "
-                             f"(fsx.efa {plan.reason})")
-            raise
+    stack = _describe_stack(session, stack_name)
+    if stack is None:
+        return Check(FSX_EFA_CHECK, True, f"the deploy creates a file system {wanted} "
+                     f"(fsx.efa {plan.reason})")
     outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", [])}
     deployed = outputs.get(OutputKey.FSX_EFA.value, FSX_EFA_OFF) != FSX_EFA_OFF
     have = "EFA-enabled" if deployed else "without EFA"
