@@ -5,7 +5,7 @@
 # HyperPod Slurm and standalone nodes, hyperpod_eks/scripts/on_create.sh on HyperPod EKS
 # nodes, and the EKS launch template's user data carries a copy of it (comment lines
 # stripped: user data is limited to 16 KB, EC2 user guide, "Work with instance user data").
-# Sources, read in /work/notes/issue23: FSx for Lustre user guide (UG) "Configuring EFA
+# Sources: FSx for Lustre user guide (UG) "Configuring EFA
 # clients" (configure-efa-clients.html) and "Mounting Amazon FSx automatically"
 # (mount-fs-auto-mount-onreboot.html); EKS user guide fsx-csi-tuning-efa.adoc (the explicit
 # LNet commands AWS's setup.sh runs: awsdocs/amazon-eks-user-guide @1527dee);
