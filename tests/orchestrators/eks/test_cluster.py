@@ -625,3 +625,38 @@ def test_control_plane_logs_go_to_a_stack_owned_log_group(default):
     assert "AWS::StackId" in json.dumps(name)  # unique per stack instance
     assert logs_id in cluster["DependsOn"]
     assert cluster["Properties"]["Logging"]["ClusterLogging"]["EnabledTypes"]
+
+
+def test_an_efa_enabled_file_system_gets_another_volume_and_claim(default, synth):
+    """Turning fsx.efa on or off replaces the file system (constructs/storage.py), and a
+    PersistentVolume's source is immutable ("spec.persistentvolumesource is immutable after
+    creation", Kubernetes API validation), as is a claim's volumeName: the EFA file system's
+    volume and claim have another name and another construct (logical id), so CloudFormation
+    creates them beside the old ones and then deletes those; the runtime mounts the new claim
+    and the output names it."""
+    from tests.orchestrators.eks.test_lustre_efa import EFA_EKS
+
+    efa = synth(**EFA_EKS)
+    for s, name in ((default, "fsx-lustre"), (efa, "fsx-lustre-efa")):
+        (pv,) = _objects(s, "PersistentVolume")
+        (pvc,) = _objects(s, "PersistentVolumeClaim")
+        assert pv["metadata"]["name"] == pvc["metadata"]["name"] == \
+            pvc["spec"]["volumeName"] == name
+        (runtime,) = _objects(s, "ClusterTrainingRuntime")
+        claims = [v["persistentVolumeClaim"]["claimName"] for v in _volumes(runtime)
+                  if "persistentVolumeClaim" in v]
+        assert claims == [name]
+        assert s.output("EksFsxPvcName") == name
+
+    def volume_ids(s):
+        return {k for k, r in s.resources("Custom::AWSCDK-EKS-KubernetesResource").items()
+                if "PersistentVolume" in json.dumps(r["Properties"]["Manifest"])}
+    (old,), (new,) = volume_ids(default), volume_ids(efa)
+    assert old.startswith("EksClustermanifestFsxVolume") and "FsxVolumeEfa" not in old
+    assert new.startswith("EksClustermanifestFsxVolumeEfa")
+
+
+def _volumes(runtime: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod volumes of a ClusterTrainingRuntime's replicated jobs."""
+    return [v for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]
+            for v in job["template"]["spec"]["template"]["spec"].get("volumes", [])]

@@ -126,7 +126,8 @@ class EksOrchestrator(EksCluster):
     def training_runtime_manifest(self) -> k8s.Manifest:
         image = self.props.foundation.training_image
         return k8s.neuron_training_runtime(self.props.shape.instance, image=image.image_uri,
-                                           stack=image.props.neuron_stack)
+                                           stack=image.props.neuron_stack,
+                                           fsx_claim=self.fsx_claim_name)
 
     def outputs(self) -> dict[OutputKey, str]:
         """EKS outputs: cluster, kubeconfig command, namespace, PVC, runtime, and the

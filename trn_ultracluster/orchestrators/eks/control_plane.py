@@ -138,6 +138,7 @@ class EksCluster(Construct):
         system_nodegroup: the system node group.
         trainer_chart: the Kubeflow Trainer release.
         namespace, fsx_volume, training_runtime: the Kubernetes objects.
+        fsx_claim_name: the FSx PersistentVolume and claim's name (:func:`.manifests.fsx_volume_name`).
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: EksProps) -> None:
@@ -367,16 +368,23 @@ class EksCluster(Construct):
         base, namespace = self.props.foundation, self.props.settings.training_namespace
         capacity = self.props.fsx_capacity_gib
         self.namespace = self.cluster.add_manifest("TrainingNamespace", k8s.namespace(namespace))
+        # An EFA-enabled file system replaces the other (constructs/storage.py): its volume
+        # and claim get other names and another construct, so CloudFormation creates them
+        # beside the old ones and deletes those (k8s.FSX_EFA_VOLUME_NAME says why).
+        efa = base.fsx_efa_mode != "off"
+        volume = self.fsx_claim_name = k8s.fsx_volume_name(efa)
         self.fsx_volume = self.cluster.add_manifest(
-            "FsxVolume",
+            "FsxVolumeEfa" if efa else "FsxVolume",
             k8s.fsx_persistent_volume(
                 file_system_id=base.file_system.file_system_id,
                 dns_name=base.file_system.dns_name,
                 mount_name=base.file_system.mount_name,
                 storage_capacity_gib=capacity,
+                name=volume,
             ),
             k8s.fsx_persistent_volume_claim(namespace_name=namespace,
-                                            storage_capacity_gib=capacity),
+                                            storage_capacity_gib=capacity,
+                                            name=volume, volume_name=volume),
         )
         self.fsx_volume.node.add_dependency(self.namespace)
         self.fsx_volume.node.add_dependency(self.addons["aws_fsx_csi_driver"])
@@ -397,6 +405,6 @@ class EksCluster(Construct):
             OutputKey.EKS_UPDATE_KUBECONFIG: (
                 f"aws eks update-kubeconfig --region {region} --name {self.cluster.cluster_name}"),
             OutputKey.EKS_TRAINING_NAMESPACE: self.props.settings.training_namespace,
-            OutputKey.EKS_FSX_PVC_NAME: k8s.FSX_PVC_NAME,
+            OutputKey.EKS_FSX_PVC_NAME: self.fsx_claim_name,
             OutputKey.EKS_TRAINING_RUNTIME: k8s.TRAINING_RUNTIME_NAME,
         }

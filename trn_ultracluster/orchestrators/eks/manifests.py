@@ -51,6 +51,19 @@ INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 FSX_PV_NAME = "fsx-lustre"
 FSX_PVC_NAME = "fsx-lustre"
+FSX_EFA_VOLUME_NAME = "fsx-lustre-efa"
+"""The PersistentVolume and claim of an EFA-enabled file system. Another name than
+:data:`FSX_PV_NAME`: turning ``fsx.efa`` on or off replaces the file system, and a
+PersistentVolume's source cannot change ("spec.persistentvolumesource is immutable after
+creation", Kubernetes API validation), nor can a claim's ``volumeName``; new names let the
+new objects be created beside the old ones, which are then deleted."""
+
+
+def fsx_volume_name(efa_enabled: bool) -> str:
+    """The name of the FSx PersistentVolume and of its claim: :data:`FSX_EFA_VOLUME_NAME` for
+    an EFA-enabled file system, else :data:`FSX_PVC_NAME` (as before EFA existed)."""
+    return FSX_EFA_VOLUME_NAME if efa_enabled else FSX_PVC_NAME
+
 TRAINING_RUNTIME_NAME = "neuron-torch-distributed"
 TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 TRAINER_NODE = "node"
@@ -161,7 +174,8 @@ def namespace(name: str) -> Manifest:
 
 
 def fsx_persistent_volume(
-    *, file_system_id: str, dns_name: str, mount_name: str, storage_capacity_gib: int
+    *, file_system_id: str, dns_name: str, mount_name: str, storage_capacity_gib: int,
+    name: str = FSX_PV_NAME,
 ) -> Manifest:
     """Static ``PersistentVolume`` for an existing FSx for Lustre file system.
 
@@ -172,11 +186,12 @@ def fsx_persistent_volume(
         dns_name: file system DNS name.
         mount_name: Lustre mount name.
         storage_capacity_gib: file system size, GiB (informational for Kubernetes).
+        name: the volume's name (:func:`fsx_volume_name`).
     """
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": _metadata(FSX_PV_NAME),
+        "metadata": _metadata(name),
         "spec": {
             "capacity": {"storage": f"{storage_capacity_gib}Gi"},
             "volumeMode": "Filesystem",
@@ -193,16 +208,19 @@ def fsx_persistent_volume(
     }
 
 
-def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: int) -> Manifest:
-    """``PersistentVolumeClaim`` bound to :func:`fsx_persistent_volume` by name."""
+def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: int,
+                                name: str = FSX_PVC_NAME,
+                                volume_name: str = FSX_PV_NAME) -> Manifest:
+    """``PersistentVolumeClaim`` ``name`` bound to :func:`fsx_persistent_volume`
+    ``volume_name`` by name."""
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(FSX_PVC_NAME, namespace_name),
+        "metadata": _metadata(name, namespace_name),
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "storageClassName": "",
-            "volumeName": FSX_PV_NAME,
+            "volumeName": volume_name,
             "resources": {"requests": {"storage": f"{storage_capacity_gib}Gi"}},
         },
     }
@@ -210,13 +228,14 @@ def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: in
 
 def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStackName,
                             node_selector: dict[str, str] | None = None,
-                            max_restarts: int | None = None) -> Manifest:
+                            max_restarts: int | None = None,
+                            fsx_claim: str = FSX_PVC_NAME) -> Manifest:
     """``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) for torchrun on whole Trainium nodes.
 
     Each node's pod requests all chips and all EFA interfaces of the node
     (:func:`neuron_resources_per_node`), tolerates :data:`NEURON_TAINT`, selects the
     nodes (``node_selector``; default: the EC2 instance type label), mounts the FSx claim
-    :data:`FSX_PVC_NAME` at :data:`FSX_MOUNT_PATH` (so TrainJobs run in the namespace that
+    ``fsx_claim`` (:func:`fsx_volume_name`) at :data:`FSX_MOUNT_PATH` (so TrainJobs run in the namespace that
     holds the claim) and gets :func:`neuron_environment`. ``/dev/shm`` is a memory volume
     for the data loaders. With ``max_restarts`` the JobSet behind every TrainJob is
     recreated up to that many times after a pod failed (JobSet ``failurePolicy.maxRestarts``
@@ -249,7 +268,7 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStac
         "tolerations": [NEURON_TAINT.toleration()],
         "containers": [container],
         "volumes": [
-            {"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_PVC_NAME}},
+            {"name": "fsx", "persistentVolumeClaim": {"claimName": fsx_claim}},
             {"name": "dshm", "emptyDir": {"medium": "Memory"}},
         ],
     }

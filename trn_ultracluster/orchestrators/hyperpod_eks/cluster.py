@@ -257,7 +257,8 @@ class HyperPodEksOrchestrator(EksCluster):
         return k8s.neuron_training_runtime(
             self.props.shape.instance, image=image.image_uri, stack=image.props.neuron_stack,
             node_selector=node_selector(self.props.shape),
-            max_restarts=self.props.hyperpod.job_max_restarts)
+            max_restarts=self.props.hyperpod.job_max_restarts,
+            fsx_claim=self.fsx_claim_name)
 
     # --- parts -------------------------------------------------------------------------
 
