@@ -32,7 +32,7 @@ def test_ultracluster_128_reads_an_efa_enabled_file_system_over_efa():
     assert c.fsx.throughput_mb_s > FSX_EFA_RECOMMENDED_MB_S  # above 10 GB/s
     assert c.fsx.efa is True and plan.enabled and plan.mode == "required"
     assert [(r.name, r.ok) for r in plan.rules] == [
-        ("deployment", True), ("capacity", True), ("client", True), ("connections", True),
+        ("deployment", True), ("lustre-version", True), ("capacity", True), ("client", True), ("connections", True),
         ("address-block", True)]
     assert plan.connections == 256  # 128 nodes x 2 interfaces of 1,024
     assert c.data_removal_policy == "retain"

@@ -21,7 +21,11 @@ from trn_ultracluster.contracts.catalog import CATALOG
 EFA_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html"
 CLIENTS_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html"
 CAPACITY_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html"
-TRUE = " (fsx.efa is true; set it to auto or false for a file system without EFA)"
+def true_suffix(field: str) -> str:
+    """What every error of ``fsx.efa: true`` adds: how to keep a deployed file system."""
+    return (f" (fsx.efa is true. On a deployed stack, change {field} back to keep the file "
+            "system: fsx.efa false, or an auto that stays off, replaces it and deletes what it "
+            "holds beyond its S3 export, README.md#fsx-for-lustre-over-efa)")
 STEPS = ("steps: 38,400 GiB at 125, 19,200 GiB at 250, 9,600 GiB at 500, 4,800 GiB at 1000")
 
 # A trn1 UltraCluster whose file system meets every rule: 14,400 GiB at 1000 MB/s/TiB is
@@ -54,8 +58,10 @@ def test_auto_turns_efa_on_where_every_rule_holds_above_10_gb_s():
     assert (fast.enabled, fast.mode, fast.failed) == (True, "preferred", ())
     assert fast.interfaces_per_client == 2 and fast.connections == 256
     (warning,) = warnings_about(FAST, "fsx.efa")
-    assert warning.startswith("warning: fsx.efa = 'auto': should be set to true now that auto "
-                              "turned EFA on: EFA is fixed when the file system is created")
+    assert warning.startswith("warning: fsx.efa = 'auto': should be true or false, not auto, "
+                              "now that auto turns EFA on: EFA is fixed when the file system is "
+                              "created, so if this stack is deployed with a file system without "
+                              "EFA this deploy replaces it")
     assert STYLE.match(warning)
 
 
@@ -93,12 +99,13 @@ def test_efa_needs_persistent_2_with_a_metadata_configuration():
     metadata configuration specified"."""
     assert errors({"fsx.efa": "true", "fsx.deployment_type": "PERSISTENT_1",
                    "fsx.per_unit_storage_throughput": "200"}) == [
-        "error: fsx.deployment_type = 'PERSISTENT_1 on Lustre 2.15': must be PERSISTENT_2 on "
-        "Lustre 2.15 (with the metadata configuration the stack gives it): EFA is supported on "
-        "Persistent 2 file systems with a metadata configuration" + TRUE + f" (see {EFA_PAGE})"]
-    assert [e.split(" = ")[0] for e in errors(
-        {"fsx.efa": "true", "fsx.lustre_version": "2.12", **SMALLEST})] == [
-        "error: fsx.deployment_type"]
+        "error: fsx.deployment_type = 'PERSISTENT_1': must be PERSISTENT_2: EFA is supported on "
+        "Persistent 2 file systems with a metadata configuration"
+        + true_suffix("fsx.deployment_type") + f" (see {EFA_PAGE})"]
+    assert errors({"fsx.efa": "true", "fsx.lustre_version": "2.12", **SMALLEST}) == [
+        "error: fsx.lustre_version = '2.12': must be 2.15: EFA needs a metadata configuration, "
+        "which the stack gives PERSISTENT_2 on Lustre 2.15 (the FSx API creates no other "
+        "version with one)" + true_suffix("fsx.lustre_version") + f" (see {EFA_PAGE})"]
 
 
 @pytest.mark.parametrize("tier, step", sorted(FSX_EFA_CAPACITY_STEP_GIB.items()))
@@ -114,7 +121,8 @@ def test_efa_capacity_comes_in_larger_steps_per_throughput_tier(tier, step):
     assert errors({**base, "fsx.storage_capacity_gib": str(bad)}) == [
         f"error: fsx.storage_capacity_gib = {bad}: must be a multiple of {step:,} GiB at "
         f"{tier} MB/s/TiB for an EFA-enabled file system ({step // 1200}x the 1,200 GiB "
-        f"minimum without EFA; {STEPS})" + TRUE + f" (see {CAPACITY_PAGE})"]
+        f"minimum without EFA; {STEPS})" + true_suffix("fsx.storage_capacity_gib")
+        + f" (see {CAPACITY_PAGE})"]
 
 
 def test_the_default_file_system_is_16_times_too_small_for_efa():
@@ -140,7 +148,7 @@ def test_efa_clients_are_trn1_and_trn1n_32xlarge_only(instance_type, az_ids, ext
                     "az_ids": az_ids, "nodes.max": "1", "nodes.desired": "1", **extra})
     assert (f"error: instance_type = '{instance_type}': must be one of trn1.32xlarge, "
             "trn1n.32xlarge: clients of an EFA-enabled file system are Nitro v4 or newer "
-            "instances with EFA, excluding the trn2 instance family" + TRUE
+            "instances with EFA, excluding the trn2 instance family" + true_suffix("instance_type")
             + f" (see {CLIENTS_PAGE})") in found
 
 
@@ -151,7 +159,7 @@ def test_efa_connections_bound_the_nodes_of_one_file_system():
     assert errors({**SMALLEST, "fsx.efa": "true", "nodes.max": "513"}) == [
         "error: nodes.max = 513: must be at most 512: each node binds 2 EFA interface(s) to "
         "Lustre, each one of the file system's 1,024 EFA connections (1,026 needed; past the "
-        "limit is not documented)" + TRUE + f" (see {CLIENTS_PAGE})"]
+        "limit is not documented)" + true_suffix("nodes.max") + f" (see {CLIENTS_PAGE})"]
 
 
 def test_efa_clients_share_the_file_systems_16_block():
@@ -161,10 +169,19 @@ def test_efa_clients_share_the_file_systems_16_block():
               "vpc_cidr": "10.0.0.0/20", "vpc_secondary_cidrs": "100.64.0.0/16"}
     beside = load({**config, "fsx.efa": "false"}).config.address_plan.nodes_beside_file_system
     assert beside < 500
-    (error,) = [e for e in errors(config) if e.startswith("error: vpc_secondary_cidrs")]
-    assert (f"must leave every node in the primary block 10.0.0.0/20 with the file system: "
-            f"clients use the same Availability Zone and /16 CIDR as the file system, and the "
-            f"address plan puts {500 - beside:,} of 500 nodes in secondary blocks") in error
+    (error,) = [e for e in errors(config) if e.startswith("error: vpc_cidr")]
+    assert error.startswith(
+        f"error: vpc_cidr = '10.0.0.0/20': must hold every node beside the file system: clients "
+        f"use the same Availability Zone and /16 CIDR as the file system, and this block holds "
+        f"{beside:,} of the 500 nodes (the address plan puts the others in secondary blocks); "
+        "use a larger primary block (at most a /16) or lower nodes.max")
+
+
+def test_efa_setting_is_true_false_or_auto():
+    assert errors({"fsx.efa": "maybe"}) == [
+        "error: fsx.efa = 'maybe': must be true, false or 'auto' "
+        "(see README.md#fsx-for-lustre-over-efa)"]
+    assert plan({**SMALLEST, "fsx.efa": "TRUE"}).setting is True
 
 
 def test_every_rule_message_has_the_one_style():

@@ -63,8 +63,8 @@ class EfaRule:
     """One rule of EFA-enabled file systems and whether the configuration meets it.
 
     Attributes:
-        name: short name (``deployment``, ``capacity``, ``client``, ``connections``,
-            ``address-block``).
+        name: short name (``deployment``, ``lustre-version``, ``capacity``, ``client``,
+            ``connections``, ``address-block``).
         ok: whether it holds.
         field: the configuration field it binds, dotted.
         value: that field's value.
@@ -135,13 +135,17 @@ class FsxEfaPlan:
 def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
     fsx = c.fsx
     rules = [EfaRule(
-        "deployment",
-        fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE and fsx.lustre_version
-        == FSX_EFA_LUSTRE_VERSION,
-        "fsx.deployment_type", f"{fsx.deployment_type} on Lustre {fsx.lustre_version}",
-        f"must be {FSX_EFA_DEPLOYMENT_TYPE} on Lustre {FSX_EFA_LUSTRE_VERSION} (with the "
-        "metadata configuration the stack gives it): EFA is supported on Persistent 2 file "
-        "systems with a metadata configuration", DOC_FSX_EFA)]
+        "deployment", fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE, "fsx.deployment_type",
+        fsx.deployment_type,
+        f"must be {FSX_EFA_DEPLOYMENT_TYPE}: EFA is supported on Persistent 2 file systems "
+        "with a metadata configuration", DOC_FSX_EFA)]
+    if fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE:
+        rules.append(EfaRule(
+            "lustre-version", fsx.lustre_version == FSX_EFA_LUSTRE_VERSION,
+            "fsx.lustre_version", fsx.lustre_version,
+            f"must be {FSX_EFA_LUSTRE_VERSION}: EFA needs a metadata configuration, which the "
+            f"stack gives PERSISTENT_2 on Lustre {FSX_EFA_LUSTRE_VERSION} (the FSx API creates "
+            "no other version with one)", DOC_FSX_EFA))
     step = FSX_EFA_CAPACITY_STEP_GIB.get(fsx.per_unit_storage_throughput or 0)
     if fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE and step is not None:
         gib = fsx.storage_capacity_gib
@@ -167,12 +171,11 @@ def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
     beside = _nodes_beside_file_system(c)
     if beside is not None:
         rules.append(EfaRule(
-            "address-block", beside >= c.nodes.max, "vpc_secondary_cidrs",
-            list(c.vpc_secondary_cidrs or ()),
-            f"must leave every node in the primary block {c.vpc_cidr} with the file system: "
-            f"clients use the same Availability Zone and /16 CIDR as the file system, and the "
-            f"address plan puts {c.nodes.max - beside:,} of {c.nodes.max:,} nodes in secondary "
-            "blocks (raise the primary block or lower nodes.max)", DOC_FSX_EFA))
+            "address-block", beside >= c.nodes.max, "vpc_cidr", c.vpc_cidr,
+            f"must hold every node beside the file system: clients use the same Availability "
+            f"Zone and /16 CIDR as the file system, and this block holds {beside:,} of the "
+            f"{c.nodes.max:,} nodes (the address plan puts the others in secondary blocks); "
+            "use a larger primary block (at most a /16) or lower nodes.max", DOC_FSX_EFA))
     return tuple(rules)
 
 

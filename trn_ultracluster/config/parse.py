@@ -20,6 +20,7 @@ from trn_ultracluster.config.facts import (
     DOC_PLACEMENT,
     DOC_VPC_CIDR,
     README_CONFIG,
+    README_FSX_EFA,
 )
 from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
 from trn_ultracluster.config.rules import RULES
@@ -31,6 +32,7 @@ _FIELD_DOCS = {
     "az_ids": DOC_AZ_IDS,
     "vpc_cidr": DOC_VPC_CIDR,
     "fsx": DOC_FSX_DEPLOY,
+    "fsx.efa": README_FSX_EFA,
     "capacity": DOC_CAPACITY_BLOCKS,
     "placement_group": DOC_PLACEMENT,
     "efa_interface_layout": DOC_EFA,

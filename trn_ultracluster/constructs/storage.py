@@ -186,7 +186,8 @@ class Storage(Construct):
        S3 bucket or prefix", FSx API reference, CreateDataRepositoryAssociation), a new
        export role, functions and provider, and the new export resource (its Create does
        nothing but name the new file system, handler module doc); everything that names the
-       file system (outputs, dashboard, FSx alarm, the EKS volume) now names the new one;
+       file system (outputs, dashboard, FSx alarm, the EKS volume and claim under another
+       name: ``eks/manifests.py`` ``FSX_EFA_VOLUME_NAME``) now names the new one;
     2. in the cleanup phase deletes the removed resources, dependents first: the old export
        resource first, whose Delete exports the OLD file system to S3 over the old
        association and waits for it (at most ``DeadlineSeconds``); it does not wait for the

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import field_validator
+from pydantic_core import PydanticCustomError
 
 from trn_ultracluster.config.model.base import FrozenModel
 
@@ -65,6 +66,18 @@ class FsxConfig(FrozenModel):
         if self.per_unit_storage_throughput is None:
             return None
         return self.storage_capacity_gib / 1024 * self.per_unit_storage_throughput
+
+    @field_validator("efa", mode="before")
+    @classmethod
+    def _efa_setting(cls, value: Any) -> Any:
+        """``true``, ``false`` or ``auto`` only (also as the text ``-c fsx.efa=...`` gives):
+        not the ``yes``/``on``/``1`` that lax pydantic would read as true, and one error
+        instead of one per member of the union."""
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if isinstance(value, bool) or value == "auto":
+            return value
+        raise PydanticCustomError("efa_setting", "Input should be true, false or 'auto'")
 
     @field_validator("lustre_version", mode="before")
     @classmethod

@@ -145,8 +145,10 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if plan.setting is True:
         for rule in plan.failed:
             yield ConfigIssue(rule.field, rule.value,
-                              f"{rule.needs} (fsx.efa is true; set it to auto or false "
-                              "for a file system without EFA)", rule.doc)
+                              f"{rule.needs} (fsx.efa is true. On a deployed stack, change "
+                              f"{rule.field} back to keep the file system: fsx.efa false, or an "
+                              "auto that stays off, replaces it and deletes what it holds "
+                              f"beyond its S3 export, {README_FSX_EFA})", rule.doc)
     elif plan.setting == "auto" and plan.gains and plan.failed:
         rule = plan.failed[0]
         yield ConfigIssue(
@@ -157,8 +159,10 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
     elif plan.setting == "auto" and plan.enabled:
         yield ConfigIssue(
             "fsx.efa", "auto",
-            "should be set to true now that auto turned EFA on: EFA is fixed when the file "
-            "system is created, so a later change that makes auto decide otherwise (nodes.max, "
-            "storage capacity or throughput) would replace the file system and delete what it "
-            "holds beyond its S3 export; with true such a change is an error instead",
+            "should be true or false, not auto, now that auto turns EFA on: EFA is fixed when "
+            "the file system is created, so if this stack is deployed with a file system "
+            "without EFA this deploy replaces it (`trn-ultracluster preflight` says; false "
+            "keeps it), and a later change that makes auto decide otherwise (nodes.max, "
+            "storage capacity or throughput) would too, deleting what it holds beyond its S3 "
+            "export; with true such a change is an error instead",
             README_FSX_EFA, severity="warning")
