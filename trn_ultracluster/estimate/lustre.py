@@ -30,16 +30,16 @@ from trn_ultracluster.config.facts import (
     FSX_STORAGE_PER_SERVER_GIB,
     FSX_TCP_GBPS_PER_SERVER,
 )
+from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.estimate.bill import FileSystemThroughput, is_true
 from trn_ultracluster.estimate.prices import Price, PriceSource
 
-__all__ = ["Ceiling", "FSX_EFA_OUTPUT", "FileSystemEfa", "NODES_ON_TCP", "efa_ceiling", "efa_enabled",
+__all__ = ["Ceiling", "FileSystemEfa", "NODES_ON_TCP", "efa_ceiling", "efa_enabled",
            "efa_summary", "file_system_efa",
            "format_file_system_efa", "storage_servers", "tcp_ceiling", "template_reason"]
 
-FSX_EFA_OUTPUT = "FsxEfa"
-"""The stack output that says what the nodes do about Lustre over EFA (``off``,
-``preferred``, ``required``: :attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.mode`)."""
+FSX_EFA_OUTPUT = OutputKey.FSX_EFA.value
+"""The stack output that says what the nodes do about Lustre over EFA."""
 SSD_MIN_GIB = 1200
 """The smallest SSD file system without EFA: "1200 GiB, 2400 GiB, and increments of 2400 GiB"
 (botocore's FSx model, ``CreateFileSystemRequest.StorageCapacity``)."""
