@@ -114,12 +114,20 @@ def test_every_node_script_of_the_repository_reaches_some_nodes(synth):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_node_roles_may_publish_only_in_the_stacks_metric_namespaces(synth, name):
-    """The node scripts publish node_fsx_lustre_over_efa on every orchestrator (limited with
-    ``cloudwatch:namespace``: CloudWatch user guide, "Using condition keys to limit access to
-    CloudWatch namespaces")."""
+    """A node role whose scripts publish metrics (the node metrics, node_fsx_lustre_over_efa
+    with fsx.efa on) may, limited with ``cloudwatch:namespace`` (CloudWatch user guide, "Using
+    condition keys to limit access to CloudWatch namespaces"); one whose scripts publish
+    nothing may not (EKS and HyperPod on EKS with fsx.efa off)."""
     s = _synth(synth, name)
+    publishing = {role for script in node_scripts(s.template, s.outdir, REPO_ROOT,
+                                                  s.stack.stack_name)
+                  for call in _calls(script) if "cloudwatch:PutMetricData" in iam_actions(call)
+                  for role in script.roles}
     for role in node_roles(s.template):
         statements = granted(s.template, role, "cloudwatch:PutMetricData")
+        if role not in publishing:
+            assert not statements, f"{name}: {role} may publish metrics, its scripts do not"
+            continue
         assert statements, f"{name}: {role} may not publish node metrics"
         for statement in statements:
             namespaces = statement["Condition"]["StringEquals"]["cloudwatch:namespace"]

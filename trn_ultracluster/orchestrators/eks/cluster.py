@@ -43,7 +43,7 @@ class EksOrchestrator(EksCluster):
     - Helm charts: Neuron (device plugin + node problem detector), EFA device plugin (only
       on nodes labelled ``vpc.amazonaws.com/efa.present=true``).
     - The Neuron ``ClusterTrainingRuntime`` selects the EC2 instance type.
-    - The node role may publish metrics in ``TrnUltraCluster/Neuron``
+    - With ``fsx.efa`` on, the node role may publish metrics in ``TrnUltraCluster/Neuron``
       (:func:`~trn_ultracluster.node_metrics.grant_put_metrics`: Lustre over EFA).
     """
 
@@ -71,8 +71,11 @@ class EksOrchestrator(EksCluster):
         appends groups (the plan keeps the groups of a smaller cluster).
         """
         shape, base = self.props.shape, self.props.foundation
-        # The Trainium nodes' scripts publish node_fsx_lustre_over_efa (node_metrics).
-        metrics_policy = grant_put_metrics(self, self.node_role)
+        # With fsx.efa on, the Trainium nodes' scripts publish node_fsx_lustre_over_efa
+        # (node_metrics); with it off they publish nothing, and the role may not.
+        waits_for = [base.compute_routes]
+        if base.fsx_efa_mode != "off":
+            waits_for.append(grant_put_metrics(self, self.node_role))
         capacity_block = shape.capacity.type == "capacity-block"
         groups = base.address_plan.groups
         sizes = [g.nodes for g in groups]
@@ -110,7 +113,7 @@ class EksOrchestrator(EksCluster):
                                       key=k8s.NEURON_TAINT.key, value=k8s.NEURON_TAINT.value)],
                 labels=k8s.trainium_node_labels(shape.instance) or None,
             )
-            nodegroup.node.add_dependency(base.compute_routes, metrics_policy)
+            nodegroup.node.add_dependency(*waits_for)
             self.trainium_nodegroups.append(nodegroup)
         return list(self.trainium_nodegroups)
 

@@ -22,8 +22,8 @@ managed Trainium node group:
 - the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, the shared node
   scripts (``lcs.py``, ``lustre_efa.sh``: FSx for Lustre over EFA) and the stack's
   ``trn_ultracluster.json`` (:func:`lifecycle_node_file`), and the execution role (shared
-  part + :mod:`.execution_role`; it may publish metrics in ``TrnUltraCluster/Neuron``:
-  :func:`~trn_ultracluster.node_metrics.grant_put_metrics`);
+  part + :mod:`.execution_role`; with ``fsx.efa`` on it may publish metrics in
+  ``TrnUltraCluster/Neuron``: :func:`~trn_ultracluster.node_metrics.grant_put_metrics`);
 - a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
   type and ``node-health-status=Schedulable``, and recreates a failed TrainJob's JobSet up to
   ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume").
@@ -71,7 +71,12 @@ from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     upload_lifecycle_files,
 )
 from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
-from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT, NODE_SCRIPTS, efa_node_settings
+from trn_ultracluster.orchestrators.nodes import (
+    FSX_SCRIPT,
+    LUSTRE_EFA_SCRIPT,
+    NODE_SCRIPTS,
+    efa_node_settings,
+)
 from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     DEPENDENCIES_CHART,
     DEPENDENCIES_NAMESPACE,
@@ -175,12 +180,15 @@ class HyperPodEksOrchestrator(EksCluster):
                                                  self.cluster.cluster_name,
                                                  Stack.of(self).region)},
             # fsx.sh finds and mounts the file system on Slurm and standalone nodes; here the
-            # FSx CSI driver mounts it, so the role needs none of fsx.sh's Describe calls.
-            exclude=[FSX_SCRIPT])
+            # FSx CSI driver mounts it, so the role needs none of fsx.sh's Describe calls; and
+            # lustre_efa.sh only with fsx.efa on.
+            exclude=[FSX_SCRIPT, *([LUSTRE_EFA_SCRIPT] if base.fsx_efa_mode == "off" else [])])
         self.role = execution_role(self, base, self.bucket)
         add_eks_permissions(self.role, self.cluster, base)
-        # The lifecycle scripts publish node_fsx_lustre_over_efa (node_metrics).
-        metrics_policy = grant_put_metrics(self, self.role)
+        # With fsx.efa on, the lifecycle scripts publish node_fsx_lustre_over_efa
+        # (node_metrics); with it off they publish nothing, and the role may not.
+        metrics_policy = (grant_put_metrics(self, self.role) if base.fsx_efa_mode != "off"
+                          else None)
         self.hyperpod_cluster = hyperpod_cluster(
             self, "HyperPodCluster", settings, base, self._instance_groups(),
             sagemaker.CfnCluster.OrchestratorProperty(
@@ -195,7 +203,8 @@ class HyperPodEksOrchestrator(EksCluster):
         # CloudFormation delete the cluster before all of them.
         for needed in (*self.addons.values(), self.dependencies_chart, self.efa_chart,
                        self.deployment, self.role, metrics_policy):
-            self.hyperpod_cluster.node.add_dependency(needed)
+            if needed is not None:
+                self.hyperpod_cluster.node.add_dependency(needed)
         self._let_vpc_cni_attach_interfaces()
 
     def _let_vpc_cni_attach_interfaces(self) -> None:
