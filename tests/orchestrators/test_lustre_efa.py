@@ -72,6 +72,15 @@ def test_script_is_executable_and_shellcheck_clean():
     assert done.returncode == 0, done.stdout
 
 
+def test_the_unit_name_is_nodes_lustre_efa_unit_in_every_script():
+    """nodes.LUSTRE_EFA_UNIT is the one source of the LNet unit's name; the scripts that
+    cannot import it spell it once each, and must agree."""
+    from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT
+
+    assert f'\nUNIT="{LUSTRE_EFA_UNIT}"\n' in SCRIPT.read_text()
+    assert f'\nEFA_UNIT="{LUSTRE_EFA_UNIT}"' in (NODE_SCRIPTS / FSX_SCRIPT).read_text()
+
+
 # --- configure ------------------------------------------------------------------------------
 
 def test_configure_binds_the_first_and_last_efa_devices_as_the_eks_guide_does(node):

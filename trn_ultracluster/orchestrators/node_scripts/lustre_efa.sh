@@ -39,6 +39,7 @@ set -euo pipefail
 ROOT="${TRN_ROOT:-}"
 SELF="${BASH_SOURCE[0]}"
 INSTALLED="/usr/local/sbin/trn-lustre-efa"
+# UNIT: nodes.LUSTRE_EFA_UNIT (the tests check that the two agree).
 UNIT="trn-lustre-efa.service"
 WATCH_UNIT="trn-lustre-efa-check.service"
 UNIT_DIR="/etc/systemd/system"
