@@ -9,12 +9,17 @@ run it: every orchestrator's tests install these on PATH beside their own stubs.
 - ``dd``: writes (``of=`` a file) create a sparse file of ``count`` MiB; every read or write
   of a file bumps the LNet counters as the route says: ``STUB_ROUTE=efa`` (default) one
   message per MiB on the EFA NIs (spread over them) and one on tcp (metadata);
-  ``STUB_ROUTE=tcp`` every MiB on tcp, none on EFA. Without an EFA NI, EFA traffic goes to tcp.
+  ``STUB_ROUTE=tcp`` every MiB on tcp, none on EFA; ``STUB_ROUTE=few``: EFA gets an eighth of
+  the MiB (fewer than MiB/2 over a write and a read), tcp only the metadata message (EFA more
+  than tcp); ``STUB_ROUTE=even``: EFA gets half of them (at
+  least MiB/2 over a write and a read) and tcp as many plus one (EFA not more than tcp).
+  Without an EFA NI, EFA traffic goes to tcp.
 - ``modprobe`` (``STUB_MODPROBE_FAIL=<module>``), ``modinfo`` (``kefalnd`` missing with
   ``STUB_NO_KEFALND=1`` until ``dnf install`` ran), ``uname -r`` (``STUB_KERNEL``), ``ip
   route show default`` (``dev ens5``), ``systemctl``, ``dnf``, ``sleep``, ``curl`` (fails:
   no instance metadata) and ``aws`` (``STUB_CW_FAIL=1``: put-metric-data fails) record
-  their arguments in ``$STUB_LOG``.
+  their arguments in ``$STUB_LOG``. ``systemctl is-failed`` succeeds (the unit failed) only
+  with ``STUB_UNIT_FAILED=1``.
 
 :func:`fake_node` makes the fake root: ``/etc/os-release`` and ``/sys/class/infiniband``
 with EFA devices whose ``device/driver`` links to ``.../drivers/efa`` (plus a non-EFA
@@ -101,10 +106,12 @@ else:
     size = os.path.getsize(args["if"]) // mib
     direction = "recv"
 efa, tcp = state["nets"].get("efa", []), state["nets"].get("tcp", [])
-if os.environ.get("STUB_ROUTE", "efa") == "efa" and efa:
-    for n in range(size):
+route = os.environ.get("STUB_ROUTE", "efa")
+on_efa = {"efa": size, "few": size // 8, "even": size // 2}.get(route, 0)
+if on_efa and efa:
+    for n in range(on_efa):
         efa[n % len(efa)][direction] += 1
-    tcp[0][direction] += 1
+    tcp[0][direction] += 1 if route == "few" else size - on_efa + 1
 else:
     tcp[0][direction] += size + 1
 json.dump(state, open(path, "w"))
@@ -122,6 +129,7 @@ case "$name" in
   uname) echo "${STUB_KERNEL:-6.8.0-1017-aws}" ;;
   ip) echo "default via 10.0.0.1 dev ens5 proto dhcp src 10.0.0.20 metric 512" ;;
   dnf) touch "$STUB_LNET/dnf-installed" ;;
+  systemctl) [[ "$1" != is-failed || -n "${STUB_UNIT_FAILED:-}" ]] || exit 1 ;;
   curl) exit 7 ;;
   aws)
     if [[ "$1 $2" == "cloudwatch put-metric-data" && -n "${STUB_CW_FAIL:-}" ]]; then

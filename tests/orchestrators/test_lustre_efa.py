@@ -21,7 +21,7 @@ from tests.orchestrators.lustre_efa_stubs import (
     lnet_state,
     stub_env,
 )
-from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
+from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_SCRIPT, LUSTRE_EFA_UNIT, NODE_SCRIPTS
 
 SCRIPT = NODE_SCRIPTS / LUSTRE_EFA_SCRIPT
 REPORT_ARGS = ["--region", "us-west-2", "--namespace", "TrnUltraCluster/Neuron",
@@ -70,6 +70,15 @@ def test_script_is_executable_and_shellcheck_clean():
     subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
     done = subprocess.run([shellcheck(), str(SCRIPT)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
+
+
+def test_the_unit_name_is_nodes_lustre_efa_unit_in_every_script():
+    """nodes.LUSTRE_EFA_UNIT is the one source of the LNet unit's name; the scripts that
+    cannot import it spell it once each, and must agree."""
+    from trn_ultracluster.orchestrators.nodes import FSX_SCRIPT
+
+    assert f'\nUNIT="{LUSTRE_EFA_UNIT}"\n' in SCRIPT.read_text()
+    assert f'\nEFA_UNIT="{LUSTRE_EFA_UNIT}"' in (NODE_SCRIPTS / FSX_SCRIPT).read_text()
 
 
 # --- configure ------------------------------------------------------------------------------
@@ -179,6 +188,40 @@ def test_a_missing_module_is_named(node):
     assert "ERROR (modules): modprobe ksocklnd failed" in error_line(result)
 
 
+def test_configure_never_removes_an_efa_ni_under_a_mounted_file_system(node):
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    node.log.write_text("")
+    result = node.run("configure", "--interfaces", "1")
+    assert result.returncode == 1
+    line = error_line(result)
+    assert f"ERROR (mounted): LNet would have to remove the EFA NI on {EFA_DEVICES[-1]}" in line
+    assert f"while Lustre is mounted at {fsx}" in line
+    assert [c for c in node.calls("lnetctl") if " del" in c] == []
+    assert len(lnet_state(node.lnet)["nets"]["efa"]) == 2
+
+
+def test_configure_never_moves_the_tcp_ni_under_a_mounted_file_system(node):
+    subprocess.run(["lnetctl", "lnet", "configure"], env=node.env, check=True)
+    subprocess.run(["lnetctl", "net", "add", "--net", "tcp", "--if", "eth0"], env=node.env,
+                   check=True)
+    node.mount()
+    result = node.run("configure", "--interfaces", "2")
+    assert result.returncode == 1
+    assert ("ERROR (mounted): LNet would have to remove the tcp NI on eth0 (the default route "
+            "is on ens5)") in error_line(result)
+    assert [ni["if"] for ni in lnet_state(node.lnet)["nets"]["tcp"]] == ["eth0"]
+
+
+def test_the_ni_wait_defaults_to_60_seconds(node):
+    env = {k: v for k, v in node.env.items() if k != "TRN_NI_WAIT_S"}
+    result = subprocess.run(["bash", str(SCRIPT), "configure", "--interfaces", "2"],
+                            env={**env, "STUB_LNET_DOWN": "1"}, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 1
+    assert "0 of 2 EFA NIs" in error_line(result) and "are up after 60s" in error_line(result)
+
+
 # --- the boot unit and the client -------------------------------------------------------------
 
 def test_install_unit_configures_lnet_at_every_boot_before_the_remote_mounts(node):
@@ -186,10 +229,12 @@ def test_install_unit_configures_lnet_at_every_boot_before_the_remote_mounts(nod
     assert result.returncode == 0, result.stderr
     installed = node.root / "usr/local/sbin/trn-lustre-efa"
     assert installed.read_text() == SCRIPT.read_text() and installed.stat().st_mode & 0o111
-    unit = (node.root / "etc/systemd/system/trn-lustre-efa.service").read_text()
+    unit = (node.root / "etc/systemd/system" / LUSTRE_EFA_UNIT).read_text()
     for line in ("Type=oneshot", "RemainAfterExit=yes", "After=network-online.target",
                  "Wants=network-online.target remote-fs-pre.target",
                  "Before=remote-fs-pre.target", "Restart=on-failure", "StartLimitBurst=20",
+                 # Kubernetes nodes: LNet before kubelet starts pods after a reboot
+                 "Before=kubelet.service nodeadm-run.service",
                  "ExecStart=/usr/local/sbin/trn-lustre-efa configure --interfaces 2",
                  "WantedBy=multi-user.target"):
         assert line in unit.splitlines()
@@ -243,6 +288,66 @@ def test_check_detects_the_fall_back_to_tcp(node):
     result = node.run("check", "--mount", str(fsx), "--mib", "64", STUB_ROUTE="tcp")
     assert result.returncode == 3
     assert result.stdout.startswith("lustre-efa check: tcp (efa +0, tcp +130 LNet messages")
+
+
+@pytest.mark.parametrize("route, efa, tcp", [
+    ("few", 16, 2),  # EFA more than tcp, but fewer than MiB/2 messages
+    ("even", 64, 66),  # at least MiB/2 on EFA, but not more than tcp
+])
+def test_check_needs_both_half_the_mib_on_efa_and_more_than_tcp(node, route, efa, tcp):
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    result = node.run("check", "--mount", str(fsx), "--mib", "64", STUB_ROUTE=route)
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert result.stdout.startswith(f"lustre-efa check: tcp (efa +{efa}, tcp +{tcp} LNet messages")
+
+
+def probe_writer_sleep(node: Node, probe: Path, mib: int) -> None:
+    """A ``sleep`` stub during which another node finishes writing the probe."""
+    (node.bin / "sleep").write_text(f'#!/bin/bash\necho "sleep $*" >> "$STUB_LOG"\n'
+                                    f'truncate -s {mib << 20} {probe}\n')
+
+
+def test_check_waits_for_the_probe_another_node_is_writing_and_only_reads_it(node):
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    state = fsx / ".trn-ultracluster"
+    probe = state / "lustre-efa-probe-64MiB"
+    (state / "lustre-efa-probe-64MiB.lock").mkdir(parents=True)  # another node writes it
+    probe_writer_sleep(node, probe, 64)
+    result = node.run("check", "--mount", str(fsx), "--mib", "64")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "efa +64, tcp +1" in result.stdout
+    assert node.calls("dd") == [f"dd if={probe} of=/dev/null bs=1M iflag=direct status=none"]
+    assert node.calls("sleep") == ["sleep 2"]
+    assert sorted(p.name for p in state.iterdir()) == [probe.name, probe.name + ".lock"]
+
+
+def test_check_gives_up_when_the_lock_holder_writes_nothing_in_time(node):
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    (fsx / ".trn-ultracluster/lustre-efa-probe-64MiB.lock").mkdir(parents=True)
+    result = node.run("check", "--mount", str(fsx), "--mib", "64", TRN_PROBE_WAIT_S="6")
+    assert result.returncode == 1
+    assert "ERROR (check): " in error_line(result) and "after 6s while another node holds" in result.stderr
+    assert node.calls("dd") == [] and len(node.calls("sleep")) == 3
+
+
+def test_check_takes_over_a_stale_lock(node):
+    import os
+    import time
+
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    lock = fsx / ".trn-ultracluster/lustre-efa-probe-64MiB.lock"
+    lock.mkdir(parents=True)
+    old = time.time() - 301
+    os.utime(lock, (old, old))  # its writer died more than TRN_PROBE_WAIT_S ago
+    result = node.run("check", "--mount", str(fsx), "--mib", "64")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "taking over the probe lock" in result.stderr
+    assert len(node.calls("dd")) == 2 and "of=/dev/null" in node.calls("dd")[1]
+    assert sorted(p.name for p in lock.parent.iterdir()) == ["lustre-efa-probe-64MiB"]
 
 
 def test_check_without_an_efa_net_is_tcp(node):
@@ -305,8 +410,9 @@ def test_csi_node_sets_up_lnet_the_unit_and_the_watcher(tmp_path):
     assert node.calls("aws") == []  # the watcher reports, once a file system is mounted
 
 
-@pytest.mark.parametrize("mode, status", [("required", 1), ("preferred", 0)])
+@pytest.mark.parametrize("mode, status", [("required", 1), ("preferred", 4)])
 def test_csi_node_that_cannot_configure_reports_0(tmp_path, mode, status):
+    """4: preferred, not configured, the node goes on over TCP (callers must not say "set up")."""
     node = Node(tmp_path, os_release=AL2023, devices=())
     result = node.run("csi-node", "--mode", mode, "--interfaces", "2", "--mib", "8",
                       *REPORT_ARGS)
@@ -341,6 +447,39 @@ def test_watcher_checks_the_first_lustre_mount_and_reports(node, route, mode, st
     assert says in log and "waiting for a Lustre mount" in log
     if route == "tcp":
         assert "security group id (0.0.0.0/0 rules do not count for EFA)" in result.stdout
+
+
+@pytest.mark.parametrize("mode, status, says", [
+    ("required", 1, "ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and "
+                    "trn-lustre-efa.service failed"),
+    ("preferred", 0, "WARNING: trn-lustre-efa.service failed"),
+])
+def test_watcher_reports_0_when_the_lnet_unit_failed_and_nothing_mounts(node, mode, status, says):
+    """After a reboot whose LNet unit failed (after its restarts): in mode required the
+    automount requires the unit, so no Lustre mount ever shows up; the watcher must not wait
+    for it forever."""
+    (node.root / "proc").mkdir()
+    (node.root / "proc/mounts").write_text("proc /proc proc rw 0 0\n")
+    result = node.run("watch", "--mode", mode, "--mib", "8", *REPORT_ARGS, STUB_UNIT_FAILED="1")
+    assert result.returncode == status, result.stdout + result.stderr
+    assert says in result.stdout
+    (put,) = node.calls("aws")
+    assert "--value 0 " in put
+    assert f"systemctl is-failed --quiet {LUSTRE_EFA_UNIT}" in node.calls("systemctl")
+    assert node.calls("sleep") == []
+
+
+def test_watcher_does_not_report_a_check_that_failed(node):
+    """A check error (exit 1, here: the probe cannot be written) is not the TCP verdict."""
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    (node.bin / "dd").write_text('#!/bin/bash\necho "dd $*" >> "$STUB_LOG"\nexit 1\n')
+    result = node.run("watch", "--mode", "preferred", "--mib", "8", *REPORT_ARGS)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "ERROR: the check of FSx for Lustre over EFA failed ((check): cannot write 8 MiB" in result.stdout
+    assert "does not go over EFA" not in result.stdout
+    assert node.calls("aws") == []
+    assert not (fsx / ".trn-ultracluster/lustre-efa-probe-8MiB.lock").exists()
 
 
 def test_watcher_waits_for_the_mount(node):

@@ -52,7 +52,9 @@ LUSTRE_EFA_SCRIPT = "lustre_efa.sh"
 check that the traffic goes over EFA, the metric, and the watcher of Kubernetes nodes."""
 LUSTRE_EFA_UNIT = "trn-lustre-efa.service"
 """The systemd unit ``lustre_efa.sh install-unit`` writes: LNet over EFA at every boot,
-before the remote mounts (the fstab entry of an EFA mount names it)."""
+before the remote mounts and kubelet (the fstab entry of an EFA mount names it). The one
+source of the name: ``lustre_efa.sh`` (``UNIT``) and ``fsx.sh`` (``EFA_UNIT``) spell it once
+each, and the tests check that both equal this."""
 FSX_DESCRIBE_ACTIONS = ("fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations",
                         "fsx:DescribeDataRepositoryTasks")
 """What ``fsx.sh`` calls: find the file system by its tag and wait for it, its data repository

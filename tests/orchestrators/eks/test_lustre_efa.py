@@ -73,7 +73,7 @@ def test_efa_cluster_nodes_get_the_mime_user_data(efa_eks):
     assert text.startswith(f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{BOUNDARY}"')
     part = shell_part(text)
     cluster_ref = efa_eks.ref_id("EksCluster")
-    assert (f"--mode 'required' --interfaces '2' \\\n     --mib '256' --region 'us-west-2'"
+    assert (f"--mode 'required' --interfaces '2' \\\n  --mib '256' --region 'us-west-2'"
             in part)
     assert f"--cluster 'ref-{cluster_ref}'" in part  # the EKS cluster's name (Container Insights')
     assert len(text.encode()) < USER_DATA_BUDGET_BYTES
@@ -172,9 +172,13 @@ def test_boot_on_a_node_without_efa_reports_0_and_the_node_joins_anyway(tmp_path
     assert f"--value 0 --dimensions ClusterName={CLUSTER}," in put
     log = node.path("/var/log/trn-ultracluster/lustre-efa-boot.log").read_text()
     assert "(no-efa-device): no EFA device" in log
+    assert "set up" not in result.stdout  # only when LNet was configured
     if status:
         assert "it joins the cluster anyway, over TCP" in result.stderr
         assert "(no-efa-device)" in result.stderr  # the cause, in cloud-init's output too
+    else:
+        assert "WARNING: LNet could not be configured for EFA" in result.stderr
+        assert "joins the cluster over TCP (fsx.efa: auto)" in result.stderr
 
 
 def test_boot_on_a_node_whose_client_has_no_efa_support_fails_naming_kefalnd(tmp_path):

@@ -75,6 +75,32 @@ def test_mode_off_loads_lustre_and_warns_without_failing(tmp_path):
     assert node.calls("lnetctl") == [] and node.calls("aws") == [] and node.calls("dnf") == []
 
 
+def test_mode_off_needs_nothing_new_to_go_on(tmp_path):
+    """python3 (lcs.py) failing must not fail a mode-off node: before fsx.efa it needed neither."""
+    node = Node(tmp_path, "off")
+    (node.bin / "python3").write_text("#!/bin/bash\necho 'python3: broken' >&2\nexit 1\n")
+    (node.bin / "python3").chmod(0o755)
+    result = node.run()
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = node.lifecycle_log()
+    assert "its fsx.efa mode is off" in log and "kernel module lustre loaded" in log
+    assert "required" not in log
+    assert node.calls("lnetctl") == [] and node.calls("aws") == []
+
+
+def test_an_unreadable_fsx_efa_section_fails_naming_the_file(tmp_path):
+    node = Node(tmp_path, "required")
+    cluster = json.loads((node.lcs / LIFECYCLE_FILE).read_text())
+    cluster["fsx"]["efa"]["mode"] = "maybe"
+    (node.lcs / LIFECYCLE_FILE).write_text(json.dumps(cluster))
+    result = node.run()
+    assert result.returncode == 1
+    log = node.lifecycle_log()
+    assert f"ERROR: cannot read fsx.efa of {node.lcs / LIFECYCLE_FILE}" in log
+    assert "is required (fsx.efa: true)" not in log
+    assert node.calls("lnetctl") == []
+
+
 @pytest.mark.parametrize("mode", ["required", "preferred"])
 def test_efa_node_sets_up_lnet_and_the_watcher_before_it_joins(tmp_path, mode):
     node = Node(tmp_path, mode)
@@ -109,6 +135,7 @@ def test_required_node_that_cannot_have_efa_fails_and_reports_0(tmp_path, fake, 
     assert cause in log
     assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot "
             "have it") in log
+    assert "HyperPod replaces" not in log and "not verified here" in log
     (put,) = [c for c in node.calls("aws") if "put-metric-data" in c]
     assert f"--value 0 --dimensions ClusterName={CLUSTER}," in put
     assert not (node.root / "etc/systemd/system/trn-lustre-efa-check.service").exists()
@@ -119,6 +146,8 @@ def test_preferred_node_that_cannot_have_efa_joins_on_tcp_and_reports_0(tmp_path
     result = node.run()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING: LNet could not be configured for EFA" in node.lifecycle_log()
+    assert "the node joins over TCP" in node.lifecycle_log()
+    assert "over EFA set up" not in node.lifecycle_log()
     assert "--value 0 " in [c for c in node.calls("aws") if "put-metric-data" in c][0]
 
 

@@ -596,6 +596,38 @@ def test_mode_off_runs_nothing_of_efa_and_keeps_the_fstab_entry(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["required", "preferred"])
+@pytest.mark.parametrize("ip, role", [(CONTROLLER_IP, "controller"), (LOGIN_IP, "login")])
+def test_controller_and_login_nodes_mount_over_tcp_whatever_fsx_efa_says(tmp_path, mode, ip,
+                                                                         role):
+    """They have no EFA device (ml.c5/ml.m5): only the workers do Lustre over EFA."""
+    node, env = efa_node(tmp_path, mode, devices=())
+    result = node(ip, **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"this {role} node mounts over TCP" in result.stdout
+    assert calls(node, "lnetctl") == [] and calls(node, "dd") == []
+    assert not any("node_fsx_lustre_over_efa" in c for c in calls(node, "aws"))
+    assert fstab(node) == (f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,"
+                           "_netdev,x-systemd.automount,x-systemd.requires=network-online.target 0 0\n")
+    assert not (node.root / "etc/systemd/system/trn-lustre-efa.service").exists()
+    assert result.stdout.rstrip().endswith("on_init_complete done")
+
+
+def test_an_unreadable_fsx_efa_section_fails_the_node_before_anything(tmp_path):
+    """lcs.py's own validation (here: an unknown mode) must stop the node, not leave an empty
+    mode that falls through to a silent TCP mount."""
+    node, env = efa_node(tmp_path, "required")
+    cluster = json.loads((node.lcs_dir / "trn_ultracluster.json").read_text())
+    cluster["fsx"]["efa"]["mode"] = "maybe"
+    (node.lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
+    result = node(WORKER_IPS[0], **env)
+    assert result.returncode == 1
+    assert ("ERROR: cannot read fsx.efa of the stack's trn_ultracluster.json (lcs.py's error is "
+            "above)") in result.stdout
+    assert "'maybe' is not one of off, preferred, required" in result.stdout + result.stderr
+    assert calls(node, "lnetctl") == [] and calls(node, "mount") == []
+
+
+@pytest.mark.parametrize("mode", ["required", "preferred"])
 def test_efa_node_configures_lnet_mounts_checks_and_reports_1(tmp_path, mode):
     node, env = efa_node(tmp_path, mode)
     result = node(WORKER_IPS[0], **env)

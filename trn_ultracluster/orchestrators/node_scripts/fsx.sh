@@ -34,7 +34,7 @@ RETRY_DELAY_S="${TRN_RETRY_DELAY_S:-10}"
 FSX_ID="" FSX_DNS="" FSX_MOUNT_NAME=""
 FSX_MOUNT_POINT="" NEURON_CACHE_DIR="" REGION="" STATE_DIR=""
 LUSTRE_EFA="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lustre_efa.sh"
-EFA_UNIT="trn-lustre-efa.service"
+EFA_UNIT="trn-lustre-efa.service"  # nodes.LUSTRE_EFA_UNIT (tests check the two agree)
 EFA_MODE="off" EFA_INTERFACES=0 EFA_CHECK_MIB=0 EFA_NAMESPACE="" EFA_METRIC=""
 EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB=""
 
@@ -48,8 +48,23 @@ read_storage_layout() {
   [[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" && -n "${REGION}" ]] \
     || fail "the job environment of the stack's trn_ultracluster.json lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION"
   STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"
-  read -r EFA_MODE EFA_INTERFACES EFA_CHECK_MIB EFA_NAMESPACE EFA_METRIC <<< "$(lcs fsx-efa)" \
+  local efa
+  # (read on a here-string never fails: lcs's status is taken from the assignment.)
+  efa="$(lcs fsx-efa)" \
     || fail "cannot read fsx.efa of the stack's trn_ultracluster.json (lcs.py's error is above)"
+  read -r EFA_MODE EFA_INTERFACES EFA_CHECK_MIB EFA_NAMESPACE EFA_METRIC <<< "${efa}"
+  [[ "${EFA_MODE}" =~ ^(off|preferred|required)$ ]] \
+    || fail "fsx.efa mode '${EFA_MODE}' of the stack's trn_ultracluster.json is not off, preferred or required"
+}
+
+# lustre_efa_off_for ROLE: this node mounts over TCP as in mode off, whatever fsx.efa says
+# (HyperPod Slurm's controller and login nodes have no EFA device: only the workers do Lustre
+# over EFA). No LNet, no metric, the plain fstab entry.
+lustre_efa_off_for() {
+  if [[ "${EFA_MODE}" != off ]]; then
+    log "FSx for Lustre over EFA (fsx.efa: ${EFA_MODE}) is for the worker nodes: this ${1} node mounts over TCP"
+    EFA_MODE=off
+  fi
 }
 
 # --- FSx for Lustre over EFA -------------------------------------------------------------
@@ -73,7 +88,9 @@ efa_report() {
 # configured in mode preferred, the node stays on TCP with the plain fstab entry and no unit.
 setup_lustre_efa() {
   EFA_CLUSTER="$1"
-  [[ "${EFA_MODE}" != off ]] || return 0
+  if [[ "${EFA_MODE}" == off ]]; then
+    return 0
+  fi
   local out status=0 cause
   log "FSx for Lustre over EFA (${EFA_MODE}): configuring LNet with ${EFA_INTERFACES} EFA interface(s)"
   out="$(bash "${LUSTRE_EFA}" configure --interfaces "${EFA_INTERFACES}" 2>&1)" || status=$?
@@ -103,7 +120,9 @@ setup_lustre_efa() {
 
 # check_lustre_efa: after the mount, whether the traffic goes over EFA (lustre_efa.sh check).
 check_lustre_efa() {
-  [[ "${EFA_MODE}" != off && -n "${EFA_CONFIGURED}" ]] || return 0
+  if [[ "${EFA_MODE}" == off || -z "${EFA_CONFIGURED}" ]]; then
+    return 0
+  fi
   local result status=0 what
   result="$(bash "${LUSTRE_EFA}" check --mount "${ROOT}${FSX_MOUNT_POINT}" --mib "${EFA_CHECK_MIB}" 2>&1)" \
     || status=$?

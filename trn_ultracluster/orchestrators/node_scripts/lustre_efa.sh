@@ -24,18 +24,22 @@
 # REPORT_ARGS: --region R --namespace NS --metric NAME --cluster C [--instance-id I] [--node-name N]
 #
 # Errors end with one line on stderr, "... ERROR (<cause>): <message>", and exit status 1;
-# causes: usage, os, no-efa-device, no-kefalnd, network, modules, lnetctl, ni-not-up, check,
-# install. `check` exits 3 when the traffic went over TCP.
+# causes: usage, os, no-efa-device, no-kefalnd, network, modules, lnetctl, ni-not-up, mounted,
+# check, install. `check` exits 3 when the traffic went over TCP; `csi-node` exits 4 when EFA
+# is preferred and LNet could not be configured for it (the node goes on over TCP).
 #
 # Test hooks: TRN_ROOT (prefix of every file path read or written: /etc, /sys, /proc,
-# /usr/local/sbin, /var/log), TRN_NI_WAIT_S (seconds for the EFA NIs to come up, default
-# 10), TRN_WATCH_POLL_S (default 30), TRN_INSTANCE_ID, TRN_NODE_NAME.
+# /usr/local/sbin, /var/log), TRN_NI_WAIT_S (seconds for the EFA NIs to come up, default 60:
+# our choice, no source gives a bring-up time), TRN_PROBE_WAIT_S (seconds a node waits for
+# another node's probe, and the age of a stale probe lock, default 300), TRN_WATCH_POLL_S
+# (default 30), TRN_INSTANCE_ID, TRN_NODE_NAME.
 
 set -euo pipefail
 
 ROOT="${TRN_ROOT:-}"
 SELF="${BASH_SOURCE[0]}"
 INSTALLED="/usr/local/sbin/trn-lustre-efa"
+# UNIT: nodes.LUSTRE_EFA_UNIT (the tests check that the two agree).
 UNIT="trn-lustre-efa.service"
 WATCH_UNIT="trn-lustre-efa-check.service"
 UNIT_DIR="/etc/systemd/system"
@@ -128,9 +132,22 @@ run_lnetctl() {
   out="$(lnetctl "$@" 2>&1)" || die lnetctl "lnetctl $* failed: ${out//$'\n'/ }"
 }
 
+# The mount point of the first Lustre file system mounted on the host (/proc/mounts), or "".
+lustre_mount() { awk '$3 == "lustre" {print $2; exit}' "${ROOT}/proc/mounts" 2> /dev/null || true; }
+
+# refuse_under_mount WHAT: die when a Lustre file system is mounted: removing a NI under it
+# cuts its traffic (reboot, or unmount first).
+refuse_under_mount() {
+  local mounted
+  mounted="$(lustre_mount)"
+  [[ -z "${mounted}" ]] \
+    || die mounted "LNet would have to remove $1 while Lustre is mounted at ${mounted} (/proc/mounts): removing a NI under a mounted file system cuts its traffic; unmount it (or reboot) and rerun"
+}
+
 # configure --interfaces N: modules, LNet (tcp NI, N EFA NIs, discovery, EFA preferred),
-# then the lustre module, in the EKS UG's order. Idempotent: a NI already there is kept, so a
-# rerun under a mounted file system changes nothing.
+# then the lustre module, in the EKS UG's order. Idempotent: a NI already there is kept. A NI
+# that would have to go (a tcp NI on another interface, an EFA NI not chosen) is removed only
+# while no Lustre file system is mounted; under a mount, configure fails (cause: mounted).
 configure() {
   local n="$1" tcp_if dev
   local -a devices chosen current
@@ -154,12 +171,16 @@ configure() {
     lnetctl net show > /dev/null 2>&1 || die lnetctl "lnetctl lnet configure failed"
   fi
   if ! net_interfaces tcp | grep -x "${tcp_if}" > /dev/null; then
+    local old_tcp
+    old_tcp="$(net_interfaces tcp | paste -sd ' ')"
+    [[ -z "${old_tcp}" ]] || refuse_under_mount "the tcp NI on ${old_tcp} (the default route is on ${tcp_if})"
     lnetctl net del --net tcp > /dev/null 2>&1 || true
     run_lnetctl net add --net tcp --if "${tcp_if}"
   fi
   mapfile -t current < <(net_interfaces efa)
   for dev in "${current[@]}"; do
     if ! printf '%s\n' "${chosen[@]}" | grep -x "${dev}" > /dev/null; then
+      refuse_under_mount "the EFA NI on ${dev} (${n} wanted: ${chosen[*]})"
       run_lnetctl net del --net efa --if "${dev}"
     fi
   done
@@ -174,7 +195,7 @@ configure() {
     run_lnetctl udsp add --src efa --priority 0
   fi
   modprobe lustre || die modules "modprobe lustre failed"
-  local waited=0 wait_s="${TRN_NI_WAIT_S:-10}" up
+  local waited=0 wait_s="${TRN_NI_WAIT_S:-60}" up
   until up="$(efa_up)"; (( up == n )) || (( waited >= wait_s )); do
     sleep 2
     waited=$(( waited + 2 ))
@@ -210,6 +231,13 @@ install_self() { write_if_changed "${INSTALLED}" 755 < "${SELF}" > /dev/null; }
 # up late. remote-fs-pre.target is pulled in by the units ordered before it (systemd commit
 # 627506f "units: there is no point in pulling in ordering 'provides'-style targets";
 # systemd.special(7)).
+# Before=kubelet.service nodeadm-run.service: on the Kubernetes nodes the mount comes from the
+# FSx CSI driver once kubelet runs pods, not from fstab, so after a reboot LNet must be
+# configured before kubelet starts (nodeadm-run.service starts it on the EKS AL2023 AMIs).
+# Before=/After= only order units that are both started; they pull nothing in, and an
+# ordering on a unit that does not exist has no effect (systemd.unit(5), Before=/After=:
+# ordering is independent of the requirement dependencies), so the same unit is harmless
+# on the Slurm and standalone nodes, which have neither.
 install_unit() {
   local n="$1"
   install_self
@@ -221,6 +249,7 @@ Documentation=https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-c
 Wants=network-online.target remote-fs-pre.target
 After=network-online.target
 Before=remote-fs-pre.target
+Before=kubelet.service nodeadm-run.service
 StartLimitIntervalSec=600
 StartLimitBurst=20
 
@@ -275,11 +304,56 @@ messages() {
 # no errors"); the counters do: M MiB of direct I/O must add at least M/2 messages on the EFA
 # NIs and more than on the tcp NI ("Metadata RPCs and pings ride tcp by design": PR #7572).
 # bs=1M with O_DIRECT makes each MiB at least one bulk RPC, whatever the RPC size.
-# The probe is written once per file system (temporary name, then renamed: a reader sees the
-# whole file or none) and read by every node: one file per node would each be exported to
-# S3 by the file system's data repository association.
+# The probe (one file of M MiB, .trn-ultracluster/lustre-efa-probe-<M>MiB) is written once
+# per file system and read by every node. One node writes it: the one whose mkdir of the lock
+# directory succeeds (mkdir is atomic on Lustre, as on any POSIX file system), under a
+# temporary name, then renamed (a reader sees the whole file or none), so there is only one
+# temporary file at a time. The others wait up to TRN_PROBE_WAIT_S (default 300) for the
+# probe at full size, then read it; a lock older than that is stale (its writer died) and is
+# taken over. The data repository association exports the probe to S3 like any file under
+# its path (one 256 MiB object; retained with the file system's data).
+probe_size() { stat -c %s "$1" 2> /dev/null || echo 0; }
+
+# write_probe PROBE LOCK MIB: with LOCK held, write PROBE, then release LOCK.
+write_probe() {
+  local probe="$1" lock="$2" mib="$3" tmp
+  tmp="${probe%/*}/.lustre-efa-probe.$(hostname).$$"
+  dd if=/dev/urandom of="${tmp}" bs=1M count="${mib}" iflag=fullblock oflag=direct status=none \
+    || { rm -f "${tmp}"; rmdir "${lock}" 2> /dev/null || true; die check "cannot write ${mib} MiB to ${tmp}"; }
+  mv -f "${tmp}" "${probe}" || { rm -f "${tmp}"; rmdir "${lock}" 2> /dev/null || true; die check "cannot rename ${tmp} to ${probe}"; }
+  rmdir "${lock}" 2> /dev/null || true
+}
+
+# ensure_probe STATE PROBE MIB: the probe at full size, written here or by another node.
+ensure_probe() {
+  local state="$1" probe="$2" mib="$3" lock="$2.lock" waited=0 age
+  local wait_s="${TRN_PROBE_WAIT_S:-300}"
+  if (( $(probe_size "${probe}") == mib * 1048576 )); then
+    return 0
+  fi
+  mkdir -p "${state}" || die check "cannot create ${state}"
+  until (( $(probe_size "${probe}") == mib * 1048576 )); do
+    if mkdir "${lock}" 2> /dev/null; then
+      write_probe "${probe}" "${lock}" "${mib}"
+      return 0
+    fi
+    age=$(( $(date +%s) - $(stat -c %Y "${lock}" 2> /dev/null || date +%s) ))
+    if (( age >= wait_s )); then
+      log "taking over the probe lock ${lock} (${age}s old: its writer is gone)" >&2
+      if rmdir "${lock}" 2> /dev/null && mkdir "${lock}" 2> /dev/null; then
+        write_probe "${probe}" "${lock}" "${mib}"
+        return 0
+      fi
+    fi
+    (( waited < wait_s )) \
+      || die check "${probe} is not there at ${mib} MiB after ${wait_s}s while another node holds ${lock}"
+    sleep 2
+    waited=$(( waited + 2 ))
+  done
+}
+
 check() {
-  local mount="$1" mib="$2" state probe tmp size
+  local mount="$1" mib="$2" state probe
   grep -qs " ${mount} lustre " "${ROOT}/proc/mounts" \
     || die check "${mount} is not a mounted Lustre file system (/proc/mounts)"
   state="${mount}/.trn-ultracluster"
@@ -287,14 +361,7 @@ check() {
   local efa0 tcp0 efa1 tcp1
   efa0="$(messages efa)"
   tcp0="$(messages tcp)"
-  size="$(stat -c %s "${probe}" 2> /dev/null || echo 0)"
-  if (( size != mib * 1048576 )); then
-    mkdir -p "${state}" || die check "cannot create ${state}"
-    tmp="${state}/.lustre-efa-probe.$(hostname).$$"
-    dd if=/dev/urandom of="${tmp}" bs=1M count="${mib}" iflag=fullblock oflag=direct status=none \
-      || { rm -f "${tmp}"; die check "cannot write ${mib} MiB to ${tmp}"; }
-    mv -f "${tmp}" "${probe}"
-  fi
+  ensure_probe "${state}" "${probe}" "${mib}"
   dd if="${probe}" of=/dev/null bs=1M iflag=direct status=none || die check "cannot read ${probe}"
   efa1="$(messages efa)"
   tcp1="$(messages tcp)"
@@ -335,14 +402,26 @@ report() {
 # after the node has joined), then check and report once. The first Lustre mount of the
 # host is taken: the stack's nodes mount only the stack's file system. A node that joined
 # its cluster cannot be failed from here: required + TCP is an ERROR in the log and this
-# unit, and 0 on the dashboard.
+# unit, and 0 on the dashboard. While it waits, a failed LNet unit (after its restarts) is
+# reported at once: the traffic cannot go over EFA, and in mode required the automount
+# (x-systemd.requires= the unit) never happens, so no mount would ever show up. A check that
+# fails (exit 1: it could not tell, e.g. the probe could not be written) is an ERROR, not a
+# verdict: nothing is reported.
 watch() {
   local poll="${TRN_WATCH_POLL_S:-30}" mount result status=0
   mkdir -p "$(dirname "${ROOT}${LOG_FILE}")"
   exec > >(tee -a "${ROOT}${LOG_FILE}") 2>&1
   log "waiting for a Lustre mount (/proc/mounts) to check that it goes over EFA"
-  until mount="$(awk '$3 == "lustre" {print $2; exit}' "${ROOT}/proc/mounts" 2> /dev/null)" \
-        && [[ -n "${mount}" ]]; do
+  until mount="$(lustre_mount)" && [[ -n "${mount}" ]]; do
+    if systemctl is-failed --quiet "${UNIT}" 2> /dev/null; then
+      report 0
+      if [[ "${W_MODE}" == required ]]; then
+        log "ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and ${UNIT} failed, so LNet is not configured for EFA and, where fstab requires the unit, the file system is not mounted (journalctl -u ${UNIT}). $(tcp_causes)"
+        return 1
+      fi
+      log "WARNING: ${UNIT} failed (journalctl -u ${UNIT}): LNet is not configured for EFA and Lustre goes over TCP on this node (fsx.efa: auto)"
+      return 0
+    fi
     sleep "${poll}"
   done
   result="$(check "${mount}" "${W_MIB}" 2>&1)" || status=$?
@@ -350,6 +429,10 @@ watch() {
   if (( status == 0 )); then
     report 1
     return 0
+  fi
+  if (( status != 3 )); then
+    log "ERROR: the check of FSx for Lustre over EFA failed (${result##*ERROR }); nothing reported"
+    return 1
   fi
   report 0
   if [[ "${W_MODE}" == required ]]; then
@@ -396,8 +479,9 @@ EOF
 
 # csi-node: the node side where pods mount the file system later (FSx CSI driver: it mounts
 # <dns>@tcp:/<mount> and sets up no LNet, kubernetes-sigs/aws-fsx-csi-driver
-# pkg/driver/node.go): client, LNet, the boot unit and the watcher. Exit 1 only when EFA is
-# required and LNet cannot be configured for it (after reporting 0).
+# pkg/driver/node.go): client, LNet, the boot unit and the watcher. Exit 0 when LNet is
+# configured for EFA; when it cannot be (after reporting 0), exit 1 in mode required and 4 in
+# mode preferred (the node goes on over TCP: callers must not say it is set up).
 csi_node() {
   local out status=0
   out="$( (install_client && configure "${C_INTERFACES}") 2>&1)" || status=$?
@@ -413,6 +497,7 @@ csi_node() {
     return 1
   fi
   log "WARNING: LNet could not be configured for EFA (${out##*ERROR }); Lustre goes over TCP on this node (fsx.efa: auto)"
+  return 4
 }
 
 usage() { die usage "$*; usage: see the header of lustre_efa.sh"; }

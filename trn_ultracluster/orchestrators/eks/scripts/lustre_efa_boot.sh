@@ -29,12 +29,18 @@ TRN_LUSTRE_EFA
   exit 1
 fi
 chmod 755 "${DIR}/lustre_efa.sh"
-if bash "${DIR}/lustre_efa.sh" csi-node --mode '@@MODE@@' --interfaces '@@INTERFACES@@' \
-     --mib '@@CHECK_MIB@@' --region '@@REGION@@' --namespace '@@NAMESPACE@@' \
-     --metric '@@METRIC@@' --cluster '@@CLUSTER@@' >> "${LOG}" 2>&1; then
-  echo "trn-ultracluster: FSx for Lustre over EFA set up (${LOG#"${ROOT}"})"
-else
-  tail -n 3 "${LOG}" >&2
-  echo "trn-ultracluster: ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (${LOG#"${ROOT}"}); it joins the cluster anyway, over TCP" >&2
-  exit 1
-fi
+# csi-node: 0 LNet configured for EFA, 4 preferred and not configured (over TCP), else failed.
+status=0
+bash "${DIR}/lustre_efa.sh" csi-node --mode '@@MODE@@' --interfaces '@@INTERFACES@@' \
+  --mib '@@CHECK_MIB@@' --region '@@REGION@@' --namespace '@@NAMESPACE@@' \
+  --metric '@@METRIC@@' --cluster '@@CLUSTER@@' >> "${LOG}" 2>&1 || status=$?
+case "${status}" in
+  0) echo "trn-ultracluster: FSx for Lustre over EFA set up (${LOG#"${ROOT}"})" ;;
+  4)
+    tail -n 1 "${LOG}" >&2
+    echo "trn-ultracluster: WARNING: LNet could not be configured for EFA (${LOG#"${ROOT}"}); the node joins the cluster over TCP (fsx.efa: auto)" >&2 ;;
+  *)
+    tail -n 3 "${LOG}" >&2
+    echo "trn-ultracluster: ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (${LOG#"${ROOT}"}); it joins the cluster anyway, over TCP" >&2
+    exit 1 ;;
+esac

@@ -16,8 +16,10 @@
 #   the Lustre client if it has no EFA support (Amazon Linux 2023: dnf install lustre-client),
 #   configures LNet over EFA, installs its boot unit and a watcher that checks the first
 #   Lustre mount (when a pod mounts /fsx) and publishes node_fsx_lustre_over_efa. A node
-#   that cannot configure LNet for EFA fails here in mode required (HyperPod replaces it), so
-#   it never joins; in mode preferred it joins on TCP, with 0 on the dashboard. After the
+#   that cannot configure LNet for EFA fails here in mode required (the lifecycle script fails
+#   the node; during cluster creation this fails the creation: HyperPod's behaviour not
+#   verified here), so it never joins; in mode preferred it joins on TCP, with 0 on the
+#   dashboard. After the
 #   node has joined, a fall back to TCP found by the watcher cannot fail it: see
 #   docs/hyperpod-eks.md.
 # - No containerd or kubelet configuration: the sample's Amazon Linux 2023 branch writes a
@@ -61,7 +63,18 @@ lcs() { python3 "$LCS_DIR/lcs.py" --cluster "$CLUSTER_JSON" "$@"; }
 
 log "start on $(hostname)"
 [[ -f "$CLUSTER_JSON" ]] || fail "$CLUSTER_JSON not found; the lifecycle bucket is incomplete"
-read -r mode interfaces check_mib namespace metric <<< "$(lcs fsx-efa)"
+# The mode with lcs.py (which validates the section). Mode off must not need more than before
+# fsx.efa existed: if python3 or lcs.py fails and the file says mode off, go on as off.
+if efa="$(lcs fsx-efa)"; then
+  read -r mode interfaces check_mib namespace metric <<< "$efa"
+elif grep -Eq '"mode": *"off"' "$CLUSTER_JSON"; then
+  log "WARNING: lcs.py could not read $CLUSTER_JSON (above); its fsx.efa mode is off"
+  mode=off
+else
+  fail "cannot read fsx.efa of $CLUSTER_JSON (lcs.py's error is above)"
+fi
+[[ "$mode" =~ ^(off|preferred|required)$ ]] \
+  || fail "fsx.efa mode '$mode' of $CLUSTER_JSON is not off, preferred or required"
 
 if [[ "$mode" == off ]]; then
   for module in lnet lustre; do
@@ -73,10 +86,14 @@ if [[ "$mode" == off ]]; then
   done
 else
   log "FSx for Lustre over EFA ($mode): LNet over $interfaces EFA interface(s), checked once a pod mounts the file system"
-  if ! bash "$LCS_DIR/lustre_efa.sh" csi-node --mode "$mode" --interfaces "$interfaces" \
-       --mib "$check_mib" --region "$(lcs get node region)" --namespace "$namespace" \
-       --metric "$metric" --cluster "$(lcs get node metrics_cluster)" 2>&1 | tee -a "$LOG"; then
-    fail "FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (the cause is above); HyperPod replaces the node"
-  fi
+  status=0
+  bash "$LCS_DIR/lustre_efa.sh" csi-node --mode "$mode" --interfaces "$interfaces" \
+    --mib "$check_mib" --region "$(lcs get node region)" --namespace "$namespace" \
+    --metric "$metric" --cluster "$(lcs get node metrics_cluster)" 2>&1 | tee -a "$LOG" || status=$?
+  case "$status" in
+    0) log "FSx for Lustre over EFA set up" ;;
+    4) log "WARNING: LNet could not be configured for EFA (above); the node joins over TCP (fsx.efa: auto)" ;;
+    *) fail "FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (the cause is above); the lifecycle script fails the node (during cluster creation this fails the creation: HyperPod's behaviour not verified here)" ;;
+  esac
 fi
 log "done"

@@ -170,6 +170,12 @@ main() {
     role="unknown"
   fi
   log "node ${ip} is a Slurm ${role} node"
+  # Only the workers (role compute) have EFA: the controller and login nodes mount over TCP
+  # as in mode off. A node whose role is unknown keeps fsx.efa (in mode required it fails
+  # loudly rather than going over TCP unnoticed).
+  if [[ "${role}" == controller || "${role}" == login ]]; then
+    lustre_efa_off_for "${role}"
+  fi
   # LNet over EFA first (fsx.efa; nothing in mode off): a node that cannot have it fails
   # before it waits for the file system.
   setup_lustre_efa "$(lcs env-get CLUSTER_NAME)"
