@@ -431,3 +431,23 @@ def test_the_neuron_device_gets_scaled_dot_product_attention():
     assert model.config._attn_implementation == "eager" and model.is_activation_checkpointing
     with pytest.raises(ValueError, match="attention must be one of"):
         build_model(recipe, mcfg, 1, device="meta", attention="flash")
+
+
+def test_a_worker_that_stops_with_a_process_group_up_exits_without_destructors(monkeypatch):
+    """``python -m trn_train``: an error exit with the group still up skips the destructors
+    (``os._exit``, the group's could abort the worker); success and runs without a group
+    exit normally."""
+    import types
+
+    import trn_train.__main__ as entry
+
+    exits: list[tuple[str, int]] = []
+    monkeypatch.setattr(entry.os, "_exit", lambda code: exits.append(("_exit", code)))
+    monkeypatch.setattr(entry.sys, "exit", lambda code: exits.append(("exit", code)))
+    group = types.SimpleNamespace(is_available=lambda: True, is_initialized=lambda: True)
+    monkeypatch.setitem(sys.modules, "torch.distributed", group)
+    entry._exit(3)
+    entry._exit(0)
+    group.is_initialized = lambda: False
+    entry._exit(3)
+    assert exits == [("_exit", 3), ("exit", 0), ("exit", 3)]
