@@ -20,7 +20,8 @@ def _exit(code: int) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-    sys.exit(code)
+    else:
+        sys.exit(code)
 
 
 if __name__ == "__main__":
