@@ -69,7 +69,13 @@ test-slurm: $(VENV)/.dev
 ## principal that deploys becomes EKS cluster admin (eks.deployer_principal_arn).
 DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 
+## Before it deploys, preflight's "FSx over EFA" check stops a deploy that would replace the
+## stack's file system (fsx.efa turned on or off); ALLOW_FSX_REPLACE=1 deploys anyway.
 deploy: setup
+	@if [ "$(ALLOW_FSX_REPLACE)" != 1 ]; then \
+	  $(VPY) -m trn_ultracluster preflight --only "FSx over EFA" $(CDK_CONTEXT) || { \
+	    echo "make deploy: stopped: the FSx over EFA check did not pass (above); ALLOW_FSX_REPLACE=1 deploys anyway" >&2; exit 1; }; \
+	fi
 	@deployer=$(DEPLOYER) && \
 	$(CDK) deploy $(ALL_STACKS) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
 	  --outputs-file $(OUT)/outputs.json

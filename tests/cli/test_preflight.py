@@ -518,3 +518,20 @@ def test_preflight_fails_a_configuration_that_would_replace_the_file_system(outp
     if not ok:
         kept = "true" if outputs.get("FsxEfa", "off") != "off" else "false"
         assert check.fix.startswith(f"to keep the file system, set fsx.efa: {kept}")
+
+
+@moto.mock_aws
+def test_preflight_only_runs_the_named_checks_and_make_deploy_runs_the_fsx_efa_one():
+    """``--only``: the named checks alone (``make deploy`` guards the file system with one
+    DescribeStacks, not the whole preflight)."""
+    from trn_ultracluster.cli.preflight import CHECKS, FSX_EFA_CHECK, run_preflight
+
+    create_stack({"FsxEfa": "required"})
+    _, checks = run_preflight(Session(), preflight_config(), docker_ok,
+                              stack_name="TrnUltraCluster", only=[FSX_EFA_CHECK])
+    assert [(c.name, c.ok) for c in checks] == [(FSX_EFA_CHECK, False)]
+    assert CHECKS[-1] == FSX_EFA_CHECK
+    deploy = (REPO_ROOT / "Makefile").read_text().split("\ndeploy:", 1)[1].split("\n\n", 1)[0]
+    guard, cdk = deploy.index(f'preflight --only "{FSX_EFA_CHECK}" $(CDK_CONTEXT)'), \
+        deploy.index("$(CDK) deploy")
+    assert guard < cdk and 'ALLOW_FSX_REPLACE)" != 1' in deploy

@@ -22,6 +22,7 @@ from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.commands import estimate, jobs, preflight, smoke_test, stack
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
+from trn_ultracluster.cli.preflight import CHECKS as PREFLIGHT_CHECKS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
 from trn_ultracluster.cli.project_config import default_stack_name
 from trn_ultracluster.contracts.outputs import STACK_NAME
@@ -164,12 +165,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "preflight", parents=[common], help="check the account before deploy",
                  description="Check instance offering, quota, CDK bootstrap, Docker, "
                              "capacity and the stack (--stack-name: does it exist, in "
-                             "which state) for the configuration, in the configuration's "
+                             "which state) and whether the deploy would replace the FSx "
+                             "file system (fsx.efa) for the configuration, in the configuration's "
                              "Region (derived from az_ids; --region, if given, must be "
                              "it). --outputs-file is refused: nothing is deployed yet. "
                              "Exit 1 if any check fails.")
     p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
                    help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+    p.add_argument("--only", action="append", choices=PREFLIGHT_CHECKS, metavar="CHECK",
+                   help="run only this check, repeatable (no estimate then); one of: "
+                        + ", ".join(PREFLIGHT_CHECKS))
     _estimate_options(p)
     p.add_argument("--max-hourly-usd", type=_positive_usd, metavar="USD",
                    help="warn when the stack costs more per hour than this when running")

@@ -39,7 +39,7 @@ code and message and the others still run; only missing credentials stop everyth
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -53,7 +53,7 @@ from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.contracts.outputs import FSX_EFA_OFF, STACK_NAME, OutputKey
 from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
 
-__all__ = ["Check", "format_table", "run_preflight"]
+__all__ = ["CHECKS", "Check", "format_table", "run_preflight"]
 
 BOOTSTRAP_STACK = "CDKToolkit"
 FSX_EFA_CHECK = "FSx over EFA"
@@ -451,16 +451,24 @@ def _guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:
         return Check(name, False, err.message, err.fix)
 
 
+CHECKS = ("instance type offered", "quotas", "CDK bootstrap", "Docker", "capacity", "stack",
+          FSX_EFA_CHECK)
+"""The checks by name, in order (``quotas``: one check per quota; ``--only`` takes these)."""
+
+
 def run_preflight(session: Any, config: ClusterConfig,
                   runner: Callable[..., Any] = subprocess.run,
-                  stack_name: str = STACK_NAME) -> tuple[str, list[Check]]:
-    """Run every check in the configuration's Region.
+                  stack_name: str = STACK_NAME,
+                  only: Collection[str] | None = None) -> tuple[str, list[Check]]:
+    """Run every check in the configuration's Region, or those named in ``only``.
 
     Args:
         session: boto3 session in the config's Region (anything with ``client(name)``).
         config: validated configuration.
         runner: ``subprocess.run`` (tests pass a fake for ``docker info``).
         stack_name: the stack whose state is reported (``--stack-name``).
+        only: names of :data:`CHECKS` to run (``make deploy`` runs only ``FSx over EFA``);
+            ``None``: all.
 
     Returns:
         The account id and the checks, in order; a check AWS could not answer is failed
@@ -472,14 +480,19 @@ def run_preflight(session: Any, config: ClusterConfig,
     """
     with aws_errors("GetCallerIdentity"):
         account = session.client("sts").get_caller_identity()["Account"]
-    checks = [_guarded("instance type offered", _offering, session, config),
-              *_quotas(session, config),
-              _guarded("CDK bootstrap", _bootstrap, session, config),
-              _docker(runner, config),
-              _guarded("capacity", _capacity, session, config),
-              _guarded("stack", _stack, session, config, stack_name),
-              _guarded(FSX_EFA_CHECK, _file_system_efa, session, config, stack_name)]
-    return account, checks
+    runs: dict[str, Callable[[], list[Check]]] = {
+        "instance type offered": lambda: [
+            _guarded("instance type offered", _offering, session, config)],
+        "quotas": lambda: _quotas(session, config),
+        "CDK bootstrap": lambda: [_guarded("CDK bootstrap", _bootstrap, session, config)],
+        "Docker": lambda: [_docker(runner, config)],
+        "capacity": lambda: [_guarded("capacity", _capacity, session, config)],
+        "stack": lambda: [_guarded("stack", _stack, session, config, stack_name)],
+        FSX_EFA_CHECK: lambda: [
+            _guarded(FSX_EFA_CHECK, _file_system_efa, session, config, stack_name)],
+    }
+    return account, [c for name in CHECKS if only is None or name in only
+                     for c in runs[name]()]
 
 
 def format_table(checks: list[Check]) -> str:

@@ -93,11 +93,13 @@ def preflight(args: argparse.Namespace) -> int:
                        f"{args.region} (-c az_ids=... or a profile)")
     session = aws.make_session(config.region)
     account, checks = run_preflight(session, config, subprocess.run,
-                                    stack_name=args.stack_name or config.stack_name)
+                                    stack_name=args.stack_name or config.stack_name,
+                                    only=args.only)
     print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
           f"({config.region}), orchestrator {config.orchestrator}, account {account}")
     print(format_table(checks))
-    _print_estimate(args, config, session)
+    if args.only is None:
+        _print_estimate(args, config, session)
     failed = [c.name for c in checks if not c.ok]
     if failed:
         print(f"preflight failed: {', '.join(failed)}", file=sys.stderr)
