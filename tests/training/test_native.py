@@ -434,9 +434,9 @@ def test_the_neuron_device_gets_scaled_dot_product_attention():
 
 
 def test_a_worker_that_stops_with_a_process_group_up_exits_without_destructors(monkeypatch):
-    """``python -m trn_train``: an error exit with the group still up skips the destructors
-    (``os._exit``, the group's could abort the worker); success and runs without a group
-    exit normally."""
+    """``python -m trn_train``: a divergence (exit 3) with the group still up skips the
+    destructors (``os._exit``, the group's could abort the worker); success, other errors
+    (before the ranks meet) and runs without a group exit normally."""
     import types
 
     import trn_train.__main__ as entry
@@ -448,6 +448,7 @@ def test_a_worker_that_stops_with_a_process_group_up_exits_without_destructors(m
     monkeypatch.setitem(sys.modules, "torch.distributed", group)
     entry._exit(3)
     entry._exit(0)
+    entry._exit(2)
     group.is_initialized = lambda: False
     entry._exit(3)
-    assert exits == [("_exit", 3), ("exit", 0), ("exit", 3)]
+    assert exits == [("_exit", 3), ("exit", 0), ("exit", 2), ("exit", 3)]
