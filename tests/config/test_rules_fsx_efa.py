@@ -22,10 +22,13 @@ EFA_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.
 CLIENTS_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html"
 CAPACITY_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html"
 def true_suffix(field: str) -> str:
-    """What every error of ``fsx.efa: true`` adds: how to keep a deployed file system."""
-    return (f" (fsx.efa is true. On a deployed stack, change {field} back to keep the file "
-            "system: fsx.efa false, or an auto that stays off, replaces it and deletes what it "
-            "holds beyond its S3 export, README.md#fsx-for-lustre-over-efa)")
+    """What every error of ``fsx.efa: true`` adds: meet the rule or set false, and what
+    false does to a deployed EFA-enabled file system."""
+    del field  # the same for every field
+    return (". fsx.efa is true, which needs this rule: meet it, or set fsx.efa to false for a "
+            "file system without EFA (on a deployed stack whose file system has EFA, that "
+            "replaces the file system and deletes what it holds beyond its S3 export: "
+            "README.md#fsx-for-lustre-over-efa)")
 STEPS = ("steps: 38,400 GiB at 125, 19,200 GiB at 250, 9,600 GiB at 500, 4,800 GiB at 1000")
 
 # A trn1 UltraCluster whose file system meets every rule: 14,400 GiB at 1000 MB/s/TiB is
@@ -79,6 +82,33 @@ def test_auto_keeps_efa_off_and_says_why_when_a_rule_fails(overrides, field):
     (warning,) = warnings_about(config, "fsx.efa")
     assert "from which AWS recommends EFA, but EFA stays off because " + field in warning
     assert efa.reason.startswith(f"off (auto): {field} must ")
+
+
+def test_auto_names_every_rule_that_keeps_efa_off():
+    """A user who fixes the first rule learns of the second now, not at the next synth."""
+    config = {**FAST, "nodes.max": "600", "fsx.storage_capacity_gib": "16800"}
+    efa = plan(config)
+    assert [r.field for r in efa.failed] == ["fsx.storage_capacity_gib", "nodes.max"]
+    (warning,) = warnings_about(config, "fsx.efa")
+    assert "because fsx.storage_capacity_gib must " in warning
+    assert "; and nodes.max must be at most 512" in warning
+    assert efa.reason.startswith("off (auto): fsx.storage_capacity_gib must ")
+    assert "; nodes.max must be at most 512" in efa.reason
+
+
+def test_auto_says_why_a_scratch_file_system_above_10_gb_s_has_no_efa():
+    """Scratch types take no per-unit throughput; at their 200 MB/s/TiB baseline 60,000 GiB
+    is about 11.7 GB/s, above the 10 GB/s from which AWS recommends EFA, so auto warns that
+    EFA-enabled file systems are PERSISTENT_2 only. 50,400 GiB (9.8 GB/s) stays silent."""
+    big = {**FAST, "fsx.deployment_type": "SCRATCH_2", "fsx.per_unit_storage_throughput": "null",
+           "fsx.storage_capacity_gib": "60000"}
+    efa = plan(big)
+    assert efa.gains and not efa.enabled
+    assert [r.name for r in efa.failed] == ["deployment"]
+    (warning,) = warnings_about(big, "fsx.efa")
+    assert "EFA stays off because fsx.deployment_type must be PERSISTENT_2" in warning
+    small = {**big, "fsx.storage_capacity_gib": "50400"}
+    assert not plan(small).gains and warnings_about(small, "fsx.efa") == []
 
 
 def test_false_never_enables_efa():
@@ -182,6 +212,19 @@ def test_efa_setting_is_true_false_or_auto():
         "error: fsx.efa = 'maybe': must be true, false or 'auto' "
         "(see README.md#fsx-for-lustre-over-efa)"]
     assert plan({**SMALLEST, "fsx.efa": "TRUE"}).setting is True
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off", "y"])
+def test_yaml_1_1_booleans_are_not_an_efa_setting(word, tmp_path):
+    """YAML 1.1 (PyYAML's default) reads ``on``/``yes`` as true and ``off``/``no`` as false;
+    the loader reads YAML 1.2's booleans only, so these are refused, from ``-c`` and from a
+    profile alike, instead of silently turning EFA on or off."""
+    expected = [f"error: fsx.efa = '{word}': must be true, false or 'auto' "
+                "(see README.md#fsx-for-lustre-over-efa)"]
+    assert errors({"fsx.efa": word}) == expected
+    profile = tmp_path / "p.yaml"
+    profile.write_text(f"fsx:\n  efa: {word}\n")
+    assert errors({"config": str(profile)}) == expected
 
 
 def test_every_rule_message_has_the_one_style():

@@ -308,6 +308,13 @@ is 1,000 GiB here, as the capacity steps show (4.8 TiB per OSS, multiples of 480
 same page's table of Scratch file servers fits it: 2 for 1.2 and 2.4 TiB, 3 for 4.8, 5 for 9.6,
 22 for 50.4 TiB, i.e. one per 2.4 TiB (at least one) plus one (our reading: the metadata
 server)."""
+FSX_SCRATCH_MB_S_TIB: dict[str, int] = {"SCRATCH_1": 200, "SCRATCH_2": 200}
+"""Baseline throughput of the scratch types, MB/s per TiB (they take no
+``PerUnitStorageThroughput``): 200 for both (user guide, "Deployment and storage class
+options", throughput per TiB by deployment type, DOC_FSX_SERVERS; "Performance
+characteristics of SSD and HDD storage classes", SCRATCH_2's network baseline, burst up to
+1,300). Read from copies of those tables, not from the pages themselves. Used only to decide
+whether ``fsx.efa: auto`` should say why a scratch file system stays without EFA."""
 FSX_EFA_CLIENT_OS = "Amazon Linux 2023, RHEL 9.5 or newer, Ubuntu 22.04 or newer with kernel 6.8+"
 """The client operating systems of EFA-enabled file systems (DOC_FSX_EFA_CLIENTS: "Amazon
 Linux 2023 (AL2023); Red Hat Enterprise Linux (RHEL) 9.5 or newer; Ubuntu 22.04 or newer with

@@ -35,6 +35,7 @@ from trn_ultracluster.config.facts import (
     FSX_EFA_MAX_CONNECTIONS,
     FSX_EFA_MULTI_CARD_INTERFACES,
     FSX_EFA_RECOMMENDED_MB_S,
+    FSX_SCRATCH_MB_S_TIB,
 )
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.config.rules.scale import plannable
@@ -89,7 +90,8 @@ class FsxEfaPlan:
         enabled: whether the file system is EFA-enabled (``EfaEnabled``).
         rules: every rule checked, in a fixed order.
         gains: whether the file system's throughput is above
-            :data:`~trn_ultracluster.config.facts.FSX_EFA_RECOMMENDED_MB_S`.
+            :data:`~trn_ultracluster.config.facts.FSX_EFA_RECOMMENDED_MB_S` (a scratch
+            type's at its baseline, :data:`~trn_ultracluster.config.facts.FSX_SCRATCH_MB_S_TIB`).
         interfaces_per_client: EFA interfaces each node binds to LNet
             (:func:`client_interfaces`).
         connections: EFA connections of ``nodes.max`` nodes (limit 1,024).
@@ -117,7 +119,9 @@ class FsxEfaPlan:
 
     @property
     def reason(self) -> str:
-        """Why it is on or off, one sentence fragment (estimate, summary, warnings)."""
+        """Why it is on or off, one sentence fragment (estimate, summary, warnings, the
+        ``FsxEfa`` output's description): with ``auto`` off by a rule, every rule that does
+        not hold."""
         if self.setting is False:
             return "off: fsx.efa is false"
         if self.setting is True:
@@ -126,8 +130,7 @@ class FsxEfaPlan:
             return (f"off (auto): the file system's throughput is not above "
                     f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s, from which AWS recommends EFA")
         if self.failed:
-            first = self.failed[0]
-            return f"off (auto): {first.field} {first.needs}"
+            return "off (auto): " + "; ".join(f"{r.field} {r.needs}" for r in self.failed)
         return (f"on (auto): every rule holds and the throughput is above "
                 f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s")
 
@@ -200,7 +203,10 @@ def plan_fsx_efa(c: ClusterConfig) -> FsxEfaPlan:
     spec = CATALOG.get(c.instance_type)
     interfaces = client_interfaces(spec) if spec is not None else 0
     rules = _rules(c, interfaces)
-    throughput = c.fsx.throughput_mb_s or 0
+    throughput = c.fsx.throughput_mb_s
+    if throughput is None:  # a scratch type: its baseline decides whether auto says why
+        throughput = (c.fsx.storage_capacity_gib / 1024
+                      * FSX_SCRATCH_MB_S_TIB.get(c.fsx.deployment_type, 0))
     gains = throughput > FSX_EFA_RECOMMENDED_MB_S
     setting = c.fsx.efa
     enabled = setting is True or (setting == "auto" and gains and all(r.ok for r in rules))

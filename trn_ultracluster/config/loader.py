@@ -12,6 +12,7 @@ Layers, lowest precedence first:
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ def _parse_scalar(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     try:
-        parsed = yaml.safe_load(value)
+        parsed = yaml.load(value, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except (yaml.YAMLError, ValueError):  # ValueError: an int beyond Python's 4300 digits
         return value
     return value if isinstance(parsed, dict) else parsed
@@ -109,8 +110,12 @@ def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses a key given twice in one mapping (YAML 1.2 says
-    keys must be unique; PyYAML would keep the last one silently)."""
+    """PyYAML's safe loader with two rules of YAML 1.2: a key given twice in one mapping is
+    refused (keys must be unique; PyYAML would keep the last one silently), and only
+    ``true``/``false`` (any case YAML 1.2's core schema allows) are booleans: PyYAML follows
+    YAML 1.1, where ``yes``, ``no``, ``on`` and ``off`` are booleans too, so ``fsx.efa: on``
+    would pass as ``true`` instead of being refused (YAML 1.2.2 spec, 10.3.2 "Tag
+    Resolution", https://yaml.org/spec/1.2.2/#1032-tag-resolution)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -122,6 +127,14 @@ class _StrictLoader(yaml.SafeLoader):
                     f"found the key {key!r} twice", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+    list("tTfF"))
 
 
 def _profile_issue(path_text: str, allowed: str) -> ConfigError:

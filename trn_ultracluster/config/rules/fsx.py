@@ -145,17 +145,18 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if plan.setting is True:
         for rule in plan.failed:
             yield ConfigIssue(rule.field, rule.value,
-                              f"{rule.needs} (fsx.efa is true. On a deployed stack, change "
-                              f"{rule.field} back to keep the file system: fsx.efa false, or an "
-                              "auto that stays off, replaces it and deletes what it holds "
-                              f"beyond its S3 export, {README_FSX_EFA})", rule.doc)
+                              f"{rule.needs}. fsx.efa is true, which needs this rule: meet it, "
+                              "or set fsx.efa to false for a file system without EFA (on a "
+                              "deployed stack whose file system has EFA, that replaces the file "
+                              "system and deletes what it holds beyond its S3 export: "
+                              f"{README_FSX_EFA})", rule.doc)
     elif plan.setting == "auto" and plan.gains and plan.failed:
-        rule = plan.failed[0]
         yield ConfigIssue(
             "fsx.efa", "auto",
             f"should be reviewed: the file system's throughput is above "
             f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s, from which AWS recommends EFA, but EFA stays "
-            f"off because {rule.field} {rule.needs}", rule.doc, severity="warning")
+            "off because " + "; and ".join(f"{r.field} {r.needs}" for r in plan.failed),
+            plan.failed[0].doc, severity="warning")
     elif plan.setting == "auto" and plan.enabled:
         yield ConfigIssue(
             "fsx.efa", "auto",
