@@ -40,7 +40,7 @@ def test_cli_synth_offline_and_summary(tmp_path, capsys):
     assert "instance type:  trn1.32xlarge" in out
     assert "compute AZ ID:  usw2-az4" in out
     assert "EFA per node:   8 interfaces" in out
-    assert "FSx over EFA:   off: fsx.efa is false, or auto, which stays off" in out
+    assert "FSx over EFA:   off (auto): the file system's throughput is not above" in out
     assert "Neuron stack:   xla (python -m trn_train train --backend xla" in out
     assert "AWS::EC2::LaunchTemplate" in out
 

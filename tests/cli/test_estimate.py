@@ -23,9 +23,9 @@ def test_estimate_offline_prints_every_item_and_the_deploy_time(capsys, default)
     assert "prices: offline table of" in out
     assert f"EKS node group EksClusterNodegroupTrainiumNodes: {default.config.instance_type}" in out
     assert "total per hour: idle $" in out and "first deploy: about" in out
-    # without the configuration, the template's reason (EfaEnabled absent: off)
-    assert ("\n  EFA: off: fsx.efa is false, or auto, which stays off at a throughput not above "
-            "10,000 MB/s, from which AWS recommends EFA\n") in out
+    # without the configuration, the reason the stack wrote in the FsxEfa output
+    assert ("\n  EFA: off (auto): the file system's throughput is not above 10,000 MB/s, "
+            "from which AWS recommends EFA\n") in out
     assert "\n  smallest EFA-enabled size at 250 MB/s/TiB: 19,200 GiB" in out
 
 

@@ -24,22 +24,30 @@ from trn_ultracluster.estimate.lustre import (
     tcp_ceiling,
     template_reason,
 )
+from trn_ultracluster.contracts.outputs import fsx_efa_description
 from trn_ultracluster.estimate.prices import OFFLINE, Price
 
 
 def template(gib: int = 14_400, tier: int | None = 1000, deployment: str = "PERSISTENT_2",
-             efa: object = None, mode: str | None = None, nodes: int = 128) -> dict:
+             efa: object = None, mode: str | None = None, nodes: int = 128,
+             orchestrator: str | None = None, reason: str | None = None,
+             instance_type: str = "trn1.32xlarge") -> dict:
     """A TrnUltraCluster template with one file system (``EfaEnabled`` left out when
-    ``efa`` is ``None``) and, with ``mode``, the ``FsxEfa`` output."""
+    ``efa`` is ``None``) and, with ``mode``, the ``FsxEfa`` output (its description carrying
+    ``reason`` when given), and the ``Orchestrator`` output when given."""
     lustre: dict = {"DeploymentType": deployment}
     if tier is not None:
         lustre["PerUnitStorageThroughput"] = tier
     if efa is not None:
         lustre["EfaEnabled"] = efa
     outputs = {"Region": {"Value": "us-east-1"}, "NodeCountMax": {"Value": str(nodes)},
-               "InstanceType": {"Value": "trn1.32xlarge"}}
+               "InstanceType": {"Value": instance_type}}
     if mode is not None:
         outputs["FsxEfa"] = {"Value": mode}
+        if reason is not None:
+            outputs["FsxEfa"]["Description"] = fsx_efa_description(reason)
+    if orchestrator is not None:
+        outputs["Orchestrator"] = {"Value": orchestrator}
     return {"Outputs": outputs, "Resources": {
         "Fsx": {"Type": "AWS::FSx::FileSystem",
                 "Properties": {"StorageCapacity": gib, "LustreConfiguration": lustre}}}}
@@ -113,7 +121,7 @@ def test_the_template_reason_matches_the_configurations_where_it_can_tell():
     (fs(1200, 250), "off: fsx.efa is false, or auto, which stays off at a throughput not above "
                     "10,000 MB/s, from which AWS recommends EFA"),
     (fs(21_600, 1000), "off: fsx.efa is false, or auto found a rule that does not hold "
-                       "(`trn-ultracluster preflight` names it)"),
+                       "(a synth with this version writes which in the FsxEfa output's description)"),
 ])
 def test_the_template_reason_without_a_mode(f, reason):
     assert template_reason(f, None) == reason
@@ -208,14 +216,54 @@ def test_every_profiles_estimate_says_what_its_template_has(synth, profile):
 
 @pytest.mark.parametrize("mode, line", [
     (None, "on (EfaEnabled)"),
-    ("required", "on: fsx.efa is true; a node whose Lustre traffic goes over TCP fails its "
-                 "set-up"),
+    ("required", "on: fsx.efa is true; a node whose Lustre traffic does not go over EFA is an "
+                 "error on the node (docs/lustre-over-efa.md says what each orchestrator does)"),
     ("preferred", "on (auto): every rule holds and the throughput is above 10,000 MB/s; a node "
                   "whose Lustre traffic falls back to TCP logs a warning and reports 0 in "
                   "node_fsx_lustre_over_efa"),
 ])
 def test_the_summary_line_of_an_efa_enabled_file_system(mode, line):
     assert efa_summary(template(efa=True, mode=mode)) == line
+
+
+@pytest.mark.parametrize("orchestrator, says", [
+    ("hyperpod-slurm", "fails its lifecycle script"),
+    ("standalone", "fails its set-up and powers off (its Auto Scaling group replaces it)"),
+    ("eks", "powers off before it joins (its node group replaces it); one found on TCP after "
+            "it joined logs an ERROR"),
+    ("hyperpod-eks", "fails its lifecycle script; one found on TCP after it joined logs an "
+                     "ERROR"),
+])
+def test_what_a_required_node_on_tcp_does_depends_on_the_orchestrator(orchestrator, says):
+    """A joined Kubernetes node is not failed (docs/lustre-over-efa.md): the summary must not
+    promise on EKS what only the Slurm and standalone nodes do."""
+    line = efa_summary(template(efa=True, mode="required", orchestrator=orchestrator))
+    assert says in line
+    assert ("joined" in line) == orchestrator.endswith("eks")
+    preferred = efa_summary(template(efa=True, mode="preferred", orchestrator=orchestrator))
+    assert preferred.endswith("falls back to TCP logs a warning and reports 0 in "
+                              "node_fsx_lustre_over_efa")
+
+
+def test_the_summary_gives_the_reason_the_stack_wrote():
+    """``false`` and an ``auto`` that a rule kept off look alike in the template; the reason
+    in the FsxEfa output's description tells them apart."""
+    why = "off (auto): nodes.max must be at most 512"
+    assert efa_summary(template(efa=False, mode="off", reason=why)) == why
+    assert efa_summary(template(efa=False, mode="off", reason="off: fsx.efa is false")) == (
+        "off: fsx.efa is false")
+
+
+def test_the_estimate_shows_no_efa_figures_for_a_client_that_cannot_use_them():
+    """EFA-enabled file systems exclude the trn2 family: no "up to 700 Gbps" and no smallest
+    EFA-enabled size for a trn2 cluster."""
+    text = format_estimate(estimate(template(efa=False, mode="off",
+                                             instance_type="trn2.48xlarge"),
+                                    OfflinePrices("us-east-1")))
+    lines = efa_lines(text)
+    assert any("over EFA: not for trn2.48xlarge (clients of an EFA-enabled file system are "
+               "trn1.32xlarge, trn1n.32xlarge)" in line for line in lines)
+    assert not any("700 Gbps" in line or "smallest EFA-enabled" in line for line in lines)
 
 
 def test_the_summary_line_without_efa():

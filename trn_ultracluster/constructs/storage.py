@@ -280,9 +280,11 @@ class Storage(Construct):
         assert isinstance(cfn, fsx.CfnFileSystem)
         metadata = cfg.deployment_type == "PERSISTENT_2" and cfg.lustre_version == "2.15"
         if metadata:
-            # A PERSISTENT_2 file system without a metadata configuration is created with
-            # Lustre 2.12 whatever version is asked for; AUTOMATIC mode sizes metadata IOPS
-            # with the storage (FSx API reference, FileSystemTypeVersion and
+            # PERSISTENT_2 on Lustre 2.15 gets a metadata configuration: the API's version
+            # default for PERSISTENT_2 without one is 2.12 ("Default value is 2.12 when
+            # DeploymentType is set to PERSISTENT_2 without a metadata configuration mode",
+            # botocore's FSx model, FileSystemTypeVersion), and EFA needs one (DOC_FSX_EFA).
+            # AUTOMATIC mode sizes metadata IOPS with the storage (FSx API reference,
             # CreateFileSystemLustreMetadataConfiguration,
             # https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystemLustreMetadataConfiguration.html).
             # The L2 has no prop for it in aws-cdk-lib 2.275.0.

@@ -11,7 +11,7 @@ from enum import Enum
 
 __all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "FSX_EFA_MODES", "FSX_EFA_OFF",
            "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey", "STACK_NAME",
-           "STANDALONE_KEYS"]
+           "STANDALONE_KEYS", "fsx_efa_description", "fsx_efa_reason"]
 
 STACK_NAME = "TrnUltraCluster"
 """Name of the CloudFormation stack (and of the CDK stack id)."""
@@ -162,3 +162,29 @@ FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(
     and k not in STANDALONE_KEYS
 )
 """Keys every TrnUltraCluster stack has, whatever the orchestrator."""
+
+
+_REASON_MARKER = ". Why: "
+OUTPUT_DESCRIPTION_MAX_CHARS = 1024
+"""CloudFormation's limit on an output's ``Description`` ("a String type between 0 and 1024
+bytes in length", CloudFormation user guide, "Outputs syntax",
+https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/outputs-section-structure.html);
+characters here: the text is ASCII."""
+
+
+def fsx_efa_description(reason: str) -> str:
+    """The ``FsxEfa`` output's description: what the output holds, then why ``fsx.efa`` is on
+    or off for this stack (``FsxEfaPlan.reason``), so the summary and the estimate can say it
+    from the template alone. Cut with "..." to CloudFormation's 1,024 characters."""
+    text = f"{DESCRIPTIONS[OutputKey.FSX_EFA]}{_REASON_MARKER}{reason}"
+    if len(text) > OUTPUT_DESCRIPTION_MAX_CHARS:
+        text = text[:OUTPUT_DESCRIPTION_MAX_CHARS - 3] + "..."
+    return text
+
+
+def fsx_efa_reason(description: str | None) -> str | None:
+    """The reason :func:`fsx_efa_description` put in ``description``; ``None`` when it has
+    none (a stack synthesized before the reason was written)."""
+    if not description or _REASON_MARKER not in description:
+        return None
+    return description.split(_REASON_MARKER, 1)[1]

@@ -2,11 +2,11 @@
 what one client reaches over TCP and over EFA, and the smallest EFA-enabled file system at
 its throughput tier with its price (README "FSx for Lustre over EFA").
 
-Read from the template: ``LustreConfiguration.EfaEnabled`` and the stack output ``FsxEfa``
-(what the nodes do: ``off``, ``preferred`` or ``required``). Why ``fsx.efa: auto`` decided
-as it did is known only to the configuration
-(:attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.reason`): ``preflight`` passes it; from
-the template alone the reason says what the template shows.
+Read from the template: ``LustreConfiguration.EfaEnabled``, the stack output ``FsxEfa``
+(what the nodes do: ``off``, ``preferred`` or ``required``), whose description carries why
+``fsx.efa`` decided as it did (:attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.reason`,
+written by the stack), and the output ``Orchestrator``. A template synthesized before the
+reason was written gets what the template alone shows (:func:`template_reason`).
 
 The figures are AWS's (:mod:`trn_ultracluster.config.facts`, "FSx for Lustre over EFA"): the
 file system's throughput is capacity x tier with or without EFA; one client reaches at most
@@ -25,21 +25,20 @@ from typing import Any
 from trn_ultracluster.config.facts import (
     FSX_CLIENT_GBPS,
     FSX_EFA_CAPACITY_STEP_GIB,
+    FSX_EFA_CLIENT_TYPES,
     FSX_EFA_DEPLOYMENT_TYPE,
     FSX_EFA_RECOMMENDED_MB_S,
     FSX_STORAGE_PER_SERVER_GIB,
     FSX_TCP_GBPS_PER_SERVER,
 )
-from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.outputs import OutputKey, fsx_efa_reason
 from trn_ultracluster.estimate.bill import FileSystemThroughput, is_true
 from trn_ultracluster.estimate.prices import Price, PriceSource
 
 __all__ = ["Ceiling", "FileSystemEfa", "NODES_ON_TCP", "efa_ceiling", "efa_enabled",
            "efa_summary", "file_system_efa",
-           "format_file_system_efa", "storage_servers", "tcp_ceiling", "template_reason"]
+           "format_file_system_efa", "nodes_on_tcp", "storage_servers", "tcp_ceiling", "template_reason"]
 
-FSX_EFA_OUTPUT = OutputKey.FSX_EFA.value
-"""The stack output that says what the nodes do about Lustre over EFA."""
 SSD_MIN_GIB = 1200
 """The smallest SSD file system without EFA: "1200 GiB, 2400 GiB, and increments of 2400 GiB"
 (botocore's FSx model, ``CreateFileSystemRequest.StorageCapacity``)."""
@@ -136,23 +135,50 @@ def template_reason(fs: FileSystemThroughput, mode: str | None) -> str:
     if fs.aggregate_mb_s <= FSX_EFA_RECOMMENDED_MB_S:
         return (f"off: fsx.efa is false, or auto, which stays off at a throughput not above "
                 f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s, from which AWS recommends EFA")
-    return ("off: fsx.efa is false, or auto found a rule that does not hold "
-            "(`trn-ultracluster preflight` names it)")
+    return ("off: fsx.efa is false, or auto found a rule that does not hold (a synth with "
+            "this version writes which in the FsxEfa output's description)")
 
 
-NODES_ON_TCP = {
-    "required": "a node whose Lustre traffic goes over TCP fails its set-up",
-    "preferred": "a node whose Lustre traffic falls back to TCP logs a warning and reports 0 "
-                 "in node_fsx_lustre_over_efa",
+_AFTER_JOIN = ("; one found on TCP after it joined logs an ERROR and reports 0 in "
+               "node_fsx_lustre_over_efa (a joined Kubernetes node is not failed)")
+NODES_ON_TCP: dict[tuple[str, str | None], str] = {
+    ("required", "hyperpod-slurm"): "a worker node that cannot set up Lustre over EFA, or "
+                                    "whose Lustre traffic goes over TCP, fails its lifecycle "
+                                    "script",
+    ("required", "standalone"): "a node that cannot set up Lustre over EFA, or whose Lustre "
+                                "traffic goes over TCP, fails its set-up and powers off (its "
+                                "Auto Scaling group replaces it)",
+    ("required", "eks"): "a node that cannot set up LNet over EFA at boot powers off before it "
+                         "joins (its node group replaces it)" + _AFTER_JOIN,
+    ("required", "hyperpod-eks"): "a node that cannot set up LNet over EFA fails its lifecycle "
+                                  "script" + _AFTER_JOIN,
+    ("required", None): "a node whose Lustre traffic does not go over EFA is an error on the "
+                        "node (docs/lustre-over-efa.md says what each orchestrator does)",
+    ("preferred", None): "a node whose Lustre traffic falls back to TCP logs a warning and "
+                         "reports 0 in node_fsx_lustre_over_efa",
 }
-"""What a node does when its Lustre traffic does not go over EFA, by ``FsxEfa`` mode."""
+"""What a node does when its Lustre traffic does not go over EFA, by ``FsxEfa`` mode and
+output ``Orchestrator`` (``None``: any orchestrator, or none known), as the node scripts do it
+(docs/lustre-over-efa.md, "Per orchestrator")."""
+
+
+def nodes_on_tcp(mode: str | None, orchestrator: str | None) -> str | None:
+    """:data:`NODES_ON_TCP` for ``mode`` and ``orchestrator``; ``None`` for mode ``off``."""
+    return NODES_ON_TCP.get((mode or "", orchestrator), NODES_ON_TCP.get((mode or "", None)))
+
+
+def _output(template: dict[str, Any], key: OutputKey, field: str = "Value") -> Any:
+    return template.get("Outputs", {}).get(key.value, {}).get(field)
 
 
 def efa_summary(template: dict[str, Any]) -> str:
-    """One line on EFA for ``trn_ultracluster.summary``: :func:`template_reason` of the
-    template's file system and, when it is EFA-enabled, what a node on TCP does
-    (:data:`NODES_ON_TCP`); ``no file system`` without one."""
-    mode = template.get("Outputs", {}).get(FSX_EFA_OUTPUT, {}).get("Value")
+    """One line on EFA for ``trn_ultracluster.summary``: why the file system is EFA-enabled
+    or not (the reason the stack wrote in the ``FsxEfa`` output's description, else
+    :func:`template_reason`) and, when it is, what a node on TCP does
+    (:func:`nodes_on_tcp`); ``no file system`` without one."""
+    mode = _output(template, OutputKey.FSX_EFA)
+    written = fsx_efa_reason(_output(template, OutputKey.FSX_EFA, "Description"))
+    on_tcp = nodes_on_tcp(mode, _output(template, OutputKey.ORCHESTRATOR))
     for name, r in template.get("Resources", {}).items():
         if not isinstance(r, dict) or r.get("Type") != "AWS::FSx::FileSystem":
             continue
@@ -162,8 +188,8 @@ def efa_summary(template: dict[str, Any]) -> str:
             name, int(props.get("StorageCapacity", 0)),
             int(lustre.get("PerUnitStorageThroughput", 0)), 0,
             lustre.get("DeploymentType", "SCRATCH_1"), is_true(lustre.get("EfaEnabled")))
-        nodes = f"; {NODES_ON_TCP[mode]}" if mode in NODES_ON_TCP else ""
-        return f"{template_reason(fs, mode)}{nodes}"
+        nodes = f"; {on_tcp}" if on_tcp else ""
+        return f"{written or template_reason(fs, mode)}{nodes}"
     return "no file system"
 
 
@@ -179,6 +205,10 @@ class FileSystemEfa:
         step_gib: the smallest EFA-enabled capacity (and its step) at ``fs``'s tier
             (``None``: no EFA at its deployment type).
         price: the GB-month price of ``fs``'s storage (``None``: no price).
+        client: the stack's instance type (output ``InstanceType``) when it cannot be a
+            client of an EFA-enabled file system (not in
+            :data:`~trn_ultracluster.config.facts.FSX_EFA_CLIENT_TYPES`): the estimate then
+            shows no EFA figures; ``None`` when it can, or is not known.
     """
 
     fs: FileSystemThroughput
@@ -187,6 +217,7 @@ class FileSystemEfa:
     efa: Ceiling | None
     step_gib: int | None
     price: Price | None
+    client: str | None = None
 
 
 def file_system_efa(template: dict[str, Any], fs: FileSystemThroughput, prices: PriceSource,
@@ -197,13 +228,17 @@ def file_system_efa(template: dict[str, Any], fs: FileSystemThroughput, prices: 
         reason: ``FsxEfaPlan.reason`` of the configuration ``template`` was synthesized from;
             ``None``: :func:`template_reason`.
     """
-    mode = template.get("Outputs", {}).get(FSX_EFA_OUTPUT, {}).get("Value")
+    mode = _output(template, OutputKey.FSX_EFA)
+    reason = reason or fsx_efa_reason(_output(template, OutputKey.FSX_EFA, "Description"))
     step = (FSX_EFA_CAPACITY_STEP_GIB.get(fs.per_unit_mb_s_tib)
             if fs.deployment_type == FSX_EFA_DEPLOYMENT_TYPE else None)
+    instance_type = _output(template, OutputKey.INSTANCE_TYPE)
     return FileSystemEfa(
         fs=fs, reason=reason or template_reason(fs, mode), tcp=tcp_ceiling(fs),
         efa=efa_ceiling(fs), step_gib=step,
-        price=prices.price(("fsx-lustre", f"{fs.deployment_type}/{fs.per_unit_mb_s_tib}")))
+        price=prices.price(("fsx-lustre", f"{fs.deployment_type}/{fs.per_unit_mb_s_tib}")),
+        client=(instance_type if instance_type and instance_type not in FSX_EFA_CLIENT_TYPES
+                else None))
 
 
 def _gbps_text(value: float) -> str:
@@ -221,6 +256,10 @@ def format_file_system_efa(e: FileSystemEfa) -> list[str]:
     fs = e.fs
     out = [f"  EFA: {e.reason}"]
     tcp = f"over TCP up to {_gbps_text(e.tcp.gbps)} Gbps ({e.tcp.bound})"
+    if e.client is not None:
+        out.append(f"  one client: {tcp}; over EFA: not for {e.client} (clients of an "
+                   f"EFA-enabled file system are {', '.join(sorted(FSX_EFA_CLIENT_TYPES))})")
+        return out
     if e.efa is None:
         efa = (f"over EFA: not EFA-enabled (up to {FSX_CLIENT_GBPS['efa']} Gbps per client on "
                "an EFA-enabled file system)")

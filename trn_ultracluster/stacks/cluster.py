@@ -13,7 +13,12 @@ from trn_ultracluster.constructs.network import Network, NetworkProps
 from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
-from trn_ultracluster.contracts.outputs import DESCRIPTIONS, NONE, OutputKey
+from trn_ultracluster.contracts.outputs import (
+    DESCRIPTIONS,
+    NONE,
+    OutputKey,
+    fsx_efa_description,
+)
 from trn_ultracluster.nag import skip_library_singleton_functions
 from trn_ultracluster.orchestrators import build as build_orchestrator
 from trn_ultracluster.orchestrators.base import Foundation, Orchestrator
@@ -129,7 +134,9 @@ class TrnUltraClusterStack(Stack):
         return build_orchestrator(self, self.config, foundation)
 
     def _output(self, key: OutputKey, value: str) -> None:
-        CfnOutput(self, key.value, value=value, description=DESCRIPTIONS[key])
+        description = (fsx_efa_description(self.fsx_efa.reason) if key is OutputKey.FSX_EFA
+                       else DESCRIPTIONS[key])
+        CfnOutput(self, key.value, value=value, description=description)
 
     def _outputs(self) -> None:
         c, net, efa, storage = self.config, self.network, self.efa, self.storage

@@ -42,7 +42,8 @@ class FsxConfig(FrozenModel):
 
     ``efa``: whether the file system is EFA-enabled and the nodes reach it over EFA
     (:mod:`trn_ultracluster.config.fsx_efa`): ``true`` requires it (a rule that does not
-    hold is an error, and a node whose Lustre traffic does not go over EFA fails its set-up),
+    hold is an error, and a node whose Lustre traffic does not go over EFA is an error on the
+    node: what it then does depends on the orchestrator, docs/lustre-over-efa.md),
     ``false`` never, ``auto`` where every rule holds and the file system's throughput is above
     the 10 GB/s from which AWS recommends it. Set when the file system is created: a change
     replaces the file system (README "FSx for Lustre over EFA").
