@@ -96,12 +96,7 @@ class StackOutputs:
         Raises:
             CliError: (STACK) a value this CLI does not know (a stack of a newer version).
         """
-        value = self.values.get(OutputKey.NEURON_STACK.value, XLA)
-        if value not in NEURON_STACKS:
-            raise CliError(f"output {OutputKey.NEURON_STACK.value} = {value!r} is not one of "
-                           f"{', '.join(NEURON_STACKS)}", "upgrade the CLI to the stack's version",
-                           ExitCode.STACK)
-        return value  # type: ignore[return-value]
+        return self._one_of(OutputKey.NEURON_STACK, NEURON_STACKS, XLA)  # type: ignore[return-value]
 
     @property
     def fsx_efa(self) -> str:
@@ -112,11 +107,18 @@ class StackOutputs:
         Raises:
             CliError: (STACK) a value this CLI does not know (a stack of a newer version).
         """
-        value = self.values.get(OutputKey.FSX_EFA.value, FSX_EFA_OFF)
-        if value not in FSX_EFA_MODES:
-            raise CliError(f"output {OutputKey.FSX_EFA.value} = {value!r} is not one of "
-                           f"{', '.join(FSX_EFA_MODES)}", "upgrade the CLI to the stack's version",
-                           ExitCode.STACK)
+        return self._one_of(OutputKey.FSX_EFA, FSX_EFA_MODES, FSX_EFA_OFF)
+
+    def _one_of(self, key: OutputKey, known: tuple[str, ...], older: str) -> str:
+        """Output ``key``, one of ``known``; ``older`` when the stack predates the output.
+
+        Raises:
+            CliError: (STACK) a value this CLI does not know (a stack of a newer version).
+        """
+        value = self.values.get(key.value, older)
+        if value not in known:
+            raise CliError(f"output {key.value} = {value!r} is not one of {', '.join(known)}",
+                           "upgrade the CLI to the stack's version", ExitCode.STACK)
         return value
 
     def instance_spec(self) -> InstanceSpec:
