@@ -654,7 +654,8 @@ def test_efa_node_configures_lnet_mounts_checks_and_reports_1(tmp_path, mode):
     assert fstab(node) == (f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,"
                            "_netdev,x-systemd.automount,x-systemd.requires=network-online.target"
                            f"{EFA_UNIT_OPTIONS[mode]} 0 0\n")
-    assert "lustre-efa check: efa (efa +512, tcp +2 LNet messages over 256 MiB" in result.stdout
+    assert ("lustre-efa check: efa (efa +256, tcp +1 LNet messages received while reading "
+            "256 MiB") in result.stdout
     assert PUT_METRIC.format(1) in calls(node, "aws")
     assert (node.root / "fsx/.trn-ultracluster/lustre-efa-probe-256MiB").is_file()
     assert result.stdout.rstrip().endswith("on_init_complete done")
@@ -676,7 +677,7 @@ def test_preferred_fall_back_to_tcp_warns_reports_0_and_goes_on(tmp_path):
     result = node(WORKER_IPS[0], **env, STUB_ROUTE="tcp")
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("WARNING: this node's FSx for Lustre traffic goes over TCP, not EFA: (efa +0, "
-            "tcp +514 LNet messages") in result.stdout
+            "tcp +257 LNet messages") in result.stdout
     assert "security group id (0.0.0.0/0 rules do not count for EFA)" in result.stdout
     assert PUT_METRIC.format(0) in calls(node, "aws")
     assert result.stdout.rstrip().endswith("on_init_complete done")
