@@ -95,12 +95,15 @@ exit 0
 STUBS = ("mount", "docker", "systemctl", "apt-get", "curl", "gpg", "sleep", "mount.lustre")
 
 
-def answers(data_repository: bool = True) -> dict:
-    """DescribeFileSystems (the stack's file system, tagged with its stack id, AVAILABLE),
-    and its data repository association with a finished import (botocore fsx model)."""
+def answers(data_repository: bool = True, efa: bool = False) -> dict:
+    """DescribeFileSystems (the stack's file system, tagged with its stack id, AVAILABLE;
+    ``efa``: EFA-enabled, else without the field, as a file system created without EFA is
+    described), and its data repository association with a finished import (botocore fsx
+    model)."""
+    lustre: dict = {"MountName": FSX_MOUNT, **({"EfaEnabled": True} if efa else {})}
     fs = {"FileSystemId": FS_ID, "Lifecycle": "AVAILABLE", "DNSName": FSX_DNS,
           "Tags": [{"Key": "trn-ultracluster:stack-id", "Value": STACK_ID}],
-          "LustreConfiguration": {"MountName": FSX_MOUNT}}
+          "LustreConfiguration": lustre}
     return {"describe-file-systems": {"FileSystems": [fs]},
             "describe-data-repository-associations": {"Associations": [
                 {"AssociationId": "dra-1", "FileSystemId": FS_ID, "Lifecycle": "AVAILABLE"}]},
@@ -417,6 +420,9 @@ def efa_node(tmp_path: Path, built, **fake: object) -> tuple[Node, dict[str, str
     node = Node(tmp_path, built.template, built.outdir)
     install_stubs(node.bin, aws=False)
     fake_node(node.root, os_release=UBUNTU_24, **fake)  # type: ignore[arg-type]
+    if plan_fsx_efa(built.stack.config).mode != "off":  # the file system is EFA-enabled
+        (node.aws_dir / "describe-file-systems.json").write_text(
+            json.dumps(answers(efa=True)["describe-file-systems"]))
     node.path("/proc").mkdir()
     (tmp_path / "lnet").mkdir()
     return node, {"STUB_LNET": str(tmp_path / "lnet"), "TRN_NI_WAIT_S": "0",
