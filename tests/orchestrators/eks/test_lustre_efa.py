@@ -181,6 +181,21 @@ def test_boot_on_a_node_without_efa_reports_0_and_the_node_joins_anyway(tmp_path
         assert "joins the cluster over TCP (fsx.efa: auto)" in result.stderr
 
 
+def test_an_unexpected_failure_in_mode_preferred_does_not_claim_required(tmp_path):
+    """csi-node exits 1 without its own verdict (here a usage error: a cluster name with a
+    space, which the watcher's command line cannot carry): in mode preferred the part warns
+    and the node joins over TCP; nothing says EFA is required."""
+    node = Node(tmp_path, "preferred")
+    node.part.write_text(shell_part(lustre_efa_user_data(
+        "preferred", 2, cluster_name="not one word", region="us-west-2")))
+    result = node.run()
+    assert result.returncode == 1
+    assert "required" not in result.stdout + result.stderr
+    assert ("WARNING: lustre_efa.sh csi-node failed (exit 1; "
+            "/var/log/trn-ultracluster/lustre-efa-boot.log)") in result.stderr
+    assert "joins the cluster over TCP (fsx.efa: auto)" in result.stderr
+
+
 def test_boot_on_a_node_whose_client_has_no_efa_support_fails_naming_kefalnd(tmp_path):
     node = Node(tmp_path, "required")
     (node.bin / "dnf").write_text('#!/bin/bash\necho "dnf $*" >> "$STUB_LOG"\n')  # no kefalnd

@@ -19,6 +19,7 @@
 set -uo pipefail
 
 ROOT="${TRN_ROOT:-}"
+MODE='@@MODE@@'
 DIR="${ROOT}/opt/trn-ultracluster"
 LOG="${ROOT}/var/log/trn-ultracluster/lustre-efa-boot.log"
 mkdir -p "${DIR}" "$(dirname "${LOG}")"
@@ -41,6 +42,12 @@ case "${status}" in
     echo "trn-ultracluster: WARNING: LNet could not be configured for EFA (${LOG#"${ROOT}"}); the node joins the cluster over TCP (fsx.efa: auto)" >&2 ;;
   *)
     tail -n 3 "${LOG}" >&2
-    echo "trn-ultracluster: ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (${LOG#"${ROOT}"}); it joins the cluster anyway, over TCP" >&2
+    if [[ "${MODE}" == required ]]; then
+      echo "trn-ultracluster: ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (${LOG#"${ROOT}"}); it joins the cluster anyway, over TCP" >&2
+      exit 1
+    fi
+    echo "trn-ultracluster: WARNING: lustre_efa.sh csi-node failed (exit ${status}; ${LOG#"${ROOT}"}): FSx for Lustre over EFA is not set up on this node, which joins the cluster over TCP (fsx.efa: auto)" >&2
+    bash "${DIR}/lustre_efa.sh" report --value 0 --region '@@REGION@@' --namespace '@@NAMESPACE@@' \
+      --metric '@@METRIC@@' --cluster '@@CLUSTER@@' >> "${LOG}" 2>&1 || true
     exit 1 ;;
 esac
