@@ -59,17 +59,23 @@ WATCH_UNIT="trn-lustre-efa-check.service"
 UNIT_DIR="/etc/systemd/system"
 LOG_FILE="/var/log/trn-ultracluster/lustre-efa.log"
 IMDS="http://169.254.169.254/latest"
-# The time bounds of the header (our choices).
-LNETCTL_TIMEOUT_S=30   # one lnetctl call: it answers at once when LNet is well
-MODPROBE_TIMEOUT_S=60  # one modprobe
-IO_TIMEOUT_S=300       # the probe's dd: 256 MiB in 300 s is under 1 MB/s, a broken mount
-STAT_TIMEOUT_S=30      # one stat on the file system
-START_TIMEOUT_S=150    # install-unit's systemctl start (more than one attempt of the unit)
-UNIT_ATTEMPT_S=100     # TimeoutStartSec: the NI wait (60 s) plus the modules and lnetctl
-UNIT_RESTART_S=10      # RestartSec
-UNIT_BURST=5           # StartLimitBurst: 5 attempts of at most 110 s each ...
-UNIT_INTERVAL_S=600    # ... fit in StartLimitIntervalSec, so the 6th start is refused
-IMDS_ATTEMPTS=5        # instance_id
+# The time bounds of the header (our choices; comment lines only: the EKS user data strips
+# them). One lnetctl call answers at once when LNet is well: 30 s. One modprobe: 60 s. The
+# probe's dd: 256 MiB in 300 s is under 1 MB/s, a broken mount. One stat: 30 s.
+# install-unit's systemctl start: 150 s, more than one attempt of the unit. The unit: an
+# attempt (TimeoutStartSec) is the NI wait (60 s) plus the modules and lnetctl calls, 100 s;
+# RestartSec 10 s; StartLimitBurst 5: 5 attempts of at most 110 s fit in
+# StartLimitIntervalSec 600 s, so the 6th start is refused. IMDS: 5 attempts, 3 s apart.
+LNETCTL_TIMEOUT_S=30
+MODPROBE_TIMEOUT_S=60
+IO_TIMEOUT_S=300
+STAT_TIMEOUT_S=30
+START_TIMEOUT_S=150
+UNIT_ATTEMPT_S=100
+UNIT_RESTART_S=10
+UNIT_BURST=5
+UNIT_INTERVAL_S=600
+IMDS_ATTEMPTS=5
 IMDS_RETRY_S=3
 
 log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [lustre-efa] $*"; }
