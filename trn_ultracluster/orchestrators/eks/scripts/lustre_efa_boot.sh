@@ -85,8 +85,15 @@ case "${status}" in
   *)
     tail -n 3 "${LOG}" >&2
     if [[ "${MODE}" == required ]]; then
-      cause="$(grep 'ERROR' "${LOG}" | tail -n 1)"
-      power_off_required "${cause#*] }"
+      # The cause: the last "ERROR (<cause>): ..." line of lustre_efa.sh, else its last ERROR.
+      cause="$(grep 'ERROR (' "${LOG}" | tail -n 1)"
+      if [[ -n "${cause}" ]]; then
+        cause="${cause##*ERROR }"
+      else
+        cause="$(grep 'ERROR' "${LOG}" | tail -n 1)"
+        cause="${cause#*] }"
+      fi
+      power_off_required "${cause:-lustre_efa.sh csi-node failed (exit ${status})}"
     fi
     echo "trn-ultracluster: WARNING: lustre_efa.sh csi-node failed (exit ${status}; ${LOG#"${ROOT}"}): FSx for Lustre over EFA is not set up on this node, which joins the cluster over TCP (fsx.efa: auto)" >&2
     bash "${DIR}/lustre_efa.sh" report --value 0 --region '@@REGION@@' --namespace '@@NAMESPACE@@' \
