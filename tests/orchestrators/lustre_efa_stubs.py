@@ -7,19 +7,25 @@ run it: every orchestrator's tests install these on PATH beside their own stubs.
   clients"; EKS user guide fsx-csi-tuning-efa's example output). ``STUB_LNET_DOWN=1``: the
   EFA NIs come up ``down``; ``STUB_LNET_FAIL=<words>``: a command starting with them fails.
 - ``dd``: writes (``of=`` a file) create a sparse file of ``count`` MiB; every read or write
-  of a file bumps the LNet counters as the route says: ``STUB_ROUTE=efa`` (default) one
-  message per MiB on the EFA NIs (spread over them) and one on tcp (metadata);
-  ``STUB_ROUTE=tcp`` every MiB on tcp, none on EFA; ``STUB_ROUTE=few``: EFA gets an eighth of
-  the MiB (fewer than MiB/2 over a write and a read), tcp only the metadata message (EFA more
-  than tcp); ``STUB_ROUTE=even``: EFA gets half of them (at
-  least MiB/2 over a write and a read) and tcp as many plus one (EFA not more than tcp).
-  Without an EFA NI, EFA traffic goes to tcp.
+  of a file bumps the LNet counters as the route says (``send_count`` for a write,
+  ``recv_count`` for a read): ``STUB_ROUTE=efa`` (default) one message per MiB on the EFA
+  NIs (spread over them) and one on tcp (metadata); ``STUB_ROUTE=tcp`` every MiB on tcp,
+  none on EFA; ``STUB_ROUTE=few``: EFA gets an eighth of the MiB (fewer than MiB/2), tcp
+  only the metadata message (EFA more than tcp); ``STUB_ROUTE=even``: EFA gets half of them
+  (MiB/2) and tcp as many plus one (EFA not more than tcp). ``STUB_EFA_DROP=1``: every
+  message the EFA NIs receive is also counted in their ``drop_count``. Without an EFA NI,
+  EFA traffic goes to tcp. :func:`traffic_command` adds other traffic (a stub ``sleep`` runs
+  it while the check waits for the probe).
+- ``timeout`` records its arguments and runs the command (no time limit);
+  ``STUB_TIMEOUT=<command>``: that command "times out" (exit 124, not run).
 - ``modprobe`` (``STUB_MODPROBE_FAIL=<module>``), ``modinfo`` (``kefalnd`` missing with
   ``STUB_NO_KEFALND=1`` until ``dnf install`` ran), ``uname -r`` (``STUB_KERNEL``), ``ip
-  route show default`` (``dev ens5``), ``systemctl``, ``dnf``, ``sleep``, ``curl`` (fails:
-  no instance metadata) and ``aws`` (``STUB_CW_FAIL=1``: put-metric-data fails) record
-  their arguments in ``$STUB_LOG``. ``systemctl is-failed`` succeeds (the unit failed) only
-  with ``STUB_UNIT_FAILED=1``.
+  route show default`` (``dev ens5``), ``systemctl``, ``dnf``, ``sleep``, ``curl`` (the
+  instance metadata service: fails, unless ``STUB_IMDS_AFTER=N``, after whose first N calls
+  it answers a token and ``STUB_IMDS_ID``, default ``i-0fedcba9876543210``) and ``aws``
+  (``STUB_CW_FAIL=1``: put-metric-data fails) record their arguments in ``$STUB_LOG``.
+  ``systemctl is-failed`` succeeds (the unit failed) only with ``STUB_UNIT_FAILED=1``;
+  ``STUB_SYSTEMCTL_FAIL=<words>``: a systemctl command starting with them fails.
 
 :func:`fake_node` makes the fake root: ``/etc/os-release`` and ``/sys/class/infiniband``
 with EFA devices whose ``device/driver`` links to ``.../drivers/efa`` (plus a non-EFA
@@ -66,7 +72,8 @@ elif args[:2] == ["net", "show"]:
                   f"          interfaces:\n              0: {ni['if']}")
             if verbose:
                 print(f"          statistics:\n              send_count: {ni['send']}\n"
-                      f"              recv_count: {ni['recv']}\n              drop_count: 0")
+                      f"              recv_count: {ni['recv']}\n"
+                      f"              drop_count: {ni.get('drop', 0)}")
 elif args[:2] == ["net", "add"]:
     net, interface = opt("--net"), opt("--if")
     state["nets"].setdefault(net, []).append({"if": interface, "send": 0, "recv": 0})
@@ -111,6 +118,8 @@ on_efa = {"efa": size, "few": size // 8, "even": size // 2}.get(route, 0)
 if on_efa and efa:
     for n in range(on_efa):
         efa[n % len(efa)][direction] += 1
+        if direction == "recv" and os.environ.get("STUB_EFA_DROP"):
+            efa[n % len(efa)]["drop"] = efa[n % len(efa)].get("drop", 0) + 1
     tcp[0][direction] += 1 if route == "few" else size - on_efa + 1
 else:
     tcp[0][direction] += size + 1
@@ -119,6 +128,14 @@ json.dump(state, open(path, "w"))
 SH = r'''#!/bin/bash
 echo "$(basename "$0") $*" >> "$STUB_LOG"
 name="$(basename "$0")"
+if [[ "$name" == timeout ]]; then
+  while [[ "$1" == -* ]]; do
+    case "$1" in -k|-s|--kill-after|--signal) shift 2 ;; *) shift ;; esac
+  done
+  shift  # the duration
+  [[ -n "${STUB_TIMEOUT:-}" && "$1" == "$STUB_TIMEOUT" ]] && exit 124
+  exec "$@"
+fi
 case "$name" in
   modprobe) [[ "$1" == "${STUB_MODPROBE_FAIL:-none}" ]] && { echo "modprobe: FATAL: Module $1 not found" >&2; exit 1; } ;;
   modinfo)
@@ -129,8 +146,16 @@ case "$name" in
   uname) echo "${STUB_KERNEL:-6.8.0-1017-aws}" ;;
   ip) echo "default via 10.0.0.1 dev ens5 proto dhcp src 10.0.0.20 metric 512" ;;
   dnf) touch "$STUB_LNET/dnf-installed" ;;
-  systemctl) [[ "$1" != is-failed || -n "${STUB_UNIT_FAILED:-}" ]] || exit 1 ;;
-  curl) exit 7 ;;
+  systemctl)
+    [[ "$1" != is-failed || -n "${STUB_UNIT_FAILED:-}" ]] || exit 1
+    if [[ -n "${STUB_SYSTEMCTL_FAIL:-}" && "$*" == "$STUB_SYSTEMCTL_FAIL"* ]]; then
+      echo "Failed to $1 unit: Access denied" >&2; exit 1
+    fi ;;
+  curl)
+    n=$(( $(cat "$STUB_LNET/curl-calls" 2>/dev/null || echo 0) + 1 ))
+    echo "$n" > "$STUB_LNET/curl-calls"
+    [[ -n "${STUB_IMDS_AFTER:-}" ]] && (( n > STUB_IMDS_AFTER )) || exit 7
+    if [[ " $* " == *" PUT "* ]]; then echo token; else echo "${STUB_IMDS_ID:-i-0fedcba9876543210}"; fi ;;
   aws)
     if [[ "$1 $2" == "cloudwatch put-metric-data" && -n "${STUB_CW_FAIL:-}" ]]; then
       echo "An error occurred (AccessDenied) when calling the PutMetricData operation" >&2; exit 254
@@ -138,7 +163,7 @@ case "$name" in
 esac
 exit 0
 '''
-SH_STUBS = ("modprobe", "modinfo", "uname", "ip", "systemctl", "dnf", "sleep", "curl")
+SH_STUBS = ("modprobe", "modinfo", "uname", "ip", "systemctl", "dnf", "sleep", "curl", "timeout")
 """Bash stubs; ``aws`` is added by :func:`install_stubs` unless the caller has its own."""
 
 UBUNTU_22 = 'NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\nVERSION_CODENAME=jammy\n'
@@ -186,6 +211,16 @@ def stub_env(bin_dir: Path, lnet_dir: Path, log: Path, **extra: str) -> dict[str
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "STUB_LOG": str(log),
             "STUB_LNET": str(lnet_dir), "TRN_NI_WAIT_S": "0", "TRN_INSTANCE_ID":
             "i-0123456789abcdef0", "TRN_NODE_NAME": "node-1", **extra}
+
+
+def traffic_command(lnet_dir: Path, net: str, messages: int) -> str:
+    """A shell command that adds ``messages`` sent and ``messages`` received on the first NI
+    of ``net`` in the stub's LNet state: traffic that is not the check's (other jobs,
+    metadata), e.g. in a ``sleep`` stub while the check waits for another node's probe."""
+    code = ("import json, sys; p = sys.argv[1]; s = json.load(open(p)); "
+            f"ni = s['nets']['{net}'][0]; ni['send'] += {messages}; ni['recv'] += {messages}; "
+            "json.dump(s, open(p, 'w'))")
+    return f'{sys.executable} -c "{code}" {lnet_dir / "state.json"}'
 
 
 def lnet_state(lnet_dir: Path) -> dict:

@@ -20,6 +20,7 @@ from tests.orchestrators.lustre_efa_stubs import (
     install_stubs,
     lnet_state,
     stub_env,
+    traffic_command,
 )
 from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_SCRIPT, LUSTRE_EFA_UNIT, NODE_SCRIPTS
 
@@ -213,6 +214,27 @@ def test_configure_never_moves_the_tcp_ni_under_a_mounted_file_system(node):
     assert [ni["if"] for ni in lnet_state(node.lnet)["nets"]["tcp"]] == ["eth0"]
 
 
+def test_every_lnetctl_and_modprobe_call_runs_under_timeout(node):
+    result = node.run("configure", "--interfaces", "2")
+    assert result.returncode == 0, result.stderr
+    bounded = node.calls("timeout")
+    assert len([c for c in bounded if " lnetctl " in c]) == len(node.calls("lnetctl")) > 0
+    assert [c for c in bounded if " modprobe " in c] == [
+        "timeout -k 5 60 modprobe lnet", "timeout -k 5 60 modprobe kefalnd ipif_name=ens5",
+        "timeout -k 5 60 modprobe ksocklnd", "timeout -k 5 60 modprobe lustre"]
+    assert all(c.startswith("timeout -k 5 30 lnetctl ") for c in bounded if " lnetctl " in c)
+
+
+@pytest.mark.parametrize("hangs, says", [
+    ("modprobe", "ERROR (modules): modprobe lnet did not finish within 60s"),
+    ("lnetctl", "ERROR (lnetctl): lnetctl lnet configure did not finish within 30s"),
+])
+def test_a_hung_command_is_named(node, hangs, says):
+    result = node.run("configure", "--interfaces", "2", STUB_TIMEOUT=hangs)
+    assert result.returncode == 1
+    assert says in error_line(result)
+
+
 def test_the_ni_wait_defaults_to_60_seconds(node):
     env = {k: v for k, v in node.env.items() if k != "TRN_NI_WAIT_S"}
     result = subprocess.run(["bash", str(SCRIPT), "configure", "--interfaces", "2"],
@@ -232,7 +254,7 @@ def test_install_unit_configures_lnet_at_every_boot_before_the_remote_mounts(nod
     unit = (node.root / "etc/systemd/system" / LUSTRE_EFA_UNIT).read_text()
     for line in ("Type=oneshot", "RemainAfterExit=yes", "After=network-online.target",
                  "Wants=network-online.target remote-fs-pre.target",
-                 "Before=remote-fs-pre.target", "Restart=on-failure", "StartLimitBurst=20",
+                 "Before=remote-fs-pre.target", "Restart=on-failure",
                  # Kubernetes nodes: LNet before kubelet starts pods after a reboot
                  "Before=kubelet.service nodeadm-run.service",
                  "ExecStart=/usr/local/sbin/trn-lustre-efa configure --interfaces 2",
@@ -241,7 +263,49 @@ def test_install_unit_configures_lnet_at_every_boot_before_the_remote_mounts(nod
     assert node.calls("systemctl") == ["systemctl daemon-reload",
                                        "systemctl enable trn-lustre-efa.service",
                                        "systemctl start trn-lustre-efa.service"]
+    assert "timeout -k 5 150 systemctl start trn-lustre-efa.service" in node.calls("timeout")
     assert node.run("install-unit", "--interfaces", "2").returncode == 0  # rerun: same files
+
+
+def unit_settings(text: str) -> dict[str, dict[str, str]]:
+    """The ``[Section]`` ``Key=value`` settings of a systemd unit file (one value per key)."""
+    sections: dict[str, dict[str, str]] = {}
+    current = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            current = sections.setdefault(line.strip("[]"), {})
+        else:
+            key, _, value = line.partition("=")
+            assert current is not None
+            current[key] = value
+    return sections
+
+
+def seconds(value: str) -> int:
+    """A systemd time span of whole seconds (``600s`` or ``600``)."""
+    assert value.removesuffix("s").isdigit(), value
+    return int(value.removesuffix("s"))
+
+
+def test_the_boot_unit_ends_active_or_failed_in_bounded_time(node):
+    """A oneshot unit has no start timeout by default, and its restarts only stop at the start
+    limit: each attempt must be bounded (TimeoutStartSec) and StartLimitBurst attempts, each
+    followed by RestartSec, must fit in StartLimitIntervalSec, so that the next start falls
+    within the interval and is refused (the unit "failed") even when every attempt takes its
+    whole time; an attempt must also leave room for configure's NI wait (60 s)."""
+    assert node.run("install-unit", "--interfaces", "2").returncode == 0
+    unit = unit_settings((node.root / "etc/systemd/system" / LUSTRE_EFA_UNIT).read_text())
+    attempt = seconds(unit["Service"]["TimeoutStartSec"])
+    restart = seconds(unit["Service"]["RestartSec"])
+    burst = int(unit["Unit"]["StartLimitBurst"])
+    interval = seconds(unit["Unit"]["StartLimitIntervalSec"])
+    assert unit["Service"]["Restart"] == "on-failure" and burst >= 2
+    assert burst * (attempt + restart) < interval
+    assert attempt > 60 + 10  # the NI wait, and the modules and lnetctl calls around it
+    assert burst * (attempt + restart) <= 600  # what kubelet and the automount may wait
 
 
 def test_install_client_on_al2023_uses_dnf_only_without_kefalnd(tmp_path):
@@ -266,10 +330,10 @@ def test_check_over_efa_writes_the_probe_once_and_reads_it(node):
     fsx = node.mount()
     result = node.run("check", "--mount", str(fsx), "--mib", "64")
     assert result.returncode == 0, result.stdout + result.stderr
-    # 64 written + 64 read, spread over the two EFA NIs; tcp +2 (metadata)
+    # counted over the read only: 64 received, spread over the two EFA NIs; tcp +1 (metadata)
     assert result.stdout.strip() == (
-        f"lustre-efa check: efa (efa +128, tcp +2 LNet messages over 64 MiB of direct I/O on "
-        f"{fsx}, 2 EFA NI(s))")
+        f"lustre-efa check: efa (efa +64, tcp +1 LNet messages received while reading 64 MiB "
+        f"with direct I/O from {fsx}, 2 EFA NI(s))")
     probe = fsx / ".trn-ultracluster/lustre-efa-probe-64MiB"
     assert probe.stat().st_size == 64 << 20
     assert sorted(p.name for p in probe.parent.iterdir()) == [probe.name]  # renamed in place
@@ -287,12 +351,12 @@ def test_check_detects_the_fall_back_to_tcp(node):
     fsx = node.mount()
     result = node.run("check", "--mount", str(fsx), "--mib", "64", STUB_ROUTE="tcp")
     assert result.returncode == 3
-    assert result.stdout.startswith("lustre-efa check: tcp (efa +0, tcp +130 LNet messages")
+    assert result.stdout.startswith("lustre-efa check: tcp (efa +0, tcp +65 LNet messages")
 
 
 @pytest.mark.parametrize("route, efa, tcp", [
-    ("few", 16, 2),  # EFA more than tcp, but fewer than MiB/2 messages
-    ("even", 64, 66),  # at least MiB/2 on EFA, but not more than tcp
+    ("few", 8, 1),  # EFA more than tcp, but fewer than MiB/2 messages
+    ("even", 32, 33),  # at least MiB/2 on EFA, but not more than tcp
 ])
 def test_check_needs_both_half_the_mib_on_efa_and_more_than_tcp(node, route, efa, tcp):
     assert node.run("configure", "--interfaces", "2").returncode == 0
@@ -321,6 +385,53 @@ def test_check_waits_for_the_probe_another_node_is_writing_and_only_reads_it(nod
     assert node.calls("dd") == [f"dd if={probe} of=/dev/null bs=1M iflag=direct status=none"]
     assert node.calls("sleep") == ["sleep 2"]
     assert sorted(p.name for p in state.iterdir()) == [probe.name, probe.name + ".lock"]
+
+
+@pytest.mark.parametrize("route, noise, verdict, status", [
+    ("efa", "tcp", "efa (efa +64, tcp +1 ", 0),  # tcp traffic while waiting: not counted
+    ("tcp", "efa", "tcp (efa +0, tcp +65 ", 3),  # EFA traffic while waiting: not counted
+])
+def test_check_counts_only_the_read_of_the_probe(node, route, noise, verdict, status):
+    """Another node writes the probe while this one waits; meanwhile the node has other
+    traffic (metadata, a job). Only the read of the probe may count: a healthy node must not
+    be judged TCP for tcp traffic in the wait, nor a TCP node EFA for EFA traffic in it."""
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    state = fsx / ".trn-ultracluster"
+    probe = state / "lustre-efa-probe-64MiB"
+    (state / "lustre-efa-probe-64MiB.lock").mkdir(parents=True)
+    (node.bin / "sleep").write_text(f'#!/bin/bash\necho "sleep $*" >> "$STUB_LOG"\n'
+                                    f'{traffic_command(node.lnet, noise, 1000)}\n'
+                                    f'truncate -s {64 << 20} {probe}\n')
+    result = node.run("check", "--mount", str(fsx), "--mib", "64", STUB_ROUTE=route)
+    assert result.returncode == status, result.stdout + result.stderr
+    assert f"lustre-efa check: {verdict}" in result.stdout
+    assert lnet_state(node.lnet)["nets"][noise][0]["recv"] >= 1000  # the noise was there
+
+
+def test_check_counts_the_efa_messages_dropped_as_not_received(node):
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    result = node.run("check", "--mount", str(fsx), "--mib", "64", STUB_EFA_DROP="1")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "lustre-efa check: tcp (efa +0, tcp +1 " in result.stdout
+
+
+def test_the_check_io_on_lustre_is_bounded(node):
+    assert node.run("configure", "--interfaces", "2").returncode == 0
+    fsx = node.mount()
+    result = node.run("check", "--mount", str(fsx), "--mib", "64", STUB_TIMEOUT="dd")
+    assert result.returncode == 1
+    assert "ERROR (check): cannot write 64 MiB" in error_line(result)
+    assert "within 300s" in error_line(result)
+    assert any(c.startswith("timeout -k 5 30 stat -c %s ") for c in node.calls("timeout"))
+    node.log.write_text("")
+    ok = node.run("check", "--mount", str(fsx), "--mib", "64")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert [c for c in node.calls("timeout") if " dd " in c] == [
+        "timeout -k 5 300 dd if=/dev/urandom of=" + node.calls("dd")[0].split("of=")[1],
+        f"timeout -k 5 300 dd if={fsx}/.trn-ultracluster/lustre-efa-probe-64MiB of=/dev/null "
+        "bs=1M iflag=direct status=none"]
 
 
 def test_check_gives_up_when_the_lock_holder_writes_nothing_in_time(node):
@@ -383,6 +494,17 @@ def test_report_never_fails_the_node(node):
     assert result.returncode == 0
     assert "WARNING: could not publish node_fsx_lustre_over_efa=0" in result.stdout
     assert "InstanceId=unknown" in node.calls("aws")[0]  # no instance metadata here
+    # after a bounded number of attempts: 5 token requests, 3 s apart
+    assert len(node.calls("curl")) == 5 and node.calls("sleep") == ["sleep 3"] * 4
+
+
+def test_report_asks_the_instance_metadata_service_again(node):
+    """The service does not answer the first two calls (e.g. at boot): the third does."""
+    result = node.run("report", "--value", "1", *REPORT_ARGS, TRN_INSTANCE_ID="",
+                      STUB_IMDS_AFTER="2")
+    assert result.returncode == 0, result.stderr
+    assert "InstanceId=i-0fedcba9876543210," in node.calls("aws")[0]
+    assert node.calls("sleep") == ["sleep 3"] * 2
 
 
 def test_usage_errors(node):
@@ -404,10 +526,77 @@ def test_csi_node_sets_up_lnet_the_unit_and_the_watcher(tmp_path):
     watcher = (node.root / "etc/systemd/system/trn-lustre-efa-check.service").read_text()
     assert ("ExecStart=/usr/local/sbin/trn-lustre-efa watch --mode required --mib 8 "
             "--region us-west-2 --namespace TrnUltraCluster/Neuron --metric "
-            "node_fsx_lustre_over_efa --cluster trn-cluster") in watcher.splitlines()
+            "node_fsx_lustre_over_efa --cluster trn-cluster --instance-id i-0123456789abcdef0"
+            ) in watcher.splitlines()
     assert "Type=exec" in watcher.splitlines()
     assert "systemctl enable --now trn-lustre-efa-check.service" in node.calls("systemctl")
     assert node.calls("aws") == []  # the watcher reports, once a file system is mounted
+
+
+def test_the_watcher_gets_the_instance_id_from_the_instance_metadata_service(node):
+    result = node.run("install-watcher", "--mode", "preferred", "--mib", "8", *REPORT_ARGS,
+                      TRN_INSTANCE_ID="", STUB_IMDS_AFTER="0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    watcher = (node.root / "etc/systemd/system/trn-lustre-efa-check.service").read_text()
+    (start,) = [ln for ln in watcher.splitlines() if ln.startswith("ExecStart=")]
+    assert start.endswith(" --cluster trn-cluster --instance-id i-0fedcba9876543210")
+
+
+def test_the_watcher_without_instance_metadata_asks_again_when_it_reports(node):
+    result = node.run("install-watcher", "--mode", "preferred", "--mib", "8", *REPORT_ARGS,
+                      TRN_INSTANCE_ID="")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING: no instance id from the instance metadata service" in result.stdout
+    watcher = (node.root / "etc/systemd/system/trn-lustre-efa-check.service").read_text()
+    assert "--instance-id" not in watcher
+
+
+@pytest.mark.parametrize("flag, value", [("--cluster", "trn cluster"),
+                                         ("--region", "us-west-2 --mode required"),
+                                         ("--instance-id", "i-1 x"), ("--region", "")])
+def test_a_report_value_that_is_not_one_word_is_refused(node, flag, value):
+    """The values go into the watcher's ExecStart, where a space would split them."""
+    args = list(REPORT_ARGS)
+    if flag in args:
+        args[args.index(flag) + 1] = value
+    else:
+        args += [flag, value]
+    result = node.run("install-watcher", "--mode", "preferred", "--mib", "8", *args)
+    assert result.returncode == 1
+    assert "ERROR (usage)" in error_line(result)
+    assert not (node.root / "etc/systemd/system/trn-lustre-efa-check.service").exists()
+
+
+@pytest.mark.parametrize("mode, status", [("required", 1), ("preferred", 4)])
+@pytest.mark.parametrize("fail, cause", [
+    ({"STUB_SYSTEMCTL_FAIL": "enable"}, "(install): systemctl enable trn-lustre-efa.service failed"),
+    ({"STUB_SYSTEMCTL_FAIL": "daemon-reload"}, "(install): systemctl daemon-reload failed"),
+    ({"mktemp": "1"}, "(install): cannot create a temporary file beside /usr/local/sbin/"),
+])
+def test_csi_node_whose_unit_or_watcher_cannot_be_installed_applies_the_mode(
+        tmp_path, mode, status, fail, cause):
+    """LNet is configured, but the boot unit or the watcher cannot be installed: a named cause
+    and 0 on the dashboard, a failure in mode required, exit 4 in mode preferred (as when LNet
+    cannot be configured)."""
+    node = Node(tmp_path, os_release=AL2023)
+    env = dict(fail)
+    if env.pop("mktemp", None):
+        (node.bin / "mktemp").write_text("#!/bin/bash\necho 'mktemp: failed' >&2\nexit 1\n")
+        (node.bin / "mktemp").chmod(0o755)
+    result = node.run("csi-node", "--mode", mode, "--interfaces", "2", "--mib", "8",
+                      *REPORT_ARGS, **env)
+    assert result.returncode == status, result.stdout + result.stderr
+    assert len(lnet_state(node.lnet)["nets"]["efa"]) == 2  # LNet itself was configured
+    (put,) = node.calls("aws")
+    assert "--value 0 " in put
+    if mode == "required":
+        (line,) = [ln for ln in result.stderr.splitlines() if "is required" in ln]
+        assert "ERROR: FSx for Lustre over EFA is required (fsx.efa: true)" in line
+        assert cause in line
+    else:
+        assert "WARNING: LNet is configured for EFA, but its boot unit" in result.stdout
+        assert cause in result.stdout
+        assert "required" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize("mode, status", [("required", 1), ("preferred", 4)])
@@ -423,9 +612,10 @@ def test_csi_node_that_cannot_configure_reports_0(tmp_path, mode, status):
     assert "no EFA device" in result.stdout + result.stderr
     assert not (node.root / "etc/systemd/system/trn-lustre-efa.service").exists()
     if mode == "required":
-        assert "ERROR: FSx for Lustre over EFA is required (fsx.efa: true)" in result.stderr
+        assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not "
+                "be configured for EFA: (no-efa-device)") in result.stderr
     else:
-        assert "WARNING: LNet could not be configured for EFA" in result.stdout
+        assert "WARNING: LNet could not be configured for EFA (" in result.stdout
 
 
 @pytest.mark.parametrize("route, mode, status, value, says", [

@@ -1,7 +1,8 @@
 """FSx for Lustre over EFA on EKS managed Trainium nodes: the launch template's user data
 (MIME multi-part, one shell part carrying lustre_efa.sh) only with fsx.efa on, and the shell
 part run against a fake Amazon Linux 2023 node (client, LNet over EFA, boot unit, watcher;
-the failure paths report 0 and say that the node joins anyway)."""
+the failure paths report 0; in mode required the node powers off before it joins, in mode
+preferred it joins over TCP)."""
 
 from __future__ import annotations
 
@@ -128,8 +129,11 @@ class Node:
         self.log = tmp_path / "calls.log"
         fake_node(self.root, os_release=AL2023, **fake)  # type: ignore[arg-type]
         install_stubs(self.bin)
+        self.console, self.poweroff = tmp_path / "console", tmp_path / "poweroff"
+        self.console.touch()
         self.env = stub_env(self.bin, self.lnet, self.log, TRN_ROOT=str(self.root),
-                            STUB_KERNEL="6.18.36-69.138.amzn2023.x86_64", STUB_NO_KEFALND="1")
+                            STUB_KERNEL="6.18.36-69.138.amzn2023.x86_64", STUB_NO_KEFALND="1",
+                            TRN_CONSOLE=str(self.console), TRN_POWEROFF=str(self.poweroff))
         self.part = tmp_path / "part.sh"
         self.part.write_text(shell_part(lustre_efa_user_data(
             mode, 2, cluster_name=CLUSTER, region="us-west-2")))  # type: ignore[arg-type]
@@ -161,10 +165,15 @@ def test_boot_installs_the_client_configures_lnet_and_the_watcher(tmp_path, mode
     assert f"watch --mode {mode} --mib 256 --region us-west-2" in watcher
     assert f"--cluster {CLUSTER}" in watcher
     assert node.calls("aws") == []
+    assert not node.poweroff.exists()
 
 
 @pytest.mark.parametrize("mode, status", [("required", 1), ("preferred", 0)])
-def test_boot_on_a_node_without_efa_reports_0_and_the_node_joins_anyway(tmp_path, mode, status):
+def test_boot_on_a_node_without_efa_reports_0_and_powers_off_only_in_mode_required(
+        tmp_path, mode, status):
+    """Mode required: the cause on stderr (cloud-init's output), in the log and on the console,
+    then the node powers off before kubelet starts, so that its node group replaces it. Mode
+    preferred: a WARNING, and the node joins over TCP."""
     node = Node(tmp_path, mode, devices=())
     result = node.run()
     assert result.returncode == status, result.stdout + result.stderr
@@ -174,11 +183,47 @@ def test_boot_on_a_node_without_efa_reports_0_and_the_node_joins_anyway(tmp_path
     assert "(no-efa-device): no EFA device" in log
     assert "set up" not in result.stdout  # only when LNet was configured
     if status:
-        assert "it joins the cluster anyway, over TCP" in result.stderr
-        assert "(no-efa-device)" in result.stderr  # the cause, in cloud-init's output too
+        said = ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot "
+                "have it: ")
+        for where in (result.stderr, log, node.console.read_text()):
+            line = next(ln for ln in where.splitlines() if said in ln)
+            assert "(no-efa-device): no EFA device" in line  # the cause
+            assert "the node powers off before it joins the cluster" in line
+        assert node.poweroff.read_text() == "poweroff\n"
+        assert "joins the cluster anyway" not in result.stderr
     else:
         assert "WARNING: LNet could not be configured for EFA" in result.stderr
         assert "joins the cluster over TCP (fsx.efa: auto)" in result.stderr
+        assert not node.poweroff.exists() and node.console.read_text() == ""
+
+
+@pytest.mark.parametrize("mode, poweroff", [("required", True), ("preferred", False)])
+def test_a_part_that_cannot_unpack_the_script_powers_off_only_in_mode_required(
+        tmp_path, mode, poweroff):
+    node = Node(tmp_path, mode)
+    (node.bin / "gunzip").write_text("#!/bin/bash\ncat > /dev/null\nexit 1\n")
+    (node.bin / "gunzip").chmod(0o755)
+    result = node.run()
+    assert result.returncode == 1
+    assert "cannot unpack lustre_efa.sh" in result.stderr
+    assert node.poweroff.exists() == poweroff
+    assert ("cannot unpack" in node.console.read_text()) == poweroff
+
+
+def test_an_unexpected_failure_in_mode_preferred_does_not_claim_required(tmp_path):
+    """csi-node exits 1 without its own verdict (here a usage error: a cluster name with a
+    space, which the watcher's command line cannot carry): in mode preferred the part warns
+    and the node joins over TCP; nothing says EFA is required."""
+    node = Node(tmp_path, "preferred")
+    node.part.write_text(shell_part(lustre_efa_user_data(
+        "preferred", 2, cluster_name="not one word", region="us-west-2")))
+    result = node.run()
+    assert result.returncode == 1
+    assert "required" not in result.stdout + result.stderr
+    assert ("WARNING: lustre_efa.sh csi-node failed (exit 1; "
+            "/var/log/trn-ultracluster/lustre-efa-boot.log)") in result.stderr
+    assert "joins the cluster over TCP (fsx.efa: auto)" in result.stderr
+    assert not node.poweroff.exists()
 
 
 def test_boot_on_a_node_whose_client_has_no_efa_support_fails_naming_kefalnd(tmp_path):
@@ -188,6 +233,7 @@ def test_boot_on_a_node_whose_client_has_no_efa_support_fails_naming_kefalnd(tmp
     assert result.returncode == 1
     log = node.path("/var/log/trn-ultracluster/lustre-efa-boot.log").read_text()
     assert "(no-kefalnd): no kefalnd kernel module" in log
+    assert "(no-kefalnd)" in node.console.read_text() and node.poweroff.exists()
 
 
 @pytest.mark.parametrize("route, status, value", [("efa", 0, "1"), ("tcp", 1, "0")])
@@ -207,3 +253,4 @@ def test_the_watcher_checks_the_csi_mount(tmp_path, route, status, value):
     assert done.returncode == status, done.stdout + done.stderr
     (put,) = [c for c in node.calls("aws") if "put-metric-data" in c]
     assert f"--value {value} " in put
+    assert not node.poweroff.exists()  # after the node joined: an ERROR and 0, never off

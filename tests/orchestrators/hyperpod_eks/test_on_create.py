@@ -146,9 +146,42 @@ def test_preferred_node_that_cannot_have_efa_joins_on_tcp_and_reports_0(tmp_path
     result = node.run()
     assert result.returncode == 0, result.stdout + result.stderr
     assert "WARNING: LNet could not be configured for EFA" in node.lifecycle_log()
-    assert "the node joins over TCP" in node.lifecycle_log()
+    assert "the node joins over TCP or unchecked" in node.lifecycle_log()
     assert "over EFA set up" not in node.lifecycle_log()
     assert "--value 0 " in [c for c in node.calls("aws") if "put-metric-data" in c][0]
+
+
+def test_preferred_node_whose_lnet_unit_cannot_be_installed_joins_and_reports_0(tmp_path):
+    node = Node(tmp_path, "preferred")
+    result = node.run(STUB_SYSTEMCTL_FAIL="enable")
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = node.lifecycle_log()
+    assert "(install): systemctl enable trn-lustre-efa.service failed" in log
+    assert "WARNING: FSx for Lustre over EFA is not set up on this node" in log
+    assert "required" not in log and log.rstrip().endswith("done")
+    (put,) = [c for c in node.calls("aws") if "put-metric-data" in c]
+    assert "--value 0 " in put
+
+
+@pytest.mark.parametrize("mode, status", [("preferred", 0), ("required", 1)])
+def test_an_unexpected_csi_node_failure_claims_required_only_in_mode_required(tmp_path, mode,
+                                                                            status):
+    """lustre_efa.sh csi-node fails without its own verdict (exit 1 in mode preferred: here a
+    broken script): the catch-all message must follow the mode."""
+    node = Node(tmp_path, mode)
+    (node.lcs / LUSTRE_EFA_SCRIPT).write_text(
+        '#!/bin/bash\necho "lustre_efa.sh $*" >> "$STUB_LOG"\n[[ "$1" == report ]] || exit 1\n')
+    result = node.run()
+    assert result.returncode == status, result.stdout + result.stderr
+    log = node.lifecycle_log()
+    if mode == "required":
+        assert "ERROR: FSx for Lustre over EFA is required (fsx.efa: true)" in log
+    else:
+        assert "required" not in log
+        assert "WARNING: lustre_efa.sh csi-node failed (exit 1, above)" in log
+        assert [c for c in node.calls("lustre_efa.sh") if c.startswith("lustre_efa.sh report")] == [
+            "lustre_efa.sh report --value 0 --region us-west-2 --namespace TrnUltraCluster/Neuron "
+            f"--metric node_fsx_lustre_over_efa --cluster {CLUSTER}"]
 
 
 @pytest.mark.parametrize("route, mode, status, value", [

@@ -60,16 +60,23 @@ GROUPS = CLUSTER["groups"]
 
 
 def file_system(state: str, *, tags: list[dict[str, str]] | None = None,
-                fs_id: str = FS_ID) -> dict:
-    """One ``FileSystems`` entry of a DescribeFileSystems answer (botocore fsx model)."""
+                fs_id: str = FS_ID, efa: bool | None = None) -> dict:
+    """One ``FileSystems`` entry of a DescribeFileSystems answer (botocore fsx model);
+    ``efa``: its ``LustreConfiguration.EfaEnabled`` (None: no such field, as a file system
+    created without EFA is described)."""
+    lustre: dict = {"MountName": FSX_MOUNT}
+    if efa is not None:
+        lustre["EfaEnabled"] = efa
     return {"FileSystemId": fs_id, "Lifecycle": state, "DNSName": FSX_DNS,
             "FileSystemType": "LUSTRE", "Tags": [TAG] if tags is None else tags,
-            "LustreConfiguration": {"MountName": FSX_MOUNT}}
+            "LustreConfiguration": lustre}
 
 
 OTHER = file_system("AVAILABLE", tags=[{"Key": "Name", "Value": "someone else's"}],
                     fs_id="fs-0fffffffffffffff0")
 AVAILABLE = {"FileSystems": [OTHER, file_system("AVAILABLE")]}
+EFA_AVAILABLE = {"FileSystems": [OTHER, file_system("AVAILABLE", efa=True)]}
+"""The stack's file system as ``fsx.efa`` on creates it: EFA-enabled."""
 
 
 def association(state: str) -> dict:
@@ -175,14 +182,21 @@ def test_node_ip_retries_with_doubling_delays_then_fails():
 
 
 @pytest.mark.parametrize("answer, status", [
-    ({"FileSystems": []}, "wait - NOT_CREATED - -"),
-    ({"FileSystems": [OTHER]}, "wait - NOT_CREATED - -"),
-    ({"FileSystems": [file_system("CREATING")]}, f"wait {FS_ID} CREATING {FSX_DNS} {FSX_MOUNT}"),
-    ({"FileSystems": [file_system("UPDATING")]}, f"wait {FS_ID} UPDATING {FSX_DNS} {FSX_MOUNT}"),
-    (AVAILABLE, f"ready {FS_ID} AVAILABLE {FSX_DNS} {FSX_MOUNT}"),
-    ({"FileSystems": [file_system("FAILED")]}, f"failed {FS_ID} FAILED {FSX_DNS} {FSX_MOUNT}"),
+    ({"FileSystems": []}, "wait - NOT_CREATED - - -"),
+    ({"FileSystems": [OTHER]}, "wait - NOT_CREATED - - -"),
+    ({"FileSystems": [file_system("CREATING")]},
+     f"wait {FS_ID} CREATING {FSX_DNS} {FSX_MOUNT} false"),
+    ({"FileSystems": [file_system("UPDATING")]},
+     f"wait {FS_ID} UPDATING {FSX_DNS} {FSX_MOUNT} false"),
+    (AVAILABLE, f"ready {FS_ID} AVAILABLE {FSX_DNS} {FSX_MOUNT} false"),
+    ({"FileSystems": [file_system("AVAILABLE", efa=True)]},
+     f"ready {FS_ID} AVAILABLE {FSX_DNS} {FSX_MOUNT} true"),
+    ({"FileSystems": [file_system("AVAILABLE", efa=False)]},
+     f"ready {FS_ID} AVAILABLE {FSX_DNS} {FSX_MOUNT} false"),
+    ({"FileSystems": [file_system("FAILED")]},
+     f"failed {FS_ID} FAILED {FSX_DNS} {FSX_MOUNT} false"),
     ({"FileSystems": [file_system("MISCONFIGURED")]},
-     f"failed {FS_ID} MISCONFIGURED {FSX_DNS} {FSX_MOUNT}"),
+     f"failed {FS_ID} MISCONFIGURED {FSX_DNS} {FSX_MOUNT} false"),
 ])
 def test_file_system_status_by_tag(answer, status):
     assert lcs.file_system_status(answer, TAG["Key"], TAG["Value"]) == status
@@ -576,7 +590,13 @@ def efa_node(tmp_path: Path, mode: str, **fake: object):
            "TRN_NI_WAIT_S": "0", "TRN_INSTANCE_ID": "i-0123456789abcdef0",
            "TRN_NODE_NAME": "node-1"}
     (tmp_path / "lnet").mkdir()
-    return node, env
+
+    def run(ip: str, answers: list | None = None, **kw: str) -> subprocess.CompletedProcess:
+        """The node's run, its file system EFA-enabled unless ``answers`` say otherwise."""
+        return node(ip, answers or [EFA_AVAILABLE], **kw)
+
+    run.root, run.log, run.bin, run.lcs_dir = node.root, node.log, node.bin, node.lcs_dir  # type: ignore[attr-defined]
+    return run, env
 
 
 def fstab(node) -> str:
@@ -654,7 +674,8 @@ def test_efa_node_configures_lnet_mounts_checks_and_reports_1(tmp_path, mode):
     assert fstab(node) == (f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,"
                            "_netdev,x-systemd.automount,x-systemd.requires=network-online.target"
                            f"{EFA_UNIT_OPTIONS[mode]} 0 0\n")
-    assert "lustre-efa check: efa (efa +512, tcp +2 LNet messages over 256 MiB" in result.stdout
+    assert ("lustre-efa check: efa (efa +256, tcp +1 LNet messages received while reading "
+            "256 MiB") in result.stdout
     assert PUT_METRIC.format(1) in calls(node, "aws")
     assert (node.root / "fsx/.trn-ultracluster/lustre-efa-probe-256MiB").is_file()
     assert result.stdout.rstrip().endswith("on_init_complete done")
@@ -676,7 +697,7 @@ def test_preferred_fall_back_to_tcp_warns_reports_0_and_goes_on(tmp_path):
     result = node(WORKER_IPS[0], **env, STUB_ROUTE="tcp")
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("WARNING: this node's FSx for Lustre traffic goes over TCP, not EFA: (efa +0, "
-            "tcp +514 LNet messages") in result.stdout
+            "tcp +257 LNet messages") in result.stdout
     assert "security group id (0.0.0.0/0 rules do not count for EFA)" in result.stdout
     assert PUT_METRIC.format(0) in calls(node, "aws")
     assert result.stdout.rstrip().endswith("on_init_complete done")
@@ -724,3 +745,55 @@ def test_preferred_node_without_efa_devices_mounts_over_tcp_with_a_warning(tmp_p
     assert not (node.root / "etc/systemd/system/trn-lustre-efa.service").exists()
     assert calls(node, "dd") == [] and len(calls(node, "mount")) == 1
     assert [c for c in calls(node, "aws") if "cloudwatch" in c] == [PUT_METRIC.format(0)]
+
+
+def test_a_rerun_that_configures_efa_rewrites_the_fstab_entry(tmp_path):
+    """The first run falls back to TCP (preferred, no kefalnd): the plain entry. A later run
+    that configures LNet for EFA (here also in mode required) must replace that entry, or
+    the automount is not ordered after the LNet unit at the next boot (ADT PR #1208's race);
+    the other lines of fstab stay as they are."""
+    node, env = efa_node(tmp_path, "preferred")
+    other = ["LABEL=cloudimg-rootfs / ext4 discard,errors=remount-ro 0 1",
+             "/dev/nvme1n1 /scratch xfs defaults,nofail 0 2"]
+    (node.root / "etc/fstab").write_text("\n".join(other) + "\n")
+    first = node(WORKER_IPS[0], **env, STUB_NO_KEFALND="1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    plain = (f"{FSX_DNS}@tcp:/{FSX_MOUNT} /fsx lustre defaults,relatime,flock,_netdev,"
+             "x-systemd.automount,x-systemd.requires=network-online.target")
+    assert fstab(node).splitlines() == [*other, f"{plain} 0 0"]
+    cluster = json.loads((node.lcs_dir / "trn_ultracluster.json").read_text())
+    cluster["fsx"]["efa"] = efa_node_settings("required", 2)
+    (node.lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
+    second = node(WORKER_IPS[0], **env)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert fstab(node).splitlines() == [*other, f"{plain}{EFA_UNIT_OPTIONS['required']} 0 0"]
+    assert not list((node.root / "etc").glob("fstab.*"))  # no temporary file left
+    node.log.write_text("")
+    assert node(WORKER_IPS[0], **env).returncode == 0  # a third run changes nothing
+    assert fstab(node).splitlines() == [*other, f"{plain}{EFA_UNIT_OPTIONS['required']} 0 0"]
+
+
+@pytest.mark.parametrize("efa", [False, None])  # EfaEnabled false, or no such field
+def test_required_node_of_a_file_system_not_efa_enabled_fails_naming_it(tmp_path, efa):
+    node, env = efa_node(tmp_path, "required")
+    answer = {"FileSystems": [file_system("AVAILABLE", efa=efa)]}
+    result = node(WORKER_IPS[0], [answer], **env)
+    assert result.returncode == 1
+    (error,) = [ln for ln in result.stdout.splitlines() if "ERROR:" in ln]
+    assert ("ERROR: FSx for Lustre over EFA is required (fsx.efa: true) and FSx for Lustre "
+            f"{FS_ID} is not EFA-enabled") in error
+    assert "the file system not EFA-enabled is the cause" in error
+    assert calls(node, "mount") == [] and calls(node, "dd") == []
+    assert PUT_METRIC.format(0) in calls(node, "aws")
+
+
+def test_preferred_node_of_a_file_system_not_efa_enabled_warns_and_mounts(tmp_path):
+    node, env = efa_node(tmp_path, "preferred")
+    answer = {"FileSystems": [file_system("AVAILABLE", efa=False)]}
+    result = node(WORKER_IPS[0], [answer], **env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (f"WARNING: FSx for Lustre {FS_ID} is not EFA-enabled" in result.stdout
+            and "the file system not EFA-enabled is the cause" in result.stdout)
+    assert len(calls(node, "mount")) == 1 and calls(node, "dd") == []  # no check: known
+    assert [c for c in calls(node, "aws") if "cloudwatch" in c] == [PUT_METRIC.format(0)]
+    assert result.stdout.rstrip().endswith("on_init_complete done")

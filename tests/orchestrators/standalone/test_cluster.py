@@ -302,7 +302,7 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
                                        "neuron_metrics.sh", "neuron_metrics.py"]
     program = re.search(r"^PROGRAM_URL='([^']*)'$", text, flags=re.M).group(1)
     assert bool(program) == (runtime == "dlami-venv")
-    assert text.rstrip().endswith('exec bash "${NODE_DIR}/node_setup.sh"')
+    assert text.rstrip().endswith('exec bash "${NODE_DIR}/node_setup.sh" --boot')  # first boot
     data = json.loads(text.split("<<'TRN_CLUSTER_JSON'\n", 1)[1].split("\nTRN_CLUSTER_JSON", 1)[0])
     env = data["env"]
     assert env[JobEnv.INSTANCE_TYPE.value] == s.config.instance_type

@@ -95,12 +95,15 @@ exit 0
 STUBS = ("mount", "docker", "systemctl", "apt-get", "curl", "gpg", "sleep", "mount.lustre")
 
 
-def answers(data_repository: bool = True) -> dict:
-    """DescribeFileSystems (the stack's file system, tagged with its stack id, AVAILABLE),
-    and its data repository association with a finished import (botocore fsx model)."""
+def answers(data_repository: bool = True, efa: bool = False) -> dict:
+    """DescribeFileSystems (the stack's file system, tagged with its stack id, AVAILABLE;
+    ``efa``: EFA-enabled, else without the field, as a file system created without EFA is
+    described), and its data repository association with a finished import (botocore fsx
+    model)."""
+    lustre: dict = {"MountName": FSX_MOUNT, **({"EfaEnabled": True} if efa else {})}
     fs = {"FileSystemId": FS_ID, "Lifecycle": "AVAILABLE", "DNSName": FSX_DNS,
           "Tags": [{"Key": "trn-ultracluster:stack-id", "Value": STACK_ID}],
-          "LustreConfiguration": {"MountName": FSX_MOUNT}}
+          "LustreConfiguration": lustre}
     return {"describe-file-systems": {"FileSystems": [fs]},
             "describe-data-repository-associations": {"Associations": [
                 {"AssociationId": "dra-1", "FileSystemId": FS_ID, "Lifecycle": "AVAILABLE"}]},
@@ -120,7 +123,9 @@ class Node:
             d.mkdir(parents=True)
         (self.root / "etc/os-release").write_text('NAME="Ubuntu"\nVERSION_CODENAME=noble\n')
         self.log, self.events = tmp_path / "calls.log", tmp_path / "events.json"
+        self.console = tmp_path / "console"
         self.log.touch()
+        self.console.touch()
         for name, text in {"aws": AWS_STUB.replace("PYTHON", sys.executable),
                            **{s: STUB for s in stubs}}.items():
             path = self.bin / name
@@ -137,7 +142,9 @@ class Node:
                 "STUB_AWS_DIR": str(self.aws_dir), "STUB_EVENTS": str(self.events),
                 "ASSEMBLY": str(self.assembly), "REGION": "us-west-2",
                 "TRN_ROOT": str(self.root), "TRN_INSTANCE_ID": INSTANCE,
-                "TRN_RETRY_DELAY_S": "0", "TRN_FSX_POLL_S": "0", **extra}
+                "TRN_RETRY_DELAY_S": "0", "TRN_FSX_POLL_S": "0",
+                # never power off or write to the console here: record instead
+                "TRN_POWEROFF": str(self.log), "TRN_CONSOLE": str(self.console), **extra}
 
     def run_user_data(self, **extra: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", "-c", self.user_data], env=self.env(**extra),
@@ -417,6 +424,9 @@ def efa_node(tmp_path: Path, built, **fake: object) -> tuple[Node, dict[str, str
     node = Node(tmp_path, built.template, built.outdir)
     install_stubs(node.bin, aws=False)
     fake_node(node.root, os_release=UBUNTU_24, **fake)  # type: ignore[arg-type]
+    if plan_fsx_efa(built.stack.config).mode != "off":  # the file system is EFA-enabled
+        (node.aws_dir / "describe-file-systems.json").write_text(
+            json.dumps(answers(efa=True)["describe-file-systems"]))
     node.path("/proc").mkdir()
     (tmp_path / "lnet").mkdir()
     return node, {"STUB_LNET": str(tmp_path / "lnet"), "TRN_NI_WAIT_S": "0",
@@ -465,7 +475,17 @@ def test_required_node_on_tcp_fails_without_its_ready_marker(tmp_path, single_ef
     assert not node.path(READY_FILE).exists()
     assert node.calls("docker") == []
     events = json.loads(node.events.read_text())
-    assert "goes over TCP, not EFA" in events[-1]["message"]
+    assert any("goes over TCP, not EFA" in e["message"] for e in events)
+    assert events[-1]["message"].endswith("the node powers off, so that its Auto Scaling group "
+                                          "replaces it")
+    assert "goes over TCP, not EFA" in node.console.read_text()
+    assert node.calls("poweroff") == ["poweroff"]  # required, first boot (the user data)
+
+
+def powered_off_after_the_log_was_shipped(node: Node) -> bool:
+    lines = node.log.read_text().splitlines()
+    shipped = [i for i, ln in enumerate(lines) if ln.startswith("aws logs put-log-events")]
+    return "poweroff" in lines and bool(shipped) and shipped[-1] < lines.index("poweroff")
 
 
 @pytest.mark.parametrize("fake, env, cause", [
@@ -482,6 +502,54 @@ def test_required_node_that_cannot_configure_lnet_fails_early(tmp_path, single_e
             f"configured for EFA: {cause}") in result.stdout
     assert not any(c.startswith("aws fsx") for c in node.calls("aws"))
     assert node.calls("mount") == [] and not node.path(READY_FILE).exists()
+    assert "--value 0 " in put_metric(node)[0]
+    # first boot, mode required: the cause on the console, the log shipped, then off
+    console = node.console.read_text()
+    assert "ERROR: FSx for Lustre over EFA is required (fsx.efa: true)" in console
+    assert cause in console and "(the node powers off)" in console
+    assert powered_off_after_the_log_was_shipped(node)
+    events = json.loads(node.events.read_text())
+    assert any(cause in e["message"] for e in events)
+
+
+def test_a_rerun_by_hand_never_powers_the_node_off(tmp_path, single_efa):
+    node, env = efa_node(tmp_path, single_efa, devices=())
+    assert node.run_user_data(**env).returncode == 1
+    node.log.write_text("")
+    node.console.write_text("")
+    result = node.run_setup(**env)  # sudo bash node_setup.sh, without --boot
+    assert result.returncode == 1
+    assert "(no-efa-device)" in result.stdout
+    assert node.calls("poweroff") == [] and node.console.read_text() == ""
+
+
+def test_a_failure_that_is_not_lustre_over_efa_never_powers_the_node_off(tmp_path, single_efa):
+    node, env = efa_node(tmp_path, single_efa)
+    result = node.run_user_data(**env, STUB_MOUNT_FAIL="1", TRN_MOUNT_ATTEMPTS="1")
+    assert result.returncode == 1
+    assert "ERROR: could not mount FSx for Lustre" in result.stdout
+    assert node.calls("poweroff") == [] and node.console.read_text() == ""
+    assert not node.path(READY_FILE).exists()
+
+
+def test_preferred_node_never_powers_off(tmp_path, single_efa):
+    """The stack's file says required; this node's copy is made preferred and set up as at a
+    first boot (--boot): a WARNING, 0 on the dashboard, the node ready, never off."""
+    node, env = efa_node(tmp_path, single_efa, devices=())
+    assert node.run_user_data(**env).returncode == 1  # fetches the files (required: fails)
+    node.log.write_text("")
+    node.console.write_text("")
+    setup = node.node_dir / "node_setup.sh"
+    cluster = json.loads((node.node_dir / "trn_ultracluster.json").read_text())
+    cluster["fsx"]["efa"]["mode"] = "preferred"
+    (node.node_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
+    result = subprocess.run(["bash", str(setup), "--boot"], env=node.env(**env),
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNING: LNet could not be configured for EFA: (no-efa-device)" in result.stdout
+    assert node.calls("poweroff") == [] and node.console.read_text() == ""
+    assert "--value 0 " in put_metric(node)[0]
+    assert node.path(READY_FILE).is_file()
 
 
 def test_required_node_on_ubuntu_22_04_with_kernel_5_15_fails(tmp_path, single_efa):

@@ -27,7 +27,9 @@ Facts, with their sources:
   scripts" (awslabs/amazon-eks-ami ``templates/al2023/runtime/rootfs/etc/systemd/system/``
   @81fec2e). cloud-init runs user data shell scripts in its final stage, so LNet is over EFA
   before kubelet starts and before any pod mounts the volume. ``nodeadm-run`` has no
-  ``Requires=`` on ``cloud-final``: a failed part does not keep the node out of the cluster.
+  ``Requires=`` on ``cloud-final``: a failed part alone does not keep the node out of the
+  cluster, so in mode ``required`` the part powers the node off before kubelet starts (its
+  node group's Auto Scaling group replaces it; sources in ``scripts/lustre_efa_boot.sh``).
 - "User data is limited to 16 KB, in raw form, before it is base64-encoded" (EC2 user guide,
   "Work with instance user data",
   https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-add-user-data.html); EKS

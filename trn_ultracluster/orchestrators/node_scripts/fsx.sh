@@ -14,6 +14,9 @@
 # FSx for Lustre over EFA (trn_ultracluster.json fsx.efa, mode off|preferred|required):
 # setup_lustre_efa before mount_fsx, check_lustre_efa after it; both run lustre_efa.sh
 # (beside this file) and do nothing in mode off, where the fstab entry is as before.
+# wait_for_file_system also checks that the file system is EFA-enabled. When one of these
+# fails the node in mode required, efa_failed is true as fail runs: the sourcing script's
+# fail may act on it (node_setup.sh powers a standalone node off at its first boot).
 #
 # Test hooks (all optional; defaults are the real paths and times):
 #   TRN_ROOT             prefix of every file path written or read (a fake root in tests)
@@ -36,7 +39,7 @@ FSX_MOUNT_POINT="" NEURON_CACHE_DIR="" REGION="" STATE_DIR=""
 LUSTRE_EFA="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lustre_efa.sh"
 EFA_UNIT="trn-lustre-efa.service"  # nodes.LUSTRE_EFA_UNIT (tests check the two agree)
 EFA_MODE="off" EFA_INTERFACES=0 EFA_CHECK_MIB=0 EFA_NAMESPACE="" EFA_METRIC=""
-EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB=""
+EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB="" EFA_FAILED=""
 
 # read_storage_layout: the shared-storage layout and the Region from the stack
 # (trn_ultracluster/contracts/shared_storage.py, written into trn_ultracluster.json), so that
@@ -73,6 +76,10 @@ lustre_efa_off_for() {
 # a WARNING (preferred) or fails the node (required), and the node's metric
 # node_fsx_lustre_over_efa says 1 or 0 either way (lustre_efa.sh report, never fails).
 EFA_CAUSES="usual causes: the file system is not EFA-enabled; its security group and the nodes' do not allow all traffic to and from each other by security group id (0.0.0.0/0 rules do not count for EFA); node and file system in different Availability Zones or /16 blocks; see dmesg | grep -i kefalnd"
+
+# efa_failed: true while fail runs for FSx for Lustre over EFA in mode required (LNet, the
+# file system not EFA-enabled, or the check), false for any other failure.
+efa_failed() { [[ -n "${EFA_FAILED}" ]]; }
 
 efa_report() {
   bash "${LUSTRE_EFA}" report --value "$1" --region "${REGION}" --namespace "${EFA_NAMESPACE}" \
@@ -113,6 +120,7 @@ setup_lustre_efa() {
   (( status != 0 )) || cause="${EFA_UNIT} or its watcher could not be installed (see above)"
   efa_report 0
   if [[ "${EFA_MODE}" == required ]]; then
+    EFA_FAILED=1
     fail "FSx for Lustre over EFA is required (fsx.efa: true) and LNet could not be configured for EFA: ${cause}"
   fi
   log "WARNING: LNet could not be configured for EFA: ${cause}; FSx for Lustre goes over TCP on this node (fsx.efa: auto)"
@@ -139,9 +147,30 @@ check_lustre_efa() {
     what="the check of FSx for Lustre over EFA failed (${result##*ERROR })"
   fi
   if [[ "${EFA_MODE}" == required ]]; then
+    EFA_FAILED=1
     fail "FSx for Lustre over EFA is required (fsx.efa: true) and ${what}; ${EFA_CAUSES}"
   fi
   log "WARNING: ${what}; the node goes on over TCP (fsx.efa: auto); ${EFA_CAUSES}"
+}
+
+# check_efa_file_system ID EFA_ENABLED: with LNet configured for EFA, the file system must be
+# EFA-enabled (DescribeFileSystems LustreConfiguration.EfaEnabled, lcs.py fsx-status), or its
+# traffic goes over TCP whatever the node does: that cause is named before the mount, not
+# left to the check. Mode required fails the node; mode preferred warns, reports 0 and skips
+# the check (its answer is known). The watcher installed by setup_lustre_efa stays: after a
+# reboot it checks and reports again.
+check_efa_file_system() {
+  if [[ "${EFA_MODE}" == off || -z "${EFA_CONFIGURED}" || "$2" == true ]]; then
+    return 0
+  fi
+  local what="FSx for Lustre $1 is not EFA-enabled (aws fsx describe-file-systems: LustreConfiguration.EfaEnabled is not true), so its traffic goes over TCP"
+  efa_report 0
+  if [[ "${EFA_MODE}" == required ]]; then
+    EFA_FAILED=1
+    fail "FSx for Lustre over EFA is required (fsx.efa: true) and ${what}: the file system not EFA-enabled is the cause (EFA is fixed when a file system is created)"
+  fi
+  log "WARNING: ${what}: the file system not EFA-enabled is the cause; the node goes on over TCP (fsx.efa: auto)"
+  EFA_CONFIGURED=""
 }
 
 # retry ATTEMPTS DELAY_S COMMAND...: run COMMAND until it succeeds, doubling the delay.
@@ -197,7 +226,8 @@ denied_too_long() {
 pause() { sleep $(( FSX_POLL_S + RANDOM % 10 )); }
 
 # Find the stack's file system by its tag and wait until it is AVAILABLE; sets FSX_ID,
-# FSX_DNS and FSX_MOUNT_NAME. The AWS CLI is on HyperPod nodes (AWS's base-config
+# FSX_DNS and FSX_MOUNT_NAME, and checks that it is EFA-enabled where LNet is configured for
+# EFA (check_efa_file_system). The AWS CLI is on HyperPod nodes (AWS's base-config
 # mount_fsx.sh calls `aws fsx describe-file-systems` the same way; on the standalone nodes' AMI
 # it is assumed, not verified) and follows NextToken
 # itself; the node's credentials are its IAM role (HyperPod: the instance group's execution
@@ -205,18 +235,19 @@ pause() { sleep $(( FSX_POLL_S + RANDOM % 10 )); }
 # unreadable answers are retried until the deadline; a permission error fails after
 # TRN_DENIED_WAIT_S.
 wait_for_file_system() {
-  local deadline=$(( SECONDS + FSX_WAIT_S )) answer status verdict id state dns mount_name
+  local deadline=$(( SECONDS + FSX_WAIT_S )) answer status verdict id state dns mount_name efa
   local last="no answer yet"
   answer="$(mktemp)"
   while true; do
     if aws_json "${answer}" fsx describe-file-systems; then
       status="$(lcs fsx-status < "${answer}")" || fail "cannot read the file systems (lcs.py's error is above)"
-      read -r verdict id state dns mount_name <<< "${status}"
+      read -r verdict id state dns mount_name efa <<< "${status}"
       case "${verdict}" in
         ready)
           FSX_ID="${id}" FSX_DNS="${dns}" FSX_MOUNT_NAME="${mount_name}"
           rm -f "${answer}"
-          log "FSx for Lustre ${id} is ${state}"
+          log "FSx for Lustre ${id} is ${state} (EFA-enabled: ${efa})"
+          check_efa_file_system "${id}" "${efa}"
           return 0 ;;
         failed)
           fail "FSx for Lustre ${id} is ${state}; it will not become AVAILABLE (aws fsx describe-file-systems --file-system-ids ${id} gives FailureDetails)" ;;
@@ -286,6 +317,33 @@ wait_for_link() {
 
 is_mounted() { grep -qs " ${ROOT}${FSX_MOUNT_POINT} lustre " "${ROOT}/proc/mounts"; }
 
+# set_fstab_line SOURCE MOUNT_POINT LINE: /etc/fstab with LINE as the one Lustre entry of
+# SOURCE at MOUNT_POINT. An entry written by an earlier run with other options (mode off, or
+# a preferred node that fell back to TCP, has no x-systemd.after=/requires= of the LNet
+# unit) is replaced, so that a later run that configured EFA also orders the automount
+# after the unit at the next boot (ADT PR #1208's race). The other lines are kept as they
+# are; the new file is written beside fstab and renamed over it (a reader sees the old file
+# or the new one), with fstab's mode.
+set_fstab_line() {
+  local source="$1" mount_point="$2" line="$3" fstab="${ROOT}/etc/fstab" tmp
+  mkdir -p "${ROOT}/etc"
+  touch "${fstab}"
+  if [[ "$(awk -v s="${source}" -v m="${mount_point}" \
+             '$1 == s && $2 == m && $3 == "lustre"' "${fstab}")" == "${line}" ]]; then
+    return 0
+  fi
+  tmp="$(mktemp "${fstab}.XXXXXX")" || fail "cannot create a temporary file beside /etc/fstab"
+  if ! awk -v s="${source}" -v m="${mount_point}" -v line="${line}" '
+         $1 == s && $2 == m && $3 == "lustre" { if (!done) print line; done = 1; next }
+         { print }
+         END { if (!done) print line }' "${fstab}" > "${tmp}" \
+     || ! chmod --reference="${fstab}" "${tmp}" || ! mv -f "${tmp}" "${fstab}"; then
+    rm -f "${tmp}"
+    fail "cannot write /etc/fstab"
+  fi
+  log "fstab: ${line}"
+}
+
 mount_fsx() {
   local source="${FSX_DNS}@tcp:/${FSX_MOUNT_NAME}" options="relatime,flock"
   # Mount command and fstab options: FSx for Lustre user guide, "Mounting from an Amazon
@@ -296,10 +354,7 @@ mount_fsx() {
   # FSx guide's example names network.service, which Ubuntu (HyperPod's AMIs) does not have.
   # EFA_FSTAB: the LNet unit of setup_lustre_efa (empty in mode off).
   local fstab_line="${source} ${FSX_MOUNT_POINT} lustre defaults,${options},_netdev,x-systemd.automount,x-systemd.requires=network-online.target${EFA_FSTAB} 0 0"
-  touch "${ROOT}/etc/fstab"
-  if ! grep -qF "${source} ${FSX_MOUNT_POINT} lustre" "${ROOT}/etc/fstab"; then
-    echo "${fstab_line}" >> "${ROOT}/etc/fstab"
-  fi
+  set_fstab_line "${source}" "${FSX_MOUNT_POINT}" "${fstab_line}"
   if is_mounted; then
     log "FSx for Lustre already mounted at ${FSX_MOUNT_POINT}"
     return 0

@@ -7,8 +7,8 @@ that reads JSON or needs Python:
 
 - ``node-ip``: this node's address in the VPC;
 - ``role ADDRESS``: the node's Slurm role (``controller``, ``login`` or ``compute``);
-- ``fsx-status``: the state of the stack's file system, from ``aws fsx describe-file-systems``
-  JSON on stdin;
+- ``fsx-status``: the state of the stack's file system and whether it is EFA-enabled, from
+  ``aws fsx describe-file-systems`` JSON on stdin;
 - ``link-status ASSOCIATIONS TASKS``: the state of its data repository association and the
   association's metadata import, from two saved JSON answers;
 - ``env-file [--set MEMBER=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
@@ -153,14 +153,21 @@ def node_role(resource_config: dict[str, Any], groups: dict[str, Any], address: 
 
 def file_system_status(described: dict[str, Any], tag_key: str, tag_value: str) -> str:
     """What the script should do about the stack's file system, from a
-    ``DescribeFileSystems`` answer: ``"<verdict> <id> <Lifecycle> <DNSName> <MountName>"``.
+    ``DescribeFileSystems`` answer: ``"<verdict> <id> <Lifecycle> <DNSName> <MountName>
+    <EfaEnabled>"``.
 
     The verdict is ``ready`` (``AVAILABLE``), ``failed`` (:data:`FSX_FAILED_STATES`) or
     ``wait``: ``CREATING``; ``UPDATING``, while which the file system "may be unavailable
     for a few minutes" (FSx for Lustre user guide, "Managing storage capacity",
     https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html);
     or no file system has the tag yet (CloudFormation creates it alongside the cluster).
-    Unknown fields are ``-``.
+    Unknown fields are ``-``. ``EfaEnabled`` is ``LustreConfiguration.EfaEnabled`` (botocore
+    1.44 ``fsx`` model, ``LustreFileSystemConfiguration``: "whether Elastic Fabric Adapter
+    (EFA) and GPUDirect Storage (GDS) support is enabled") as ``true`` or ``false``; a file
+    system without the field is ``false`` (AWS's HyperPod lifecycle script observes that "if
+    FSx is created without EFA, the field doesn't exist in the describe call":
+    awslabs/awsome-distributed-ai ``1.architectures/5.sagemaker-hyperpod/LifecycleScripts/
+    base-config/mount_fsx.sh`` @11e237a).
 
     ``DescribeFileSystems`` has no tag filter (botocore 1.44 ``fsx`` model:
     ``FileSystemIds``, ``MaxResults``, ``NextToken`` only), so the caller lists the
@@ -176,14 +183,15 @@ def file_system_status(described: dict[str, Any], tag_key: str, tag_value: str) 
         ids = ", ".join(fs.get("FileSystemId", "?") for fs in found)
         raise LifecycleError(f"{len(found)} file systems are tagged {tag_key}={tag_value}: {ids}")
     if not found:
-        return "wait - NOT_CREATED - -"
+        return "wait - NOT_CREATED - - -"
     fs = found[0]
     state = fs.get("Lifecycle") or "-"
     verdict = ("ready" if state == "AVAILABLE"
                else "failed" if state in FSX_FAILED_STATES else "wait")
-    fields = [fs.get("FileSystemId"), state, fs.get("DNSName"),
-              fs.get("LustreConfiguration", {}).get("MountName")]
-    return " ".join([verdict, *(f or "-" for f in fields)])
+    lustre = fs.get("LustreConfiguration") or {}
+    fields = [fs.get("FileSystemId"), state, fs.get("DNSName"), lustre.get("MountName")]
+    efa = "true" if lustre.get("EfaEnabled") is True else "false"
+    return " ".join([verdict, *(f or "-" for f in fields), efa])
 
 
 def link_status(associations: dict[str, Any], tasks: dict[str, Any]) -> str:
@@ -384,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 described = json.loads(sys.stdin.read())
             except json.JSONDecodeError:  # a cut or mixed answer: ask again
-                print("wait - UNREADABLE_ANSWER - -")
+                print("wait - UNREADABLE_ANSWER - - -")
                 return 0
             print(file_system_status(described, fsx.get("tag_key", ""), fsx.get("tag_value", "")))
         elif args.command == "link-status":

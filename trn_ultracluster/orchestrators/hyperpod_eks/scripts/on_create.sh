@@ -86,14 +86,24 @@ if [[ "$mode" == off ]]; then
   done
 else
   log "FSx for Lustre over EFA ($mode): LNet over $interfaces EFA interface(s), checked once a pod mounts the file system"
+  region="$(lcs get node region)"
+  cluster="$(lcs get node metrics_cluster)"
   status=0
   bash "$LCS_DIR/lustre_efa.sh" csi-node --mode "$mode" --interfaces "$interfaces" \
-    --mib "$check_mib" --region "$(lcs get node region)" --namespace "$namespace" \
-    --metric "$metric" --cluster "$(lcs get node metrics_cluster)" 2>&1 | tee -a "$LOG" || status=$?
+    --mib "$check_mib" --region "$region" --namespace "$namespace" \
+    --metric "$metric" --cluster "$cluster" 2>&1 | tee -a "$LOG" || status=$?
+  # csi-node: 0 set up, 4 preferred and not set up (it reported 0), else failed; only in
+  # mode required does a failure fail the node.
   case "$status" in
     0) log "FSx for Lustre over EFA set up" ;;
-    4) log "WARNING: LNet could not be configured for EFA (above); the node joins over TCP (fsx.efa: auto)" ;;
-    *) fail "FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (the cause is above); the lifecycle script fails the node (during cluster creation this fails the creation: HyperPod's behaviour not verified here)" ;;
+    4) log "WARNING: FSx for Lustre over EFA is not set up on this node (the cause is above); the node joins over TCP or unchecked, with 0 on the dashboard (fsx.efa: auto)" ;;
+    *)
+      if [[ "$mode" == required ]]; then
+        fail "FSx for Lustre over EFA is required (fsx.efa: true) and this node cannot have it (the cause is above); the lifecycle script fails the node (during cluster creation this fails the creation: HyperPod's behaviour not verified here)"
+      fi
+      log "WARNING: lustre_efa.sh csi-node failed (exit $status, above): FSx for Lustre over EFA is not set up on this node, which joins over TCP (fsx.efa: auto)"
+      bash "$LCS_DIR/lustre_efa.sh" report --value 0 --region "$region" --namespace "$namespace" \
+        --metric "$metric" --cluster "$cluster" 2>&1 | tee -a "$LOG" || true ;;
   esac
 fi
 log "done"

@@ -25,12 +25,30 @@
 # Log: /var/log/trn-ultracluster/node-setup.log (node.log), sent to the stack's log group
 # (node.log_group, stream <instance id>/node-setup) when the script ends, also on failure.
 #
+# --boot (the user data passes it; a rerun by hand does not): this is the instance's first
+# boot. Then, in mode required (fsx.efa: true) only, a failed FSx-for-Lustre-over-EFA step
+# (LNet, the file system not EFA-enabled, or the check after the mount: fsx.sh efa_failed)
+# does not leave the node up without its ready marker: after the metric 0 (fsx.sh) and the
+# log shipped to CloudWatch Logs, the cause also goes to the console (`aws ec2
+# get-console-output`) and the node powers off, so that its Auto Scaling group (cluster.py:
+# one AWS::AutoScaling::AutoScalingGroup per subnet, EC2 health checks, the default)
+# replaces it: "Auto Scaling marks an instance as unhealthy if its instance status is any
+# value other than running" and replaces unhealthy instances (EC2 Auto Scaling user guide,
+# "Health checks for instances in an Auto Scaling group",
+# https://docs.aws.amazon.com/autoscaling/ec2/userguide/healthcheck.html); "By default,
+# when you initiate a shutdown from an Amazon EBS backed instance (using a command such as
+# shutdown or poweroff), the instance stops" (EC2 user guide, "Change instance initiated
+# shutdown behavior"; the stack's launch template sets no InstanceInitiatedShutdownBehavior).
+# Any other failure, and every failure in mode preferred, leaves the node up, not ready.
+#
 # Test hooks (all optional; fsx.sh lists its own):
 #   TRN_ROOT          prefix of every file path written or read (a fake root in tests)
 #   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py, lustre_efa.sh and trn_ultracluster.json
 #   TRN_INSTANCE_ID   this instance's id (default: the instance metadata service)
 #   TRN_AMI_ID        the AMI this instance booted from (default: the instance metadata service)
 #   TRN_PULL_ATTEMPTS attempts of the ECR login and the image pull (default 5)
+#   TRN_CONSOLE       the console (default /dev/console)
+#   TRN_POWEROFF      a file: "poweroff" is appended to it instead of powering off
 
 set -euo pipefail
 
@@ -40,6 +58,11 @@ source "${NODE_DIR}/fsx.sh"
 CLUSTER_JSON="${NODE_DIR}/trn_ultracluster.json"
 PULL_ATTEMPTS="${TRN_PULL_ATTEMPTS:-5}"
 IMDS="http://169.254.169.254/latest"
+CONSOLE="${TRN_CONSOLE:-/dev/console}"
+BOOT=""
+if [[ "${1:-}" == --boot ]]; then
+  BOOT=1
+fi
 export DEBIAN_FRONTEND=noninteractive  # apt-get asks nothing
 
 lcs() { python3 "${NODE_DIR}/lcs.py" --cluster "${CLUSTER_JSON}" "$@"; }
@@ -87,7 +110,32 @@ ship_log() {
   rm -f "${events}"
 }
 
-fail() { log "ERROR: $*"; sync; ship_log; exit 1; }
+# power_off: the node stops (see the header); TRN_POWEROFF records it instead.
+power_off() {
+  sync
+  if [[ -n "${TRN_POWEROFF:-}" ]]; then
+    echo poweroff >> "${TRN_POWEROFF}"
+  else
+    systemctl poweroff || shutdown -h now
+  fi
+}
+
+fail() {
+  log "ERROR: $*"
+  if [[ -n "${BOOT}" && "${EFA_MODE}" == required ]] && efa_failed; then
+    log "FSx for Lustre over EFA is required (fsx.efa: true) and this node's set-up failed on it at its first boot: the node powers off, so that its Auto Scaling group replaces it"
+    if [[ -w "${CONSOLE}" ]]; then
+      echo "trn-ultracluster: ERROR: $* (the node powers off)" > "${CONSOLE}" 2> /dev/null || true
+    fi
+    sync
+    ship_log
+    power_off
+    exit 1
+  fi
+  sync
+  ship_log
+  exit 1
+}
 
 # 1. The Lustre client: mount.lustre and the kernel modules for the running kernel, from the
 # AWS Lustre client repository for this Ubuntu release. (The guide's Ubuntu sections name the

@@ -49,4 +49,6 @@ fi
 cat > "${NODE_DIR}/trn_ultracluster.json" <<'TRN_CLUSTER_JSON'
 @@CLUSTER_JSON@@
 TRN_CLUSTER_JSON
-exec bash "${NODE_DIR}/node_setup.sh"
+# --boot: the first boot (node_setup.sh: in mode required a failed Lustre-over-EFA step
+# powers the node off; a rerun by hand never does).
+exec bash "${NODE_DIR}/node_setup.sh" --boot
