@@ -159,11 +159,13 @@ def test_the_default_file_system_shows_the_16x_before_anyone_pays():
     assert "$4,032.00 per month" in text  # 19,200 x $0.21
 
 
-def test_the_configurations_reason_replaces_the_templates():
-    reason = "off (auto): the file system's throughput is not above 10,000 MB/s, from which AWS recommends EFA"
-    est = estimate(template(gib=1200, tier=250), OfflinePrices("us-east-1"),
-                   fsx_efa_reason=reason)
+def test_the_reason_the_stack_wrote_replaces_the_templates_guess():
+    reason = "off (auto): nodes.max must be at most 512"
+    est = estimate(template(gib=1200, tier=250, mode="off", reason=reason),
+                   OfflinePrices("us-east-1"))
     assert f"  EFA: {reason}" in format_estimate(est)
+    guess = estimate(template(gib=1200, tier=250, mode="off"), OfflinePrices("us-east-1"))
+    assert "  EFA: off: fsx.efa is false, or auto" in format_estimate(guess)
 
 
 def test_the_smallest_size_is_priced_by_the_price_source():

@@ -220,16 +220,12 @@ class FileSystemEfa:
     client: str | None = None
 
 
-def file_system_efa(template: dict[str, Any], fs: FileSystemThroughput, prices: PriceSource,
-                    reason: str | None = None) -> FileSystemEfa:
-    """EFA for ``fs`` of ``template``, priced with ``prices``.
-
-    Args:
-        reason: ``FsxEfaPlan.reason`` of the configuration ``template`` was synthesized from;
-            ``None``: :func:`template_reason`.
-    """
+def file_system_efa(template: dict[str, Any], fs: FileSystemThroughput,
+                    prices: PriceSource) -> FileSystemEfa:
+    """EFA for ``fs`` of ``template``, priced with ``prices``: the reason is the one the
+    stack wrote (``FsxEfa`` output's description), else :func:`template_reason`."""
     mode = _output(template, OutputKey.FSX_EFA)
-    reason = reason or fsx_efa_reason(_output(template, OutputKey.FSX_EFA, "Description"))
+    reason = fsx_efa_reason(_output(template, OutputKey.FSX_EFA, "Description"))
     step = (FSX_EFA_CAPACITY_STEP_GIB.get(fs.per_unit_mb_s_tib)
             if fs.deployment_type == FSX_EFA_DEPLOYMENT_TYPE else None)
     instance_type = _output(template, OutputKey.INSTANCE_TYPE)

@@ -100,15 +100,14 @@ def _hourly(price: Price) -> float:
 
 
 def estimate(template: dict[str, Any], prices: PriceSource,
-             needs: Sequence[QuotaNeed] = (), fsx_efa_reason: str | None = None) -> Estimate:
+             needs: Sequence[QuotaNeed] = ()) -> Estimate:
     """Price the bill of ``template`` with ``prices`` and time its first deploy.
 
     ``needs`` are the quotas the configuration behind ``template`` needs
     (:func:`trn_ultracluster.config.quota_needs.quota_needs`; the template alone does not
     say): those above AWS's default become :attr:`Estimate.quota_increases`.
-    ``fsx_efa_reason`` is why that configuration's file system is EFA-enabled or not
-    (``FsxEfaPlan.reason``); without it the template says what it can
-    (:func:`~trn_ultracluster.estimate.lustre.template_reason`).
+    Why the file system is EFA-enabled or not comes from the template
+    (:func:`~trn_ultracluster.estimate.lustre.file_system_efa`).
 
     Raises:
         KeyError: not a TrnUltraCluster template (no ``Region`` output).
@@ -127,7 +126,7 @@ def estimate(template: dict[str, Any], prices: PriceSource,
     if any(line.price is None and not line.item.prepaid for line in lines):
         notes.append("'n/a': no price in this source (run with AWS credentials to use the AWS "
                      "Price List API)")
-    efa = [file_system_efa(template, fs, prices, fsx_efa_reason) for fs in bill.throughput]
+    efa = [file_system_efa(template, fs, prices) for fs in bill.throughput]
     if any(e.step_gib is not None for e in efa):
         notes.append(NO_EFA_PRICE)
     return Estimate(bill.region, lines, prices.name, critical_path(template).total_minutes,

@@ -55,14 +55,12 @@ def _price_source(region: str, offline: bool, session: Any) -> Any:
 
 
 def estimate_text(template: dict[str, Any], *, offline: bool, session: Any = None,
-                  needs: Sequence[QuotaNeed] = (),
-                  fsx_efa_reason: str | None = None) -> tuple[str, float]:
+                  needs: Sequence[QuotaNeed] = ()) -> tuple[str, float]:
     """The estimate of ``template`` as text, and its running cost in USD per hour.
 
     ``needs``: the quotas of the configuration ``template`` was synthesized from (only
-    ``preflight`` knows it); those above AWS's default are listed. ``fsx_efa_reason``: why
-    that configuration's file system is EFA-enabled or not (``FsxEfaPlan.reason``; without
-    it, what the template shows).
+    ``preflight`` knows it); those above AWS's default are listed. Why the file system is
+    EFA-enabled or not is in the template (the ``FsxEfa`` output's description).
 
     With credentials (``session``) and not ``offline``, prices come from the AWS Price List
     API; if the API fails (denied, unreachable), a warning goes to stderr and the offline
@@ -76,11 +74,11 @@ def estimate_text(template: dict[str, Any], *, offline: bool, session: Any = Non
     source = _price_source(region, offline, session)
     try:
         try:
-            est = estimate(template, source, needs, fsx_efa_reason)
+            est = estimate(template, source, needs)
         except (BotoCoreError, ClientError) as err:
             print(f"warning: the AWS Price List API failed ({err}); using the offline table",
                   file=sys.stderr)
-            est = estimate(template, OfflinePrices(region), needs, fsx_efa_reason)
+            est = estimate(template, OfflinePrices(region), needs)
     except (KeyError, TypeError, ValueError) as err:  # a hand-edited or foreign template
         raise CliError(f"the synthesized template cannot be priced (unexpected shape: "
                        f"{err!r})", "synthesize it again: `make synth`") from None

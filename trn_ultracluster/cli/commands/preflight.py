@@ -43,8 +43,7 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
                 "NodeCountMax": str(config.nodes.max), "Orchestrator": config.orchestrator}
     # the file system's EFA, which the configuration decides (fsx.efa and what auto reads)
     found["EfaEnabled"] = str(efa_enabled(template)).lower()
-    efa = plan_fsx_efa(config)
-    expected["EfaEnabled"] = str(efa.enabled).lower()
+    expected["EfaEnabled"] = str(plan_fsx_efa(config).enabled).lower()
     stale = [f"{k} {found.get(k)} (configuration: {v})" for k, v in expected.items()
              if found.get(k) != v]
     if stale:
@@ -52,8 +51,7 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
               f"{'; '.join(stale)}; run `make synth` with the same profile)")
         return
     text, running = estimate_text(template, offline=args.offline, session=session,
-                                  needs=quota_needs(config),
-                                  fsx_efa_reason=efa.reason)
+                                  needs=quota_needs(config))
     print(text)
     if args.max_hourly_usd is not None and running > args.max_hourly_usd:
         print(f"warning: running costs ${running:,.2f}/h, more than --max-hourly-usd "
