@@ -74,8 +74,9 @@ def test_efa_cluster_nodes_get_the_mime_user_data(efa_eks):
     assert text.startswith(f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{BOUNDARY}"')
     part = shell_part(text)
     cluster_ref = efa_eks.ref_id("EksCluster")
-    assert (f"--mode 'required' --interfaces '2' \\\n  --mib '256' --region 'us-west-2'"
-            in part)
+    assert "MODE='required'\n" in part
+    assert ('csi-node --mode "${MODE}" --interfaces \'2\' \\\n  --mib \'256\' '
+            "--region 'us-west-2'") in part
     assert f"--cluster 'ref-{cluster_ref}'" in part  # the EKS cluster's name (Container Insights')
     assert len(text.encode()) < USER_DATA_BUDGET_BYTES
     # the Trainium node groups take the template's latest version, which carries it

@@ -174,26 +174,21 @@ efa_up() {
 
 # (grep reads its whole input in the pipelines below: with pipefail, grep -q could leave the
 # writer a SIGPIPE and turn a match into a failure.)
-run_lnetctl() {
-  local out status=0
-  out="$(bounded "${LNETCTL_TIMEOUT_S}" lnetctl "$@" 2>&1)" || status=$?
+# must CAUSE SECONDS COMMAND...: COMMAND under its time bound; when it fails, die with CAUSE,
+# saying whether it timed out, with its output folded on one line.
+must() {
+  local cause="$1" seconds="$2" out status=0
+  shift 2
+  out="$(bounded "${seconds}" "$@" 2>&1)" || status=$?
   if (( status == 124 )); then
-    die lnetctl "lnetctl $* did not finish within ${LNETCTL_TIMEOUT_S}s"
+    die "${cause}" "$* did not finish within ${seconds}s"
   elif (( status != 0 )); then
-    die lnetctl "lnetctl $* failed: ${out//$'\n'/ }"
+    die "${cause}" "$* failed${out:+: ${out//$'\n'/ }}"
   fi
 }
 
-# load_module MODULE [PARAMETER...]: modprobe under its time bound.
-load_module() {
-  local status=0
-  bounded "${MODPROBE_TIMEOUT_S}" modprobe "$@" || status=$?
-  if (( status == 124 )); then
-    die modules "modprobe $1 did not finish within ${MODPROBE_TIMEOUT_S}s"
-  elif (( status != 0 )); then
-    die modules "modprobe $1 failed"
-  fi
-}
+run_lnetctl() { must lnetctl "${LNETCTL_TIMEOUT_S}" lnetctl "$@"; }
+load_module() { must modules "${MODPROBE_TIMEOUT_S}" modprobe "$@"; }
 
 # The mount point of the first Lustre file system mounted on the host (/proc/mounts), or "".
 lustre_mount() { awk '$3 == "lustre" {print $2; exit}' "${ROOT}/proc/mounts" 2> /dev/null || true; }
@@ -235,6 +230,7 @@ configure() {
   if (( status == 124 )); then
     die lnetctl "lnetctl lnet configure did not finish within ${LNETCTL_TIMEOUT_S}s"
   elif (( status != 0 )); then
+    # a rerun: LNet is configured already when `net show` answers
     bounded "${LNETCTL_TIMEOUT_S}" lnetctl net show > /dev/null 2>&1 \
       || die lnetctl "lnetctl lnet configure failed"
   fi
@@ -670,12 +666,12 @@ main() {
     shift 2
   done
   # REPORT_ARGS: the four given, each (and --instance-id, --node-name when given) one word.
-  local report_args=xxxx v
+  local report_ok=yes v
   for v in "${R_REGION}" "${R_NAMESPACE}" "${R_METRIC}" "${R_CLUSTER}"; do
-    valid_value "${v}" || report_args=""
+    valid_value "${v}" || report_ok=no
   done
   for v in "${R_INSTANCE}" "${R_NODE}"; do
-    [[ -z "${v}" ]] || valid_value "${v}" || report_args=""
+    [[ -z "${v}" ]] || valid_value "${v}" || report_ok=no
   done
   case "${command}" in
     configure|install-unit)
@@ -686,11 +682,11 @@ main() {
       [[ -n "${mount}" && "${mib}" =~ ^[1-9][0-9]*$ ]] || usage "check needs --mount and --mib"
       check "${mount}" "${mib}" ;;
     report)
-      [[ "${value}" =~ ^[01]$ && "${report_args}" == xxxx ]] || usage "report needs --value 0|1 and REPORT_ARGS (one word each: letters, digits, . _ : / # -)"
+      [[ "${value}" =~ ^[01]$ && "${report_ok}" == yes ]] || usage "report needs --value 0|1 and REPORT_ARGS (one word each: letters, digits, . _ : / # -)"
       report "${value}" ;;
     watch|install-watcher|csi-node)
       [[ "${W_MODE}" =~ ^(preferred|required)$ && "${W_MIB}" =~ ^[1-9][0-9]*$ \
-         && "${report_args}" == xxxx ]] || usage "${command} needs --mode, --mib and REPORT_ARGS (one word each: letters, digits, . _ : / # -)"
+         && "${report_ok}" == yes ]] || usage "${command} needs --mode, --mib and REPORT_ARGS (one word each: letters, digits, . _ : / # -)"
       case "${command}" in
         watch) watch ;;
         install-watcher) install_watcher "${start}" ;;

@@ -74,7 +74,7 @@ fi
 chmod 755 "${DIR}/lustre_efa.sh"
 # csi-node: 0 LNet configured for EFA, 4 preferred and not configured (over TCP), else failed.
 status=0
-bash "${DIR}/lustre_efa.sh" csi-node --mode '@@MODE@@' --interfaces '@@INTERFACES@@' \
+bash "${DIR}/lustre_efa.sh" csi-node --mode "${MODE}" --interfaces '@@INTERFACES@@' \
   --mib '@@CHECK_MIB@@' --region '@@REGION@@' --namespace '@@NAMESPACE@@' \
   --metric '@@METRIC@@' --cluster '@@CLUSTER@@' >> "${LOG}" 2>&1 || status=$?
 case "${status}" in
