@@ -7,6 +7,7 @@ import json
 import pytest
 
 from tests.conftest import profile_path
+from trn_ultracluster.contracts.outputs import fsx_efa_reason
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.config.facts import DOC_FSX_EFA
 from trn_ultracluster.template_graph import dependencies
@@ -208,6 +209,8 @@ def test_efa_enabled_file_system_is_persistent_2_with_metadata(fsx_efa):
     assert lustre["PerUnitStorageThroughput"] == 1000
     assert lustre["MetadataConfiguration"] == {"Mode": "AUTOMATIC"}
     assert fsx_efa.output("FsxEfa") == "required"
+    description = fsx_efa.template["Outputs"]["FsxEfa"]["Description"]
+    assert fsx_efa_reason(description) == "on: fsx.efa is true"
 
 
 def test_without_efa_the_file_system_has_no_efa_setting_and_no_efa_rules(default):
@@ -219,6 +222,8 @@ def test_without_efa_the_file_system_has_no_efa_setting_and_no_efa_rules(default
     assert not [r for r in rules if "fsx" in r]
     assert not [k for k in default.template["Resources"] if k.startswith("StorageEfa")]
     assert default.output("FsxEfa") == "off"
+    assert fsx_efa_reason(default.template["Outputs"]["FsxEfa"]["Description"]) == (
+        plan_fsx_efa(default.config).reason)
 
 
 def test_efa_security_groups_allow_all_traffic_by_group_id_both_ways(fsx_efa):
