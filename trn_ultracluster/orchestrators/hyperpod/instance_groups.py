@@ -14,7 +14,7 @@ Sources of the property names and limits (checked against both by the tests):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
@@ -25,8 +25,8 @@ from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import part_group_name
 from trn_ultracluster.orchestrators.base import Foundation
 
-__all__ = ["WORKER_THREADS_PER_CORE", "WorkerPart", "hyperpod_cluster", "ml_name",
-           "part_vpc_config", "trainium_group", "worker_parts"]
+__all__ = ["WORKER_THREADS_PER_CORE", "GroupNetworks", "Network", "WorkerPart",
+           "group_networks", "hyperpod_cluster", "ml_name", "trainium_group", "worker_parts"]
 
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on the Trainium groups (``ThreadsPerCore`` 1), as the AWS HyperPod
@@ -77,10 +77,67 @@ def worker_parts(parts: Mapping[str, Sequence[network_plan.Group]]) -> list[Work
             for worker, groups in parts.items() for i, group in enumerate(groups)]
 
 
-def part_vpc_config(part: WorkerPart, foundation: Foundation,
-                    ) -> sagemaker.CfnCluster.VpcConfigProperty | None:
-    """The part's ``OverrideVpcConfig``: none in compute subnet 0 (the cluster's
-    ``VpcConfig``), else its one compute subnet with the nodes' security group.
+@dataclass(frozen=True)
+class Network:
+    """Where HyperPod creates a group's nodes: subnet ids and security group ids (tokens).
+
+    ``VpcConfig`` (botocore 1.44.8 SageMaker model, shape ``VpcConfig``): 1-16 subnets, 1-5
+    security groups."""
+
+    subnets: tuple[str, ...]
+    security_groups: tuple[str, ...]
+
+    def vpc_config(self) -> sagemaker.CfnCluster.VpcConfigProperty:
+        """This network as a ``VpcConfig`` / ``OverrideVpcConfig``."""
+        return sagemaker.CfnCluster.VpcConfigProperty(
+            security_group_ids=list(self.security_groups), subnets=list(self.subnets))
+
+
+@dataclass(frozen=True)
+class GroupNetworks:
+    """The networks of every instance group of one HyperPod cluster: what the cluster's
+    ``VpcConfig`` and each group's ``OverrideVpcConfig`` say, and so everything the execution
+    role must let HyperPod create interfaces in (:attr:`subnets`, :attr:`security_groups`;
+    ``execution_role`` reads them). Built once by :func:`group_networks` and passed to both
+    the cluster and the role, so the two cannot name different networks.
+
+    Attributes:
+        cluster: the cluster's ``VpcConfig``: compute subnet 0 with the nodes' security
+            group; the controller and login groups (Slurm) and the worker parts in compute
+            subnet 0 use it.
+        overrides: instance group name -> its ``OverrideVpcConfig`` (the worker parts in
+            another compute subnet).
+    """
+
+    cluster: Network
+    overrides: Mapping[str, Network] = field(default_factory=dict)
+
+    def override_vpc_config(self, group: str) -> sagemaker.CfnCluster.VpcConfigProperty | None:
+        """The ``OverrideVpcConfig`` of instance group ``group``, or ``None`` (it uses the
+        cluster's)."""
+        network = self.overrides.get(group)
+        return network.vpc_config() if network is not None else None
+
+    @property
+    def subnets(self) -> tuple[str, ...]:
+        """Every subnet id of the cluster's and the groups' networks, each once, in order."""
+        return _unique([self.cluster, *self.overrides.values()], "subnets")
+
+    @property
+    def security_groups(self) -> tuple[str, ...]:
+        """Every security group id of the cluster's and the groups' networks, each once."""
+        return _unique([self.cluster, *self.overrides.values()], "security_groups")
+
+
+def _unique(networks: Sequence[Network], attribute: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for n in networks for v in getattr(n, attribute)))
+
+
+def group_networks(parts: Sequence[WorkerPart], foundation: Foundation) -> GroupNetworks:
+    """The networks of a cluster whose worker groups are ``parts``: ``VpcConfig`` in compute
+    subnet 0 (HyperPod requires a private subnet, SageMaker developer guide, HyperPod EKS
+    prerequisites) with the EFA security group; a part in compute subnet ``i > 0`` overrides
+    it with its one compute subnet and the same security group.
 
     ``ClusterInstanceGroupSpecification.OverrideVpcConfig`` (botocore 1.44.8 SageMaker model,
     shape ``VpcConfig``: 1-16 subnets, 1-5 security groups) "customize[s] the Amazon VPC
@@ -90,11 +147,11 @@ def part_vpc_config(part: WorkerPart, foundation: Foundation,
     an EKS one: not verified (the linked guide section, "Setting up SageMaker HyperPod
     clusters across multiple AZs", was not read). A group gets one subnet because HyperPod
     reports one ``SubnetId`` per instance group (``InstanceGroupMetadata``)."""
-    if part.subnet == 0:
-        return None
-    return sagemaker.CfnCluster.VpcConfigProperty(
-        security_group_ids=[foundation.node_security_group.security_group_id],
-        subnets=[foundation.compute_subnets[part.subnet].subnet_id])
+    groups = (foundation.node_security_group.security_group_id,)
+    return GroupNetworks(
+        cluster=Network((foundation.compute_subnet.subnet_id,), groups),
+        overrides={part.name: Network((foundation.compute_subnets[part.subnet].subnet_id,), groups)
+                   for part in parts if part.subnet != 0})
 
 
 def trainium_group(part: WorkerPart, instance: InstanceSpec, settings: HyperPodConfig, *,
@@ -114,7 +171,7 @@ def trainium_group(part: WorkerPart, instance: InstanceSpec, settings: HyperPodC
         part: the group's name, instances (0 to 6758, ``ClusterInstanceCount``) and subnet.
         instance: catalog entry of the Trainium type.
         settings: the ``hyperpod`` configuration section.
-        vpc_config: its ``OverrideVpcConfig`` (:func:`part_vpc_config`).
+        vpc_config: its ``OverrideVpcConfig`` (:meth:`GroupNetworks.override_vpc_config`).
         execution_role: ARN of the instance group's role.
         life_cycle_config: the lifecycle scripts it runs.
         slurm_config: Slurm node type and partition (Slurm only).
@@ -139,26 +196,22 @@ def trainium_group(part: WorkerPart, instance: InstanceSpec, settings: HyperPodC
 
 
 def hyperpod_cluster(scope: Construct, construct_id: str, settings: HyperPodConfig,
-                     foundation: Foundation,
+                     foundation: Foundation, networks: GroupNetworks,
                      instance_groups: Sequence[sagemaker.CfnCluster.ClusterInstanceGroupProperty],
                      orchestrator: sagemaker.CfnCluster.OrchestratorProperty,
                      ) -> sagemaker.CfnCluster:
     """The ``AWS::SageMaker::Cluster`` ``hyperpod.cluster_name`` with ``instance_groups``,
-    ``hyperpod.node_recovery`` and ``orchestrator`` (Slurm or EKS), its nodes in compute
-    subnet 0 with the EFA security group (``VpcConfig``; HyperPod requires a private subnet,
-    SageMaker developer guide, HyperPod EKS prerequisites) unless an instance group overrides
-    it (:func:`part_vpc_config`). It waits for ``foundation.compute_routes``: the NAT route
-    and every compute subnet's route table association, which the nodes' lifecycle scripts
-    need to reach AWS."""
+    ``hyperpod.node_recovery`` and ``orchestrator`` (Slurm or EKS), its ``VpcConfig``
+    ``networks.cluster`` (the instance groups carry their own overrides, from the same
+    ``networks``). It waits for ``foundation.compute_routes``: the NAT route and every
+    compute subnet's route table association, which the nodes' lifecycle scripts need to
+    reach AWS."""
     cluster = sagemaker.CfnCluster(
         scope,
         construct_id,
         cluster_name=settings.cluster_name,
         instance_groups=list(instance_groups),
-        vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
-            security_group_ids=[foundation.node_security_group.security_group_id],
-            subnets=[foundation.compute_subnet.subnet_id],
-        ),
+        vpc_config=networks.cluster.vpc_config(),
         node_recovery=settings.node_recovery,
         orchestrator=orchestrator,
     )

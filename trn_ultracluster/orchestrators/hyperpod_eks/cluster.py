@@ -59,9 +59,9 @@ from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProp
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART
 from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
 from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+    group_networks,
     hyperpod_cluster,
     ml_name,
-    part_vpc_config,
     trainium_group,
     worker_parts,
 )
@@ -145,6 +145,8 @@ class HyperPodEksOrchestrator(EksCluster):
         efa_chart: the EFA device plugin release.
         bucket, deployment: the lifecycle bucket and the upload of ``scripts/``, the node
             scripts and ``trn_ultracluster.json``.
+        networks: the instance groups' networks (``VpcConfig``, ``OverrideVpcConfig``),
+            which the execution role is scoped to.
         role: the instance groups' execution role.
         hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
         worker_groups: the Trainium instance groups (every part of every worker group).
@@ -183,14 +185,15 @@ class HyperPodEksOrchestrator(EksCluster):
             # FSx CSI driver mounts it, so the role needs none of fsx.sh's Describe calls; and
             # lustre_efa.sh only with fsx.efa on.
             exclude=[FSX_SCRIPT, *([LUSTRE_EFA_SCRIPT] if base.fsx_efa_mode == "off" else [])])
-        self.role = execution_role(self, base, self.bucket)
+        self.networks = group_networks(self.worker_groups, base)
+        self.role = execution_role(self, base, self.bucket, self.networks)
         add_eks_permissions(self.role, self.cluster, base)
         # With fsx.efa on, the lifecycle scripts publish node_fsx_lustre_over_efa
         # (node_metrics); with it off they publish nothing, and the role may not.
         metrics_policy = (grant_put_metrics(self, self.role) if base.fsx_efa_mode != "off"
                           else None)
         self.hyperpod_cluster = hyperpod_cluster(
-            self, "HyperPodCluster", settings, base, self._instance_groups(),
+            self, "HyperPodCluster", settings, base, self.networks, self._instance_groups(),
             sagemaker.CfnCluster.OrchestratorProperty(
                 eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
                     cluster_arn=self.cluster.cluster_arn)))
@@ -282,7 +285,7 @@ class HyperPodEksOrchestrator(EksCluster):
                 key=taint.key, value=taint.value, effect=taint.effect)])
         lifecycle = lifecycle_config(self.bucket, on_create=ON_CREATE)
         return [trainium_group(part, instance, settings,
-                               vpc_config=part_vpc_config(part, self.props.foundation),
+                               vpc_config=self.networks.override_vpc_config(part.name),
                                execution_role=self.role.role_arn, life_cycle_config=lifecycle,
                                kubernetes_config=kubernetes)
                 for part in self.worker_groups]

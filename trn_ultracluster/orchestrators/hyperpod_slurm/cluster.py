@@ -72,8 +72,8 @@ from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
 from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
     Group,
+    group_networks,
     hyperpod_cluster,
-    part_vpc_config,
     trainium_group,
     worker_parts,
 )
@@ -131,6 +131,8 @@ class HyperPodSlurmOrchestrator(Construct):
         bucket: the lifecycle bucket (:func:`trn_ultracluster.orchestrators.hyperpod.lifecycle.lifecycle_bucket`).
         deployment: uploads the lifecycle scripts and ``trn_ultracluster.json`` under
             ``lifecycle/``; the cluster waits for it.
+        networks: the instance groups' networks (``VpcConfig``, ``OverrideVpcConfig``),
+            which the execution role is scoped to.
         role: execution role of every instance group.
         cluster: the ``AWS::SageMaker::Cluster``.
         cluster_name, controller_group: names used in the outputs.
@@ -166,10 +168,11 @@ class HyperPodSlurmOrchestrator(Construct):
                 settings, [p.name for p in self.worker_groups], env, Aws.STACK_ID,
                 data_repository=base.data_repository_path is not None,
                 efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces))})
-        self.role = execution_role(self, base, self.bucket, describe_fsx=True)
+        self.networks = group_networks(self.worker_groups, base)
+        self.role = execution_role(self, base, self.bucket, self.networks, describe_fsx=True)
         self.metric_source, metrics_policy = node_metrics(self, self.role, self.cluster_name)
         self.cluster = hyperpod_cluster(
-            self, "Cluster", settings, base, self._instance_groups(),
+            self, "Cluster", settings, base, self.networks, self._instance_groups(),
             sagemaker.CfnCluster.OrchestratorProperty(
                 slurm=sagemaker.CfnCluster.ClusterOrchestratorSlurmConfigProperty(
                     slurm_config_strategy=SLURM_CONFIG_STRATEGY)))
@@ -238,7 +241,7 @@ class HyperPodSlurmOrchestrator(Construct):
         for part in self.worker_groups:
             groups.append(trainium_group(
                 part, instance, settings,
-                vpc_config=part_vpc_config(part, self.props.foundation),
+                vpc_config=self.networks.override_vpc_config(part.name),
                 slurm_config=Slurm(node_type="Compute",
                                    partition_names=[partitions[part.worker_group]]),
                 **common))
