@@ -108,8 +108,9 @@ def evaluate(documents: Sequence[Mapping[str, Any]], request: Request) -> Decisi
     return Decision(bool(allows), False, tuple(allows))
 
 
-def _listed(value: str | Sequence[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
+def _listed(value: Any) -> list[Any]:
+    """A policy element's one value or list of values, as a list."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _applies(statement: Mapping[str, Any], request: Request) -> bool:
