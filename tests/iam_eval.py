@@ -150,6 +150,8 @@ def arn_matches(pattern: str, arn: str) -> bool:
     parts (``arn:partition:service:region:account:resource``, the resource keeping its colons)
     matches on its own, case-sensitively, with wildcards; a pattern or value of fewer parts
     matches nothing."""
+    if "${" in pattern:
+        raise Unsupported(f"policy variable in {pattern!r}")
     if pattern == "*":
         return True
     wanted, got = pattern.split(":", 5), arn.split(":", 5)
