@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["AwsCall", "CLI_CUSTOM_COMMANDS", "IAM_PREFIXES", "NodeScript", "ReadError", "TOKEN",
-           "granted", "iam_actions", "node_roles", "node_scripts", "python_calls",
+           "attached_documents", "granted", "iam_actions", "node_roles", "node_scripts", "python_calls",
            "scripts_in_user_data", "shell_calls"]
 
 IAM_PREFIXES = frozenset({"cloudwatch", "ec2", "ecr", "eks", "fsx", "logs", "sagemaker", "ssm",
@@ -717,7 +717,7 @@ def node_scripts(template: dict[str, Any], outdir: Path, repo: Path,
     return scripts
 
 
-def _attached(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
+def attached_documents(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
     """The policy documents the template gives ``role``."""
     resources = template["Resources"]
     props = resources[role]["Properties"]
@@ -736,7 +736,7 @@ def granted(template: dict[str, Any], role: str, action: str) -> list[dict[str, 
     """The Allow statements of ``role`` whose actions match ``action`` (IAM action names
     are case-insensitive and take ``*`` and ``?`` wildcards)."""
     found = []
-    for document in _attached(template, role):
+    for document in attached_documents(template, role):
         for statement in document["Statement"]:
             if statement["Effect"] != "Allow" or "Action" not in statement:
                 continue
