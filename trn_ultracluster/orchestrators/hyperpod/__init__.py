@@ -6,5 +6,7 @@
 - :mod:`.lifecycle`: the ``sagemaker-``-prefixed lifecycle bucket, the upload of the
   lifecycle scripts and the instance groups' ``LifeCycleConfig``;
 - :mod:`.instance_groups`: the Trainium instance group (``ml.`` type from the catalog,
-  count, threads per core, EBS volume, deep health checks, training plan).
+  count, threads per core, EBS volume, deep health checks, training plan) and the instance
+  groups' networks (``GroupNetworks``: the cluster's ``VpcConfig``, each group's
+  ``OverrideVpcConfig``, and so the subnets the execution role may create interfaces in).
 """
