@@ -220,9 +220,9 @@ def test_every_profiles_estimate_says_what_its_template_has(synth, profile):
     (None, "on (EfaEnabled)"),
     ("required", "on: fsx.efa is true; a node whose Lustre traffic does not go over EFA is an "
                  "error on the node (docs/lustre-over-efa.md says what each orchestrator does)"),
-    ("preferred", "on (auto): every rule holds and the throughput is above 10,000 MB/s; a node "
-                  "whose Lustre traffic falls back to TCP logs a warning and reports 0 in "
-                  "node_fsx_lustre_over_efa"),
+    ("preferred", "on (auto): the file system meets every rule of EFA-enabled file systems and "
+                  "its throughput is above 10,000 MB/s; a node whose Lustre traffic falls back "
+                  "to TCP logs a warning and reports 0 in node_fsx_lustre_over_efa"),
 ])
 def test_the_summary_line_of_an_efa_enabled_file_system(mode, line):
     assert efa_summary(template(efa=True, mode=mode)) == line
