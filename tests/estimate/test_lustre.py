@@ -160,7 +160,7 @@ def test_the_default_file_system_shows_the_16x_before_anyone_pays():
 
 
 def test_the_reason_the_stack_wrote_replaces_the_templates_guess():
-    reason = "off (auto): nodes.max must be at most 512"
+    reason = "off (auto): fsx.storage_capacity_gib must be a multiple of 4,800 GiB"
     est = estimate(template(gib=1200, tier=250, mode="off", reason=reason),
                    OfflinePrices("us-east-1"))
     assert f"  EFA: {reason}" in format_estimate(est)
@@ -250,7 +250,7 @@ def test_what_a_required_node_on_tcp_does_depends_on_the_orchestrator(orchestrat
 def test_the_summary_gives_the_reason_the_stack_wrote():
     """``false`` and an ``auto`` that a rule kept off look alike in the template; the reason
     in the FsxEfa output's description tells them apart."""
-    why = "off (auto): nodes.max must be at most 512"
+    why = "off (auto): fsx.storage_capacity_gib must be a multiple of 4,800 GiB"
     assert efa_summary(template(efa=False, mode="off", reason=why)) == why
     assert efa_summary(template(efa=False, mode="off", reason="off: fsx.efa is false")) == (
         "off: fsx.efa is false")
