@@ -194,7 +194,7 @@ class EksCluster(Construct):
         cfn_cluster = self.cluster.node.default_child
         assert isinstance(cfn_cluster, CfnResource)
         for block in base.cidr_blocks:
-            cfn_cluster.add_dependency(block)
+            cfn_cluster.add_resource_dependency(block)
         place_kubectl_functions(self.cluster, settings)
         for construct_id, principal in self.admin_principals(settings).items():
             self.cluster.grant_access(
