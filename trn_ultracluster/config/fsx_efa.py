@@ -24,12 +24,15 @@ user changes to change the file system. The rules are of three kinds:
 - ``file-system`` (``deployment``, ``lustre-version``, ``capacity``): decide ``auto``; an
   error with ``true``.
 - ``client`` (``instance_type``): does *not* decide ``auto``. An EFA-enabled file system also
-  serves clients over TCP: AWS's own EFA client set-up keeps a TCP network (``tcp``) beside
-  the EFA ones in LNet, and a client whose EFA set-up is wrong "silently falls back to
-  ENA/TCP" (docs/lustre-over-efa.md, with their sources; HyperPod Slurm's controller and login
-  nodes, which have no EFA, mount this stack's EFA-enabled file system over TCP). No sentence
-  of the FSx user guide that says so in as many words was found: not verified against a
-  primary copy. So a change of ``instance_type`` -- a purposeful change, which rolls the
+  serves clients over TCP: AWS's own EFA client set-up adds a ``tcp`` network beside the
+  ``efa`` ones in LNet (EKS user guide, "Optimize Amazon FSx for Lustre performance on nodes
+  (EFA)", ``fsx-csi-tuning-efa``), over which "Metadata RPCs and pings ride tcp by design"
+  (aws/aws-parallelcluster PR #7572), and a client whose EFA set-up is wrong "silently falls
+  back to ENA/TCP with no errors" (awslabs/awsome-distributed-ai PR #989); HyperPod Slurm's
+  controller and login nodes, which have no EFA, mount this stack's EFA-enabled file system
+  over TCP (docs/lustre-over-efa.md). No sentence of the FSx for Lustre user guide that says
+  so in as many words was found with the search tool: not verified against a primary copy.
+  So a change of ``instance_type`` -- a purposeful change, which rolls the
   nodes anyway -- never replaces the data: with a type that cannot be a client, the file
   system stays what its settings make it, the nodes mount it over TCP (mode ``off``), and
   ``auto`` warns when that file system is EFA-enabled (fewer, larger storage servers: a TCP
