@@ -117,7 +117,7 @@ def test_a_node_count_past_a_limit_is_a_warning_naming_nodes_max():
         "warning: nodes.max = 513: should be at most 512 for every node to reach the file "
         "system over EFA: each node binds 2 EFA interface(s) to Lustre, each one of the file "
         "system's 1,024 EFA connections (1,026 needed; what happens past the limit is not "
-        "documented). a node that cannot use EFA falls back to TCP (a warning in its log, 0 "
+        "documented). A node that cannot use EFA falls back to TCP (a warning in its log, 0 "
         "on the dashboard). The file system stays EFA-enabled: a node count never replaces it "
         f"(README.md#fsx-for-lustre-over-efa) (see {CLIENTS_PAGE})")
     assert STYLE.match(warning)

@@ -188,7 +188,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 "in its log, 0 on the dashboard) instead of failing its set-up; on eks and "
                 "standalone the mode is in the nodes' launch template, so crossing this limit "
                 "changes it once and rolls the nodes" if plan.setting is True else
-                "a node that cannot use EFA falls back to TCP (a warning in its log, 0 on the "
+                "A node that cannot use EFA falls back to TCP (a warning in its log, 0 on the "
                 "dashboard)")
             yield ConfigIssue(
                 rule.field, rule.value,
