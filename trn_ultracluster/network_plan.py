@@ -44,6 +44,8 @@ __all__ = [
     "BLOCK_MASK",
     "CIDR_BLOCKS_DEFAULT",
     "CIDR_BLOCKS_MAX",
+    "DOC_EKS_NEW_BLOCK",
+    "EKS_NEW_BLOCK_RECOGNIZED_WITHIN",
     "HYPERPOD_EKS_PRIMARY_CARD_IPS",
     "MIN_PRIVATE_SUBNET_MASK",
     "NAU_DEFAULT",
@@ -58,6 +60,7 @@ __all__ = [
     "PlanError",
     "candidate_blocks",
     "largest_cluster",
+    "new_block_warning",
     "node_addresses",
     "plan",
     "private_mask",
@@ -463,3 +466,45 @@ def largest_cluster(fits: Callable[[int], bool], upper: int) -> int:
         else:
             hi = mid - 1
     return lo
+
+
+DOC_EKS_NEW_BLOCK = ("https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html"
+                     "#network-requirements-vpc")
+"""EKS user guide, "View Amazon EKS networking requirements for VPC and subnets", "VPC
+requirements and considerations"."""
+EKS_NEW_BLOCK_RECOGNIZED_WITHIN = "up to one hour"
+""""You can add nodes that use the new CIDR block immediately after you add it. However,
+because the control plane recognizes the new CIDR block only after the reconciliation is
+complete, it can take a cluster up to one hour for a CIDR block that you associated with a VPC
+to be recognized. Then you can run the ``kubectl attach``, ``kubectl cp``, ``kubectl exec``,
+``kubectl logs``, and ``kubectl port-forward`` commands (these commands use the ``kubelet
+API``) for nodes and pods in the new CIDR block. Also, if you have Pods that operate as a
+webhook backend, then you must wait for the control plane reconciliation to complete"
+(:data:`DOC_EKS_NEW_BLOCK`; read from awsdocs/amazon-eks-user-guide,
+``latest/ug/networking/network-reqs.adoc``)."""
+
+
+def new_block_warning(blocks: Sequence[str]) -> str:
+    """What associating ``blocks`` (new secondary CIDR blocks, e.g. the ``CidrBlock`` of each
+    ``AWS::EC2::VPCCidrBlock`` a change adds) does to a running EKS cluster (orchestrators
+    ``eks`` and ``hyperpod-eks``), one sentence with its source, for the ``plan`` command and
+    ``make deploy`` to print before a deploy that adds one.
+
+    A fresh deploy does not need it: the cluster (``AWS::EKS::Cluster``) depends on every
+    block, so each is associated before the control plane is created. On a running cluster the
+    blocks are created in the update and the control plane recognizes them later.
+
+    Raises:
+        ValueError: ``blocks`` is empty (nothing to warn about).
+    """
+    if not blocks:
+        raise ValueError("new_block_warning needs at least one new CIDR block")
+    listed = ", ".join(blocks)
+    one = len(blocks) == 1
+    return (f"This deploy associates {'a new CIDR block' if one else 'new CIDR blocks'} "
+            f"({listed}) with the VPC of a running EKS cluster: its nodes join at once, but "
+            f"the control plane recognizes {'the block' if one else 'each block'} only after "
+            f"its reconciliation, which takes {EKS_NEW_BLOCK_RECOGNIZED_WITHIN}; until then "
+            "kubectl attach, cp, exec, logs and port-forward fail for nodes and pods in it, "
+            "and so do webhooks served by pods in it (EKS user guide, \"VPC requirements and "
+            f"considerations\": {DOC_EKS_NEW_BLOCK})")

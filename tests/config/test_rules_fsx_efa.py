@@ -68,32 +68,85 @@ def test_auto_turns_efa_on_where_every_rule_holds_above_10_gb_s():
     assert STYLE.match(warning)
 
 
-@pytest.mark.parametrize("overrides, field", [
-    ({"instance_type": "trn2.48xlarge", "az_ids": "use2-az3,use2-az1",
-      "efa_interface_layout": "efa-only"}, "instance_type"),
-    ({"nodes.max": "513"}, "nodes.max"),
-    ({"fsx.storage_capacity_gib": "16800"}, "fsx.storage_capacity_gib"),
-], ids=["trn2 client", "connections", "capacity step"])
-def test_auto_keeps_efa_off_and_says_why_when_a_rule_fails(overrides, field):
-    config = {**FAST, **overrides}
+def test_auto_keeps_efa_off_and_says_why_when_a_file_system_rule_fails():
+    config = {**FAST, "fsx.storage_capacity_gib": "16800"}
     efa = plan(config)
     assert efa.enabled is False and efa.mode == "off"
-    assert [r.field for r in efa.failed] == [field]
+    assert [r.field for r in efa.failed] == ["fsx.storage_capacity_gib"]
     (warning,) = warnings_about(config, "fsx.efa")
-    assert "from which AWS recommends EFA, but EFA stays off because " + field in warning
-    assert efa.reason.startswith(f"off (auto): {field} must ")
-
-
-def test_auto_names_every_rule_that_keeps_efa_off():
-    """A user who fixes the first rule learns of the second now, not at the next synth."""
-    config = {**FAST, "nodes.max": "600", "fsx.storage_capacity_gib": "16800"}
-    efa = plan(config)
-    assert [r.field for r in efa.failed] == ["fsx.storage_capacity_gib", "nodes.max"]
-    (warning,) = warnings_about(config, "fsx.efa")
-    assert "because fsx.storage_capacity_gib must " in warning
-    assert "; and nodes.max must be at most 512" in warning
+    assert ("from which AWS recommends EFA, but EFA stays off because "
+            "fsx.storage_capacity_gib must be a multiple of 4,800 GiB") in warning
     assert efa.reason.startswith("off (auto): fsx.storage_capacity_gib must ")
-    assert "; nodes.max must be at most 512" in efa.reason
+
+
+def test_auto_names_every_file_system_rule_that_keeps_efa_off():
+    """A user who fixes the first rule learns of the second now, not at the next synth."""
+    config = {**FAST, "fsx.lustre_version": "2.12", "fsx.storage_capacity_gib": "16800",
+              "fsx.data_repository": "null", "data_removal_policy": "destroy"}
+    efa = plan(config)
+    assert [r.field for r in efa.failed] == ["fsx.lustre_version", "fsx.storage_capacity_gib"]
+    (warning,) = warnings_about(config, "fsx.efa")
+    assert "because fsx.lustre_version must be 2.15" in warning
+    assert "; and fsx.storage_capacity_gib must be a multiple of 4,800 GiB" in warning
+    assert efa.reason.startswith("off (auto): fsx.lustre_version must be 2.15")
+    assert "; fsx.storage_capacity_gib must " in efa.reason
+
+
+# --- what never decides: node counts and the client type -----------------------------------
+
+@pytest.mark.parametrize("setting", ["auto", "true"])
+def test_no_node_count_decides_whether_the_file_system_has_efa(setting):
+    """Turning EFA on or off replaces the file system (EFA is fixed at creation, the EFA page),
+    and users grow nodes.max on running clusters: the 1,024-connection and /16 rules are
+    checks, so growing past them keeps the file system as it is."""
+    base = {**FAST, "fsx.efa": setting, "orchestrator": "eks"}
+    small = plan(base)
+    for nodes in ("513", "4000"):
+        grown = plan({**base, "nodes.max": nodes})
+        assert grown.enabled is small.enabled is True
+        assert grown.interfaces_per_client == small.interfaces_per_client == 2
+    big = plan({**base, "nodes.max": "4000"})
+    assert {r.name for r in big.failed} == {"connections", "address-block"}
+    assert big.mode == "preferred"  # never required past a limit: no node fails or powers off
+
+
+def test_a_node_count_past_a_limit_is_a_warning_naming_nodes_max():
+    config = {**FAST, "nodes.max": "513"}
+    (warning,) = warnings_about(config, "nodes.max")
+    assert warning == (
+        "warning: nodes.max = 513: should be at most 512 for every node to reach the file "
+        "system over EFA: each node binds 2 EFA interface(s) to Lustre, each one of the file "
+        "system's 1,024 EFA connections (1,026 needed; what happens past the limit is not "
+        "documented). A node that cannot use EFA falls back to TCP (a warning in its log, 0 "
+        "on the dashboard). The file system stays EFA-enabled: a node count never replaces it "
+        f"(README.md#fsx-for-lustre-over-efa) (see {CLIENTS_PAGE})")
+    assert STYLE.match(warning)
+    efa = plan(config)
+    assert efa.mode == "preferred"
+    assert efa.reason.startswith("on (auto): the file system meets every rule of EFA-enabled "
+                                 "file systems and its throughput is above 10,000 MB/s; mode "
+                                 "preferred, a node that cannot use EFA falls back to TCP: "
+                                 "nodes.max should be at most 512")
+
+
+def test_the_client_type_does_not_decide_the_file_system_and_its_nodes_use_tcp():
+    """A trn2 node cannot be a client of an EFA-enabled file system, which also serves TCP
+    clients (module docstring of config/fsx_efa.py): auto decides from the file system, the
+    nodes mount it over TCP (mode off), and a warning names instance_type and the way out
+    (fsx.efa false, a file-system field)."""
+    trn1 = plan(FAST)
+    config = {**FAST, "instance_type": "trn2.48xlarge", "az_ids": "use2-az3,use2-az1",
+              "efa_interface_layout": "efa-only"}
+    efa = plan(config)
+    assert efa.enabled is trn1.enabled is True
+    assert efa.mode == "off" and [r.name for r in efa.failed] == ["client"]
+    assert "; the nodes mount it over TCP: instance_type must be one of" in efa.reason
+    (warning,) = warnings_about(config, "instance_type")
+    assert warning.startswith(
+        "warning: instance_type = 'trn2.48xlarge': should be a client type to use the "
+        "EFA-enabled file system that fsx.efa auto decides from the file system's settings")
+    assert "set fsx.efa to false for a file system without EFA" in warning
+    assert STYLE.match(warning)
 
 
 def test_auto_says_why_a_scratch_file_system_above_10_gb_s_has_no_efa():
@@ -184,27 +237,43 @@ def test_efa_clients_are_trn1_and_trn1n_32xlarge_only(instance_type, az_ids, ext
 
 def test_efa_connections_bound_the_nodes_of_one_file_system():
     """"Configuring EFA clients": "Each FSx for Lustre file system has a maximum limit of 1024
-    EFA connections across all client instances"; each bound EFA interface is one."""
-    load({**SMALLEST, "fsx.efa": "true", "nodes.max": "512"})
-    assert errors({**SMALLEST, "fsx.efa": "true", "nodes.max": "513"}) == [
-        "error: nodes.max = 513: must be at most 512: each node binds 2 EFA interface(s) to "
-        "Lustre, each one of the file system's 1,024 EFA connections (1,026 needed; past the "
-        "limit is not documented)" + true_suffix("nodes.max") + f" (see {CLIENTS_PAGE})"]
+    EFA connections across all client instances"; each bound EFA interface is one. With true,
+    past the limit the nodes set up EFA in mode preferred, not required: a node that cannot
+    use EFA must not fail its set-up or power off."""
+    assert plan({**SMALLEST, "fsx.efa": "true", "nodes.max": "512"}).mode == "required"
+    config = {**SMALLEST, "fsx.efa": "true", "nodes.max": "513"}
+    efa = plan(config)
+    assert (efa.enabled, efa.mode) == (True, "preferred")
+    (warning,) = warnings_about(config, "nodes.max")
+    assert warning.startswith("warning: nodes.max = 513: should be at most 512 for every node "
+                              "to reach the file system over EFA")
+    assert ("fsx.efa is true, so the nodes set up Lustre over EFA in mode preferred instead of "
+            "required") in warning
+    assert "on eks and standalone the mode is in the nodes' launch template" in warning
+    assert warning.endswith(f"(see {CLIENTS_PAGE})") and STYLE.match(warning)
+    assert efa.reason.startswith("on: fsx.efa is true; mode preferred, a node that cannot use "
+                                 "EFA falls back to TCP: nodes.max should be at most 512")
 
 
 def test_efa_clients_share_the_file_systems_16_block():
     """The EFA page: "Use the same Availability Zone and /16 CIDR as your EFA-enabled client
-    instances"; the address plan puts the nodes past the primary block in secondary blocks."""
+    instances"; the address plan puts the nodes past the primary block in secondary blocks,
+    which the count check names (nodes.max), as a warning."""
     config = {**SMALLEST, "fsx.efa": "true", "orchestrator": "eks", "nodes.max": "500",
               "vpc_cidr": "10.0.0.0/20", "vpc_secondary_cidrs": "100.64.0.0/16"}
     beside = load({**config, "fsx.efa": "false"}).config.address_plan.nodes_beside_file_system
     assert beside < 500
-    (error,) = [e for e in errors(config) if e.startswith("error: vpc_cidr")]
-    assert error.startswith(
-        f"error: vpc_cidr = '10.0.0.0/20': must hold every node beside the file system: clients "
-        f"use the same Availability Zone and /16 CIDR as the file system, and this block holds "
-        f"{beside:,} of the 500 nodes (the address plan puts the others in secondary blocks); "
-        "use a larger primary block (at most a /16) or lower nodes.max")
+    efa = plan(config)
+    assert (efa.enabled, efa.mode) == (True, "preferred")
+    assert [r.name for r in efa.failed] == ["address-block"]
+    (warning,) = warnings_about(config, "nodes.max")
+    assert warning.startswith(
+        f"warning: nodes.max = 500: should be at most {beside:,} for every node to reach the "
+        f"file system over EFA: clients use the same Availability Zone and /16 CIDR as the "
+        f"file system, and vpc_cidr 10.0.0.0/20 holds {beside:,} of the 500 nodes (the "
+        "address plan puts the others in secondary blocks); a larger primary block (at most a "
+        "/16) holds more. fsx.efa is true")
+    assert warning.endswith(f"(see {EFA_PAGE})") and STYLE.match(warning)
 
 
 def test_efa_setting_is_true_false_or_auto():
@@ -229,7 +298,10 @@ def test_yaml_1_1_booleans_are_not_an_efa_setting(word, tmp_path):
 
 def test_every_rule_message_has_the_one_style():
     for overrides in ({"fsx.efa": "true"},
-                      {**SMALLEST, "fsx.efa": "true", "nodes.max": "600"}):
+                      {**SMALLEST, "fsx.efa": "true", "fsx.lustre_version": "2.12",
+                       "fsx.data_repository": "null", "data_removal_policy": "destroy",
+                       "instance_type": "trn2.48xlarge",
+                       "az_ids": "use2-az3,use2-az1", "efa_interface_layout": "efa-only"}):
         for line in errors(overrides):
             assert STYLE.match(line), line
 

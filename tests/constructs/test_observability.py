@@ -221,7 +221,7 @@ def test_lustre_over_efa_widget_and_alarm_when_efa_is_on(fsx_efa):
     assert (fallback["Threshold"], fallback["ComparisonOperator"]) == (1, "LessThanThreshold")
     assert fallback["TreatMissingData"] == "notBreaching"
     assert fallback["AlarmActions"] == [{"Ref": fsx_efa.ref_id("ObservabilityAlarmTopic")}]
-    assert "(fsx.efa is true)" in fallback["AlarmDescription"]
+    assert "(fsx.efa mode required)" in fallback["AlarmDescription"]
     assert LUSTRE_EFA in fallback["AlarmDescription"]
     (status,) = [w for w in widgets(fsx_efa).values() if w["type"] == "alarm"]
     assert len(status["properties"]["alarms"]) == 4
@@ -261,5 +261,5 @@ def test_lustre_over_efa_is_read_from_the_stacks_namespace_on_eks_too():
         f"MetricName=\"{NodeMetric.LUSTRE_OVER_EFA}\" ClusterName=\"k\"'")
     alarm = alarms(s)["LustreOverEfaAlarm"]
     assert alarm["Metrics"][0]["Expression"].endswith("WHERE ClusterName = 'k'")
-    assert "(fsx.efa is auto)" in alarm["AlarmDescription"]
+    assert "(fsx.efa mode preferred)" in alarm["AlarmDescription"]
     assert len(o.alarms) == 4

@@ -13,7 +13,7 @@ from trn_ultracluster.contracts.outputs import (
 
 
 def test_the_reason_round_trips_through_the_description():
-    why = "off (auto): nodes.max must be at most 512"
+    why = "off (auto): fsx.storage_capacity_gib must be a multiple of 4,800 GiB"
     assert fsx_efa_reason(fsx_efa_description(why)) == why
     assert fsx_efa_reason("FSx for Lustre over EFA: off") is None  # an older stack
     assert fsx_efa_reason(None) is None

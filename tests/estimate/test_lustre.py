@@ -160,7 +160,7 @@ def test_the_default_file_system_shows_the_16x_before_anyone_pays():
 
 
 def test_the_reason_the_stack_wrote_replaces_the_templates_guess():
-    reason = "off (auto): nodes.max must be at most 512"
+    reason = "off (auto): fsx.storage_capacity_gib must be a multiple of 4,800 GiB"
     est = estimate(template(gib=1200, tier=250, mode="off", reason=reason),
                    OfflinePrices("us-east-1"))
     assert f"  EFA: {reason}" in format_estimate(est)
@@ -220,9 +220,9 @@ def test_every_profiles_estimate_says_what_its_template_has(synth, profile):
     (None, "on (EfaEnabled)"),
     ("required", "on: fsx.efa is true; a node whose Lustre traffic does not go over EFA is an "
                  "error on the node (docs/lustre-over-efa.md says what each orchestrator does)"),
-    ("preferred", "on (auto): every rule holds and the throughput is above 10,000 MB/s; a node "
-                  "whose Lustre traffic falls back to TCP logs a warning and reports 0 in "
-                  "node_fsx_lustre_over_efa"),
+    ("preferred", "on (auto): the file system meets every rule of EFA-enabled file systems and "
+                  "its throughput is above 10,000 MB/s; a node whose Lustre traffic falls back "
+                  "to TCP logs a warning and reports 0 in node_fsx_lustre_over_efa"),
 ])
 def test_the_summary_line_of_an_efa_enabled_file_system(mode, line):
     assert efa_summary(template(efa=True, mode=mode)) == line
@@ -250,7 +250,7 @@ def test_what_a_required_node_on_tcp_does_depends_on_the_orchestrator(orchestrat
 def test_the_summary_gives_the_reason_the_stack_wrote():
     """``false`` and an ``auto`` that a rule kept off look alike in the template; the reason
     in the FsxEfa output's description tells them apart."""
-    why = "off (auto): nodes.max must be at most 512"
+    why = "off (auto): fsx.storage_capacity_gib must be a multiple of 4,800 GiB"
     assert efa_summary(template(efa=False, mode="off", reason=why)) == why
     assert efa_summary(template(efa=False, mode="off", reason="off: fsx.efa is false")) == (
         "off: fsx.efa is false")

@@ -274,7 +274,9 @@ FSX_EFA_MAX_CONNECTIONS = 1024
 """"Each FSx for Lustre file system has a maximum limit of 1024 EFA connections across all
 client instances", and "Each configured EFA interface on a client instance counts as one
 connection" (DOC_FSX_EFA_CLIENTS, "EFA interfaces"). What happens past it is not documented
-(not found: refused, or TCP), so the stack keeps every node's interfaces within it."""
+(not found: refused, or TCP). It depends on ``nodes.max``, so it is a warning and never
+decides whether the file system has EFA (:mod:`trn_ultracluster.config.fsx_efa`): past it the
+nodes run in mode ``preferred`` and one without an EFA connection falls back to TCP."""
 FSX_EFA_MULTI_CARD_INTERFACES = 2
 """EFA interfaces a client binds to LNet: AWS's client set-up binds 2 on "Other instances
 with multiple network cards" and 1 on "Other instances with a single network card"

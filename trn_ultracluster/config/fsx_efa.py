@@ -4,19 +4,61 @@
 file system and its clients must meet (sources in :mod:`trn_ultracluster.config.facts`,
 "FSx for Lustre over EFA"), and decides ``fsx.efa``:
 
-- ``true``: enabled; each rule that does not hold is an error (``config.rules.fsx.fsx_efa``),
-  and each node fails its set-up when its Lustre traffic does not go over EFA (mode
-  ``required``).
-- ``auto``: enabled when every rule holds and the file system's throughput is above the
-  10 GB/s from which AWS recommends EFA; a node that falls back to TCP says so in its log
-  and on the dashboard but keeps working (mode ``preferred``).
+- ``true``: enabled; each rule of the file system or its client type that does not hold is an
+  error (``config.rules.fsx.fsx_efa``), and each node fails its set-up when its Lustre traffic
+  does not go over EFA (mode ``required``) -- unless a node-count limit (below) does not hold,
+  then mode ``preferred`` and a warning.
+- ``auto``: enabled when the file system's own rules hold and its throughput is above the
+  10 GB/s from which AWS recommends EFA; a node that falls back to TCP says so in its log and
+  on the dashboard but keeps working (mode ``preferred``).
 - ``false``: never (mode ``off``).
+
+**What decides, and what only checks.** EFA is fixed when the file system is created ("you
+cannot enable or disable EFA on an existing file system", the EFA page), so ``EfaEnabled``
+flipping replaces the file system (:class:`~trn_ultracluster.constructs.storage.Storage`,
+"Flipping EFA") and deletes what it holds beyond its S3 export. ``auto`` therefore decides
+from the file system's own settings only (:attr:`EfaRule.kind` ``file-system``: deployment
+type, Lustre version, capacity step at the throughput tier; and the throughput), which a
+user changes to change the file system. The rules are of three kinds:
+
+- ``file-system`` (``deployment``, ``lustre-version``, ``capacity``): decide ``auto``; an
+  error with ``true``.
+- ``client`` (``instance_type``): does *not* decide ``auto``. An EFA-enabled file system also
+  serves clients over TCP: AWS's own EFA client set-up adds a ``tcp`` network beside the
+  ``efa`` ones in LNet (EKS user guide, "Optimize Amazon FSx for Lustre performance on nodes
+  (EFA)", ``fsx-csi-tuning-efa``), over which "Metadata RPCs and pings ride tcp by design"
+  (aws/aws-parallelcluster PR #7572), and a client whose EFA set-up is wrong "silently falls
+  back to ENA/TCP with no errors" (awslabs/awsome-distributed-ai PR #989); HyperPod Slurm's
+  controller and login nodes, which have no EFA, mount this stack's EFA-enabled file system
+  over TCP (docs/lustre-over-efa.md). No sentence of the FSx for Lustre user guide that says
+  so in as many words was found with the search tool: not verified against a primary copy.
+  So a change of ``instance_type`` -- a purposeful change, which rolls the
+  nodes anyway -- never replaces the data: with a type that cannot be a client, the file
+  system stays what its settings make it, the nodes mount it over TCP (mode ``off``), and
+  ``auto`` warns when that file system is EFA-enabled (fewer, larger storage servers: a TCP
+  client reaches less of it, README "FSx for Lustre over EFA") so that the user can write
+  ``false`` -- a file system field -- if that is what they want. With ``true`` such a type
+  is an error (``true`` asks for EFA on every node).
+- ``limit`` (``connections``: 1,024 EFA connections per file system, 2 per trn1 node, so 512
+  nodes; ``address-block``: clients in the file system's /16, the address plan puts the nodes
+  past the primary block into secondary blocks): depend on ``nodes.max``, a value users grow
+  on a running cluster, so they never decide anything that replaces data. They are checks:
+  a warning naming ``nodes.max``. With ``auto`` nothing else changes (mode ``preferred``:
+  a node that cannot use EFA falls back to TCP and says so). With ``true`` the mode becomes
+  ``preferred`` instead of ``required``, so that a node past the limit is not set to fail
+  its set-up or power off; on ``eks`` and ``standalone`` the mode is in the nodes' launch
+  template, so crossing the limit with ``true`` changes it once (the warning says so).
 
 Two rules hold by construction and are not checked here: the clients are in the file
 system's Availability Zone (the nodes and the file system share the compute AZ,
 ``ClusterConfig.compute_az_id``), and the client OS and kernel, which each node checks at
 boot against :data:`~trn_ultracluster.config.facts.FSX_EFA_CLIENT_OS` (an AMI's kernel is
 not known here).
+
+Left as inputs of ``auto``: the file system's own capacity and throughput (a capacity grow
+that crosses 10 GB/s, or leaves the EFA capacity step, flips ``auto``); the ``fsx.efa``
+warning asks for ``true`` or ``false`` once ``auto`` turns EFA on, and ``make deploy``'s
+preflight stops before a flip.
 """
 
 from __future__ import annotations
@@ -42,11 +84,15 @@ from trn_ultracluster.config.rules.scale import plannable
 from trn_ultracluster.contracts.catalog import CATALOG, InstanceSpec
 from trn_ultracluster.network_plan import PlanError
 
-__all__ = ["EfaMode", "EfaRule", "FsxEfaPlan", "client_interfaces", "plan_fsx_efa"]
+__all__ = ["EfaMode", "EfaRule", "FsxEfaPlan", "RuleKind", "client_interfaces", "plan_fsx_efa"]
 
 EfaMode = Literal["off", "preferred", "required"]
 """What a node does about Lustre over EFA: nothing; set it up and report a fall back to TCP;
 set it up and fail the node set-up on a fall back."""
+
+RuleKind = Literal["file-system", "client", "limit"]
+"""What a rule may do (module docstring): decide ``auto`` (``file-system``), decide whether
+the nodes use EFA (``client``), or only warn (``limit``, node counts)."""
 
 
 def client_interfaces(spec: InstanceSpec) -> int:
@@ -66,14 +112,17 @@ class EfaRule:
     Attributes:
         name: short name (``deployment``, ``lustre-version``, ``capacity``, ``client``,
             ``connections``, ``address-block``).
+        kind: what it may do (:data:`RuleKind`).
         ok: whether it holds.
         field: the configuration field it binds, dotted.
         value: that field's value.
-        needs: what the field must be, a sentence fragment starting with "must".
+        needs: what the field must be, a sentence fragment starting with "must" (a
+            ``limit``: "should").
         doc: the page that states the rule.
     """
 
     name: str
+    kind: RuleKind
     ok: bool
     field: str
     value: Any
@@ -87,7 +136,8 @@ class FsxEfaPlan:
 
     Attributes:
         setting: ``fsx.efa`` as configured (``True``, ``False`` or ``"auto"``).
-        enabled: whether the file system is EFA-enabled (``EfaEnabled``).
+        enabled: whether the file system is EFA-enabled (``EfaEnabled``); never depends on a
+            node count or ``instance_type``.
         rules: every rule checked, in a fixed order.
         gains: whether the file system's throughput is above
             :data:`~trn_ultracluster.config.facts.FSX_EFA_RECOMMENDED_MB_S` (a scratch
@@ -109,42 +159,58 @@ class FsxEfaPlan:
         """The rules that do not hold."""
         return tuple(r for r in self.rules if not r.ok)
 
+    def failed_of(self, *kinds: RuleKind) -> tuple[EfaRule, ...]:
+        """The rules of ``kinds`` that do not hold."""
+        return tuple(r for r in self.failed if r.kind in kinds)
+
     @property
     def mode(self) -> EfaMode:
-        """What the nodes do (:data:`EfaMode`): ``required`` for ``true``, ``preferred`` for
-        ``auto`` when enabled, else ``off``."""
-        if not self.enabled:
+        """What the nodes do (:data:`EfaMode`): ``off`` when the file system is not
+        EFA-enabled or ``instance_type`` cannot be its client; ``required`` for ``true``
+        while every node-count limit holds; else ``preferred``."""
+        if not self.enabled or self.failed_of("client"):
             return "off"
-        return "required" if self.setting is True else "preferred"
+        if self.setting is True and not self.failed_of("limit"):
+            return "required"
+        return "preferred"
 
     @property
     def reason(self) -> str:
         """Why it is on or off, one sentence fragment (estimate, summary, warnings, the
-        ``FsxEfa`` output's description): with ``auto`` off by a rule, every rule that does
-        not hold."""
+        ``FsxEfa`` output's description): with ``auto`` off by a rule, every file-system rule
+        that does not hold; when on, what the client type and node-count limits leave of it."""
         if self.setting is False:
             return "off: fsx.efa is false"
         if self.setting is True:
-            return "on: fsx.efa is true"
-        if not self.gains:
+            head = "on: fsx.efa is true"
+        elif not self.gains:
             return (f"off (auto): the file system's throughput is not above "
                     f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s, from which AWS recommends EFA")
-        if self.failed:
-            return "off (auto): " + "; ".join(f"{r.field} {r.needs}" for r in self.failed)
-        return (f"on (auto): every rule holds and the throughput is above "
-                f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s")
+        elif self.failed_of("file-system"):
+            return "off (auto): " + "; ".join(
+                f"{r.field} {r.needs}" for r in self.failed_of("file-system"))
+        else:
+            head = (f"on (auto): the file system meets every rule of EFA-enabled file systems "
+                    f"and its throughput is above {FSX_EFA_RECOMMENDED_MB_S:,} MB/s")
+        if self.failed_of("client"):
+            return (f"{head}; the nodes mount it over TCP: "
+                    + "; ".join(f"{r.field} {r.needs}" for r in self.failed_of("client")))
+        if self.failed_of("limit"):
+            return (f"{head}; mode preferred, a node that cannot use EFA falls back to TCP: "
+                    + "; ".join(f"{r.field} {r.needs}" for r in self.failed_of("limit")))
+        return head
 
 
 def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
     fsx = c.fsx
     rules = [EfaRule(
-        "deployment", fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE, "fsx.deployment_type",
-        fsx.deployment_type,
+        "deployment", "file-system", fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE,
+        "fsx.deployment_type", fsx.deployment_type,
         f"must be {FSX_EFA_DEPLOYMENT_TYPE}: EFA is supported on Persistent 2 file systems "
         "with a metadata configuration", DOC_FSX_EFA)]
     if fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE:
         rules.append(EfaRule(
-            "lustre-version", fsx.lustre_version == FSX_EFA_LUSTRE_VERSION,
+            "lustre-version", "file-system", fsx.lustre_version == FSX_EFA_LUSTRE_VERSION,
             "fsx.lustre_version", fsx.lustre_version,
             f"must be {FSX_EFA_LUSTRE_VERSION}: EFA needs a metadata configuration, which the "
             f"stack gives PERSISTENT_2 on Lustre {FSX_EFA_LUSTRE_VERSION} (the FSx API creates "
@@ -153,32 +219,37 @@ def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
     if fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE and step is not None:
         gib = fsx.storage_capacity_gib
         rules.append(EfaRule(
-            "capacity", gib > 0 and gib % step == 0, "fsx.storage_capacity_gib", gib,
+            "capacity", "file-system", gib > 0 and gib % step == 0, "fsx.storage_capacity_gib",
+            gib,
             f"must be a multiple of {step:,} GiB at {fsx.per_unit_storage_throughput} "
             f"MB/s/TiB for an EFA-enabled file system ({step // 1200}x the 1,200 GiB "
             f"minimum without EFA; steps: "
             + ", ".join(f"{s:,} GiB at {t}" for t, s in FSX_EFA_CAPACITY_STEP_GIB.items())
             + ")", DOC_FSX_EFA_CAPACITY))
     rules.append(EfaRule(
-        "client", c.instance_type in FSX_EFA_CLIENT_TYPES, "instance_type", c.instance_type,
+        "client", "client", c.instance_type in FSX_EFA_CLIENT_TYPES, "instance_type",
+        c.instance_type,
         "must be one of " + ", ".join(sorted(FSX_EFA_CLIENT_TYPES)) + ": clients of an "
         "EFA-enabled file system are Nitro v4 or newer instances with EFA, excluding the trn2 "
         "instance family", DOC_FSX_EFA_CLIENTS))
     connections = c.nodes.max * interfaces
     rules.append(EfaRule(
-        "connections", connections <= FSX_EFA_MAX_CONNECTIONS, "nodes.max", c.nodes.max,
-        f"must be at most {FSX_EFA_MAX_CONNECTIONS // max(interfaces, 1):,}: each node binds "
-        f"{interfaces} EFA interface(s) to Lustre, each one of the file system's "
-        f"{FSX_EFA_MAX_CONNECTIONS:,} EFA connections ({connections:,} needed; past the limit "
-        "is not documented)", DOC_FSX_EFA_CLIENTS))
+        "connections", "limit", connections <= FSX_EFA_MAX_CONNECTIONS, "nodes.max",
+        c.nodes.max,
+        f"should be at most {FSX_EFA_MAX_CONNECTIONS // max(interfaces, 1):,} for every node to "
+        f"reach the file system over EFA: each node binds {interfaces} EFA interface(s) to "
+        f"Lustre, each one of the file system's {FSX_EFA_MAX_CONNECTIONS:,} EFA connections "
+        f"({connections:,} needed; what happens past the limit is not documented)",
+        DOC_FSX_EFA_CLIENTS))
     beside = _nodes_beside_file_system(c)
     if beside is not None:
         rules.append(EfaRule(
-            "address-block", beside >= c.nodes.max, "vpc_cidr", c.vpc_cidr,
-            f"must hold every node beside the file system: clients use the same Availability "
-            f"Zone and /16 CIDR as the file system, and this block holds {beside:,} of the "
-            f"{c.nodes.max:,} nodes (the address plan puts the others in secondary blocks); "
-            "use a larger primary block (at most a /16) or lower nodes.max", DOC_FSX_EFA))
+            "address-block", "limit", beside >= c.nodes.max, "nodes.max", c.nodes.max,
+            f"should be at most {beside:,} for every node to reach the file system over EFA: "
+            f"clients use the same Availability Zone and /16 CIDR as the file system, and "
+            f"vpc_cidr {c.vpc_cidr} holds {beside:,} of the {c.nodes.max:,} nodes (the address "
+            "plan puts the others in secondary blocks); a larger primary block (at most a /16) "
+            "holds more", DOC_FSX_EFA))
     return tuple(rules)
 
 
@@ -198,7 +269,8 @@ def plan_fsx_efa(c: ClusterConfig) -> FsxEfaPlan:
 
     Returns:
         The plan; ``enabled`` is ``True`` for ``fsx.efa: true`` even where a rule fails (the
-        configuration is then invalid and the rule ``fsx_efa`` reports each failure).
+        configuration is then invalid and the rule ``fsx_efa`` reports each failure), and for
+        ``auto`` depends only on the ``file-system`` rules and the throughput.
     """
     spec = CATALOG.get(c.instance_type)
     interfaces = client_interfaces(spec) if spec is not None else 0
@@ -209,6 +281,7 @@ def plan_fsx_efa(c: ClusterConfig) -> FsxEfaPlan:
                       * FSX_SCRATCH_MB_S_TIB.get(c.fsx.deployment_type, 0))
     gains = throughput > FSX_EFA_RECOMMENDED_MB_S
     setting = c.fsx.efa
-    enabled = setting is True or (setting == "auto" and gains and all(r.ok for r in rules))
+    enabled = setting is True or (setting == "auto" and gains and all(
+        r.ok for r in rules if r.kind == "file-system"))
     return FsxEfaPlan(setting=setting, enabled=enabled, rules=rules, gains=gains,
                       interfaces_per_client=interfaces, connections=c.nodes.max * interfaces)

@@ -59,6 +59,9 @@ class Network(Construct):
         compute_subnets: the compute subnets of the plan, ``compute_subnet`` first.
         compute_routes: what a node in any compute subnet needs before it boots: the NAT
             route of ``compute_subnet`` and the route table associations of the others.
+        cidr_blocks: the secondary blocks' associations (``AWS::EC2::VPCCidrBlock``), in plan
+            order; empty when the plan needs none. The EKS control plane waits for them
+            (:func:`trn_ultracluster.network_plan.new_block_warning` says why).
         private_subnets: private subnets, in ``az_ids`` order.
         public_subnets: public subnets, in ``az_ids`` order.
     """
@@ -121,6 +124,7 @@ class Network(Construct):
         for block in props.plan.secondary_blocks:
             blocks[block] = ec2.CfnVPCCidrBlock(self, f"Block{_slug(block)}",
                                                 vpc_id=self.vpc.vpc_id, cidr_block=block)
+        self.cidr_blocks: list[ec2.CfnVPCCidrBlock] = list(blocks.values())
         route_table_id = self.compute_subnet.route_table.route_table_id
         for planned in props.plan.compute_subnets[1:]:
             name = f"Compute{_slug(planned.cidr)}"

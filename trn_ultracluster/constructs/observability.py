@@ -303,12 +303,14 @@ class Observability(Construct):
                         f"\"{NODE_METRICS_NAMESPACE}\", {', '.join(NODE_DIMENSIONS)}) "
                         f"WHERE {where}"),
             using_metrics={}, label="lowest node (1 = EFA, 0 = TCP)", period=ERROR_PERIOD)
-        setting = "true" if self.props.fsx_efa_mode == "required" else "auto"
+        # The mode, not the setting: "preferred" is auto, or true past a node-count limit
+        # (config/fsx_efa.py).
+        mode = self.props.fsx_efa_mode
         return cw.Alarm(
             self, "LustreOverEfaAlarm",
             alarm_description=(
-                f"A node's FSx for Lustre traffic went over TCP, not EFA (fsx.efa is "
-                f"{setting}). The dashboard's \"{LUSTRE_EFA_TITLE}\" widget shows which node; "
+                f"A node's FSx for Lustre traffic went over TCP, not EFA (fsx.efa mode "
+                f"{mode}). The dashboard's \"{LUSTRE_EFA_TITLE}\" widget shows which node; "
                 "its set-up log says why and what the node did about it "
                 "(node_scripts/lustre_efa.sh)."),
             metric=query, threshold=1, evaluation_periods=1,

@@ -122,12 +122,14 @@ def template_reason(fs: FileSystemThroughput, mode: str | None) -> str:
     """Why ``fs`` is EFA-enabled or not, as far as the template shows: the nodes' ``mode``
     (output ``FsxEfa``, ``None`` when absent) tells ``true`` from ``auto``; for a file system
     without EFA, ``false`` and ``auto`` look alike, except where the throughput alone keeps
-    ``auto`` off. The sentences of ``FsxEfaPlan.reason`` where they are the same."""
+    ``auto`` off. A template without the reason predates node-count limits that make
+    ``true`` ``preferred``, so there ``preferred`` is ``auto``. The sentences of
+    ``FsxEfaPlan.reason`` where they are the same."""
     if mode == "required":
         return "on: fsx.efa is true"
     if mode == "preferred":
-        return (f"on (auto): every rule holds and the throughput is above "
-                f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s")
+        return (f"on (auto): the file system meets every rule of EFA-enabled file systems and "
+                f"its throughput is above {FSX_EFA_RECOMMENDED_MB_S:,} MB/s")
     if fs.efa_enabled:
         return "on (EfaEnabled)"
     if fs.deployment_type != FSX_EFA_DEPLOYMENT_TYPE:

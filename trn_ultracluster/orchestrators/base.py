@@ -61,6 +61,10 @@ class Foundation:
             instance profile and the user data with
             :func:`trn_ultracluster.constructs.efa.boot_from`); ``None`` where the stack
             gives none.
+        cidr_blocks: the VPC's secondary CIDR block associations
+            (:attr:`~trn_ultracluster.constructs.network.Network.cidr_blocks`): an EKS
+            control plane depends on each, so that a fresh deploy associates every block
+            before the cluster is created (:func:`trn_ultracluster.network_plan.new_block_warning`).
     """
 
     vpc: ec2.IVpc
@@ -81,6 +85,7 @@ class Foundation:
     launch_template: ec2.CfnLaunchTemplate | None = None
     fsx_efa_mode: EfaMode = "off"
     fsx_efa_interfaces: int = 0
+    cidr_blocks: Sequence[ec2.CfnVPCCidrBlock] = ()
 
 
 @dataclass(frozen=True)

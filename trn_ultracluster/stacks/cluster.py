@@ -130,6 +130,7 @@ class TrnUltraClusterStack(Stack):
             launch_template=self.efa.launch_template,
             fsx_efa_mode=self.fsx_efa.mode,
             fsx_efa_interfaces=self.fsx_efa.interfaces_per_client,
+            cidr_blocks=tuple(self.network.cidr_blocks),
         )
         return build_orchestrator(self, self.config, foundation)
 

@@ -41,11 +41,13 @@ class FsxConfig(FrozenModel):
     the stack's data bucket over the whole file system (``/``), EFA ``auto``.
 
     ``efa``: whether the file system is EFA-enabled and the nodes reach it over EFA
-    (:mod:`trn_ultracluster.config.fsx_efa`): ``true`` requires it (a rule that does not
-    hold is an error, and a node whose Lustre traffic does not go over EFA is an error on the
-    node: what it then does depends on the orchestrator, docs/lustre-over-efa.md),
-    ``false`` never, ``auto`` where every rule holds and the file system's throughput is above
-    the 10 GB/s from which AWS recommends it. Set when the file system is created: a change
+    (:mod:`trn_ultracluster.config.fsx_efa`): ``true`` requires it (a rule of the file
+    system or the client type that does not hold is an error, and a node whose Lustre traffic
+    does not go over EFA is an error on the node: what it then does depends on the
+    orchestrator, docs/lustre-over-efa.md; past a node-count limit, a warning and a fall back
+    to TCP instead), ``false`` never, ``auto`` where the file system's own rules hold and its
+    throughput is above the 10 GB/s from which AWS recommends it (node counts and
+    ``instance_type`` never decide it). Set when the file system is created: a change
     replaces the file system (README "FSx for Lustre over EFA").
     """
 

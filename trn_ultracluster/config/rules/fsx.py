@@ -133,37 +133,64 @@ def data_removal(c: ClusterConfig) -> Iterator[ConfigIssue]:
 
 
 def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    """``fsx.efa`` (:mod:`trn_ultracluster.config.fsx_efa`): with ``true``, each rule of
-    EFA-enabled file systems that does not hold is an error naming it; with ``auto``, a
-    warning when EFA stays off although the throughput is one AWS recommends it for, and one
-    when it turns on, because the setting is fixed when the file system is created ("you
-    cannot enable or disable EFA on an existing file system", FSx for Lustre user guide,
-    "Working with EFA-enabled file systems")."""
+    """``fsx.efa`` (:mod:`trn_ultracluster.config.fsx_efa`): with ``true``, each rule of the
+    file system or its client type that does not hold is an error naming it; a node-count
+    limit that does not hold is a warning naming ``nodes.max`` whatever the setting (mode
+    ``preferred``, never a replaced file system); with ``auto``, a warning when EFA stays off
+    although the throughput is one AWS recommends it for, one when it turns on, because the
+    setting is fixed when the file system is created ("you cannot enable or disable EFA on an
+    existing file system", FSx for Lustre user guide, "Working with EFA-enabled file
+    systems"), and one when it turns on for an ``instance_type`` that cannot be a client."""
     if c.instance_type not in CATALOG:
         return  # instance_type's own rule reports it
     plan = plan_fsx_efa(c)
     if plan.setting is True:
-        for rule in plan.failed:
+        for rule in plan.failed_of("file-system", "client"):
             yield ConfigIssue(rule.field, rule.value,
                               f"{rule.needs}. fsx.efa is true, which needs this rule: meet it, "
                               "or set fsx.efa to false for a file system without EFA (on a "
                               "deployed stack whose file system has EFA, that replaces the file "
                               "system and deletes what it holds beyond its S3 export: "
                               f"{README_FSX_EFA})", rule.doc)
-    elif plan.setting == "auto" and plan.gains and plan.failed:
+    elif plan.setting == "auto" and plan.gains and plan.failed_of("file-system"):
+        failed = plan.failed_of("file-system")
         yield ConfigIssue(
             "fsx.efa", "auto",
             f"should be reviewed: the file system's throughput is above "
             f"{FSX_EFA_RECOMMENDED_MB_S:,} MB/s, from which AWS recommends EFA, but EFA stays "
-            "off because " + "; and ".join(f"{r.field} {r.needs}" for r in plan.failed),
-            plan.failed[0].doc, severity="warning")
+            "off because " + "; and ".join(f"{r.field} {r.needs}" for r in failed),
+            failed[0].doc, severity="warning")
     elif plan.setting == "auto" and plan.enabled:
         yield ConfigIssue(
             "fsx.efa", "auto",
             "should be true or false, not auto, now that auto turns EFA on: EFA is fixed when "
             "the file system is created, so if this stack is deployed with a file system "
             "without EFA this deploy replaces it (`trn-ultracluster preflight` says; false "
-            "keeps it), and a later change that makes auto decide otherwise (nodes.max, "
-            "storage capacity or throughput) would too, deleting what it holds beyond its S3 "
-            "export; with true such a change is an error instead",
+            "keeps it), and a later change of the file system that makes auto decide "
+            "otherwise (storage capacity, throughput, deployment type) would too, deleting "
+            "what it holds beyond its S3 export; with true such a change is an error instead "
+            "(node counts and instance_type never change it)",
             README_FSX_EFA, severity="warning")
+        for rule in plan.failed_of("client"):
+            yield ConfigIssue(
+                rule.field, rule.value,
+                f"should be a client type to use the EFA-enabled file system that fsx.efa auto "
+                f"decides from the file system's settings: {rule.needs}. These nodes mount it "
+                "over TCP, and an EFA-enabled file system has fewer, larger storage servers, so "
+                "one node reaches less of it over TCP than of the same file system without "
+                "EFA; set fsx.efa to false for a file system without EFA (on a deployed stack, "
+                f"that replaces it: {README_FSX_EFA})", rule.doc, severity="warning")
+    if plan.enabled and not plan.failed_of("client"):
+        for rule in plan.failed_of("limit"):
+            downgrade = (
+                "fsx.efa is true, so the nodes set up Lustre over EFA in mode preferred "
+                "instead of required: a node that cannot use EFA falls back to TCP (a warning "
+                "in its log, 0 on the dashboard) instead of failing its set-up; on eks and "
+                "standalone the mode is in the nodes' launch template, so crossing this limit "
+                "changes it once and rolls the nodes" if plan.setting is True else
+                "A node that cannot use EFA falls back to TCP (a warning in its log, 0 on the "
+                "dashboard)")
+            yield ConfigIssue(
+                rule.field, rule.value,
+                f"{rule.needs}. {downgrade}. The file system stays EFA-enabled: a node count "
+                f"never replaces it ({README_FSX_EFA})", rule.doc, severity="warning")

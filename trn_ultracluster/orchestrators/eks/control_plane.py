@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from aws_cdk import Duration, Stack
+from aws_cdk import CfnResource, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -186,6 +186,15 @@ class EksCluster(Construct):
             control_plane_scaling_tier=control_plane_tier(settings.control_plane_tier),
         )
         self.cluster.node.add_dependency(self.control_plane_logs)
+        # Every secondary CIDR block is associated before the control plane is created: the
+        # control plane recognizes a block associated later only after its reconciliation, up
+        # to an hour, during which kubectl logs/exec/port-forward and webhooks fail for nodes
+        # and pods in it (network_plan.new_block_warning, with its source). Only the
+        # AWS::EKS::Cluster resource waits; its node groups depend on it already.
+        cfn_cluster = self.cluster.node.default_child
+        assert isinstance(cfn_cluster, CfnResource)
+        for block in base.cidr_blocks:
+            cfn_cluster.add_resource_dependency(block)
         place_kubectl_functions(self.cluster, settings)
         for construct_id, principal in self.admin_principals(settings).items():
             self.cluster.grant_access(
