@@ -69,14 +69,15 @@ test-slurm: $(VENV)/.dev
 ## principal that deploys becomes EKS cluster admin (eks.deployer_principal_arn).
 DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 
-## Before it deploys, preflight's "FSx over EFA" check stops a deploy that would replace the
-## stack's file system (fsx.efa turned on or off); ALLOW_FSX_REPLACE=1 deploys anyway.
+## Before it deploys, `trn-ultracluster plan` compares the deployed stack with the
+## configuration and stops when the deploy would replace or remove data or nodes, or roll
+## nodes (the file system replaced, node groups rolled...: docs/changes.md); ALLOW_REPLACE=1
+## deploys anyway (ALLOW_FSX_REPLACE=1, its earlier name, too).
 deploy: setup
-	@if [ "$(ALLOW_FSX_REPLACE)" != 1 ]; then \
-	  $(VPY) -m trn_ultracluster preflight --only "FSx over EFA" $(CDK_CONTEXT) || { \
-	    echo "make deploy: stopped: the FSx over EFA check did not pass (above); ALLOW_FSX_REPLACE=1 deploys anyway" >&2; exit 1; }; \
-	fi
 	@deployer=$(DEPLOYER) && \
+	$(VPY) -m trn_ultracluster plan $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
+	  $(if $(filter 1,$(ALLOW_REPLACE) $(ALLOW_FSX_REPLACE)),--allow-replace) || { \
+	    echo "make deploy: stopped by plan (above); ALLOW_REPLACE=1 deploys anyway" >&2; exit 1; } && \
 	$(CDK) deploy $(ALL_STACKS) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
 	  --outputs-file $(OUT)/outputs.json
 

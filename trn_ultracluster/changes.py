@@ -81,11 +81,13 @@ tests/test_changes.py checks each is absent from botocore's FSx ``UpdateFileSyst
 (nothing can change it in place)."""
 
 DATA_TYPES = frozenset({
-    "AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::ECR::Repository", "AWS::Logs::LogGroup",
-    "AWS::KMS::Key",
+    "AWS::FSx::FileSystem", "AWS::S3::Bucket", "AWS::ECR::Repository", "AWS::KMS::Key",
 })
-"""Types whose replacement or removal loses data (files, objects, images, logs, what a key
-encrypted)."""
+"""Types whose replacement or removal loses data (files, objects, images, what a key
+encrypted). Log groups are not among them: the stack's are its functions' and builds'."""
+_KEEPS = ("Retain", "RetainExceptOnCreate", "Snapshot")
+"""``DeletionPolicy`` / ``UpdateReplacePolicy`` values that keep the old resource in the
+account (CloudFormation template reference, "DeletionPolicy attribute")."""
 NODE_TYPES = frozenset({
     "AWS::EKS::Nodegroup", "AWS::AutoScaling::AutoScalingGroup", "AWS::SageMaker::Cluster",
     "AWS::EKS::Cluster", "AWS::EC2::PlacementGroup",
@@ -114,6 +116,9 @@ class ResourceChange:
         new_logical_id: for a replacement by another logical id, the new id.
         reasons: why, one phrase each (a create-only property, a launch template version,
             the properties that changed).
+        kept: for ``removed`` / ``replaced``: the old resource stays in the account, no
+            longer managed by the stack (``DeletionPolicy`` / ``UpdateReplacePolicy``
+            ``Retain`` or ``Snapshot``).
     """
 
     logical_id: str
@@ -121,6 +126,7 @@ class ResourceChange:
     kind: ChangeKind
     new_logical_id: str | None = None
     reasons: tuple[str, ...] = field(default=())
+    kept: bool = False
 
 
 def role(logical_id: str) -> str:
@@ -248,14 +254,17 @@ def _classify_kept(logical_id: str, state: _State) -> ResourceChange:
     old, new = state.before[logical_id], state.after[logical_id]
     if old["Type"] != new["Type"]:
         return ResourceChange(logical_id, new["Type"], "replaced",
-                              reasons=(f"type {old['Type']} -> {new['Type']}",))
+                              reasons=(f"type {old['Type']} -> {new['Type']}",),
+                              kept=old.get("UpdateReplacePolicy") in _KEEPS)
     cfn_type = new["Type"]
+    kept = old.get("UpdateReplacePolicy") in _KEEPS
     old_p, new_p = old.get("Properties", {}) or {}, new.get("Properties", {}) or {}
     changed = _property_changes(old_p, new_p, state)
     if not changed:
         return ResourceChange(logical_id, cfn_type, "unchanged")
     if create_only := _create_only_changes(cfn_type, old_p, new_p, state):
-        return ResourceChange(logical_id, cfn_type, "replaced", reasons=tuple(create_only))
+        return ResourceChange(logical_id, cfn_type, "replaced", reasons=tuple(create_only),
+                              kept=kept)
     if rolls := _rolls(cfn_type, changed, new):
         return ResourceChange(logical_id, cfn_type, "nodes rolled", reasons=tuple(rolls))
     return ResourceChange(logical_id, cfn_type, "updated", reasons=tuple(changed.values()))
@@ -278,10 +287,10 @@ def classify(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Resour
     pairs = _pair_replacements(removed, added, b, a)
     state = _State(b, a)
     state.replaced.update(set(added))
-    kept = sorted(set(a) & set(b))
+    common = sorted(set(a) & set(b))
     results: dict[str, ResourceChange] = {}
     while True:  # replacements and new versions reach what references them: to a fixed point
-        results = {i: _classify_kept(i, state) for i in kept}
+        results = {i: _classify_kept(i, state) for i in common}
         replaced = {i for i, c in results.items() if c.kind == "replaced"}
         versions = {i for i, c in results.items()
                     if c.type == "AWS::EC2::LaunchTemplate" and c.kind == "updated"
@@ -294,8 +303,11 @@ def classify(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Resour
     out = list(results.values())
     for old, new in pairs.items():
         out.append(ResourceChange(old, a[new]["Type"], "replaced", new_logical_id=new,
-                                  reasons=(f"logical id {old} -> {new}",)))
-    out += [ResourceChange(i, b[i]["Type"], "removed") for i in removed if i not in pairs]
+                                  reasons=(f"logical id {old} -> {new}",),
+                                  kept=b[old].get("DeletionPolicy") in _KEEPS))
+    out += [ResourceChange(i, b[i]["Type"], "removed",
+                           kept=b[i].get("DeletionPolicy") in _KEEPS)
+            for i in removed if i not in pairs]
     paired = set(pairs.values())
     out += [ResourceChange(i, a[i]["Type"], "added") for i in added if i not in paired]
     return sorted(out, key=lambda c: c.logical_id)
@@ -306,6 +318,8 @@ def stops_deploy(change: ResourceChange) -> bool:
     :data:`DATA_TYPES` / :data:`NODE_TYPES` resource replaced or removed."""
     if change.kind == "nodes rolled":
         return True
+    if change.kind == "removed" and change.kept:
+        return False
     return change.kind in ("replaced", "removed") and change.type in DATA_TYPES | NODE_TYPES
 
 
@@ -333,7 +347,6 @@ _LOSS = {
     "AWS::EC2::PlacementGroup": "nodes must be launched again to be placed in the new group",
     "AWS::S3::Bucket": "its objects stay in the old bucket, which the stack no longer manages",
     "AWS::ECR::Repository": "its images are lost",
-    "AWS::Logs::LogGroup": "its logs are lost",
     "AWS::KMS::Key": "what the old key encrypted can no longer be read once it is deleted",
 }
 
@@ -356,8 +369,13 @@ def describe(change: ResourceChange) -> str:
         return f"replaces every node of {_name(change)}{why}"
     if change.kind == "replaced":
         new = f" with {change.new_logical_id}" if change.new_logical_id else ""
-        return f"replaces {_name(change)}{new}{': ' + loss if loss else ''}{why}"
+        old = (" (the old one stays in the account, no longer managed by the stack)"
+               if change.kept else "")
+        return f"replaces {_name(change)}{new}{': ' + loss if loss else ''}{old}{why}"
     if change.kind == "removed":
+        if change.kept:
+            return (f"stops managing {_name(change)}: it stays in the account "
+                    "(DeletionPolicy Retain)")
         return f"deletes {_name(change)}{': ' + loss if loss else ''}"
     if change.kind == "added":
         return f"creates {_name(change)}"
