@@ -31,9 +31,13 @@
 
 Values are compared as JSON, intrinsic functions included. A ``Ref`` or ``Fn::GetAtt`` to a
 replaced resource changes the value that holds it (a new physical id), and so does ``Fn::GetAtt
-[template, LatestVersionNumber]`` of a launch template whose ``LaunchTemplateData`` changed
-(CloudFormation creates a new version on such an update: template reference,
-``AWS::EC2::LaunchTemplate``, return values). Only ``Type`` and ``Properties`` decide the
+[template, LatestVersionNumber]`` of a launch template whose ``LaunchTemplateData`` changed, or
+references something replaced: "Launch templates are immutable; after you create a launch
+template, you can't modify it. Instead, you can create a new version" (EC2 user guide, "Modify
+a launch template (manage launch template versions)",
+https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/manage-launch-template-versions.html), so
+CloudFormation's in-place update of ``LaunchTemplateData`` is a new version (inferred from that
+page and the ``LatestVersionNumber`` return value, not run against AWS). Only ``Type`` and ``Properties`` decide the
 class: ``Metadata``, ``DependsOn``, ``Condition`` and deletion policies do not update a
 resource.
 
@@ -63,7 +67,6 @@ DOCUMENTED_CREATE_ONLY: dict[str, tuple[str, ...]] = {
     "AWS::FSx::FileSystem": (
         "/properties/LustreConfiguration/DeploymentType",
         "/properties/LustreConfiguration/EfaEnabled",
-        "/properties/StorageType",
     ),
 }
 """Create-only properties the schemas cfn-lint ships omit (its ``AWS::FSx::FileSystem``
@@ -75,7 +78,6 @@ schema lists no ``LustreConfiguration`` property).
 - ``EfaEnabled``: "you cannot enable or disable EFA on an existing file system" (FSx for
   Lustre user guide, "Working with EFA-enabled file systems"); the stack renames the file
   system when it flips (``constructs/storage.py``), this covers a template that does not.
-- ``StorageType``: FSx API reference, ``UpdateFileSystem`` has no ``StorageType``.
 
 tests/test_changes.py checks each is absent from botocore's FSx ``UpdateFileSystem`` request
 (nothing can change it in place)."""
@@ -292,10 +294,9 @@ def classify(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Resour
     while True:  # replacements and new versions reach what references them: to a fixed point
         results = {i: _classify_kept(i, state) for i in common}
         replaced = {i for i, c in results.items() if c.kind == "replaced"}
-        versions = {i for i, c in results.items()
+        versions = {i for i, c in results.items()  # its data, or what the data references
                     if c.type == "AWS::EC2::LaunchTemplate" and c.kind == "updated"
-                    and _canon(b[i].get("Properties", {}).get("LaunchTemplateData"))
-                    != _canon(a[i].get("Properties", {}).get("LaunchTemplateData"))}
+                    and any(r.startswith("LaunchTemplateData") for r in c.reasons)}
         if replaced <= state.replaced and versions <= state.new_versions:
             break
         state.replaced |= replaced
