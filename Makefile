@@ -21,7 +21,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test snapshots test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,13 @@ synth: setup
 ## test: the whole test suite (CDK templates, cdk-nag, cfn-lint, config, training on CPU)
 test: setup-dev
 	$(VPY) -m pytest
+
+## snapshots: regenerate tests/snapshots/*.json (the backstop of tests/test_snapshots.py) and
+## print, per snapshot, the resources that changed since the last commit (added, removed,
+## replaced, updated logical ids with their types): review that list before committing
+snapshots: setup-dev
+	UPDATE_SNAPSHOTS=1 $(VPY) -m pytest -q -p no:cacheprovider tests/test_snapshots.py -k test_snapshot
+	$(VPY) tools/snapshot_changes.py
 
 ## test-xla: the training program on XLA:CPU in its own venv (.venv-xla, torch-xla 2.9.0)
 test-xla:
