@@ -157,3 +157,14 @@ def test_make_deploy_runs_plan_first_and_allow_replace_passes_the_flag():
         "plan must synthesize what cdk deploy deploys (the deployer's access entry)")
     assert "--allow-replace" in recipe and "ALLOW_REPLACE" in recipe
     assert "ALLOW_FSX_REPLACE" in recipe, "the old name keeps working"
+
+
+def test_plan_compares_a_given_template_without_synthesizing(synth, deployed, capsys,
+                                                             tmp_path, monkeypatch):
+    after = _dev(synth, instance_type="trn1n.32xlarge")
+    deployed(_dev(synth), after)
+    (tmp_path / "t.json").write_text(json.dumps(after))
+    monkeypatch.setattr(plan_cmd, "synthesize", lambda *a: pytest.fail("--template: no synthesis"))
+    code, out, _ = run(capsys, "plan", "--profile", "profiles/dev.yaml",
+                       "--template", str(tmp_path / "t.json"))
+    assert code == 1 and "rolls every node of node group" in out
