@@ -168,3 +168,20 @@ def test_plan_compares_a_given_template_without_synthesizing(synth, deployed, ca
     code, out, _ = run(capsys, "plan", "--profile", "profiles/dev.yaml",
                        "--template", str(tmp_path / "t.json"))
     assert code == 1 and "rolls every node of node group" in out
+
+
+def test_plan_synthesizes_what_the_deploy_deploys(synth, monkeypatch, capsys):
+    """The whole path, synthesis included (one synthesis): the dev profile deployed and
+    unchanged gives a plan with every resource unchanged."""
+    from trn_ultracluster.cli import aws
+
+    monkeypatch.chdir(REPO_ROOT)
+    client = boto3.client("cloudformation", region_name=REGION)
+    with Stubber(client) as stub:
+        stub.add_response("get_template", {"TemplateBody": json.dumps(_dev(synth))},
+                          {"StackName": STACK, "TemplateStage": "Original"})
+        monkeypatch.setattr(aws, "make_session", lambda region: _Session(client))
+        code, out, _ = run(capsys, "plan", "--profile", "profiles/dev.yaml")
+    assert code == 0, out
+    resources = len(_dev(synth)["Resources"])
+    assert f"resources: {resources} unchanged\n" in out
