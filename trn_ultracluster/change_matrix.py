@@ -110,7 +110,6 @@ class ChangeRow:
 
 
 _GROW = {"nodes.desired": 4, "nodes.max": 4}
-_GROW_HP = {"nodes.desired": 32, "nodes.max": 32}
 _TAGS = {"team": "ml"}
 _NO_ROLL = "nothing rolls or is replaced"
 
@@ -129,9 +128,13 @@ ROWS: tuple[ChangeRow, ...] = (
               {"Trainium node groups": "updated", "file system": "unchanged"},
               "resizes the Trainium node groups; the nodes beyond the new size are terminated",
               before=_GROW),
-    ChangeRow("nodes", "16 -> 32", "hyperpod-slurm", _GROW_HP,
+    ChangeRow("nodes", "128 -> 600, fsx.efa auto", "hyperpod-slurm",
+              {"fsx.efa": "auto", "nodes.desired": 600, "nodes.max": 600},
               {"HyperPod cluster": "updated", "file system": "unchanged"},
-              "changes the worker groups' InstanceCount (UpdateCluster); running nodes stay"),
+              "changes the worker groups' InstanceCount (UpdateCluster), running nodes stay; "
+              "the file system (14,400 GiB at 1000 MB/s/TiB, EFA by auto) "
+              "stays: a node count never flips fsx.efa", before={"fsx.efa": "auto"},
+              profile="ultracluster-128"),
     ChangeRow("nodes", "2 -> 4", "hyperpod-eks", _GROW,
               {"HyperPod cluster": "updated", "file system": "unchanged"},
               "changes the instance groups' InstanceCount (UpdateCluster); running nodes stay"),
@@ -148,11 +151,6 @@ ROWS: tuple[ChangeRow, ...] = (
               {"Trainium node groups": "nodes rolled", "system node group": "unchanged",
                "file system": "unchanged", "placement group": "unchanged"},
               "rolls every Trainium node (a new launch template version)"),
-    ChangeRow("instance_type", "trn1.32xlarge -> trn1n.32xlarge", "hyperpod-slurm",
-              {"instance_type": "trn1n.32xlarge"},
-              {"HyperPod cluster": "updated", "file system": "unchanged"},
-              "changes the worker groups' InstanceType (UpdateCluster; what HyperPod does with "
-              "running nodes is HyperPod's)"),
     ChangeRow("instance_type", "trn1.32xlarge -> trn1n.32xlarge", "standalone",
               {"instance_type": "trn1n.32xlarge"},
               {"Auto Scaling group": "updated", "file system": "unchanged"},
@@ -192,10 +190,6 @@ ROWS: tuple[ChangeRow, ...] = (
               {"fsx.storage_capacity_gib": 2400},
               {"file system": "updated", "HyperPod cluster": "unchanged"},
               "grows the file system in place (it cannot shrink); the claim stays valid"),
-    ChangeRow("fsx.storage_capacity_gib", "4800 -> 7200", "hyperpod-slurm",
-              {"fsx.storage_capacity_gib": 7200},
-              {"file system": "updated", "HyperPod cluster": "unchanged"},
-              "grows the file system in place (it cannot shrink)"),
     ChangeRow("fsx.per_unit_storage_throughput", "125 -> 250", "eks",
               {"fsx.per_unit_storage_throughput": 250},
               {"file system": "updated", "Trainium node groups": "unchanged"},
