@@ -96,7 +96,8 @@ def test_plan_lets_a_file_system_grow(synth, deployed, capsys):
     assert "plan: nothing is replaced and no node rolls" in out
     assert "!" not in out
     # the claim's manifest runs its handler's Update: said by name
-    assert "custom resources that run their Update: " in out and "manifestFsxVolume" in out
+    assert "custom resources that run their Update (a failed one fails the deploy):" in out
+    assert "  ~ re-applies the Kubernetes manifest EksClustermanifestFsxVolume" in out
 
 
 @moto.mock_aws

@@ -104,8 +104,9 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
                 after: Mapping[str, Any]) -> tuple[str, bool]:
     """The plan as text, and whether it stops the deploy.
 
-    Lines: what stops the deploy (``!``), then every other replacement, removal and added
-    resource (``-``/``+``), the CIDR-block notice when it applies, and the counts by class.
+    Lines: what stops the deploy (``!``), then every other replacement and removal (``-``),
+    the CIDR-block notice when it applies, the counts by class, and each custom resource
+    whose handler's Update runs (``~``: Kubernetes manifests, the image build...).
     """
     stopping = [c for c in changes if stops_deploy(c)]
     others = [c for c in changes if not stops_deploy(c)
@@ -123,9 +124,10 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
     lines.append("resources: " + ", ".join(
         f"{counts[k]} {k}" for k in ("unchanged", "updated", "nodes rolled", "replaced",
                                      "added", "removed") if counts[k]))
-    custom = [c.logical_id for c in changes if c.kind == "updated" and c.type.startswith("Custom::")]
+    custom = [c for c in changes if c.kind == "updated" and c.type.startswith("Custom::")]
     if custom:
-        lines.append(f"custom resources that run their Update: {', '.join(custom)}")
+        lines.append("custom resources that run their Update (a failed one fails the deploy):")
+        lines += [f"  ~ {describe(c)}" for c in custom]
     return "\n".join(lines), bool(stopping)
 
 
