@@ -47,7 +47,8 @@ def test_vendored_table_covers_every_type_of_the_templates():
 
 def test_placement_group_tags_and_strategy_are_create_only():
     """The fact of issue 29: ``Tags`` of ``AWS::EC2::PlacementGroup`` is create-only."""
-    assert {"/properties/Tags", "/properties/Strategy"} <= set(CREATE_ONLY["AWS::EC2::PlacementGroup"])
+    group = set(CREATE_ONLY["AWS::EC2::PlacementGroup"])
+    assert {"/properties/Tags", "/properties/Strategy"} <= group
     assert "/properties/LaunchTemplateData" not in CREATE_ONLY["AWS::EC2::LaunchTemplate"]
 
 
@@ -82,7 +83,8 @@ NODEGROUP = {
 }
 BASE = {"Resources": {
     "Cluster": {"Type": "AWS::EKS::Cluster", "Properties": {
-        "Name": "c", "KubernetesNetworkConfig": {"IpFamily": "ipv4", "ServiceIpv4Cidr": "172.20.0.0/16"},
+        "Name": "c",
+        "KubernetesNetworkConfig": {"IpFamily": "ipv4", "ServiceIpv4Cidr": "172.20.0.0/16"},
         "ResourcesVpcConfig": {"SubnetIds": [{"Ref": "Subnet"}]}}},
     "Subnet": {"Type": "AWS::EC2::Subnet", "Properties": {"CidrBlock": "10.0.0.0/24",
                                                           "VpcId": "vpc-1"}},

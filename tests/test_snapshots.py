@@ -82,7 +82,8 @@ def test_snapshot_changes_tool_lists_changed_resources(tmp_path, monkeypatch):
         "snapshot_changes", REPO_ROOT / "tools" / "snapshot_changes.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    (tmp_path / "dev.json").write_text(json.dumps({"Resources": {"A": {"Type": "AWS::SNS::Topic"}}}))
+    topic = {"Resources": {"A": {"Type": "AWS::SNS::Topic"}}}
+    (tmp_path / "dev.json").write_text(json.dumps(topic))
     (tmp_path / "new.json").write_text(json.dumps({"Resources": {}}))
     (tmp_path / "same.json").write_text(json.dumps({"Resources": {}}))
     committed = {"dev": {"Resources": {}}, "same": {"Resources": {}}}

@@ -37,9 +37,9 @@ template, you can't modify it. Instead, you can create a new version" (EC2 user 
 a launch template (manage launch template versions)",
 https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/manage-launch-template-versions.html), so
 CloudFormation's in-place update of ``LaunchTemplateData`` is a new version (inferred from that
-page and the ``LatestVersionNumber`` return value, not run against AWS). Only ``Type`` and ``Properties`` decide the
-class: ``Metadata``, ``DependsOn``, ``Condition`` and deletion policies do not update a
-resource.
+page and the ``LatestVersionNumber`` return value, not run against AWS). Only ``Type`` and
+``Properties`` decide the class: ``Metadata``, ``DependsOn``, ``Condition`` and deletion
+policies do not update a resource.
 
 :func:`describe` says what a change does in a user's words; :func:`stops_deploy` says whether
 ``trn-ultracluster plan`` stops for it (data-bearing or node-carrying resources replaced or
