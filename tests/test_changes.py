@@ -282,3 +282,18 @@ def test_the_classes_of_a_synthesized_change(synth):
     assert changes["StorageFileSystemFFD87EE1"].reasons == ("StorageCapacity changed",)
     assert not [c for c in changes.values() if stops_deploy(c)]
     json.dumps([c.__dict__ for c in changes.values()])  # plain data
+
+
+def test_node_group_properties_that_roll_are_those_of_update_nodegroup_version():
+    """``Version``, ``ReleaseVersion`` and ``LaunchTemplate`` are what EKS
+    ``UpdateNodegroupVersion`` takes (botocore's EKS model); that call replaces every node
+    (EKS user guide, "Understand each phase of node updates")."""
+    import botocore.session
+
+    from trn_ultracluster.changes import _NODEGROUP_ROLLERS
+
+    request = botocore.session.get_session().get_service_model("eks").operation_model(
+        "UpdateNodegroupVersion").input_shape.members
+    cfn_names = {name[0].upper() + name[1:] for name in request}  # version -> Version
+    assert set(_NODEGROUP_ROLLERS) == cfn_names - {
+        "ClusterName", "NodegroupName", "Force", "ClientRequestToken"}
