@@ -5,8 +5,8 @@ every resource classified (:func:`trn_ultracluster.changes.classify`); the class
 the row's (the same data renders the docs table, docs/changes.md, checked below).
 
 :data:`PENDING_FIXES` lists the rows today's template disagrees with because a fix is under
-way on another branch; they are strict xfails, so each turns into a failure when its fix
-lands and must then be removed from the set.
+way on another branch; they are strict xfails of an assertion, so each turns into a failure when
+its fix lands (and any other error is one at once) and must then be removed from the set.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ CLAIM_PENDING = "branch fixes: the statically bound claim's storage request foll
 
 
 def _params(rows):
-    return [pytest.param(r, id=r.id, marks=pytest.mark.xfail(reason=PENDING_FIXES[r.id],
-                                                             strict=True))
+    return [pytest.param(r, id=r.id, marks=pytest.mark.xfail(
+        reason=PENDING_FIXES[r.id], strict=True, raises=AssertionError))
             if r.id in PENDING_FIXES else pytest.param(r, id=r.id) for r in rows]
 
 
@@ -87,7 +87,7 @@ def _claim_requests(template: dict) -> list[str]:
             for m in _REQUEST.findall(json.dumps(r.get("Properties", {})))]
 
 
-@pytest.mark.xfail(reason=CLAIM_PENDING, strict=True)
+@pytest.mark.xfail(reason=CLAIM_PENDING, strict=True, raises=AssertionError)
 @pytest.mark.parametrize("row", [r for r in ROWS if r.key == "fsx.storage_capacity_gib"
                                  and r.orchestrator in ("eks", "hyperpod-eks")], ids=lambda r: r.id)
 def test_growing_the_file_system_keeps_the_claim(synth, row):
