@@ -129,7 +129,7 @@ def test_a_new_cidr_block_on_an_eks_stack_says_the_hour(synth):
     text, stops = plan_cmd.format_plan(STACK, classify(before, after), after)
     assert not stops
     assert f"note: {plan_cmd.CIDR_BLOCK_NOTICE}" in text
-    assert "up to an hour" in plan_cmd.CIDR_BLOCK_NOTICE
+    assert "up to one hour" in plan_cmd.CIDR_BLOCK_NOTICE
     # without an EKS cluster, no note
     for key, resource in list(after["Resources"].items()):
         if resource["Type"] == "AWS::EKS::Cluster":

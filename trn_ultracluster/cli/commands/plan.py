@@ -37,13 +37,14 @@ ALLOW_FLAG = "--allow-replace"
 """The option that lets the deploy go on (``make deploy ALLOW_REPLACE=1`` passes it)."""
 
 CIDR_BLOCK_NOTICE = (
-    "a new CIDR block on a running EKS cluster: nodes can use it at once, but the control "
-    "plane recognizes it only after a reconciliation that can take up to an hour; until "
-    "then `kubectl logs`, `exec` and `port-forward` and webhooks fail for nodes and pods in "
-    "it (EKS user guide, \"View Amazon EKS networking requirements for VPC and subnets\", "
+    "the deploy adds a CIDR block to the VPC of a running EKS cluster: nodes can use it at "
+    "once, but the control plane recognizes it only after a reconciliation that can take up "
+    "to one hour; until then `kubectl attach`, `cp`, `exec`, `logs` and `port-forward` do not "
+    "work for nodes and pods in it, nor webhooks served by pods in it (EKS user guide, \"View "
+    "Amazon EKS networking requirements for VPC and subnets\", "
     "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html)")
 """What a deploy that adds an ``AWS::EC2::VPCCidrBlock`` to a stack with an EKS cluster
-means for the cluster (the text the issue quotes from that page)."""
+means for the cluster (that page, "VPC requirements and considerations")."""
 
 
 def synthesize(context: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
