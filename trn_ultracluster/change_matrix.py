@@ -224,8 +224,8 @@ ROWS: tuple[ChangeRow, ...] = (
               {"Trainium node groups": "unchanged", "file system": "unchanged",
                "image repository": "removed"},
               "the CDK CLI builds the image into its own asset repository: the stack's image "
-              "repository is deleted with its images (kept with data_removal_policy: retain); "
-              + _NO_ROLL),
+              "repository is deleted with its images (rebuilt from the source, as on cdk "
+              "destroy); no node rolls"),
 )
 """Every change the matrix test synthesizes, with its expected classes."""
 
