@@ -120,7 +120,7 @@ def test_plan_refuses_an_outputs_file_and_another_region(capsys, tmp_path, monke
 
 def test_a_new_cidr_block_on_an_eks_stack_says_the_hour(synth):
     """EKS user guide, network requirements: a block associated with the VPC can take up to
-    an hour to be recognized by the cluster."""
+    one hour to be recognized by the cluster."""
     before = _dev(synth)
     after = json.loads(json.dumps(before))
     after["Resources"]["NetworkBlock10x1x0x0x16ABCDEF12"] = {
@@ -128,8 +128,8 @@ def test_a_new_cidr_block_on_an_eks_stack_says_the_hour(synth):
         "Properties": {"CidrBlock": "10.1.0.0/16", "VpcId": {"Ref": "NetworkVpc7FB7348F"}}}
     text, stops = plan_cmd.format_plan(STACK, classify(before, after), after)
     assert not stops
-    assert f"note: {plan_cmd.CIDR_BLOCK_NOTICE}" in text
-    assert "up to one hour" in plan_cmd.CIDR_BLOCK_NOTICE
+    assert f"note: {plan_cmd.new_block_warning(['10.1.0.0/16'])}" in text
+    assert "10.1.0.0/16" in text and "up to one hour" in text
     # without an EKS cluster, no note
     for key, resource in list(after["Resources"].items()):
         if resource["Type"] == "AWS::EKS::Cluster":

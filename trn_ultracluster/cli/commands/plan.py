@@ -30,21 +30,30 @@ from typing import Any
 from trn_ultracluster.changes import ResourceChange, classify, describe, stops_deploy
 from trn_ultracluster.cli.errors import CliError, ExitCode
 
-__all__ = ["ALLOW_FLAG", "CIDR_BLOCK_NOTICE", "deployed_template", "format_plan", "plan",
+__all__ = ["ALLOW_FLAG", "deployed_template", "format_plan", "new_block_warning", "plan",
            "synthesize"]
 
 ALLOW_FLAG = "--allow-replace"
 """The option that lets the deploy go on (``make deploy ALLOW_REPLACE=1`` passes it)."""
 
-CIDR_BLOCK_NOTICE = (
-    "the deploy adds a CIDR block to the VPC of a running EKS cluster: nodes can use it at "
-    "once, but the control plane recognizes it only after a reconciliation that can take up "
-    "to one hour; until then `kubectl attach`, `cp`, `exec`, `logs` and `port-forward` do not "
-    "work for nodes and pods in it, nor webhooks served by pods in it (EKS user guide, \"View "
-    "Amazon EKS networking requirements for VPC and subnets\", "
-    "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html)")
-"""What a deploy that adds an ``AWS::EC2::VPCCidrBlock`` to a stack with an EKS cluster
-means for the cluster (that page, "VPC requirements and considerations")."""
+def new_block_warning(blocks: list[str]) -> str:
+    """What associating ``blocks`` (the ``CidrBlock`` of each ``AWS::EC2::VPCCidrBlock`` the
+    deploy adds) does to a running EKS cluster: the control plane recognizes a new block only
+    after a reconciliation that can take up to one hour, and until then ``kubectl attach``,
+    ``cp``, ``exec``, ``logs`` and ``port-forward`` and webhooks do not work for nodes and pods
+    in it (EKS user guide, "View Amazon EKS networking requirements for VPC and subnets", "VPC
+    requirements and considerations").
+
+    A local stand-in with the signature of ``network_plan.new_block_warning`` (branch
+    fsxgrow), which replaces it when both are merged.
+    """
+    return (f"this deploy associates {', '.join(blocks)} with the VPC of a running EKS "
+            "cluster: nodes can use a new block at once, but the control plane recognizes it "
+            "only after a reconciliation that can take up to one hour; until then `kubectl "
+            "attach`, `cp`, `exec`, `logs` and `port-forward` do not work for nodes and pods "
+            "in it, nor webhooks served by pods in it (EKS user guide, \"View Amazon EKS "
+            "networking requirements for VPC and subnets\", "
+            "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html)")
 
 
 def synthesize(context: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
@@ -96,9 +105,14 @@ def deployed_template(session: Any, stack_name: str) -> dict[str, Any] | None:
     return dict(body)
 
 
-def _adds_cidr_block_to_eks(changes: list[ResourceChange], after: Mapping[str, Any]) -> bool:
-    eks = any(r.get("Type") == "AWS::EKS::Cluster" for r in after.get("Resources", {}).values())
-    return eks and any(c.kind == "added" and c.type == "AWS::EC2::VPCCidrBlock" for c in changes)
+def _new_blocks_of_eks(changes: list[ResourceChange], after: Mapping[str, Any]) -> list[str]:
+    """The ``CidrBlock`` of each ``AWS::EC2::VPCCidrBlock`` the deploy adds, when ``after``
+    has an EKS cluster (``eks``, ``hyperpod-eks``); empty otherwise."""
+    resources = after.get("Resources", {})
+    if not any(r.get("Type") == "AWS::EKS::Cluster" for r in resources.values()):
+        return []
+    return [str(resources[c.logical_id].get("Properties", {}).get("CidrBlock", c.logical_id))
+            for c in changes if c.kind == "added" and c.type == "AWS::EC2::VPCCidrBlock"]
 
 
 def format_plan(stack_name: str, changes: list[ResourceChange],
@@ -119,8 +133,8 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
     if others:
         lines.append("also (no data or nodes at stake):")
         lines += [f"  - {describe(c)}" for c in others]
-    if _adds_cidr_block_to_eks(changes, after):
-        lines.append(f"note: {CIDR_BLOCK_NOTICE}")
+    if blocks := _new_blocks_of_eks(changes, after):
+        lines.append(f"note: {new_block_warning(blocks)}")
     counts = Counter(c.kind for c in changes)
     lines.append("resources: " + ", ".join(
         f"{counts[k]} {k}" for k in ("unchanged", "updated", "nodes rolled", "replaced",
