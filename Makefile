@@ -21,7 +21,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test snapshots test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,13 @@ synth: setup
 test: setup-dev
 	$(VPY) -m pytest
 
+## snapshots: regenerate tests/snapshots/*.json (the backstop of tests/test_snapshots.py) and
+## print, per snapshot, the resources that changed since the last commit (added, removed,
+## replaced, updated logical ids with their types): review that list before committing
+snapshots: setup-dev
+	UPDATE_SNAPSHOTS=1 $(VPY) -m pytest -q -p no:cacheprovider tests/test_snapshots.py -k test_snapshot
+	$(VPY) tools/snapshot_changes.py
+
 ## test-xla: the training program on XLA:CPU in its own venv (.venv-xla, torch-xla 2.9.0)
 test-xla:
 	bash training/test-xla.sh
@@ -69,14 +76,15 @@ test-slurm: $(VENV)/.dev
 ## principal that deploys becomes EKS cluster admin (eks.deployer_principal_arn).
 DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 
-## Before it deploys, preflight's "FSx over EFA" check stops a deploy that would replace the
-## stack's file system (fsx.efa turned on or off); ALLOW_FSX_REPLACE=1 deploys anyway.
+## Before it deploys, `trn-ultracluster plan` compares the deployed stack with the
+## configuration and stops when the deploy would replace or remove data or nodes, or roll
+## nodes (the file system replaced, node groups rolled...: docs/changes.md); ALLOW_REPLACE=1
+## deploys anyway (ALLOW_FSX_REPLACE=1, its earlier name, too).
 deploy: setup
-	@if [ "$(ALLOW_FSX_REPLACE)" != 1 ]; then \
-	  $(VPY) -m trn_ultracluster preflight --only "FSx over EFA" $(CDK_CONTEXT) || { \
-	    echo "make deploy: stopped: the FSx over EFA check did not pass (above); ALLOW_FSX_REPLACE=1 deploys anyway" >&2; exit 1; }; \
-	fi
 	@deployer=$(DEPLOYER) && \
+	$(VPY) -m trn_ultracluster plan $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
+	  $(if $(filter 1,$(ALLOW_REPLACE) $(ALLOW_FSX_REPLACE)),--allow-replace) || { \
+	    echo "make deploy: stopped by plan (above); ALLOW_REPLACE=1 deploys anyway" >&2; exit 1; } && \
 	$(CDK) deploy $(ALL_STACKS) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
 	  --outputs-file $(OUT)/outputs.json
 

@@ -51,7 +51,11 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "estimate": frozenset({"contracts", "deploy_time", "template_graph"}),
     "summary": frozenset({"cloud_assembly", "contracts", "estimate"}),
     "diagram": frozenset({"orchestrators"}),  # the registry of orchestrators, nothing built
-    "cli": frozenset({"cloud_assembly", "contracts", "config", "estimate", "network_plan"}),
+    "create_only": frozenset(),  # generated: CloudFormation create-only properties
+    "changes": frozenset({"create_only"}),  # classifies a template change
+    "change_matrix": frozenset({"changes"}),  # the expected classes of each change
+    "cli": frozenset({"changes", "cloud_assembly", "contracts", "config", "estimate",
+                      "network_plan"}),
     "__main__": frozenset({"cli"}),
     "": frozenset(),  # the package's own __init__
 }
@@ -67,6 +71,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
         "check (capacity steps, throughput per client and per storage server, the 10 GB/s): "
         "one place for each figure and its source (config.facts imports nothing of the "
         "package)",
+    (f"{PACKAGE}.cli.commands.plan", f"{PACKAGE}.app"):
+        "plan synthesizes the configuration as the CDK app does (build_app, imported inside "
+        "the function that synthesizes) to compare it with the deployed stack",
 }
 """(importer, imported) -> why this one import crosses the layers."""
 

@@ -521,9 +521,9 @@ def test_preflight_fails_a_configuration_that_would_replace_the_file_system(outp
 
 
 @moto.mock_aws
-def test_preflight_only_runs_the_named_checks_and_make_deploy_runs_the_fsx_efa_one():
-    """``--only``: the named checks alone (``make deploy`` guards the file system with one
-    DescribeStacks, not the whole preflight)."""
+def test_preflight_only_runs_the_named_checks():
+    """``--only``: the named checks alone (one DescribeStacks for the file system's EFA, not
+    the whole preflight; ``make deploy`` runs ``plan`` instead: tests/cli/test_plan.py)."""
     from trn_ultracluster.cli.preflight import CHECKS, FSX_EFA_CHECK, run_preflight
 
     create_stack({"FsxEfa": "required"})
@@ -531,7 +531,3 @@ def test_preflight_only_runs_the_named_checks_and_make_deploy_runs_the_fsx_efa_o
                               stack_name="TrnUltraCluster", only=[FSX_EFA_CHECK])
     assert [(c.name, c.ok) for c in checks] == [(FSX_EFA_CHECK, False)]
     assert CHECKS[-1] == FSX_EFA_CHECK
-    deploy = (REPO_ROOT / "Makefile").read_text().split("\ndeploy:", 1)[1].split("\n\n", 1)[0]
-    guard, cdk = deploy.index(f'preflight --only "{FSX_EFA_CHECK}" $(CDK_CONTEXT)'), \
-        deploy.index("$(CDK) deploy")
-    assert guard < cdk and 'ALLOW_FSX_REPLACE)" != 1' in deploy

@@ -17,7 +17,8 @@ class ExitCode(IntEnum):
 
     OK = 0
     CHECK_FAILED = 1
-    """A preflight check or the smoke test failed (the table says which)."""
+    """A preflight check or the smoke test failed (the table says which), or ``plan`` found
+    a replacement or node roll it was not allowed (``--allow-replace``)."""
     USAGE = 2
     """Bad arguments, configuration or input file (argparse also exits 2)."""
     STACK = 3
@@ -40,7 +41,7 @@ class ExitCode(IntEnum):
 
 _SUMMARY = {
     ExitCode.OK: "ok",
-    ExitCode.CHECK_FAILED: "a preflight check or the smoke test failed",
+    ExitCode.CHECK_FAILED: "a preflight check or the smoke test failed; plan stopped a deploy",
     ExitCode.USAGE: "bad arguments, configuration or input file",
     ExitCode.STACK: "stack missing, not usable, or lacking an output (older stack)",
     ExitCode.CREDENTIALS: "no AWS credentials, or not allowed to make a call",

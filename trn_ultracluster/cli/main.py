@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.backends import BACKENDS
-from trn_ultracluster.cli.commands import estimate, jobs, preflight, smoke_test, stack
+from trn_ultracluster.cli.commands import estimate, jobs, plan, preflight, smoke_test, stack
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
 from trn_ultracluster.cli.preflight import CHECKS as PREFLIGHT_CHECKS
@@ -38,7 +38,7 @@ config), or from --outputs-file (the JSON of `cdk deploy --outputs-file`).
 Run `trn-ultracluster COMMAND --help` for a command's options."""
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "preflight": preflight.preflight, "estimate": estimate.estimate, "outputs": stack.outputs, "data": stack.data,
+    "preflight": preflight.preflight, "plan": plan.plan, "estimate": estimate.estimate, "outputs": stack.outputs, "data": stack.data,
     "submit": jobs.submit, "status": jobs.status, "logs": jobs.logs, "cancel": jobs.cancel,
     "scale": stack.scale, "shell": stack.shell, "smoke-test": smoke_test.smoke_test,
 }
@@ -179,6 +179,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-hourly-usd", type=_positive_usd, metavar="USD",
                    help="warn when the stack costs more per hour than this when running")
 
+    p = _command(sub, "plan", parents=[common],
+                 help="say what a deploy would replace or roll, before it does",
+                 description="Synthesize the configuration (cdk.json, --profile, -c) and "
+                             "compare it with the deployed stack's template (CloudFormation "
+                             "GetTemplate): print every replacement, removal and node roll in "
+                             "words (docs/changes.md). Exit 1 when the deploy would replace or "
+                             "remove data or nodes, or roll nodes, unless "
+                             f"{plan.ALLOW_FLAG}. `make deploy` runs it first.")
+    p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+    p.add_argument("--template", type=Path, metavar="FILE",
+                   help="compare this synthesized template (cdk.out/<stack>.template.json) "
+                        "instead of synthesizing the configuration")
+    p.add_argument(plan.ALLOW_FLAG, dest="allow_replace", action="store_true",
+                   help="print the plan and exit 0 even when it replaces or rolls something")
+
     p = _command(sub, "estimate", help="hourly cost and deploy time of the synthesized stack",
                  description="Itemized hourly cost when idle (node groups at their minimum) "
                              "and when running (at their maximum), and the first deploy's "
@@ -285,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status and prints ``error:``/``fix:`` lines on failure."""
     args = build_parser().parse_args(argv)
     try:
-        if getattr(args, "stack_name", "") is None and args.command != "preflight":
-            # preflight takes the stack name of the configuration it loads
+        if getattr(args, "stack_name", "") is None and args.command not in ("preflight", "plan"):
+            # preflight and plan take the stack name of the configuration they load
             args.stack_name = default_stack_name(Path.cwd(), args.outputs_file, args.profile)
         code = int(COMMANDS[args.command](args))
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit

@@ -467,7 +467,7 @@ def run_preflight(session: Any, config: ClusterConfig,
         config: validated configuration.
         runner: ``subprocess.run`` (tests pass a fake for ``docker info``).
         stack_name: the stack whose state is reported (``--stack-name``).
-        only: names of :data:`CHECKS` to run (``make deploy`` runs only ``FSx over EFA``);
+        only: names of :data:`CHECKS` to run (e.g. only ``FSx over EFA``);
             ``None``: all.
 
     Returns:

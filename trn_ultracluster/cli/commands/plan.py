@@ -1,0 +1,216 @@
+"""``plan``: what a deploy of the configuration would do to the running stack, said before it
+happens (issue 29, item 7).
+
+It synthesizes the configuration in this process, as the CDK app does
+(:func:`trn_ultracluster.app.build_app` with cdk.json's context, ``--profile`` and ``-c``),
+rather than reading a ``cdk.out`` a previous ``make synth`` left: a stale or other
+configuration's assembly would make the plan lie; ``--template`` compares a given template
+instead. It reads the deployed template with CloudFormation ``GetTemplate``
+(``TemplateStage: Original``, the template as submitted: CloudFormation API reference,
+GetTemplate; ours has no transforms, so ``Processed`` is the same), classifies every
+resource (:func:`trn_ultracluster.changes.classify`) and prints each replacement, removal and
+node roll in words, and each resource updated in place by count.
+
+Exit 1 when the deploy would replace or remove data or nodes or roll nodes
+(:func:`~trn_ultracluster.changes.stops_deploy`), unless ``--allow-replace``; a stack that
+does not exist yet, or a change that stops nothing, exits 0. ``make deploy`` runs it first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from trn_ultracluster.changes import ResourceChange, classify, describe, stops_deploy
+from trn_ultracluster.cli.errors import CliError, ExitCode
+
+__all__ = ["ALLOW_FLAG", "deployed_template", "format_plan", "new_block_warning", "plan",
+           "synthesize"]
+
+ALLOW_FLAG = "--allow-replace"
+"""The option that lets the deploy go on (``make deploy ALLOW_REPLACE=1`` passes it)."""
+
+def new_block_warning(blocks: list[str]) -> str:
+    """What associating ``blocks`` (the ``CidrBlock`` of each ``AWS::EC2::VPCCidrBlock`` the
+    deploy adds) does to a running EKS cluster: the control plane recognizes a new block only
+    after a reconciliation that can take up to one hour, and until then ``kubectl attach``,
+    ``cp``, ``exec``, ``logs`` and ``port-forward`` and webhooks do not work for nodes and pods
+    in it (EKS user guide, "View Amazon EKS networking requirements for VPC and subnets", "VPC
+    requirements and considerations").
+
+    A local stand-in with the signature of ``network_plan.new_block_warning`` (branch
+    fsxgrow), which replaces it when both are merged.
+    """
+    return (f"this deploy associates {', '.join(blocks)} with the VPC of a running EKS "
+            "cluster: nodes can use a new block at once, but the control plane recognizes it "
+            "only after a reconciliation that can take up to one hour; until then `kubectl "
+            "attach`, `cp`, `exec`, `logs` and `port-forward` do not work for nodes and pods "
+            "in it, nor webhooks served by pods in it (EKS user guide, \"View Amazon EKS "
+            "networking requirements for VPC and subnets\", "
+            "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html)")
+
+
+def synthesize(context: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
+    """The template of ``context`` (cdk.json's context with the overrides), synthesized in
+    this process into a temporary directory.
+
+    Raises:
+        CliError: (USAGE) the configuration is invalid.
+    """
+    from trn_ultracluster.app import build_app
+    from trn_ultracluster.config import ConfigError
+
+    with tempfile.TemporaryDirectory(prefix="trn-plan-") as outdir:
+        try:
+            app, stack, _ = build_app(dict(context), outdir=outdir, base_dir=base_dir)
+        except ConfigError as err:
+            raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+        assembly = app.synth()
+        return dict(assembly.get_stack_by_name(stack.stack_name).template)
+
+
+def deployed_template(session: Any, stack_name: str) -> dict[str, Any] | None:
+    """The deployed stack's template (``GetTemplate``, stage ``Original``), None when the
+    stack does not exist.
+
+    Raises:
+        CliError: AWS did not answer (:func:`~trn_ultracluster.cli.aws.aws_errors`), or the
+            template is not JSON (STACK).
+    """
+    from botocore.exceptions import ClientError
+
+    from trn_ultracluster.cli.aws import aws_errors, error_code
+
+    with aws_errors(f"GetTemplate {stack_name}"):
+        try:
+            body = session.client("cloudformation").get_template(
+                StackName=stack_name, TemplateStage="Original")["TemplateBody"]
+        except ClientError as err:
+            if error_code(err) == "ValidationError" and "does not exist" in str(err):
+                return None
+            raise
+    if isinstance(body, str):  # botocore decodes a JSON body itself; YAML stays text
+        try:
+            body = json.loads(body)
+        except json.JSONDecodeError:
+            raise CliError(f"stack {stack_name}'s template is not JSON (was it deployed by "
+                           "this project?)", "pass --stack-name of a TrnUltraCluster stack",
+                           ExitCode.STACK) from None
+    return dict(body)
+
+
+def _new_blocks_of_eks(changes: list[ResourceChange], after: Mapping[str, Any]) -> list[str]:
+    """The ``CidrBlock`` of each ``AWS::EC2::VPCCidrBlock`` the deploy adds, when ``after``
+    has an EKS cluster (``eks``, ``hyperpod-eks``); empty otherwise."""
+    resources = after.get("Resources", {})
+    if not any(r.get("Type") == "AWS::EKS::Cluster" for r in resources.values()):
+        return []
+    return [str(resources[c.logical_id].get("Properties", {}).get("CidrBlock", c.logical_id))
+            for c in changes if c.kind == "added" and c.type == "AWS::EC2::VPCCidrBlock"]
+
+
+def format_plan(stack_name: str, changes: list[ResourceChange],
+                after: Mapping[str, Any]) -> tuple[str, bool]:
+    """The plan as text, and whether it stops the deploy.
+
+    Lines: what stops the deploy (``!``), then every other replacement and removal (``-``),
+    the CIDR-block notice when it applies, the counts by class, and each custom resource
+    whose handler's Update runs (``~``: Kubernetes manifests, the image build...).
+    """
+    stopping = [c for c in changes if stops_deploy(c)]
+    others = [c for c in changes if not stops_deploy(c)
+              and c.kind in ("replaced", "removed", "nodes rolled")]
+    lines = [f"plan: stack {stack_name}"]
+    if stopping:
+        lines.append("the deploy would:")
+        lines += [f"  ! {describe(c)}" for c in stopping]
+    if others:
+        lines.append("also (no data or nodes at stake):")
+        lines += [f"  - {describe(c)}" for c in others]
+    if blocks := _new_blocks_of_eks(changes, after):
+        lines.append(f"note: {new_block_warning(blocks)}")
+    counts = Counter(c.kind for c in changes)
+    lines.append("resources: " + ", ".join(
+        f"{counts[k]} {k}" for k in ("unchanged", "updated", "nodes rolled", "replaced",
+                                     "added", "removed") if counts[k]))
+    custom = [c for c in changes if c.kind == "updated" and c.type.startswith("Custom::")]
+    if custom:
+        lines.append("custom resources that run their Update (a failed one fails the deploy):")
+        lines += [f"  ~ {describe(c)}" for c in custom]
+    return "\n".join(lines), bool(stopping)
+
+
+def _context(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
+    from trn_ultracluster.cli.commands.preflight import _key_value
+    from trn_ultracluster.cli.project_config import cdk_context
+    from trn_ultracluster.config import PROFILE_CONTEXT_KEY
+
+    context = cdk_context(repo)
+    if args.profile:
+        context[PROFILE_CONTEXT_KEY] = args.profile
+    context.update(_key_value(args.context, "-c"))
+    return context
+
+
+def plan(args: argparse.Namespace,
+         synth: Callable[[Mapping[str, Any], Path], dict[str, Any]] | None = None) -> int:
+    """Print what deploying the configuration would do to the deployed stack.
+
+    Returns:
+        0 when the stack does not exist or nothing stops the deploy (or ``--allow-replace``);
+        1 (CHECK_FAILED) when something does.
+
+    Raises:
+        CliError: USAGE for a bad configuration, ``--template`` or ``--outputs-file``;
+            CREDENTIALS / AWS as :func:`deployed_template`.
+    """
+    from trn_ultracluster.cli import aws
+    from trn_ultracluster.config import ConfigError, load_config
+
+    if args.outputs_file is not None:
+        raise CliError("plan compares the deployed template with the configuration and reads "
+                       "no outputs: --outputs-file has no meaning here",
+                       "leave --outputs-file out")
+    repo = Path.cwd()
+    context = _context(args, repo)
+    try:
+        config = load_config(context, base_dir=repo).config
+    except ConfigError as err:
+        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+    if args.region and args.region != config.region:
+        raise CliError(f"--region {args.region} is not the configuration's Region "
+                       f"{config.region} (derived from az_ids {', '.join(config.az_ids)})",
+                       "leave --region out")
+    stack_name = args.stack_name or config.stack_name
+    region = config.region
+    deployed = deployed_template(aws.make_session(region), stack_name)
+    if deployed is None:
+        print(f"plan: stack {stack_name} does not exist in {region}: the deploy creates it")
+        return ExitCode.OK
+    if args.template is not None:
+        try:
+            after = json.loads(args.template.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise CliError(f"--template {args.template}: {err}", "pass a synthesized template "
+                           "(cdk.out/<stack>.template.json)") from None
+    else:
+        after = (synth or synthesize)(context, repo)
+    changes = classify(deployed, after)
+    text, stops = format_plan(stack_name, changes, after)
+    print(text)
+    if not stops:
+        print("plan: nothing is replaced and no node rolls")
+        return ExitCode.OK
+    if args.allow_replace:
+        print(f"plan: going on ({ALLOW_FLAG})")
+        return ExitCode.OK
+    print(f"plan: stopped: the deploy would replace or roll what is listed with '!'. To go "
+          f"on, run again with {ALLOW_FLAG} (make deploy ALLOW_REPLACE=1); to avoid it, "
+          "change the configuration back (docs/changes.md)", file=sys.stderr)
+    return ExitCode.CHECK_FAILED
