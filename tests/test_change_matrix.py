@@ -29,9 +29,6 @@ PENDING_FIXES: dict[str, str] = {
                                     "(create-only Tags)",
     "eks:eks.kubernetes_version:1.35 -> 1.36": "branch fixes: node groups do not follow the "
                                                "control plane's Kubernetes version",
-    "hyperpod-slurm:nodes:128 -> 600, fsx.efa auto": "branch fsxgrow: fsx.efa auto decided "
-                                                     "by nodes.max (the 1,024 EFA connections "
-                                                     "rule) replaces the file system",
 }
 """Row id -> the fix it waits for (strict xfail: remove the entry when the fix is merged)."""
 

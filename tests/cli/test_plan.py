@@ -19,6 +19,7 @@ from tests.cli.helpers import REGION, run
 from tests.conftest import REPO_ROOT, profile_path
 from trn_ultracluster.changes import classify
 from trn_ultracluster.cli.commands import plan as plan_cmd
+from trn_ultracluster.network_plan import new_block_warning
 
 STACK = "TrnUltraCluster"
 
@@ -128,7 +129,7 @@ def test_a_new_cidr_block_on_an_eks_stack_says_the_hour(synth):
         "Properties": {"CidrBlock": "10.1.0.0/16", "VpcId": {"Ref": "NetworkVpc7FB7348F"}}}
     text, stops = plan_cmd.format_plan(STACK, classify(before, after), after)
     assert not stops
-    assert f"note: {plan_cmd.new_block_warning(['10.1.0.0/16'])}" in text
+    assert f"note: {new_block_warning(['10.1.0.0/16'])}" in text
     assert "10.1.0.0/16" in text and "up to one hour" in text
     # without an EKS cluster, no note
     for key, resource in list(after["Resources"].items()):

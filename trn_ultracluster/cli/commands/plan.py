@@ -29,31 +29,12 @@ from typing import Any
 
 from trn_ultracluster.changes import ResourceChange, classify, describe, stops_deploy
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.network_plan import new_block_warning
 
-__all__ = ["ALLOW_FLAG", "deployed_template", "format_plan", "new_block_warning", "plan",
-           "synthesize"]
+__all__ = ["ALLOW_FLAG", "deployed_template", "format_plan", "plan", "synthesize"]
 
 ALLOW_FLAG = "--allow-replace"
 """The option that lets the deploy go on (``make deploy ALLOW_REPLACE=1`` passes it)."""
-
-def new_block_warning(blocks: list[str]) -> str:
-    """What associating ``blocks`` (the ``CidrBlock`` of each ``AWS::EC2::VPCCidrBlock`` the
-    deploy adds) does to a running EKS cluster: the control plane recognizes a new block only
-    after a reconciliation that can take up to one hour, and until then ``kubectl attach``,
-    ``cp``, ``exec``, ``logs`` and ``port-forward`` and webhooks do not work for nodes and pods
-    in it (EKS user guide, "View Amazon EKS networking requirements for VPC and subnets", "VPC
-    requirements and considerations").
-
-    A local stand-in with the signature of ``network_plan.new_block_warning`` (branch
-    fsxgrow), which replaces it when both are merged.
-    """
-    return (f"this deploy associates {', '.join(blocks)} with the VPC of a running EKS "
-            "cluster: nodes can use a new block at once, but the control plane recognizes it "
-            "only after a reconciliation that can take up to one hour; until then `kubectl "
-            "attach`, `cp`, `exec`, `logs` and `port-forward` do not work for nodes and pods "
-            "in it, nor webhooks served by pods in it (EKS user guide, \"View Amazon EKS "
-            "networking requirements for VPC and subnets\", "
-            "https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html)")
 
 
 def synthesize(context: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
