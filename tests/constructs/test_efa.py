@@ -178,9 +178,14 @@ def test_no_security_group_admits_the_internet(default):
             assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
 
 
-def test_tags_reach_instances_volumes_and_interfaces(default):
+def test_only_the_stack_id_tag_reaches_instances_volumes_and_interfaces(default):
+    """The launch template tags what it launches with the stack's id only (fixed for the
+    stack's life); the configuration's tags stay out of its data, where a change would make
+    a new version that EKS node groups roll every node to."""
     data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
     assert {t["ResourceType"] for t in data["TagSpecifications"]} == {
         "instance", "volume", "network-interface"}
     for spec in data["TagSpecifications"]:
-        assert {"Key": "project", "Value": "trn-ultracluster"} in spec["Tags"]
+        assert spec["Tags"] == [{"Key": "trn-ultracluster:stack-id",
+                                 "Value": {"Ref": "AWS::StackId"}}]
+    assert default.config.tags  # cdk.json's project tag exists, and is not there
