@@ -386,7 +386,6 @@ class EksCluster(Construct):
                 name=volume,
             ),
             k8s.fsx_persistent_volume_claim(namespace_name=namespace,
-                                            storage_capacity_gib=capacity,
                                             name=volume, volume_name=volume),
         )
         self.fsx_volume.node.add_dependency(self.namespace)
