@@ -59,6 +59,7 @@ RULES: tuple[Rule, ...] = (
     capacity.reservation_placement_group,
     hyperpod.orchestrator,
     hyperpod.hyperpod,
+    hyperpod.unused_node_settings,
     hyperpod.worker_parts,
     hyperpod.hyperpod_eks,
     eks.eks,
