@@ -159,7 +159,8 @@ def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
     ``efa_interface_layout`` and ``placement_group`` change only resources no node uses (the
     launch template, the placement group). A value other than the default is a warning
     naming what HyperPod uses instead. Source: SageMaker API Reference,
-    ``ClusterInstanceGroupSpecification`` (:data:`~trn_ultracluster.config.facts.DOC_HYPERPOD_GROUP`):
+    ``ClusterInstanceGroupSpecification``
+    (:data:`~trn_ultracluster.config.facts.DOC_HYPERPOD_GROUP`; botocore's SageMaker model):
     an instance group has no launch template, no root volume size and no placement group;
     its storage is ``InstanceStorageConfigs`` (``EbsVolumeConfig``). ``capacity.*`` needs no
     warning: anything but ``on-demand`` is an error (:func:`hyperpod`), and
