@@ -144,13 +144,19 @@ _HYPERPOD_DOES_INSTEAD = {
     "root_volume_gib": "HyperPod sizes its nodes' root volumes itself; the extra storage of "
                        "a worker is hyperpod.worker_ebs_volume_gib (an EBS volume HyperPod "
                        "mounts on every worker)",
-    "efa_interface_layout": "HyperPod creates the nodes' network interfaces itself, one EFA "
-                            "interface per network card of the instance type",
+    "efa_interface_layout": "HyperPod creates the nodes' network interfaces itself (an "
+                            "instance group's own NetworkInterface.InterfaceType, which the "
+                            "stack does not set)",
     "placement_group": "HyperPod places an instance group's nodes itself (an instance group "
                        "takes no placement group)",
 }
 """What HyperPod does instead of each top-level node setting the stack's EFA launch template
-and placement group carry (:func:`unused_node_settings`)."""
+and placement group carry (:func:`unused_node_settings`). An instance group's
+``NetworkInterface`` (``InterfaceType`` ``efa`` or ``efa-only``) exists in the SageMaker API
+(botocore 1.44's ``ClusterInstanceGroupSpecification``) and in the CloudFormation schema of
+``AWS::SageMaker::Cluster`` cfn-lint ships; the stack does not map ``efa_interface_layout``
+to it (HyperPod's address counting in :func:`trn_ultracluster.network_plan.node_addresses`
+assumes its default)."""
 
 
 def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
