@@ -63,7 +63,12 @@ def node_update(capacity_type: str, group_nodes: int) -> NodeUpdate:
     capacity never increases beyond your configured quantity". The same page's scale-up
     phase raises the group's size by the larger of twice its AZs and ``maxUnavailable``
     before the upgrade phase; that it is skipped under *minimal* is what "never increases
-    beyond your configured quantity" says, not verified separately.
+    beyond your configured quantity" says, not verified separately. The EKS API Reference
+    (``NodegroupUpdateConfig``, ``updateStrategy``) says the same: "The minimal strategy
+    removes the guardrails and terminates the old instances before launching the new
+    instances ... useful in scenarios where you are constrained to resources or costs (for
+    example, with hardware accelerators such as GPUs)". No page says how ``MINIMAL`` meets a
+    Capacity Block node group in particular (not verified against AWS).
 
     - ``capacity-reservation`` and ``capacity-block``: ``MINIMAL``. A reservation sized to
       the cluster has no room for a surge instance (a targeted launch beyond it fails), so
