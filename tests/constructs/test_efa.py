@@ -81,9 +81,12 @@ def test_imdsv2_required_with_hop_limit_1_and_encrypted_gp3_root(default, synth)
     assert root["DeviceName"] == "/dev/xvda"
     assert root["Ebs"] == {"VolumeSize": 512, "VolumeType": "gp3", "Encrypted": True,
                            "DeleteOnTermination": True}
-    big = synth(profile_path("ultracluster-16"))
-    big_data = big.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
-    assert big_data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 1024
+    # root_volume_gib sizes it (profiles/trn1-2xl.yaml: 256; the HyperPod profiles no longer
+    # set it, HyperPod's nodes do not use this template)
+    small = synth(profile_path("trn1-2xl"))
+    small_data = small.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert small.config.root_volume_gib == 256
+    assert small_data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 256
 
 
 def test_cluster_placement_group_is_named_in_the_launch_template(default):
