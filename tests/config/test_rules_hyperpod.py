@@ -21,3 +21,40 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("case, overrides, message", BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
 def test_bad_input_gives_one_exact_message(case, overrides, message):
     check_one_error(overrides, message)
+
+
+# --- node settings HyperPod does not use ------------------------------------------------
+
+HYPERPOD_UNUSED = [
+    ("root_volume_gib", 1024, "hyperpod.worker_ebs_volume_gib"),
+    ("efa_interface_layout", "efa-only", "creates the nodes' network interfaces itself"),
+    ("placement_group", False, "places an instance group's nodes itself"),
+]
+
+
+@pytest.mark.parametrize("orchestrator", ["hyperpod-slurm", "hyperpod-eks"])
+@pytest.mark.parametrize("field, value, instead", HYPERPOD_UNUSED,
+                         ids=[c[0] for c in HYPERPOD_UNUSED])
+def test_hyperpod_warns_of_node_settings_it_does_not_use(orchestrator, field, value, instead):
+    """HyperPod launches its nodes from its instance groups, not from the stack's launch
+    template (SageMaker API Reference, ClusterInstanceGroupSpecification: no launch template,
+    root volume or placement group): such a setting changes nothing on the nodes, and the
+    warning names the field and what HyperPod uses instead. On main it passed silently."""
+    from tests.config import STYLE, warnings_about
+
+    overrides = {"orchestrator": orchestrator, field: value}
+    if orchestrator == "hyperpod-eks":
+        overrides["eks.kubernetes_version"] = "1.34"
+    (warning,) = warnings_about(overrides, field)
+    assert STYLE.match(warning), warning
+    assert warning.startswith(f"warning: {field} = {value!r}: should be left out with "
+                              f"orchestrator '{orchestrator}'")
+    assert instead in warning
+
+
+@pytest.mark.parametrize("field, value, _", HYPERPOD_UNUSED, ids=[c[0] for c in HYPERPOD_UNUSED])
+def test_the_same_settings_are_quiet_where_the_launch_template_is_used(field, value, _):
+    from tests.config import warnings_about
+
+    assert warnings_about({"orchestrator": "eks", field: value}, field) == []
+    assert warnings_about({"orchestrator": "hyperpod-slurm"}, field) == []  # defaults: quiet

@@ -81,9 +81,12 @@ def test_imdsv2_required_with_hop_limit_1_and_encrypted_gp3_root(default, synth)
     assert root["DeviceName"] == "/dev/xvda"
     assert root["Ebs"] == {"VolumeSize": 512, "VolumeType": "gp3", "Encrypted": True,
                            "DeleteOnTermination": True}
-    big = synth(profile_path("ultracluster-16"))
-    big_data = big.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
-    assert big_data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 1024
+    # root_volume_gib sizes it (profiles/trn1-2xl.yaml: 256; the HyperPod profiles no longer
+    # set it, HyperPod's nodes do not use this template)
+    small = synth(profile_path("trn1-2xl"))
+    small_data = small.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
+    assert small.config.root_volume_gib == 256
+    assert small_data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 256
 
 
 def test_cluster_placement_group_is_named_in_the_launch_template(default):
@@ -178,9 +181,14 @@ def test_no_security_group_admits_the_internet(default):
             assert rule.get("CidrIp") != "0.0.0.0/0" and rule.get("CidrIpv6") != "::/0"
 
 
-def test_tags_reach_instances_volumes_and_interfaces(default):
+def test_only_the_stack_id_tag_reaches_instances_volumes_and_interfaces(default):
+    """The launch template tags what it launches with the stack's id only (fixed for the
+    stack's life); the configuration's tags stay out of its data, where a change would make
+    a new version that EKS node groups roll every node to."""
     data = default.logical("EfaLaunchTemplate")["Properties"]["LaunchTemplateData"]
     assert {t["ResourceType"] for t in data["TagSpecifications"]} == {
         "instance", "volume", "network-interface"}
     for spec in data["TagSpecifications"]:
-        assert {"Key": "project", "Value": "trn-ultracluster"} in spec["Tags"]
+        assert spec["Tags"] == [{"Key": "trn-ultracluster:stack-id",
+                                 "Value": {"Ref": "AWS::StackId"}}]
+    assert default.config.tags  # cdk.json's project tag exists, and is not there

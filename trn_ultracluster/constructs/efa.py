@@ -10,8 +10,10 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.shared_storage import FSX_STACK_TAG
 
-__all__ = ["Efa", "EfaProps", "boot_from", "efa_network_interfaces"]
+__all__ = ["LAUNCH_TAG", "UNTAGGED_RESOURCE_TYPES", "Efa", "EfaProps", "boot_from",
+           "efa_network_interfaces"]
 
 ROOT_DEVICE_NAME = "/dev/xvda"
 """Root device of the Amazon Linux 2023 EKS AMIs. Not verified against a primary source
@@ -44,6 +46,23 @@ Identity, not from IMDS. So limit 1 keeps the dashboard's Neuron and EFA metrics
 2 would hand the node role to every training container for nothing. On HyperPod on EKS the
 nodes are HyperPod's and this launch template is not used."""
 
+
+LAUNCH_TAG = FSX_STACK_TAG
+"""The one tag the stack puts in the launch template (``TagSpecifications`` of instances,
+volumes and interfaces), with the stack's id (``AWS::StackId``) as value: the same key and
+value as the file system's, fixed for the stack's life, so it never makes a new launch
+template version, and activated as a cost allocation tag it sums the nodes, their volumes
+and the file system of one stack. The configuration's ``tags`` do not go there (see
+:class:`Efa`)."""
+UNTAGGED_RESOURCE_TYPES = ("AWS::EC2::PlacementGroup",)
+"""Resource types the stack's ``tags`` leave out (``Tags.of(stack).add(...,
+exclude_resource_types=...)``). ``Tags`` is create-only on ``AWS::EC2::PlacementGroup``
+(``createOnlyProperties`` of its CloudFormation resource schema, as cfn-lint ships it;
+``tagging.tagUpdatable: false``): a tag change would replace the placement group and, with
+it, the launch template that names it. A placement group costs nothing ("There is no charge
+for creating a placement group", EC2 user guide, "Placement groups", as quoted by public
+copies of the page; not read on the page itself), so no cost allocation is lost; what is
+lost is finding it by tag (its name is the stack output ``PlacementGroupName``)."""
 
 EfaLayout = Literal["efa", "efa-only"]
 
@@ -115,7 +134,11 @@ class EfaProps:
         capacity_type: ``on-demand``, ``capacity-reservation`` or ``capacity-block``.
         capacity_reservation_id: the ``cr-`` id for the two reserved types.
         efa_layout: ``efa`` or ``efa-only``; see :func:`efa_network_interfaces`.
-        tags: tags on instances, volumes and interfaces launched from the template.
+        launch_tags: tags on the instances, volumes and interfaces launched from the
+            template (``TagSpecifications``). They are part of the template's data, so
+            changing one makes a new launch template version, which an EKS managed node group
+            rolls every node to: give only tags that never change for a deployed stack
+            (:data:`LAUNCH_TAG`), never the configuration's ``tags`` (see :class:`Efa`).
     """
 
     vpc: ec2.IVpc
@@ -126,7 +149,7 @@ class EfaProps:
     capacity_type: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"
     capacity_reservation_id: str | None = None
     efa_layout: EfaLayout = "efa"
-    tags: dict[str, str] = field(default_factory=dict)
+    launch_tags: dict[str, str] = field(default_factory=dict)
 
 
 class Efa(Construct):
@@ -144,7 +167,8 @@ class Efa(Construct):
       it, EC2 user guide, "Capacity Reservations in cluster placement groups",
       https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html).
     - ``launch_template``: one EFA interface per network card, IMDSv2 required with hop
-      limit 1, encrypted gp3 root volume, placement group, capacity options, tags. It has
+      limit 1, encrypted gp3 root volume, placement group, capacity options, the stack-id
+      tag. It has
       no IamInstanceProfile and no subnet, so EKS managed node groups can use it (EKS user
       guide, "Customize managed nodes with launch templates").
 
@@ -152,8 +176,13 @@ class Efa(Construct):
     single node only, and ``ClusterConfig.uses_placement_group`` turns the placement
     group off for it).
 
-    Tags: ``props.tags`` go on the instances, volumes and interfaces launched from the
-    template; the stack tags the construct's own resources.
+    Tags: ``props.launch_tags`` (the stack gives :data:`LAUNCH_TAG` only) go on the instances,
+    volumes and interfaces launched from the template. The configuration's ``tags`` stay out
+    of the template: a tag change would make a new launch template version, and an EKS
+    managed node group with ``LatestVersionNumber`` replaces every node for it (EKS user
+    guide, "Understand each phase of node updates"). The stack tags the construct's own
+    resources, except the placement group (:data:`UNTAGGED_RESOURCE_TYPES`). What reaches
+    the nodes instead: README "Configuration" (Tags).
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: EfaProps) -> None:
@@ -213,7 +242,7 @@ class Efa(Construct):
         tag_specifications = [
             LT.TagSpecificationProperty(
                 resource_type=resource_type,
-                tags=[CfnTag(key=k, value=v) for k, v in sorted(props.tags.items())],
+                tags=[CfnTag(key=k, value=v) for k, v in sorted(props.launch_tags.items())],
             )
             for resource_type in ("instance", "volume", "network-interface")
         ]
@@ -248,7 +277,7 @@ class Efa(Construct):
                 else None,
                 capacity_reservation_specification=capacity_target,
                 instance_market_options=market_options,
-                tag_specifications=tag_specifications if props.tags else None,
+                tag_specifications=tag_specifications if props.launch_tags else None,
             ),
         )
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Environment, Fn, RemovalPolicy, Stack, Tags
+from aws_cdk import Aws, CfnOutput, Environment, Fn, RemovalPolicy, Stack, Tags
 from constructs import Construct
 
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
-from trn_ultracluster.constructs.efa import Efa, EfaProps
+from trn_ultracluster.constructs.efa import LAUNCH_TAG, UNTAGGED_RESOURCE_TYPES, Efa, EfaProps
 from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
 from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
@@ -77,7 +77,7 @@ class TrnUltraClusterStack(Stack):
                 capacity_type=config.capacity.type,
                 capacity_reservation_id=config.capacity.reservation_id,
                 efa_layout=config.efa_interface_layout,
-                tags=dict(config.tags),
+                launch_tags={LAUNCH_TAG: Aws.STACK_ID},
             ),
         )
         self.storage = Storage(
@@ -104,8 +104,12 @@ class TrnUltraClusterStack(Stack):
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             settings=config.observability,
             fsx_efa_mode=self.fsx_efa.mode))
+        # Every taggable resource but the placement group (Tags create-only there:
+        # constructs/efa.py UNTAGGED_RESOURCE_TYPES); updating a tag elsewhere is in place.
+        # The launch template's data carries none of them (a new version rolls EKS nodes):
+        # README "Configuration" (Tags) says what reaches the nodes.
         for key, value in config.tags.items():
-            Tags.of(self).add(key, value)
+            Tags.of(self).add(key, value, exclude_resource_types=list(UNTAGGED_RESOURCE_TYPES))
         self._outputs()
         skip_library_singleton_functions(self)
 

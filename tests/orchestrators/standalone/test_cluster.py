@@ -63,16 +63,17 @@ def test_group_launches_from_the_efa_launch_template_in_the_compute_subnet(reque
     assert s.output("LaunchTemplateId") == {"Ref": lt_id}
 
 
-def test_instances_get_each_tag_from_one_place(single):
-    """The launch template tags instances, volumes and interfaces with the configuration's
-    tags; the group keeps its copies for itself and passes on only its Name."""
+def test_instances_get_the_configurations_tags_from_the_group(single):
+    """The group passes its Name and the configuration's tags on to the instances it launches
+    (a tag change updates the group in place and reaches instances launched after it); the
+    launch template tags instances, volumes and interfaces with the stack's id only, so a tag
+    change makes no new launch template version. No key comes from both."""
     group = single.only("AWS::AutoScaling::AutoScalingGroup")
     propagated = {t["Key"] for t in group["Tags"] if t["PropagateAtLaunch"]}
-    assert propagated == {"Name"}
-    assert {t["Key"] for t in group["Tags"]} == {"Name", *single.config.tags}
+    assert propagated == {"Name", *single.config.tags}
     (instance_tags,) = [s["Tags"] for s in lt_data(single)["TagSpecifications"]
                         if s["ResourceType"] == "instance"]
-    assert {t["Key"] for t in instance_tags} == set(single.config.tags)
+    assert {t["Key"] for t in instance_tags} == {"trn-ultracluster:stack-id"}
 
 
 def test_trainium_type_interfaces_and_placement(single, small):

@@ -41,7 +41,8 @@ from trn_ultracluster.contracts.hyperpod import (
     part_group_name,
 )
 
-__all__ = ["HYPERPOD_ORCHESTRATORS", "hyperpod", "hyperpod_eks", "orchestrator", "worker_parts"]
+__all__ = ["HYPERPOD_ORCHESTRATORS", "hyperpod", "hyperpod_eks", "orchestrator",
+           "unused_node_settings", "worker_parts"]
 
 HYPERPOD_ORCHESTRATORS = ("hyperpod-slurm", "hyperpod-eks")
 """The orchestrators whose nodes SageMaker HyperPod runs (the ``hyperpod`` section)."""
@@ -137,6 +138,51 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "does not launch into EC2 capacity reservations; reserve capacity "
                           "with a SageMaker training plan (hyperpod.training_plan_arn)",
                           DOC_HYPERPOD_GROUP)
+
+
+_HYPERPOD_DOES_INSTEAD = {
+    "root_volume_gib": "HyperPod sizes its nodes' root volumes itself; the extra storage of "
+                       "a worker is hyperpod.worker_ebs_volume_gib (an EBS volume HyperPod "
+                       "mounts on every worker)",
+    "efa_interface_layout": "HyperPod creates the nodes' network interfaces itself (an "
+                            "instance group's own NetworkInterface.InterfaceType, which the "
+                            "stack does not set)",
+    "placement_group": "HyperPod places an instance group's nodes itself (an instance group "
+                       "takes no placement group)",
+}
+"""What HyperPod does instead of each top-level node setting the stack's EFA launch template
+and placement group carry (:func:`unused_node_settings`). An instance group's
+``NetworkInterface`` (``InterfaceType`` ``efa`` or ``efa-only``) exists in the SageMaker API
+(botocore 1.44's ``ClusterInstanceGroupSpecification``) and in the CloudFormation schema of
+``AWS::SageMaker::Cluster`` cfn-lint ships; the stack does not map ``efa_interface_layout``
+to it (HyperPod's address counting in :func:`trn_ultracluster.network_plan.node_addresses`
+assumes its default)."""
+
+
+def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """On ``hyperpod-slurm`` and ``hyperpod-eks`` the nodes are HyperPod's: it launches them
+    from its instance groups, not from the stack's launch template, so ``root_volume_gib``,
+    ``efa_interface_layout`` and ``placement_group`` change only resources no node uses (the
+    launch template, the placement group). A value other than the default is a warning
+    naming what HyperPod uses instead. Source: SageMaker API Reference,
+    ``ClusterInstanceGroupSpecification``
+    (:data:`~trn_ultracluster.config.facts.DOC_HYPERPOD_GROUP`; botocore's SageMaker model):
+    an instance group has no launch template, no root volume size and no placement group;
+    its storage is ``InstanceStorageConfigs`` (``EbsVolumeConfig``). ``capacity.*`` needs no
+    warning: anything but ``on-demand`` is an error (:func:`hyperpod`), and
+    ``capacity.placement_group_name`` needs a capacity reservation."""
+    if c.orchestrator not in HYPERPOD_ORCHESTRATORS:
+        return
+    defaults = ClusterConfig.model_fields
+    for field, instead in _HYPERPOD_DOES_INSTEAD.items():
+        value = getattr(c, field)
+        if value != defaults[field].default:
+            yield ConfigIssue(
+                field, value,
+                f"should be left out with orchestrator {c.orchestrator!r}: it sets the "
+                f"stack's EFA launch template and placement group, which HyperPod does not "
+                f"use, so it changes nothing on the nodes; {instead}",
+                DOC_HYPERPOD_GROUP, severity="warning")
 
 
 def worker_parts(c: ClusterConfig) -> Iterator[ConfigIssue]:

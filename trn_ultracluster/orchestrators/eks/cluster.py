@@ -17,6 +17,11 @@ from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
 from trn_ultracluster.orchestrators.eks.lustre_efa import add_lustre_efa_user_data
+from trn_ultracluster.orchestrators.eks.node_updates import (
+    follow_control_plane,
+    node_update,
+    set_node_update,
+)
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART, NEURON_CHART
 
 __all__ = ["EksOrchestrator", "EksProps"]
@@ -37,7 +42,9 @@ class EksOrchestrator(EksCluster):
       (:func:`~trn_ultracluster.network_plan.spread`), taint
       ``aws.amazon.com/neuron=true:NoSchedule``, the EFA label on EFA instance types (the
       kubelet sets ``node.kubernetes.io/instance-type`` itself), and waits for the compute
-      subnets' routes. With ``fsx.efa`` on, the launch template gets the user data of
+      subnets' routes; it runs the control plane's Kubernetes version
+      (:func:`.node_updates.follow_control_plane`) and rolls without surge instances on
+      reserved capacity (:func:`.node_updates.node_update`). With ``fsx.efa`` on, the launch template gets the user data of
       :mod:`.lustre_efa` (Lustre client, LNet over EFA before kubelet starts, the check of
       the first Lustre mount); with it off the template has no user data, as before.
     - Helm charts: Neuron (device plugin + node problem detector), EFA device plugin (only
@@ -114,6 +121,8 @@ class EksOrchestrator(EksCluster):
                 labels=k8s.trainium_node_labels(shape.instance) or None,
             )
             nodegroup.node.add_dependency(*waits_for)
+            follow_control_plane(nodegroup, self.props.kubernetes_version)
+            set_node_update(nodegroup, node_update(shape.capacity.type, group.nodes))
             self.trainium_nodegroups.append(nodegroup)
         return list(self.trainium_nodegroups)
 

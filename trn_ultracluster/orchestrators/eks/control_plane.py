@@ -34,6 +34,7 @@ from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.kubectl import place_kubectl_functions
 from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
+from trn_ultracluster.orchestrators.eks.node_updates import follow_control_plane
 from trn_ultracluster.orchestrators.eks.observability import container_insights
 from trn_ultracluster.orchestrators.eks.versions import (
     ADMIN_POLICY,
@@ -116,7 +117,8 @@ class EksCluster(Construct):
       ``eks.deployer_principal_arn`` get ``AmazonEKSClusterAdminPolicy``. The kubectl
       provider runs in the private subnets so it reaches the private endpoint.
     - ``system_nodegroup``: 2 on-demand ``eks.system_instance_type`` nodes (AL2023) in the
-      private subnets for controllers and add-ons.
+      private subnets for controllers and add-ons, at the control plane's Kubernetes version
+      (:func:`.node_updates.follow_control_plane`).
     - Security groups: the Trainium nodes' interfaces are in the EFA group only, so EKS does
       not add its cluster security group to them. Two rules join the groups: cluster group
       <- EFA group (kubelet to API server, pods to CoreDNS and webhooks on system nodes) and
@@ -234,6 +236,7 @@ class EksCluster(Construct):
             subnets=ec2.SubnetSelection(subnets=list(base.private_subnets)),
             node_role=self.node_role,
         )
+        follow_control_plane(self.system_nodegroup, props.kubernetes_version)
         for nodegroup in (self.system_nodegroup, *self.compute_nodegroups()):
             for addon in self.addons.values():
                 nodegroup.node.add_dependency(addon)
@@ -392,7 +395,6 @@ class EksCluster(Construct):
                 name=volume,
             ),
             k8s.fsx_persistent_volume_claim(namespace_name=namespace,
-                                            storage_capacity_gib=capacity,
                                             name=volume, volume_name=volume),
         )
         self.fsx_volume.node.add_dependency(self.namespace)

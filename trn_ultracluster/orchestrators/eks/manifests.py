@@ -59,6 +59,33 @@ creation", Kubernetes API validation), nor can a claim's ``volumeName``; new nam
 new objects be created beside the old ones, which are then deleted."""
 
 
+FSX_CLAIM_REQUEST_GIB = 1200
+"""The storage the FSx claim requests, GiB: the smallest file system the configuration allows
+(``fsx.storage_capacity_gib``: 1200, 2400 or a step above, CloudFormation
+``AWS::FSx::FileSystem`` ``StorageCapacity``), so the claim binds to the volume of any file
+system the stack makes, and fixed, so that growing the file system leaves the claim as it is.
+
+Why not the file system's size: the claim is statically bound (``storageClassName: ""``,
+``volumeName``), and Kubernetes refuses to resize such a claim. Of a bound claim's spec only
+``resources.requests`` may change ("spec is immutable after creation except
+resources.requests and volumeAttributesClassName for bound claims", Kubernetes API
+validation), a larger request passes admission only for a claim of a storage class with
+``allowVolumeExpansion`` ("only dynamically provisioned pvc can be resized and the
+storageclass that provisions the pvc must support resize", the ``PersistentVolumeClaimResize``
+admission plugin, kubernetes ``plugin/pkg/admission/storage/persistentvolume/resize``;
+Kubernetes docs, "Persistent Volumes", "Expanding Persistent Volumes Claims": "You can only
+expand a PVC if its storage class's allowVolumeExpansion field is set to true"), and a
+smaller one is refused by validation. So a capacity grow would fail the manifest update after
+the file system had grown, and the rollback could not shrink it back. The claim binds when
+its request is at most the volume's capacity (the persistent volume controller's
+``checkVolumeSatisfyClaim``: "requested PV is too small" otherwise); the PersistentVolume
+keeps the file system's size, which may change (only its source is immutable: see
+:data:`FSX_EFA_VOLUME_NAME`). A stack deployed before this rule with a file system above
+1200 GiB has a claim that asks for its size; the first deploy with the rule would shrink the
+request, which Kubernetes refuses (the update fails and rolls back), until the claim is
+recreated once (README "Configuration", "File system size on EKS": the steps)."""
+
+
 def fsx_volume_name(efa_enabled: bool) -> str:
     """The name of the FSx PersistentVolume and of its claim: :data:`FSX_EFA_VOLUME_NAME` for
     an EFA-enabled file system, else :data:`FSX_PVC_NAME` (as before EFA existed)."""
@@ -185,7 +212,9 @@ def fsx_persistent_volume(
         file_system_id: ``fs-...`` (the CSI volume handle).
         dns_name: file system DNS name.
         mount_name: Lustre mount name.
-        storage_capacity_gib: file system size, GiB (informational for Kubernetes).
+        storage_capacity_gib: file system size, GiB (the volume's capacity; it may grow with
+            the file system: a PersistentVolume's capacity is not immutable, and the claim's
+            fixed request, :data:`FSX_CLAIM_REQUEST_GIB`, stays below it).
         name: the volume's name (:func:`fsx_volume_name`).
     """
     return {
@@ -208,11 +237,11 @@ def fsx_persistent_volume(
     }
 
 
-def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: int,
-                                name: str = FSX_PVC_NAME,
+def fsx_persistent_volume_claim(*, namespace_name: str, name: str = FSX_PVC_NAME,
                                 volume_name: str = FSX_PV_NAME) -> Manifest:
     """``PersistentVolumeClaim`` ``name`` bound to :func:`fsx_persistent_volume`
-    ``volume_name`` by name."""
+    ``volume_name`` by name, requesting :data:`FSX_CLAIM_REQUEST_GIB` whatever the file
+    system's size (why: there)."""
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -221,7 +250,7 @@ def fsx_persistent_volume_claim(*, namespace_name: str, storage_capacity_gib: in
             "accessModes": ["ReadWriteMany"],
             "storageClassName": "",
             "volumeName": volume_name,
-            "resources": {"requests": {"storage": f"{storage_capacity_gib}Gi"}},
+            "resources": {"requests": {"storage": f"{FSX_CLAIM_REQUEST_GIB}Gi"}},
         },
     }
 

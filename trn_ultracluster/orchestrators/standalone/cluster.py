@@ -35,7 +35,7 @@ it, ``trn-ultracluster scale --nodes 0`` and back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aws_cdk import Aws, Fn, Stack, Tags
 from aws_cdk import aws_autoscaling as autoscaling
@@ -61,9 +61,6 @@ JOB_BACKEND = "standalone"
 """The job CLI backend of this orchestrator: torchrun on every node through SSM Run Command."""
 NODE_NAME_TAG = "trn-ultracluster-node"
 """``Name`` tag of the instances (the EC2 console's name column)."""
-TAG_PRIORITY = 200
-"""Above the stack's own ``Tags.of(stack).add`` (CDK's default priority 100), so that the
-group's copy of a configuration tag is the one that does not propagate to instances."""
 
 
 @dataclass(frozen=True)
@@ -77,15 +74,12 @@ class StandaloneProps:
             (``ClusterConfig.standalone_settings``: ``dlami_venv`` set).
         neuron_stack: the cluster's Neuron training stack (``ClusterConfig.neuron_stack``):
             the default AMI, the venv's imports.
-        tags: the configuration's ``tags`` (the stack puts them on the group too; see
-            :class:`StandaloneOrchestrator` for why the group does not pass them on).
     """
 
     foundation: Foundation
     shape: NodeShape
     settings: StandaloneConfig
     neuron_stack: NeuronStackName
-    tags: dict[str, str] = field(default_factory=dict)
 
 
 class StandaloneOrchestrator(Construct):
@@ -117,8 +111,7 @@ class StandaloneOrchestrator(Construct):
         return cls(scope, construct_id, StandaloneProps(
             foundation=foundation,
             shape=NodeShape.of(config),
-            settings=config.standalone_settings, neuron_stack=config.neuron_stack,
-            tags=dict(config.tags)))
+            settings=config.standalone_settings, neuron_stack=config.neuron_stack))
 
     def __init__(self, scope: Construct, construct_id: str, props: StandaloneProps) -> None:
         super().__init__(scope, construct_id)
@@ -153,13 +146,18 @@ class StandaloneOrchestrator(Construct):
                 version=base.launch_template_version),
             vpc_zone_identifier=[base.compute_subnets[planned.subnet].subnet_id],
         )
+        # The group passes its Name and the stack's tags (Tags.of(stack), propagate at launch
+        # by default) on to the instances it launches. The launch template carries none of
+        # the configuration's tags (constructs/efa.py): a tag change updates the group in
+        # place ("Tags": "Update requires: No interruption", CloudFormation template
+        # reference, AWS::AutoScaling::AutoScalingGroup) and reaches the instances launched
+        # after it, not the running ones ("when you modify a tag, the updated version will be
+        # applied to new instances launched by the Auto Scaling group after the change",
+        # Auto Scaling Developer Guide, "Tagging Auto Scaling Groups and Amazon EC2
+        # Instances"). Group tags never reach EBS volumes ("Tags are not propagated to Amazon
+        # EBS volumes", EC2 Auto Scaling user guide, "Tag Auto Scaling groups and instances"):
+        # the volumes carry the launch template's stack-id tag only.
         Tags.of(group).add("Name", NODE_NAME_TAG)
-        # The launch template already tags the instances, their volumes and interfaces with
-        # the configuration's tags (constructs/efa.py); the group keeps them for itself only,
-        # so that no instance gets one key from two places.
-        for key, value in self.props.tags.items():
-            Tags.of(group).add(key, value, apply_to_launched_instances=False,
-                               priority=TAG_PRIORITY)
         # At boot the user data needs the role's policies and the NAT route (and its subnet's
         # route table association), and pulls the image the deploy builds (a
         # DockerImageAsset with training_image.build: local has no resource to wait for).
