@@ -3,10 +3,6 @@
 Each row of :data:`trn_ultracluster.change_matrix.ROWS` is synthesized before and after and
 every resource classified (:func:`trn_ultracluster.changes.classify`); the classes must be
 the row's (the same data renders the docs table, docs/changes.md, checked below).
-
-:data:`PENDING_FIXES` lists the rows today's template disagrees with because a fix is under
-way on another branch; they are strict xfails of an assertion, so each turns into a failure when
-its fix lands (and any other error is one at once) and must then be removed from the set.
 """
 
 from __future__ import annotations
@@ -20,33 +16,12 @@ from tests.conftest import REPO_ROOT, profile_path
 from trn_ultracluster.change_matrix import ROWS, SEVERITY, ChangeRow, markdown_table, role_of
 from trn_ultracluster.changes import classify, describe, stops_deploy
 
-PENDING_FIXES: dict[str, str] = {
-    "eks:tags:add team: ml": "branch fixes: tags reach the EFA launch template (Trainium "
-                             "nodes roll) and the placement group (create-only Tags)",
-    "hyperpod-slurm:tags:add team: ml": "branch fixes: tags reach the placement group "
-                                        "(create-only Tags)",
-    "standalone:tags:add team: ml": "branch fixes: tags reach the placement group "
-                                    "(create-only Tags)",
-    "eks:eks.kubernetes_version:1.35 -> 1.36": "branch fixes: node groups do not follow the "
-                                               "control plane's Kubernetes version",
-}
-"""Row id -> the fix it waits for (strict xfail: remove the entry when the fix is merged)."""
-
-CLAIM_PENDING = "branch fixes: the statically bound claim's storage request follows the capacity"
-
-
-def _params(rows):
-    return [pytest.param(r, id=r.id, marks=pytest.mark.xfail(
-        reason=PENDING_FIXES[r.id], strict=True, raises=AssertionError))
-            if r.id in PENDING_FIXES else pytest.param(r, id=r.id) for r in rows]
-
-
 def _templates(synth, row: ChangeRow) -> tuple[dict, dict]:
     profile = profile_path(row.base)
     return (synth(profile, **row.before).template, synth(profile, **row.after).template)
 
 
-@pytest.mark.parametrize("row", _params(ROWS))
+@pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_change_does_what_the_table_says(synth, row):
     before, after = _templates(synth, row)
     changes = classify(before, after)
@@ -84,7 +59,6 @@ def _claim_requests(template: dict) -> list[str]:
             for m in _REQUEST.findall(json.dumps(r.get("Properties", {})))]
 
 
-@pytest.mark.xfail(reason=CLAIM_PENDING, strict=True, raises=AssertionError)
 @pytest.mark.parametrize("row", [r for r in ROWS if r.key == "fsx.storage_capacity_gib"
                                  and r.orchestrator in ("eks", "hyperpod-eks")], ids=lambda r: r.id)
 def test_growing_the_file_system_keeps_the_claim(synth, row):
@@ -103,11 +77,6 @@ def test_claim_request_pattern_reads_a_claim():
     template = {"Resources": {"M": {"Type": "Custom::AWSCDK-EKS-KubernetesResource",
                                     "Properties": json.loads(manifest)}}}
     assert _claim_requests(template) == ["1200"]
-
-
-def test_pending_fixes_name_rows():
-    ids = {r.id for r in ROWS}
-    assert set(PENDING_FIXES) <= ids, sorted(set(PENDING_FIXES) - ids)
 
 
 def test_rows_are_unique_and_cover_the_keys_users_change():

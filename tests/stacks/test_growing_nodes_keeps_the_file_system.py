@@ -70,7 +70,7 @@ def launch_template_inputs(c: ClusterConfig) -> tuple[Any, ...]:
     node_side = (efa.mode, efa.interfaces_per_client) if c.orchestrator in CARRIES_MODE else ()
     return (c.instance_type, c.root_volume_gib, c.uses_placement_group,
             c.capacity.placement_group_name, c.capacity.type, c.capacity.reservation_id,
-            c.efa_interface_layout, dict(c.tags), node_side)
+            c.efa_interface_layout, node_side)
 
 
 CASES = [(p, k, {}) for p in PROFILES for k in GROWTH] + [
