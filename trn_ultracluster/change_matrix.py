@@ -208,7 +208,12 @@ ROWS: tuple[ChangeRow, ...] = (
               {"EKS control plane": "updated", "system node group": "nodes rolled",
                "Trainium node groups": "nodes rolled", "file system": "unchanged"},
               "upgrades the control plane, then rolls every node of every node group to the "
-              "new version", before={"eks.kubernetes_version": "1.35"}),
+              "new version; if a roll fails, the stack's rollback must take the control plane "
+              "back a version, which EKS allows one minor version back within 7 days (EKS user "
+              "guide, rollback-cluster.html, since 2026-07) and which has ended in "
+              "UPDATE_ROLLBACK_FAILED before (aws/containers-roadmap#497); not verified that "
+              "CloudFormation uses the rollback: change nothing else in that deploy",
+              before={"eks.kubernetes_version": "1.35"}),
     ChangeRow("eks.control_plane_tier", "standard -> tier-xl", "eks",
               {"eks.control_plane_tier": "tier-xl"},
               {"EKS control plane": "updated", "Trainium node groups": "unchanged",
