@@ -15,7 +15,11 @@ from trn_ultracluster.config.facts import (
     FSX_EFA_CLIENT_TYPES,
     FSX_EFA_MAX_CONNECTIONS,
 )
-from trn_ultracluster.config.fsx_efa import client_interfaces, plan_fsx_efa
+from trn_ultracluster.config.fsx_efa import (
+    MODE_IN_LAUNCH_TEMPLATE,
+    client_interfaces,
+    plan_fsx_efa,
+)
 from trn_ultracluster.contracts.catalog import CATALOG
 
 EFA_PAGE = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-systems.html"
@@ -98,15 +102,17 @@ def test_auto_names_every_file_system_rule_that_keeps_efa_off():
 def test_no_node_count_decides_whether_the_file_system_has_efa(setting):
     """Turning EFA on or off replaces the file system (EFA is fixed at creation, the EFA page),
     and users grow nodes.max on running clusters: the 1,024-connection and /16 rules are
-    checks, so growing past them keeps the file system as it is."""
-    base = {**FAST, "fsx.efa": setting, "orchestrator": "eks"}
+    checks, so growing past them keeps the file system as it is (on HyperPod, whose nodes
+    read the mode from their lifecycle scripts; eks and standalone refuse a grow past them
+    with true, below)."""
+    base = {**FAST, "fsx.efa": setting, "orchestrator": "hyperpod-slurm"}
     small = plan(base)
     for nodes in ("513", "4000"):
         grown = plan({**base, "nodes.max": nodes})
         assert grown.enabled is small.enabled is True
         assert grown.interfaces_per_client == small.interfaces_per_client == 2
     big = plan({**base, "nodes.max": "4000"})
-    assert {r.name for r in big.failed} == {"connections", "address-block"}
+    assert "connections" in {r.name for r in big.failed}
     assert big.mode == "preferred"  # never required past a limit: no node fails or powers off
 
 
@@ -238,10 +244,11 @@ def test_efa_clients_are_trn1_and_trn1n_32xlarge_only(instance_type, az_ids, ext
 def test_efa_connections_bound_the_nodes_of_one_file_system():
     """"Configuring EFA clients": "Each FSx for Lustre file system has a maximum limit of 1024
     EFA connections across all client instances"; each bound EFA interface is one. With true,
-    past the limit the nodes set up EFA in mode preferred, not required: a node that cannot
-    use EFA must not fail its set-up or power off."""
+    past the limit HyperPod's nodes set up EFA in mode preferred, not required: a node that
+    cannot use EFA must not fail its set-up or power off (their lifecycle scripts read the
+    mode: no launch template changes)."""
     assert plan({**SMALLEST, "fsx.efa": "true", "nodes.max": "512"}).mode == "required"
-    config = {**SMALLEST, "fsx.efa": "true", "nodes.max": "513"}
+    config = {**SMALLEST, "fsx.efa": "true", "nodes.max": "513", "orchestrator": "hyperpod-slurm"}
     efa = plan(config)
     assert (efa.enabled, efa.mode) == (True, "preferred")
     (warning,) = warnings_about(config, "nodes.max")
@@ -249,17 +256,35 @@ def test_efa_connections_bound_the_nodes_of_one_file_system():
                               "to reach the file system over EFA")
     assert ("fsx.efa is true, so the nodes set up Lustre over EFA in mode preferred instead of "
             "required") in warning
-    assert "on eks and standalone the mode is in the nodes' launch template" in warning
+    assert "(their lifecycle scripts read it, no launch template)" in warning
     assert warning.endswith(f"(see {CLIENTS_PAGE})") and STYLE.match(warning)
     assert efa.reason.startswith("on: fsx.efa is true; mode preferred, a node that cannot use "
                                  "EFA falls back to TCP: nodes.max should be at most 512")
+
+
+@pytest.mark.parametrize("orchestrator", sorted(MODE_IN_LAUNCH_TEMPLATE))
+def test_true_past_a_limit_is_an_error_where_the_mode_is_in_the_launch_template(orchestrator):
+    """On eks and standalone the mode is in the nodes' launch template: dropping to preferred
+    past the limit would be a new version that rolls every node (issue 29: a grow changes no
+    launch template), and required past it would fail nodes, so the grow is refused."""
+    config = {**SMALLEST, "fsx.efa": "true", "nodes.max": "513", "orchestrator": orchestrator}
+    (error,) = [e for e in errors(config) if "nodes.max" in e]
+    assert error.startswith("error: nodes.max = 513: must be at most 512 for every node to "
+                            "reach the file system over EFA")
+    assert (f"fsx.efa is true, and on {orchestrator} the nodes' Lustre-over-EFA mode is in "
+            "their launch template") in error
+    assert "Keep nodes.max within the limit, or set fsx.efa to false" in error
+    assert error.endswith(f"(see {CLIENTS_PAGE})") and STYLE.match(error)
+    assert plan({**config, "nodes.max": "512"}).mode == "required"  # loads: no error
+    assert warnings_about({**config, "fsx.efa": "auto", "fsx.storage_capacity_gib": "14400"},
+                          "nodes.max"), "auto keeps its warning (mode preferred either way)"
 
 
 def test_efa_clients_share_the_file_systems_16_block():
     """The EFA page: "Use the same Availability Zone and /16 CIDR as your EFA-enabled client
     instances"; the address plan puts the nodes past the primary block in secondary blocks,
     which the count check names (nodes.max), as a warning."""
-    config = {**SMALLEST, "fsx.efa": "true", "orchestrator": "eks", "nodes.max": "500",
+    config = {**SMALLEST, "fsx.efa": "true", "orchestrator": "hyperpod-slurm", "nodes.max": "500",
               "vpc_cidr": "10.0.0.0/20", "vpc_secondary_cidrs": "100.64.0.0/16"}
     beside = load({**config, "fsx.efa": "false"}).config.address_plan.nodes_beside_file_system
     assert beside < 500

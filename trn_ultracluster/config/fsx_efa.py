@@ -46,8 +46,9 @@ user changes to change the file system. The rules are of three kinds:
   a warning naming ``nodes.max``. With ``auto`` nothing else changes (mode ``preferred``:
   a node that cannot use EFA falls back to TCP and says so). With ``true`` the mode becomes
   ``preferred`` instead of ``required``, so that a node past the limit is not set to fail
-  its set-up or power off; on ``eks`` and ``standalone`` the mode is in the nodes' launch
-  template, so crossing the limit with ``true`` changes it once (the warning says so).
+  its set-up or power off. On ``eks`` and ``standalone`` (:data:`MODE_IN_LAUNCH_TEMPLATE`)
+  the mode is in the nodes' launch template, where that change would roll every node, so
+  ``true`` past a limit is an error there (``config.rules.fsx.fsx_efa``), not a downgrade.
 
 Two rules hold by construction and are not checked here: the clients are in the file
 system's Availability Zone (the nodes and the file system share the compute AZ,
@@ -84,11 +85,18 @@ from trn_ultracluster.config.rules.scale import plannable
 from trn_ultracluster.contracts.catalog import CATALOG, InstanceSpec
 from trn_ultracluster.network_plan import PlanError
 
-__all__ = ["EfaMode", "EfaRule", "FsxEfaPlan", "RuleKind", "client_interfaces", "plan_fsx_efa"]
+__all__ = ["MODE_IN_LAUNCH_TEMPLATE", "EfaMode", "EfaRule", "FsxEfaPlan", "RuleKind",
+           "client_interfaces", "plan_fsx_efa"]
 
 EfaMode = Literal["off", "preferred", "required"]
 """What a node does about Lustre over EFA: nothing; set it up and report a fall back to TCP;
 set it up and fail the node set-up on a fall back."""
+
+MODE_IN_LAUNCH_TEMPLATE = frozenset({"eks", "standalone"})
+"""Orchestrators whose nodes get :attr:`FsxEfaPlan.mode` in their launch template's user data
+(``orchestrators/eks/lustre_efa.py``, ``orchestrators/standalone/node.py``): a change of the
+mode is a new launch template version, which rolls every EKS Trainium node. HyperPod's nodes
+read it from their lifecycle scripts' files in S3."""
 
 RuleKind = Literal["file-system", "client", "limit"]
 """What a rule may do (module docstring): decide ``auto`` (``file-system``), decide whether

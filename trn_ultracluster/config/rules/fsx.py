@@ -23,7 +23,7 @@ from trn_ultracluster.config.facts import (
     FSX_MAX_STORAGE_GIB,
     FSX_THROUGHPUT_MB_S_TIB,
 )
-from trn_ultracluster.config.fsx_efa import plan_fsx_efa
+from trn_ultracluster.config.fsx_efa import MODE_IN_LAUNCH_TEMPLATE, plan_fsx_efa
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 
@@ -140,7 +140,11 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
     although the throughput is one AWS recommends it for, one when it turns on, because the
     setting is fixed when the file system is created ("you cannot enable or disable EFA on an
     existing file system", FSx for Lustre user guide, "Working with EFA-enabled file
-    systems"), and one when it turns on for an ``instance_type`` that cannot be a client."""
+    systems"), and one when it turns on for an ``instance_type`` that cannot be a client.
+
+    A node-count limit with ``true`` on an orchestrator of :data:`MODE_IN_LAUNCH_TEMPLATE` is
+    an error instead: the mode it would drop to is in the nodes' launch template, so a grow
+    across the limit would roll every node (issue 29: a grow changes no launch template)."""
     if c.instance_type not in CATALOG:
         return  # instance_type's own rule reports it
     plan = plan_fsx_efa(c)
@@ -182,12 +186,24 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 f"that replaces it: {README_FSX_EFA})", rule.doc, severity="warning")
     if plan.enabled and not plan.failed_of("client"):
         for rule in plan.failed_of("limit"):
+            if plan.setting is True and c.orchestrator in MODE_IN_LAUNCH_TEMPLATE:
+                yield ConfigIssue(
+                    rule.field, rule.value,
+                    f"must {rule.needs.removeprefix('should ')}. fsx.efa is true, and on "
+                    f"{c.orchestrator} the nodes' "
+                    "Lustre-over-EFA mode is in their launch template: past this limit a node "
+                    "that cannot use EFA would fail its set-up (mode required), and the mode "
+                    "the stack would give them instead (preferred) is a new launch template "
+                    "version, which rolls every Trainium node of a running cluster. Keep "
+                    "nodes.max within the limit, or set fsx.efa to false (a file system "
+                    "without EFA: on a deployed stack that replaces the file system and "
+                    f"deletes what it holds beyond its S3 export; {README_FSX_EFA})", rule.doc)
+                continue
             downgrade = (
                 "fsx.efa is true, so the nodes set up Lustre over EFA in mode preferred "
-                "instead of required: a node that cannot use EFA falls back to TCP (a warning "
-                "in its log, 0 on the dashboard) instead of failing its set-up; on eks and "
-                "standalone the mode is in the nodes' launch template, so crossing this limit "
-                "changes it once and rolls the nodes" if plan.setting is True else
+                "instead of required (their lifecycle scripts read it, no launch template): "
+                "a node that cannot use EFA falls back to TCP (a warning in its log, 0 on the "
+                "dashboard) instead of failing its set-up" if plan.setting is True else
                 "A node that cannot use EFA falls back to TCP (a warning in its log, 0 on the "
                 "dashboard)")
             yield ConfigIssue(
