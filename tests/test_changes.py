@@ -4,13 +4,12 @@ vendored create-only table against the schemas cfn-lint ships."""
 from __future__ import annotations
 
 import copy
-import gzip
 import importlib.util
 import json
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, release_template
 from trn_ultracluster.changes import (
     DOCUMENTED_CREATE_ONLY,
     classify,
@@ -408,18 +407,6 @@ def test_quantity_bytes(text, size):
 
 
 # --- the upgrade from the previous release (commit 8995205) ------------------------------------
-
-RELEASE = REPO_ROOT / "tests" / "fixtures" / "release-8995205"
-"""``tests/snapshots/<name>.json`` of commit 8995205, the previous release
-(``git show 8995205:tests/snapshots/<name>.json | gzip -9n``): what a deployed stack of that
-release runs."""
-
-
-def release_template(name: str) -> dict:
-    """The template ``name`` (``default``, ``trn2``) of the previous release."""
-    with gzip.open(RELEASE / f"{name}.json.gz", "rt", encoding="utf-8") as f:
-        return json.load(f)
-
 
 def _trainium(changes):
     [group] = [c for c in changes if c.type == "AWS::EKS::Nodegroup" and "Trainium" in
