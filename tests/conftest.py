@@ -11,7 +11,6 @@ finding makes the synth, and so the test, fail.
 from __future__ import annotations
 
 import gzip
-
 import json
 import os
 import sys

@@ -432,9 +432,9 @@ def describe(change: ResourceChange) -> str:
                     f"{split_advice(change)}{why}")
         if change.type == "AWS::EKS::Nodegroup":
             return (f"rolls every node of node group {change.logical_id}: EKS replaces each node "
-                    "with a new one, evicting the pods on it (with its UpdateConfig: "
-                    "launching a new node first, or under MINIMAL terminating the old one "
-                    f"first){why}")
+                    "with a new one, evicting the pods on it (by EKS's default strategy it "
+                    "launches the new node first; under UpdateConfig MINIMAL, the Trainium "
+                    f"groups on reserved capacity, it terminates the old one first){why}")
         return f"replaces every node of {_name(change)}{why}"
     if change.kind == "replaced":
         new = f" with {change.new_logical_id}" if change.new_logical_id else ""
