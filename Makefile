@@ -79,12 +79,14 @@ DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 ## Before it deploys, `trn-ultracluster plan` compares the deployed stack with the
 ## configuration and stops when the deploy would replace or remove data or nodes, or roll
 ## nodes (the file system replaced, node groups rolled...: docs/changes.md); ALLOW_REPLACE=1
-## deploys anyway (ALLOW_FSX_REPLACE=1, its earlier name, too).
+## deploys anyway (ALLOW_FSX_REPLACE=1, its earlier name, too), except a deploy CloudFormation
+## would refuse (a node group update that combines a version-type change with another: plan
+## says how to split it; README "Upgrading a deployed stack").
 deploy: setup
 	@deployer=$(DEPLOYER) && \
 	$(VPY) -m trn_ultracluster plan $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
 	  $(if $(filter 1,$(ALLOW_REPLACE) $(ALLOW_FSX_REPLACE)),--allow-replace) || { \
-	    echo "make deploy: stopped by plan (above); ALLOW_REPLACE=1 deploys anyway" >&2; exit 1; } && \
+	    echo "make deploy: stopped by plan (above); ALLOW_REPLACE=1 deploys anyway, unless plan says CloudFormation would refuse it" >&2; exit 1; } && \
 	$(CDK) deploy $(ALL_STACKS) $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \
 	  --outputs-file $(OUT)/outputs.json
 

@@ -10,6 +10,7 @@ finding makes the synth, and so the test, fail.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import sys
@@ -147,3 +148,15 @@ def scale_stack(synth):
                               "nodes.desired": SCALE_NODES, "nodes.max": SCALE_NODES})
 
     return _scale
+
+
+RELEASE = REPO_ROOT / "tests" / "fixtures" / "release-8995205"
+"""``tests/snapshots/<name>.json`` of commit 8995205, the previous release
+(``git show 8995205:tests/snapshots/<name>.json | gzip -9n``): what a deployed stack of that
+release runs."""
+
+
+def release_template(name: str) -> dict:
+    """The template ``name`` (``default``, ``trn2``) of the previous release."""
+    with gzip.open(RELEASE / f"{name}.json.gz", "rt", encoding="utf-8") as f:
+        return json.load(f)

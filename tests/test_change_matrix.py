@@ -14,7 +14,13 @@ import pytest
 
 from tests.conftest import REPO_ROOT, profile_path
 from trn_ultracluster.change_matrix import ROWS, SEVERITY, ChangeRow, markdown_table, role_of
-from trn_ultracluster.changes import classify, describe, stops_deploy
+from trn_ultracluster.changes import (
+    classify,
+    describe,
+    refused_combination,
+    shrinking_claims,
+    stops_deploy,
+)
 
 def _templates(synth, row: ChangeRow) -> tuple[dict, dict]:
     profile = profile_path(row.base)
@@ -27,7 +33,10 @@ def test_change_does_what_the_table_says(synth, row):
     changes = classify(before, after)
     resources = {**before["Resources"], **after["Resources"]}
     worst: dict[str, str] = {}
-    problems = []
+    # every row is one deploy CloudFormation and Kubernetes accept (changes.refused_combination)
+    problems = [describe(c) for c in changes if refused_combination(c)]
+    problems += [f"claim {c.name} shrinks {c.before} -> {c.after}"
+                 for c in shrinking_claims(before, after)]
     for change in changes:
         resource = resources.get(change.new_logical_id or change.logical_id,
                                  resources[change.logical_id])

@@ -9,12 +9,15 @@ import json
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, release_template
 from trn_ultracluster.changes import (
     DOCUMENTED_CREATE_ONLY,
     classify,
     describe,
+    quantity_bytes,
+    refused_combination,
     role,
+    shrinking_claims,
     stops_deploy,
 )
 from trn_ultracluster.create_only import CFN_LINT_VERSION, CREATE_ONLY
@@ -297,3 +300,149 @@ def test_node_group_properties_that_roll_are_those_of_update_nodegroup_version()
     cfn_names = {name[0].upper() + name[1:] for name in request}  # version -> Version
     assert set(_NODEGROUP_ROLLERS) == cfn_names - {
         "ClusterName", "NodegroupName", "Force", "ClientRequestToken"}
+
+
+# --- node group updates CloudFormation refuses ------------------------------------------------
+# CloudFormation user guide, AWS::EKS::Nodegroup (callout of
+# awsdocs/aws-cloudformation-user-guide#1181): "updates to tags cannot be associated with an
+# update ReleaseVersion, Version or LaunchTemplate"; the resource fails with "Version and
+# ReleaseVersion updates cannot be combined with other updates" (aws/containers-roadmap#1258,
+# eksctl-io/eksctl#2565, aws/aws-cdk#13602 and #16644).
+
+
+def _nodes(after, before=BASE):
+    return next(c for c in classify(before, after) if c.logical_id == "Nodes")
+
+
+@pytest.mark.parametrize("edit, versions, others", [
+    (lambda p: p.update(Version="1.36", Tags={"env": "prod"}), ("Version",), ("Tags",)),
+    (lambda p: p.update(ReleaseVersion="1.36.1-20261101",
+                        ScalingConfig={"MinSize": 0, "MaxSize": 8, "DesiredSize": 8}),
+     ("ReleaseVersion",), ("ScalingConfig",)),
+    (lambda p: p.update(Version="1.36", UpdateConfig={"MaxUnavailable": 1,
+                                                      "UpdateStrategy": "MINIMAL"},
+                        Labels={"a": "b"}), ("Version",), ("Labels", "UpdateConfig")),
+], ids=["version+tags", "release+scaling", "version+update config+labels"])
+def test_a_version_type_change_with_any_other_is_refused(edit, versions, others):
+    change = _nodes(_after(Nodes=lambda r: edit(r["Properties"])))
+    assert change.kind == "nodes rolled" and refused_combination(change)
+    assert (change.version_changes, change.other_changes) == (versions, others)
+    text = describe(change)
+    assert text.startswith("cannot update node group Nodes: CloudFormation refuses")
+    assert "Version and ReleaseVersion updates cannot be combined with other updates" in text
+    assert f"deploy 1: only the configuration change that changes {', '.join(others)}" in text
+
+
+def test_a_new_launch_template_version_with_a_scaling_change_is_refused():
+    """``nodes`` + ``instance_type`` in one deploy: the launch template's new version reaches
+    the group (``LatestVersionNumber``) in the same update as its ``ScalingConfig``."""
+    after = _after(
+        LaunchTemplate=lambda r: r["Properties"]["LaunchTemplateData"].update(
+            InstanceType="trn1n.32xlarge"),
+        Nodes=lambda r: r["Properties"].update(
+            ScalingConfig={"MinSize": 0, "MaxSize": 8, "DesiredSize": 8}))
+    change = _nodes(after)
+    assert refused_combination(change)
+    assert change.version_changes == ("LaunchTemplate",)
+    assert change.other_changes == ("ScalingConfig",)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda r: r["Properties"].update(Version="1.36"),
+    lambda r: r["Properties"].update(Version="1.36", ReleaseVersion="1.36.1-20261101"),
+    lambda r: r["Properties"].update(Tags={"env": "prod"}, UpdateConfig={"MaxUnavailable": 2}),
+], ids=["version", "version+release", "config only"])
+def test_either_side_alone_is_accepted(edit):
+    change = _nodes(_after(Nodes=edit))
+    assert not refused_combination(change)
+    assert "cannot update" not in describe(change)
+
+
+def test_other_types_are_never_refused_combinations():
+    after = _after(LaunchTemplate=lambda r: r["Properties"]["LaunchTemplateData"].update(
+        InstanceType="trn1n.32xlarge"))
+    assert not any(refused_combination(c) for c in classify(BASE, after)
+                   if c.type != "AWS::EKS::Nodegroup")
+
+
+# --- FSx claims whose request shrinks ---------------------------------------------------------
+
+def _claim_manifest(storage, name="fsx-lustre"):
+    """A PersistentVolume and its claim, as CDK writes them: JSON joined around a ``Ref``."""
+    return {"Fn::Join": ["", [
+        '[{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"fsx-lustre"},'
+        '"spec":{"capacity":{"storage":"2400Gi"},"csi":{"volumeHandle":"',
+        {"Ref": "FileSystemFFD87EE1"},
+        '"}}},{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"'
+        + name + '","namespace":"training"},"spec":{"storageClassName":"",'
+        '"volumeName":"fsx-lustre","resources":{"requests":{"storage":"' + storage + '"}}}}]']]}
+
+
+def _with_claim(storage, name="fsx-lustre"):
+    return _after(Manifest=lambda r: r["Properties"].update(
+        Manifest=_claim_manifest(storage, name)))
+
+
+def test_a_shrinking_claim_request_is_found():
+    [claim] = shrinking_claims(_with_claim("2400Gi"), _with_claim("1200Gi"))
+    assert (claim.logical_id, claim.namespace, claim.name, claim.before, claim.after,
+            claim.volume) == ("Manifest", "training", "fsx-lustre", "2400Gi", "1200Gi",
+                              "fsx-lustre")
+
+
+@pytest.mark.parametrize("before, after", [
+    (("1200Gi",), ("1200Gi",)), (("1200Gi",), ("2400Gi",)), (("1228800Mi",), ("1200Gi",)),
+    (("2400Gi",), ("1200Gi", "fsx-lustre-efa")),  # another claim: created, not updated
+], ids=["same", "grows", "same size other unit", "renamed"])
+def test_no_shrink(before, after):
+    assert shrinking_claims(_with_claim(*before), _with_claim(*after)) == []
+
+
+@pytest.mark.parametrize("text, size", [
+    ("1200Gi", 1200 * 2**30), ("1.5Ti", 1.5 * 2**40), ("1G", 10**9), ("512", 512),
+    ("12e3", None), ("lots", None),
+])
+def test_quantity_bytes(text, size):
+    assert quantity_bytes(text) == size
+
+
+# --- the upgrade from the previous release (commit 8995205) ------------------------------------
+
+def _trainium(changes):
+    [group] = [c for c in changes if c.type == "AWS::EKS::Nodegroup" and "Trainium" in
+               c.logical_id]
+    return group
+
+
+def test_upgrading_the_default_stack_from_the_previous_release_is_one_deploy(default):
+    """On-demand node groups get no ``UpdateConfig`` (node_updates.node_update), so the
+    Trainium node group's update has only version-type changes (its new ``Version`` and the
+    launch template version without the configuration's tags): CloudFormation takes it."""
+    changes = classify(release_template("default"), default.template)
+    group = _trainium(changes)
+    assert group.kind == "nodes rolled"
+    assert (group.version_changes, group.other_changes) == (("Version", "LaunchTemplate"), ())
+    assert not [c for c in changes if refused_combination(c)]
+    assert shrinking_claims(release_template("default"), default.template) == []
+
+
+def test_upgrading_a_reserved_stack_from_the_previous_release_takes_two_deploys(synth):
+    """trn2 (a Capacity Block): the node group's new ``UpdateConfig`` (``MINIMAL``) comes with
+    its new ``Version`` and launch template version: refused, with the two steps; step 1
+    (``eks.node_update_config: none``) has only version-type changes, step 2 only the
+    ``UpdateConfig``. The claim of the 2400 GiB file system shrinks to 1200Gi."""
+    from tests.conftest import profile_path
+
+    old = release_template("trn2")
+    step1 = synth(profile_path("trn2"), **{"eks.node_update_config": "none"}).template
+    final = synth(profile_path("trn2")).template
+    group = _trainium(classify(old, final))
+    assert refused_combination(group) and group.other_changes == ("UpdateConfig",)
+    text = describe(group)
+    assert "deploy 1: -c eks.node_update_config=none" in text
+    assert "trn-ultracluster scale --nodes 0" in text
+    assert not any(refused_combination(c) for c in classify(old, step1))
+    second = _trainium(classify(step1, final))
+    assert (second.kind, second.reasons) == ("updated", ("UpdateConfig changed",))
+    [claim] = shrinking_claims(old, final)
+    assert (claim.name, claim.before, claim.after) == ("fsx-lustre", "2400Gi", "1200Gi")

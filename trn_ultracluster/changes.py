@@ -43,7 +43,16 @@ policies do not update a resource.
 
 :func:`describe` says what a change does in a user's words; :func:`stops_deploy` says whether
 ``trn-ultracluster plan`` stops for it (data-bearing or node-carrying resources replaced or
-removed, nodes rolled).
+removed, nodes rolled); :func:`refused_combination` says whether CloudFormation refuses it
+outright: an ``AWS::EKS::Nodegroup`` update that combines a version-type property
+(:data:`NODEGROUP_VERSION_PROPERTIES`) with any other, which fails with "Version and
+ReleaseVersion updates cannot be combined with other updates" and rolls the stack back
+(CloudFormation user guide, ``AWS::EKS::Nodegroup``, the callout of
+awsdocs/aws-cloudformation-user-guide#1181: "updates to tags cannot be associated with an
+update ReleaseVersion, Version or LaunchTemplate"; aws/containers-roadmap#1258, "Update
+nodegroup and template at the same time", open, workaround "Creating two cfn updates";
+eksctl-io/eksctl#2565; aws/aws-cdk#13602 and #16644). :func:`shrinking_claims` finds an FSx
+claim whose storage request a deploy would lower, which Kubernetes refuses.
 """
 
 from __future__ import annotations
@@ -57,8 +66,9 @@ from typing import Any, Literal
 from trn_ultracluster.create_only import CREATE_ONLY
 
 __all__ = [
-    "DATA_TYPES", "DOCUMENTED_CREATE_ONLY", "NODE_TYPES", "ChangeKind", "ResourceChange",
-    "classify", "describe", "role", "stops_deploy", "summary",
+    "DATA_TYPES", "DOCUMENTED_CREATE_ONLY", "NODEGROUP_VERSION_PROPERTIES", "NODE_TYPES",
+    "ChangeKind", "ClaimShrink", "ResourceChange", "classify", "describe", "refused_combination",
+    "quantity_bytes", "role", "shrinking_claims", "split_advice", "stops_deploy", "summary",
 ]
 
 ChangeKind = Literal["unchanged", "updated", "replaced", "nodes rolled", "added", "removed"]
@@ -101,8 +111,12 @@ ROLE_SUFFIXES = ("Efa",)
 """Construct-id suffixes that mark a forced replacement: ``FileSystemEfa`` replaces
 ``FileSystem`` (``constructs/storage.py`` ``EFA_ID_SUFFIX``)."""
 _HASH = re.compile(r"[0-9A-F]{8}$")
-_NODEGROUP_ROLLERS = ("Version", "ReleaseVersion", "LaunchTemplate")
-"""``AWS::EKS::Nodegroup`` properties whose update replaces every node (module doc)."""
+NODEGROUP_VERSION_PROPERTIES = ("Version", "ReleaseVersion", "LaunchTemplate")
+"""``AWS::EKS::Nodegroup`` properties whose update replaces every node (module doc): the
+members of EKS ``UpdateNodegroupVersion`` (tests/test_changes.py checks botocore's model).
+CloudFormation refuses to combine a change of one of them with a change of any other
+property of the same node group (:func:`refused_combination`)."""
+_NODEGROUP_ROLLERS = NODEGROUP_VERSION_PROPERTIES
 _ASG_ROLLERS = ("LaunchTemplate", "VPCZoneIdentifier", "PlacementGroup")
 _ROLLING_POLICIES = ("AutoScalingRollingUpdate", "AutoScalingReplacingUpdate")
 
@@ -121,6 +135,11 @@ class ResourceChange:
         kept: for ``removed`` / ``replaced``: the old resource stays in the account, no
             longer managed by the stack (``DeletionPolicy`` / ``UpdateReplacePolicy``
             ``Retain`` or ``Snapshot``).
+        version_changes: for an ``AWS::EKS::Nodegroup`` whose nodes roll, the
+            :data:`NODEGROUP_VERSION_PROPERTIES` that change, in that order.
+        other_changes: for the same, the other top-level properties that change in the same
+            update, sorted (non-empty: CloudFormation refuses the update,
+            :func:`refused_combination`).
     """
 
     logical_id: str
@@ -129,6 +148,8 @@ class ResourceChange:
     new_logical_id: str | None = None
     reasons: tuple[str, ...] = field(default=())
     kept: bool = False
+    version_changes: tuple[str, ...] = field(default=())
+    other_changes: tuple[str, ...] = field(default=())
 
 
 def role(logical_id: str) -> str:
@@ -268,6 +289,11 @@ def _classify_kept(logical_id: str, state: _State) -> ResourceChange:
         return ResourceChange(logical_id, cfn_type, "replaced", reasons=tuple(create_only),
                               kept=kept)
     if rolls := _rolls(cfn_type, changed, new):
+        if cfn_type == "AWS::EKS::Nodegroup":
+            return ResourceChange(
+                logical_id, cfn_type, "nodes rolled", reasons=tuple(rolls),
+                version_changes=tuple(p for p in _NODEGROUP_ROLLERS if p in changed),
+                other_changes=tuple(sorted(p for p in changed if p not in _NODEGROUP_ROLLERS)))
         return ResourceChange(logical_id, cfn_type, "nodes rolled", reasons=tuple(rolls))
     return ResourceChange(logical_id, cfn_type, "updated", reasons=tuple(changed.values()))
 
@@ -312,6 +338,39 @@ def classify(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Resour
     paired = set(pairs.values())
     out += [ResourceChange(i, a[i]["Type"], "added") for i in added if i not in paired]
     return sorted(out, key=lambda c: c.logical_id)
+
+
+def refused_combination(change: ResourceChange) -> bool:
+    """Whether CloudFormation refuses ``change`` whatever the user allows: an
+    ``AWS::EKS::Nodegroup`` update that changes a version-type property
+    (:data:`NODEGROUP_VERSION_PROPERTIES`, EKS ``UpdateNodegroupVersion``) and any other
+    property (``ScalingConfig``, ``UpdateConfig``, ``Labels``, ``Taints``: EKS
+    ``UpdateNodegroupConfig``; ``Tags``: ``TagResource``) in one update. The resource fails
+    with "Version and ReleaseVersion updates cannot be combined with other updates" and the
+    stack rolls back (module doc for the sources). A version-type change alone, or the other
+    changes alone, are accepted."""
+    return (change.type == "AWS::EKS::Nodegroup" and change.kind == "nodes rolled"
+            and bool(change.version_changes) and bool(change.other_changes))
+
+
+def split_advice(change: ResourceChange) -> str:
+    """How to deploy a :func:`refused_combination` change in two CloudFormation updates, in
+    words: first the other properties, then the version-type ones (the order the
+    configuration can usually express; either order passes CloudFormation's rule). An
+    ``UpdateConfig`` that appears on reserved capacity has its own path:
+    ``eks.node_update_config: none`` first (README "Upgrading a deployed stack")."""
+    versions = ", ".join(change.version_changes)
+    others = ", ".join(change.other_changes)
+    if change.other_changes == ("UpdateConfig",):
+        return ("deploy 1: -c eks.node_update_config=none (no UpdateConfig: the deploy changes "
+                f"only {versions}; on reserved capacity scale the Trainium node groups to 0 "
+                "first with `trn-ultracluster scale --nodes 0`, since EKS's default roll "
+                "launches a new node before it terminates an old one); deploy 2: the "
+                "configuration as it is (adds UpdateConfig alone); then scale back up "
+                "(README \"Upgrading a deployed stack\")")
+    return (f"deploy 1: only the configuration change that changes {others} (keep what "
+            f"changes {versions} as deployed); deploy 2: the rest, which changes {versions} "
+            "alone (README \"Upgrading a deployed stack\")")
 
 
 def stops_deploy(change: ResourceChange) -> bool:
@@ -363,10 +422,19 @@ def describe(change: ResourceChange) -> str:
     why = f" ({'; '.join(change.reasons)})" if change.reasons else ""
     loss = _LOSS.get(change.type)
     if change.kind == "nodes rolled":
+        if refused_combination(change):
+            return (f"cannot update node group {change.logical_id}: CloudFormation refuses an "
+                    f"update that changes {', '.join(change.version_changes)} (a node roll, "
+                    f"EKS UpdateNodegroupVersion) together with {', '.join(change.other_changes)}"
+                    ": \"Version and ReleaseVersion updates cannot be combined with other "
+                    "updates\", and the stack rolls back (CloudFormation user guide, "
+                    "AWS::EKS::Nodegroup; aws/containers-roadmap#1258). Split it: "
+                    f"{split_advice(change)}{why}")
         if change.type == "AWS::EKS::Nodegroup":
             return (f"rolls every node of node group {change.logical_id}: EKS replaces each node "
-                    "with a new one, evicting the pods on it, and needs room for extra nodes "
-                    f"while it does{why}")
+                    "with a new one, evicting the pods on it (by EKS's default strategy it "
+                    "launches the new node first; under UpdateConfig MINIMAL, the Trainium "
+                    f"groups on reserved capacity, it terminates the old one first){why}")
         return f"replaces every node of {_name(change)}{why}"
     if change.kind == "replaced":
         new = f" with {change.new_logical_id}" if change.new_logical_id else ""
@@ -400,3 +468,105 @@ def summary(changes: list[ResourceChange]) -> list[str]:
     return [f"{c.kind:<12}  {c.type:<40}  {c.logical_id}"
             + (f" -> {c.new_logical_id}" if c.new_logical_id else "")
             for c in changes if c.kind != "unchanged"]
+
+
+# --- FSx claims whose storage request shrinks ------------------------------------------------
+
+_KUBERNETES_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
+_TOKEN = "__cfn_token__"
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_FACTORS = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+            "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50,
+            "Ei": 2**60}
+"""Suffixes of a Kubernetes quantity (Kubernetes API reference, "Quantity": binary ``Ki``
+.. ``Ei``, decimal ``k`` .. ``E``); the exponent forms (``1e3``) are not read."""
+
+
+@dataclass(frozen=True)
+class ClaimShrink:
+    """A PersistentVolumeClaim whose ``spec.resources.requests.storage`` a deploy lowers.
+    Kubernetes refuses it: "spec.resources.requests.storage: Forbidden: field can not be less
+    than previous value" (the API server's validation of a claim update, the message as
+    ``kubectl`` users report it; the validation code itself not read here), so the manifest's
+    custom resource fails and the stack rolls back.
+
+    Attributes:
+        logical_id: the ``Custom::AWSCDK-EKS-KubernetesResource`` in ``after``.
+        namespace: the claim's namespace (None when the manifest gives none).
+        name: the claim's name.
+        before: the deployed request, as written (``"2400Gi"``).
+        after: the new request (``"1200Gi"``).
+        volume: the claim's ``spec.volumeName`` (the PersistentVolume it is bound to), if any.
+    """
+
+    logical_id: str
+    namespace: str | None
+    name: str
+    before: str
+    after: str
+    volume: str | None = None
+
+
+def quantity_bytes(quantity: str) -> float | None:
+    """A Kubernetes quantity (``"1200Gi"``) in bytes; None when it is not of the plain
+    number-and-suffix form."""
+    match = _QUANTITY.match(quantity.strip()) if isinstance(quantity, str) else None
+    if match is None:
+        return None
+    return float(match.group(1)) * _FACTORS[match.group(2)]
+
+
+def _manifest_objects(manifest: Any) -> list[dict[str, Any]]:
+    """The Kubernetes objects of a ``Manifest`` property: JSON text, or an ``Fn::Join`` of
+    text and intrinsic functions (each intrinsic read as a placeholder string; CDK writes
+    them inside JSON strings). Empty when it cannot be read."""
+    if isinstance(manifest, Mapping) and set(manifest) == {"Fn::Join"}:
+        separator, parts = manifest["Fn::Join"]
+        if not isinstance(separator, str) or not isinstance(parts, list):
+            return []
+        manifest = separator.join(p if isinstance(p, str) else _TOKEN for p in parts)
+    if not isinstance(manifest, str):
+        return []
+    try:
+        objects = json.loads(manifest)
+    except ValueError:
+        return []
+    objects = objects if isinstance(objects, list) else [objects]
+    return [o for o in objects if isinstance(o, dict)]
+
+
+def _claim_requests(template: Mapping[str, Any]) -> dict[tuple[str | None, str],
+                                                         tuple[str, str, str | None]]:
+    """(namespace, name) of each PersistentVolumeClaim in the template's Kubernetes manifests
+    -> (logical id, storage request, volume name)."""
+    out = {}
+    for logical_id, resource in (template.get("Resources") or {}).items():
+        if resource.get("Type") != _KUBERNETES_RESOURCE:
+            continue
+        manifest = (resource.get("Properties") or {}).get("Manifest")
+        for obj in _manifest_objects(manifest):
+            if obj.get("kind") != "PersistentVolumeClaim":
+                continue
+            meta = obj.get("metadata") or {}
+            storage = (((obj.get("spec") or {}).get("resources") or {}).get("requests")
+                       or {}).get("storage")
+            volume = (obj.get("spec") or {}).get("volumeName")
+            if isinstance(meta.get("name"), str) and isinstance(storage, str):
+                out[(meta.get("namespace"), meta["name"])] = (
+                    logical_id, storage, volume if isinstance(volume, str) else None)
+    return out
+
+
+def shrinking_claims(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ClaimShrink]:
+    """Each claim of both templates (same namespace and name) whose storage request is lower
+    in ``after``: the EKS FSx claim of a stack deployed with a request above today's fixed
+    1200 GiB (:data:`trn_ultracluster.orchestrators.eks.manifests.FSX_CLAIM_REQUEST_GIB`).
+    A claim deleted and recreated under a new name (``fsx.efa`` turned on) is not compared."""
+    old, new = _claim_requests(before), _claim_requests(after)
+    out = []
+    for key in sorted(set(old) & set(new), key=str):
+        was, now = quantity_bytes(old[key][1]), quantity_bytes(new[key][1])
+        if was is not None and now is not None and now < was:
+            out.append(ClaimShrink(new[key][0], key[0], key[1], old[key][1], new[key][1],
+                                   new[key][2]))
+    return out

@@ -16,7 +16,7 @@ import pytest
 from botocore.stub import Stubber
 
 from tests.cli.helpers import REGION, run
-from tests.conftest import REPO_ROOT, profile_path
+from tests.conftest import REPO_ROOT, profile_path, release_template
 from trn_ultracluster.changes import classify
 from trn_ultracluster.cli.commands import plan as plan_cmd
 from trn_ultracluster.network_plan import new_block_warning
@@ -187,3 +187,48 @@ def test_plan_synthesizes_what_the_deploy_deploys(synth, monkeypatch, capsys):
     assert code == 0, out
     resources = len(_dev(synth)["Resources"])
     assert f"resources: {resources} unchanged\n" in out
+
+
+# --- deploys that cannot succeed as they are: the upgrade from the previous release ------------
+
+def test_plan_refuses_a_node_group_update_cloudformation_refuses_even_when_allowed(
+        synth, deployed, capsys):
+    """trn2 of the previous release (8995205) to today's: the Capacity Block node group would
+    get its new ``UpdateConfig`` with its new ``Version`` and launch template version, which
+    CloudFormation refuses ("Version and ReleaseVersion updates cannot be combined with other
+    updates"): exit 1 even with --allow-replace, and the two steps."""
+    deployed(release_template("trn2"), synth(profile_path("trn2")).template)
+    code, out, err = run(capsys, "plan", "--profile", "profiles/trn2.yaml", "--allow-replace")
+    assert code == 1
+    assert "CloudFormation would refuse the deploy (whatever --allow-replace says):" in out
+    assert "  x cannot update node group EksClusterNodegroupTrainiumNodes" in out
+    assert "Split it: deploy 1: -c eks.node_update_config=none" in out
+    assert "--allow-replace cannot change that" in err and "going on" not in out
+
+
+def test_plan_stops_for_a_shrinking_claim_with_the_migration_steps(synth, deployed, capsys):
+    """Step 1 of that upgrade (``eks.node_update_config: none``): nothing CloudFormation
+    refuses, but the claim of the 2400 GiB file system would shrink to 1200Gi: the plan stops
+    with the README's steps; --allow-replace goes on (after the steps, the deploy succeeds)."""
+    step1 = synth(profile_path("trn2"), **{"eks.node_update_config": "none"}).template
+    deployed(release_template("trn2"), step1)
+    code, out, _ = run(capsys, "plan", "--profile", "profiles/trn2.yaml",
+                       "-c", "eks.node_update_config=none")
+    assert code == 1 and "  x " not in out
+    assert ("  ! lowers the storage request of the claim training/fsx-lustre (manifest "
+            "EksClustermanifestFsxVolume") in out
+    assert "from 2400Gi to 1200Gi" in out
+    assert "kubectl delete pvc fsx-lustre -n training && kubectl patch pv fsx-lustre" in out
+    deployed(release_template("trn2"), step1)
+    code, out, _ = run(capsys, "plan", "--profile", "profiles/trn2.yaml", "--allow-replace")
+    assert code == 0 and "going on (--allow-replace)" in out
+
+
+def test_plan_of_the_default_upgrade_is_a_roll_it_can_allow(default, deployed, capsys):
+    """The default stack of the previous release: its Trainium nodes roll once (new Version
+    and launch template version), nothing is refused, no claim shrinks."""
+    deployed(release_template("default"), default.template)
+    code, out, _ = run(capsys, "plan", "--allow-replace")
+    assert code == 0
+    assert "  ! rolls every node of node group EksClusterNodegroupTrainiumNodes" in out
+    assert "  x " not in out and "lowers the storage request" not in out

@@ -75,6 +75,7 @@ def test_readme_documents_every_configuration_key():
     keys += [f"nodes.{k}" for k in NodeCounts.model_fields]
     keys += [f"`capacity.{k}" for k in CapacityConfig.model_fields]
     keys += [f"`quotas.{k}" for k in QuotasConfig.model_fields]
-    keys += [f"`eks.{k}" for k in ("pod_ips_per_node", "control_plane_tier")]
+    keys += [f"`eks.{k}" for k in ("pod_ips_per_node", "control_plane_tier",
+                                          "node_update_config")]
     missing = [k for k in keys if k not in readme]
     assert not missing, f"README.md does not document {missing}"

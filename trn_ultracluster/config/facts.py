@@ -70,6 +70,7 @@ DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entrie
 DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
 DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 DOC_EKS_VERSIONS = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
+DOC_NODE_UPDATES = "README.md#upgrading-a-deployed-stack"
 DOC_HYPERPOD_EKS = (
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html")
 DOC_HYPERPOD_EKS_AUTO_RESUME = "docs/hyperpod-eks.md#auto-resume"

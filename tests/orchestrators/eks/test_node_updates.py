@@ -1,7 +1,9 @@
 """How the EKS managed node groups take a change (trn_ultracluster.orchestrators.eks.node_updates):
 they follow the control plane's Kubernetes version, after it, and roll without surge
-instances on reserved capacity. No synth of its own: the configurations are the ones
-tests/orchestrators/eks/test_cluster.py and the HyperPod on EKS tests synthesize."""
+instances on reserved capacity; on-demand groups keep EKS's defaults. One synth of its own
+(trn2 with ``eks.node_update_config: none``, shared with tests/test_changes.py); the others
+are the ones tests/orchestrators/eks/test_cluster.py and the HyperPod on EKS tests
+synthesize."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 
 from tests.conftest import REPO_ROOT, profile_path
 from trn_ultracluster.orchestrators.eks.node_updates import (
+    EKS_DEFAULT_UPDATE,
     MAX_UNAVAILABLE_LIMIT,
     NodeUpdate,
     node_update,
@@ -77,16 +80,17 @@ def _trainium(s) -> list[dict]:
             if "Trainium" in k]
 
 
-def test_on_demand_trainium_nodes_roll_with_surge(default, ultra2000):
-    """On-Demand: EKS's default strategy (new nodes first, capacity kept: EKS user guide,
-    "Understand each phase of node updates"), a tenth of each group at a time."""
-    (group,) = _trainium(default)
-    assert group["UpdateConfig"] == {"MaxUnavailable": 1, "UpdateStrategy": "DEFAULT"}
-    for g in _trainium(ultra2000):
-        assert g["UpdateConfig"] == {
-            "MaxUnavailable": -(-g["ScalingConfig"]["MaxSize"] // 10),
-            "UpdateStrategy": "DEFAULT"}
-        assert g["UpdateConfig"]["MaxUnavailable"] <= MAX_UNAVAILABLE_LIMIT
+def test_on_demand_trainium_nodes_keep_eks_defaults(default, ultra2000):
+    """On-Demand: no ``UpdateConfig``, so EKS's defaults (the default strategy, new nodes
+    first, one at a time: :data:`EKS_DEFAULT_UPDATE`). A stack of the previous release has
+    none, so its upgrade changes only the version-type properties; one more would make
+    CloudFormation refuse the update ("Version and ReleaseVersion updates cannot be combined
+    with other updates", CloudFormation user guide, AWS::EKS::Nodegroup,
+    awsdocs/aws-cloudformation-user-guide#1181). Before, on-demand groups had DEFAULT with a
+    tenth of the group at a time."""
+    for s in (default, ultra2000):
+        groups = _trainium(s)
+        assert groups and not [g for g in groups if "UpdateConfig" in g]
 
 
 def test_reserved_trainium_nodes_roll_without_surge(trn2):
@@ -97,7 +101,16 @@ def test_reserved_trainium_nodes_roll_without_surge(trn2):
     strategy, surge first."""
     (group,) = _trainium(trn2)
     assert group["CapacityType"] == "CAPACITY_BLOCK"
-    assert group["UpdateConfig"]["UpdateStrategy"] == "MINIMAL"
+    assert group["UpdateConfig"] == {"MaxUnavailable": 1, "UpdateStrategy": "MINIMAL"}
+
+
+def test_node_update_config_none_leaves_update_config_out(synth):
+    """``eks.node_update_config: none`` (step 1 of the two-step upgrade of a reserved stack):
+    the Capacity Block group has no ``UpdateConfig``, and nothing else of it changes."""
+    (auto,) = _trainium(synth(profile=TRN2))
+    (none,) = _trainium(synth(profile=TRN2, **{"eks.node_update_config": "none"}))
+    assert "UpdateConfig" not in none
+    assert {k: v for k, v in auto.items() if k != "UpdateConfig"} == none
 
 
 def test_the_system_nodegroup_keeps_eks_defaults(default):
@@ -108,21 +121,33 @@ def test_the_system_nodegroup_keeps_eks_defaults(default):
     assert [("UpdateConfig" in p) for p in system] == [False]
 
 
-@pytest.mark.parametrize("capacity, nodes, expected", [
-    ("on-demand", 1, NodeUpdate("DEFAULT", 1)),
-    ("on-demand", 10, NodeUpdate("DEFAULT", 1)),
-    ("on-demand", 11, NodeUpdate("DEFAULT", 2)),
-    ("on-demand", 450, NodeUpdate("DEFAULT", 45)),
-    ("capacity-reservation", 64, NodeUpdate("MINIMAL", 7)),
-    ("capacity-block", 4, NodeUpdate("MINIMAL", 1)),
+@pytest.mark.parametrize("capacity, nodes, mode, expected", [
+    ("on-demand", 1, "auto", None),
+    ("on-demand", 450, "auto", None),
+    ("capacity-reservation", 10, "auto", NodeUpdate("MINIMAL", 1)),
+    ("capacity-reservation", 11, "auto", NodeUpdate("MINIMAL", 2)),
+    ("capacity-reservation", 64, "auto", NodeUpdate("MINIMAL", 7)),
+    ("capacity-block", 4, "auto", NodeUpdate("MINIMAL", 1)),
     # EKS API Reference, NodegroupUpdateConfig: maxUnavailable "The maximum number is 100".
-    ("capacity-reservation", 5000, NodeUpdate("MINIMAL", 100)),
-    ("on-demand", 0, NodeUpdate("DEFAULT", 1)),  # maxUnavailable: "Minimum value of 1"
+    ("capacity-reservation", 5000, "auto", NodeUpdate("MINIMAL", 100)),
+    ("capacity-block", 0, "auto", NodeUpdate("MINIMAL", 1)),  # "Minimum value of 1"
+    ("capacity-block", 64, "none", None),
+    ("on-demand", 64, "none", None),
 ])
-def test_node_update_per_capacity_and_group_size(capacity, nodes, expected):
-    assert node_update(capacity, nodes) == expected
+def test_node_update_per_capacity_group_size_and_mode(capacity, nodes, mode, expected):
+    assert node_update(capacity, nodes, mode) == expected
 
 
-def test_node_update_refuses_an_unknown_capacity_type():
+def test_eks_default_update_is_one_node_surge_first():
+    """EKS user guide, "Understand each phase of node updates": maxUnavailable "The default
+    value is one node"; the default strategy launches first (EKS API Reference,
+    NodegroupUpdateConfig)."""
+    assert EKS_DEFAULT_UPDATE == NodeUpdate("DEFAULT", 1)
+    assert EKS_DEFAULT_UPDATE.max_unavailable <= MAX_UNAVAILABLE_LIMIT
+
+
+def test_node_update_refuses_an_unknown_capacity_type_or_mode():
     with pytest.raises(ValueError, match="spot"):
         node_update("spot", 4)
+    with pytest.raises(ValueError, match="sometimes"):
+        node_update("capacity-block", 4, "sometimes")  # type: ignore[arg-type]

@@ -12,8 +12,15 @@ resource (:func:`trn_ultracluster.changes.classify`) and prints each replacement
 node roll in words, and each resource updated in place by count.
 
 Exit 1 when the deploy would replace or remove data or nodes or roll nodes
-(:func:`~trn_ultracluster.changes.stops_deploy`), unless ``--allow-replace``; a stack that
-does not exist yet, or a change that stops nothing, exits 0. ``make deploy`` runs it first.
+(:func:`~trn_ultracluster.changes.stops_deploy`), or lower the storage request of the EKS
+FSx claim (:func:`~trn_ultracluster.changes.shrinking_claims`: Kubernetes refuses it until
+the claim is recreated, README "File system size on EKS"), unless ``--allow-replace``; a
+stack that does not exist yet, or a change that stops nothing, exits 0. Exit 1 also with
+``--allow-replace`` when CloudFormation would refuse the deploy whatever the user allows: a
+node group update that combines a version-type change with another
+(:func:`~trn_ultracluster.changes.refused_combination`); the plan says how to split it in two
+deploys. Going on would only fail the deploy and roll the stack back. ``make deploy`` runs it
+first.
 """
 
 from __future__ import annotations
@@ -27,11 +34,20 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.changes import ResourceChange, classify, describe, stops_deploy
+from trn_ultracluster.changes import (
+    ClaimShrink,
+    ResourceChange,
+    classify,
+    describe,
+    refused_combination,
+    shrinking_claims,
+    stops_deploy,
+)
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.network_plan import new_block_warning
 
-__all__ = ["ALLOW_FLAG", "deployed_template", "format_plan", "plan", "synthesize"]
+__all__ = ["ALLOW_FLAG", "deployed_template", "describe_claim_shrink", "format_plan", "plan",
+           "synthesize"]
 
 ALLOW_FLAG = "--allow-replace"
 """The option that lets the deploy go on (``make deploy ALLOW_REPLACE=1`` passes it)."""
@@ -96,21 +112,48 @@ def _new_blocks_of_eks(changes: list[ResourceChange], after: Mapping[str, Any]) 
             for c in changes if c.kind == "added" and c.type == "AWS::EC2::VPCCidrBlock"]
 
 
+def describe_claim_shrink(claim: ClaimShrink) -> str:
+    """``claim`` in words, with the steps that let the deploy recreate it (README
+    "Configuration", "File system size on EKS")."""
+    namespace = claim.namespace or "<namespace>"
+    volume = claim.volume or "<volume>"
+    return (f"lowers the storage request of the claim {namespace}/{claim.name} (manifest "
+            f"{claim.logical_id}) from {claim.before} to {claim.after}: Kubernetes refuses it "
+            "(\"spec.resources.requests.storage: Forbidden: field can not be less than "
+            "previous value\"), the manifest update fails and the stack rolls back. Before this "
+            f"deploy, once no job uses the claim: kubectl delete pvc {claim.name} -n {namespace}"
+            f" && kubectl patch pv {volume} --type json -p "
+            "'[{\"op\":\"remove\",\"path\":\"/spec/claimRef\"}]' (the volume is Retain: "
+            "the file system is untouched); the deploy then recreates the claim, which binds "
+            f"to the same volume; run plan again with {ALLOW_FLAG} to go on (README "
+            "\"File system size on EKS\")")
+
+
 def format_plan(stack_name: str, changes: list[ResourceChange],
-                after: Mapping[str, Any]) -> tuple[str, bool]:
+                after: Mapping[str, Any],
+                before: Mapping[str, Any] | None = None) -> tuple[str, bool]:
     """The plan as text, and whether it stops the deploy.
 
-    Lines: what stops the deploy (``!``), then every other replacement and removal (``-``),
-    the CIDR-block notice when it applies, the counts by class, and each custom resource
-    whose handler's Update runs (``~``: Kubernetes manifests, the image build...).
+    Lines: what CloudFormation would refuse (``x``, :func:`refused_combination`), what stops
+    the deploy (``!``: replacements, removals and rolls of :func:`stops_deploy`, and, with
+    ``before``, each FSx claim whose request would shrink), then every other replacement and
+    removal (``-``), the CIDR-block notice when it applies, the counts by class, and each
+    custom resource whose handler's Update runs (``~``: Kubernetes manifests, the image
+    build...).
     """
-    stopping = [c for c in changes if stops_deploy(c)]
+    refused = [c for c in changes if refused_combination(c)]
+    stopping = [c for c in changes if stops_deploy(c) and not refused_combination(c)]
+    claims = shrinking_claims(before, after) if before is not None else []
     others = [c for c in changes if not stops_deploy(c)
               and c.kind in ("replaced", "removed", "nodes rolled")]
     lines = [f"plan: stack {stack_name}"]
-    if stopping:
+    if refused:
+        lines.append(f"CloudFormation would refuse the deploy (whatever {ALLOW_FLAG} says):")
+        lines += [f"  x {describe(c)}" for c in refused]
+    if stopping or claims:
         lines.append("the deploy would:")
         lines += [f"  ! {describe(c)}" for c in stopping]
+        lines += [f"  ! {describe_claim_shrink(c)}" for c in claims]
     if others:
         lines.append("also (no data or nodes at stake):")
         lines += [f"  - {describe(c)}" for c in others]
@@ -124,7 +167,7 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
     if custom:
         lines.append("custom resources that run their Update (a failed one fails the deploy):")
         lines += [f"  ~ {describe(c)}" for c in custom]
-    return "\n".join(lines), bool(stopping)
+    return "\n".join(lines), bool(refused or stopping or claims)
 
 
 def _context(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
@@ -183,15 +226,22 @@ def plan(args: argparse.Namespace,
     else:
         after = (synth or synthesize)(context, repo)
     changes = classify(deployed, after)
-    text, stops = format_plan(stack_name, changes, after)
+    text, stops = format_plan(stack_name, changes, after, before=deployed)
     print(text)
     if not stops:
         print("plan: nothing is replaced and no node rolls")
         return ExitCode.OK
+    if any(refused_combination(c) for c in changes):
+        print("plan: stopped: CloudFormation would refuse the node group updates listed with "
+              f"'x' and roll the stack back ({ALLOW_FLAG} cannot change that); deploy in the "
+              "two steps each line gives (README \"Upgrading a deployed stack\")",
+              file=sys.stderr)
+        return ExitCode.CHECK_FAILED
     if args.allow_replace:
         print(f"plan: going on ({ALLOW_FLAG})")
         return ExitCode.OK
-    print(f"plan: stopped: the deploy would replace or roll what is listed with '!'. To go "
+    print(f"plan: stopped: the deploy would replace, roll or fail on what is listed with '!'. "
+          f"To go "
           f"on, run again with {ALLOW_FLAG} (make deploy ALLOW_REPLACE=1); to avoid it, "
           "change the configuration back (docs/changes.md)", file=sys.stderr)
     return ExitCode.CHECK_FAILED

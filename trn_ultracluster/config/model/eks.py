@@ -86,6 +86,16 @@ class EksConfig(FrozenModel):
         control_plane_tier: EKS Provisioned Control Plane tier (``ControlPlaneScalingConfig``):
             ``standard`` (default, no extra charge) or ``tier-xl`` .. ``tier-8xl`` (hourly
             price in the estimate); see docs/eks.md "Control plane tier".
+        node_update_config: whether the Trainium node groups on reserved capacity
+            (``capacity-reservation``, ``capacity-block``) get an ``UpdateConfig``: ``auto``
+            (default) gives them ``MINIMAL`` (terminate a node before launching its
+            replacement: no surge instance the reservation cannot hold), ``none`` leaves it out
+            (EKS's defaults: launch first, one node at a time). On-demand node groups never get
+            one. ``none`` is the first of the two deploys that upgrade a reserved-capacity
+            stack whose node groups have no ``UpdateConfig`` yet: CloudFormation refuses a
+            node group update that combines a new ``Version`` or launch template version with
+            a new ``UpdateConfig`` (README "Upgrading a deployed stack";
+            :mod:`trn_ultracluster.orchestrators.eks.node_updates`).
     """
 
     kubernetes_version: str | None = None
@@ -99,6 +109,7 @@ class EksConfig(FrozenModel):
     pod_ips_per_node: int = 16
     control_plane_tier: Literal["standard", "tier-xl", "tier-2xl", "tier-4xl",
                                 "tier-8xl"] = "standard"
+    node_update_config: Literal["auto", "none"] = "auto"
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from trn_ultracluster.config.facts import (
     DOC_EKS_VERSIONS,
     DOC_INSTANCES,
     DOC_K8S_NAMES,
+    DOC_NODE_UPDATES,
     IAM_PRINCIPAL_ARN_RE,
     IAM_ROLE_ARN_RE,
     INSTANCE_TYPE_RE,
@@ -117,3 +118,19 @@ def eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "must be a DNS-1123 label: lowercase letters, digits and '-', "
                           "at most 63 characters", DOC_K8S_NAMES)
     yield from _addons(c)
+    yield from _node_update_config(c)
+
+
+def _node_update_config(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """``eks.node_update_config: none`` changes only the Trainium node groups of ``eks`` on
+    reserved capacity (the others never get an ``UpdateConfig``:
+    :func:`trn_ultracluster.orchestrators.eks.node_updates.node_update`)."""
+    if c.eks.node_update_config != "none":
+        return
+    if c.orchestrator != "eks" or c.capacity.type == "on-demand":
+        where = ("HyperPod runs the nodes of hyperpod-eks" if c.orchestrator != "eks"
+                 else "on-demand node groups never get an UpdateConfig")
+        yield ConfigIssue("eks.node_update_config", "none",
+                          "should be 'auto' (or left out): 'none' only changes the Trainium "
+                          f"node groups of eks on reserved capacity, and {where}",
+                          DOC_NODE_UPDATES, severity="warning")

@@ -122,7 +122,8 @@ class EksOrchestrator(EksCluster):
             )
             nodegroup.node.add_dependency(*waits_for)
             follow_control_plane(nodegroup, self.props.kubernetes_version)
-            set_node_update(nodegroup, node_update(shape.capacity.type, group.nodes))
+            set_node_update(nodegroup, node_update(shape.capacity.type, group.nodes,
+                                                   self.props.settings.node_update_config))
             self.trainium_nodegroups.append(nodegroup)
         return list(self.trainium_nodegroups)
 

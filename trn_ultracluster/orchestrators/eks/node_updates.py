@@ -4,6 +4,21 @@ version, and it rolls its nodes without surge instances where the capacity is re
 Both are properties of ``AWS::EKS::Nodegroup`` that ``aws_eks_v2.Nodegroup`` does not
 expose (``Version``, ``UpdateConfig.UpdateStrategy``), so they are set on its L1 resource
 (``node.default_child``).
+
+CloudFormation refuses an update of a node group that combines a *version-type* change
+(``Version``, ``ReleaseVersion``, ``LaunchTemplate``: what EKS ``UpdateNodegroupVersion``
+takes) with any other (``UpdateConfig``, ``ScalingConfig``, ``Tags``, ``Labels``,
+``Taints``...: ``UpdateNodegroupConfig`` and ``TagResource``), failing with "Version and
+ReleaseVersion updates cannot be combined with other updates" and rolling the stack back
+(CloudFormation user guide, ``AWS::EKS::Nodegroup``, callout added by
+awsdocs/aws-cloudformation-user-guide#1181: "updates to tags cannot be associated with an
+update ReleaseVersion, Version or LaunchTemplate"; aws/containers-roadmap#1258, whose
+workaround is two CloudFormation updates; eksctl-io/eksctl#2565; aws/aws-cdk#13602 and
+#16644). So an ``UpdateConfig`` is set only where it changes what EKS would do anyway
+(:func:`node_update`): a stack deployed before node groups had ``Version`` (commit 8995205)
+gets a new ``Version`` and launch template version on its first deploy of this version, and
+an ``UpdateConfig`` in the same deploy would make it fail. ``trn-ultracluster plan`` finds
+such a combination before the deploy (:func:`trn_ultracluster.changes.refused_combination`).
 """
 
 from __future__ import annotations
@@ -14,8 +29,8 @@ from typing import Literal
 
 from aws_cdk import aws_eks_v2 as eks
 
-__all__ = ["MAX_UNAVAILABLE_LIMIT", "ROLL_FRACTION", "NodeUpdate", "follow_control_plane",
-           "node_update", "set_node_update"]
+__all__ = ["EKS_DEFAULT_UPDATE", "MAX_UNAVAILABLE_LIMIT", "ROLL_FRACTION", "NodeUpdate",
+           "follow_control_plane", "node_update", "set_node_update"]
 
 MAX_UNAVAILABLE_LIMIT = 100
 """Most nodes a managed node group updates at once: ``maxUnavailable`` "The maximum number
@@ -27,8 +42,8 @@ ROLL_FRACTION = 10
 """A roll takes at most one node in this many of a group at a time (at least one). A
 synchronous training job spans every node and stops at the first one drained, so updating
 one node at a time (EKS's default) only stretches the outage: a 450-node group would be
-drained node by node. A tenth bounds what a roll takes away at once (and, on On-Demand, the
-surge instances it must find) while finishing in about ten rounds."""
+drained node by node. A tenth bounds what a roll takes away at once while finishing in about
+ten rounds. Used on reserved capacity only (:func:`node_update`)."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +65,23 @@ class NodeUpdate:
         return {"MaxUnavailable": self.max_unavailable, "UpdateStrategy": self.strategy}
 
 
-def node_update(capacity_type: str, group_nodes: int) -> NodeUpdate:
-    """How a Trainium node group of ``group_nodes`` nodes (its max size) on ``capacity_type``
-    rolls its nodes when its launch template version or Kubernetes version changes.
+EKS_DEFAULT_UPDATE = NodeUpdate("DEFAULT", 1)
+"""What EKS does with a node group that has no ``UpdateConfig``: one node at a time ("The
+maximum unavailable has a quota of 100 nodes. The default value is one node", EKS user guide,
+"Understand each phase of node updates",
+https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html), by the
+*default* strategy, which "launches the new instances first, before terminating the old
+instances" (EKS API Reference, ``NodegroupUpdateConfig``, ``updateStrategy``, valid values
+``DEFAULT | MINIMAL``). That a group without ``updateStrategy`` uses ``DEFAULT`` is what the
+name "default strategy" says; no page states the default value outright (not verified)."""
+
+
+def node_update(capacity_type: str, group_nodes: int,
+                mode: Literal["auto", "none"] = "auto") -> NodeUpdate | None:
+    """The ``UpdateConfig`` of a Trainium node group of ``group_nodes`` nodes (its max size) on
+    ``capacity_type``, or None to leave it out (EKS's defaults, :data:`EKS_DEFAULT_UPDATE`),
+    for how the group rolls its nodes when its launch template version or Kubernetes version
+    changes.
 
     EKS user guide, "Understand each phase of node updates"
     (https://docs.aws.amazon.com/eks/latest/userguide/managed-node-update-behavior.html):
@@ -70,35 +99,46 @@ def node_update(capacity_type: str, group_nodes: int) -> NodeUpdate:
     example, with hardware accelerators such as GPUs)". No page says how ``MINIMAL`` meets a
     Capacity Block node group in particular (not verified against AWS).
 
-    - ``capacity-reservation`` and ``capacity-block``: ``MINIMAL``. A reservation sized to
-      the cluster has no room for a surge instance (a targeted launch beyond it fails), so
-      the default strategy's new nodes could not launch and the update would fail with
-      ``NodeCreationFailure``; terminating first frees the reserved slot the replacement
-      takes.
-    - ``on-demand``: ``DEFAULT``, EKS's recommendation "in most scenarios": the group keeps
-      its capacity while it rolls. The surge instances come from On-Demand capacity, which
-      is not guaranteed for Trainium (if it is short, the update fails and the old nodes
-      stay).
-
-    Both take :data:`ROLL_FRACTION` of the group at a time, at least 1, at most
-    :data:`MAX_UNAVAILABLE_LIMIT`.
+    - ``capacity-reservation`` and ``capacity-block``: ``MINIMAL``, :data:`ROLL_FRACTION` of
+      the group at a time (at least 1, at most :data:`MAX_UNAVAILABLE_LIMIT`). A reservation
+      sized to the cluster has no room for a surge instance (a targeted launch beyond it
+      fails), so the default strategy's new nodes could not launch and the update would fail
+      with ``NodeCreationFailure``; terminating first frees the reserved slot the replacement
+      takes. With ``mode`` ``none``: None (the first deploy of the two-step upgrade, module
+      doc and README "Upgrading a deployed stack").
+    - ``on-demand``: None, EKS's defaults: the *default* strategy, EKS's recommendation "in
+      most scenarios" (the group keeps its capacity while it rolls; the surge instances come
+      from On-Demand capacity, which is not guaranteed for Trainium: if it is short, the
+      update fails and the old nodes stay), one node at a time. An explicit ``UpdateConfig``
+      (a tenth of the group at a time, as this module set before) would roll a large group
+      faster, but a stack deployed before node groups had ``Version`` would then get it in the
+      same update as its new ``Version`` and launch template version, which CloudFormation
+      refuses (module doc): the default profile's upgrade would fail. One node at a time
+      makes a roll of a 450-node group long; a synchronous training job stops at the first
+      drained node either way.
 
     Raises:
-        ValueError: an unknown capacity type.
+        ValueError: an unknown capacity type or mode.
     """
     if capacity_type not in ("on-demand", "capacity-reservation", "capacity-block"):
         raise ValueError(f"capacity type must be on-demand, capacity-reservation or "
                          f"capacity-block, got: {capacity_type!r}")
+    if mode not in ("auto", "none"):
+        raise ValueError(f"mode must be auto or none, got: {mode!r}")
+    if capacity_type == "on-demand" or mode == "none":
+        return None
     parallel = min(MAX_UNAVAILABLE_LIMIT, max(1, math.ceil(group_nodes / ROLL_FRACTION)))
-    return NodeUpdate("DEFAULT" if capacity_type == "on-demand" else "MINIMAL", parallel)
+    return NodeUpdate("MINIMAL", parallel)
 
 
-def set_node_update(nodegroup: eks.Nodegroup, update: NodeUpdate) -> None:
-    """Give ``nodegroup`` the ``UpdateConfig`` of ``update``. Changing it later updates the
-    group in place (``UpdateConfig``: "Update requires: No interruption", CloudFormation
-    template reference, ``AWS::EKS::Nodegroup UpdateConfig``)."""
-    nodegroup.node.default_child.add_property_override(  # type: ignore[union-attr]
-        "UpdateConfig", update.cfn())
+def set_node_update(nodegroup: eks.Nodegroup, update: NodeUpdate | None) -> None:
+    """Give ``nodegroup`` the ``UpdateConfig`` of ``update`` (None: none, EKS's defaults).
+    Changing it later updates the group in place (``UpdateConfig``: "Update requires: No
+    interruption", CloudFormation template reference, ``AWS::EKS::Nodegroup UpdateConfig``),
+    in a deploy of its own when the group's version-type properties change too (module doc)."""
+    if update is not None:
+        nodegroup.node.default_child.add_property_override(  # type: ignore[union-attr]
+            "UpdateConfig", update.cfn())
 
 
 def follow_control_plane(nodegroup: eks.Nodegroup, version: str) -> None:
