@@ -298,6 +298,16 @@ def _classify_kept(logical_id: str, state: _State) -> ResourceChange:
     return ResourceChange(logical_id, cfn_type, "updated", reasons=tuple(changed.values()))
 
 
+CDK_METADATA = "AWS::CDK::Metadata"
+"""The CDK CLI's version-reporting resource: ``cdk deploy`` adds it, an in-process synth (the
+``plan`` command's, the tests') does not; it holds no cluster state, so :func:`classify`
+leaves it out of both templates."""
+
+
+def _without_metadata(resources: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: r for k, r in resources.items() if r.get("Type") != CDK_METADATA}
+
+
 def classify(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[ResourceChange]:
     """Classify every resource of two templates (module doc), in logical-id order.
 
@@ -306,10 +316,11 @@ def classify(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[Resour
         after: the template to deploy.
 
     Returns:
-        One :class:`ResourceChange` per logical id of either template; a replacement by
-        another logical id is one change (``logical_id`` old, ``new_logical_id`` new).
+        One :class:`ResourceChange` per logical id of either template but
+        :data:`CDK_METADATA`; a replacement by another logical id is one change
+        (``logical_id`` old, ``new_logical_id`` new).
     """
-    b, a = before.get("Resources", {}), after.get("Resources", {})
+    b, a = (_without_metadata(t.get("Resources", {})) for t in (before, after))
     removed = sorted(set(b) - set(a))
     added = sorted(set(a) - set(b))
     pairs = _pair_replacements(removed, added, b, a)

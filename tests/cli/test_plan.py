@@ -167,9 +167,39 @@ def test_plan_compares_a_given_template_without_synthesizing(synth, deployed, ca
     deployed(_dev(synth), after)
     (tmp_path / "t.json").write_text(json.dumps(after))
     monkeypatch.setattr(plan_cmd, "synthesize", lambda *a: pytest.fail("--template: no synthesis"))
-    code, out, _ = run(capsys, "plan", "--profile", "profiles/dev.yaml",
-                       "--template", str(tmp_path / "t.json"))
+    code, out, err = run(capsys, "plan", "--profile", "profiles/dev.yaml",
+                         "--template", str(tmp_path / "t.json"))
     assert code == 1 and "rolls every node of node group" in out
+    assert "--profile and -c only name the stack and its Region here" in err
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[1, 2]", "not a CloudFormation template"),
+    ("{}", "not a CloudFormation template"),
+    ('{"Resources": []}', "not a CloudFormation template"),
+    ("{not json", "Expecting property name"),
+])
+def test_a_bad_template_is_refused_before_any_aws_call(text, says, capsys, tmp_path,
+                                                         monkeypatch):
+    from trn_ultracluster.cli import aws
+
+    monkeypatch.chdir(REPO_ROOT)
+    monkeypatch.setattr(aws, "make_session", lambda region: pytest.fail("no AWS call"))
+    (tmp_path / "t.json").write_text(text)
+    code, _, err = run(capsys, "plan", "--template", str(tmp_path / "t.json"))
+    assert code == 2 and says in err and "cdk.out/<stack>.template.json" in err
+    code, _, err = run(capsys, "plan", "--template", str(tmp_path / "missing.json"))
+    assert code == 2 and "No such file" in err
+
+
+def test_the_cdk_cli_s_metadata_resource_is_not_a_change(synth, deployed, capsys):
+    """``cdk deploy`` adds ``AWS::CDK::Metadata``; the in-process synth has none."""
+    before = json.loads(json.dumps(_dev(synth)))
+    before["Resources"]["CDKMetadata"] = {"Type": "AWS::CDK::Metadata",
+                                          "Properties": {"Analytics": "v2:deflate64:x"}}
+    deployed(before, _dev(synth))
+    code, out, _ = run(capsys, "plan", "--profile", "profiles/dev.yaml")
+    assert code == 0 and "CDKMetadata" not in out and "removed" not in out
 
 
 def test_plan_synthesizes_what_the_deploy_deploys(synth, monkeypatch, capsys):

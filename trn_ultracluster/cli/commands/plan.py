@@ -47,7 +47,7 @@ from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.network_plan import new_block_warning
 
 __all__ = ["ALLOW_FLAG", "deployed_template", "describe_claim_shrink", "format_plan", "plan",
-           "synthesize"]
+           "read_template", "synthesize"]
 
 ALLOW_FLAG = "--allow-replace"
 """The option that lets the deploy go on (``make deploy ALLOW_REPLACE=1`` passes it)."""
@@ -70,6 +70,24 @@ def synthesize(context: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
             raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
         assembly = app.synth()
         return dict(assembly.get_stack_by_name(stack.stack_name).template)
+
+
+def read_template(path: Path) -> dict[str, Any]:
+    """The CloudFormation template at ``path`` (JSON, as ``cdk synth`` writes it).
+
+    Raises:
+        CliError: (USAGE) it cannot be read, is not JSON, or is not a template (an object
+            with a ``Resources`` object).
+    """
+    fix = "pass a synthesized template (cdk.out/<stack>.template.json)"
+    try:
+        template = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise CliError(f"--template {path}: {err}", fix) from None
+    if not isinstance(template, dict) or not isinstance(template.get("Resources"), dict):
+        raise CliError(f"--template {path}: not a CloudFormation template (a JSON object with "
+                       "a Resources object)", fix)
+    return template
 
 
 def deployed_template(session: Any, stack_name: str) -> dict[str, Any] | None:
@@ -213,17 +231,17 @@ def plan(args: argparse.Namespace,
                        "leave --region out")
     stack_name = args.stack_name or config.stack_name
     region = config.region
+    after = None
+    if args.template is not None:
+        after = read_template(args.template)
+        if args.profile or args.context:
+            print(f"plan: --template {args.template} is what is compared; --profile and -c "
+                  "only name the stack and its Region here", file=sys.stderr)
     deployed = deployed_template(aws.make_session(region), stack_name)
     if deployed is None:
         print(f"plan: stack {stack_name} does not exist in {region}: the deploy creates it")
         return ExitCode.OK
-    if args.template is not None:
-        try:
-            after = json.loads(args.template.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as err:
-            raise CliError(f"--template {args.template}: {err}", "pass a synthesized template "
-                           "(cdk.out/<stack>.template.json)") from None
-    else:
+    if after is None:
         after = (synth or synthesize)(context, repo)
     changes = classify(deployed, after)
     text, stops = format_plan(stack_name, changes, after, before=deployed)
