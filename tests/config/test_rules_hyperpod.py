@@ -50,6 +50,8 @@ def test_hyperpod_warns_of_node_settings_it_does_not_use(orchestrator, field, va
     assert warning.startswith(f"warning: {field} = {value!r}: should be left out with "
                               f"orchestrator '{orchestrator}'")
     assert instead in warning
+    # only placement_group reaches the placement group (false drops it)
+    assert ("launch template and placement group" in warning) == (field == "placement_group")
 
 
 @pytest.mark.parametrize("field, value, _", HYPERPOD_UNUSED, ids=[c[0] for c in HYPERPOD_UNUSED])

@@ -159,6 +159,14 @@ to it (HyperPod's address counting in :func:`trn_ultracluster.network_plan.node_
 assumes its default)."""
 
 
+_SETS = {
+    "root_volume_gib": "the stack's EFA launch template",
+    "efa_interface_layout": "the stack's EFA launch template",
+    "placement_group": "the stack's EFA launch template and placement group",
+}
+"""What each setting of :data:`_HYPERPOD_DOES_INSTEAD` changes in the template."""
+
+
 def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
     """On ``hyperpod-slurm`` and ``hyperpod-eks`` the nodes are HyperPod's: it launches them
     from its instance groups, not from the stack's launch template, so ``root_volume_gib``,
@@ -179,9 +187,9 @@ def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
         if value != defaults[field].default:
             yield ConfigIssue(
                 field, value,
-                f"should be left out with orchestrator {c.orchestrator!r}: it sets the "
-                f"stack's EFA launch template and placement group, which HyperPod does not "
-                f"use, so it changes nothing on the nodes; {instead}",
+                f"should be left out with orchestrator {c.orchestrator!r}: it sets "
+                f"{_SETS[field]}, which HyperPod does not use, so it changes nothing on the "
+                f"nodes; {instead}",
                 DOC_HYPERPOD_GROUP, severity="warning")
 
 
