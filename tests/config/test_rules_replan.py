@@ -21,8 +21,10 @@ def _resplit(overrides):
 def test_a_cluster_over_several_subnets_is_warned_once():
     loaded, (warning,) = _resplit(EKS_2000)
     assert STYLE.match(warning), warning
-    assert warning.startswith("warning: instance_type,efa_interface_layout,"
-                              "eks.pod_ips_per_node = ('trn1.32xlarge', 'efa', 16): should ")
+    assert warning.startswith(
+        "warning: instance_type = 'trn1.32xlarge': should change on a running cluster only "
+        "after `trn-ultracluster plan` (or with `make deploy`), and so should "
+        "efa_interface_layout (efa) and eks.pod_ips_per_node (16): they set the addresses")
     groups = loaded.config.address_plan.groups
     assert f"split the {len(groups)} Trainium groups over 3 compute subnets" in warning
     assert "Subnets is create-only on AWS::EKS::Nodegroup" in warning
@@ -52,5 +54,6 @@ def test_no_warning_where_nothing_can_move(overrides):
 def test_standalone_names_its_own_fields_and_consequence():
     _, (warning,) = _resplit({"nodes.max": 500, "nodes.desired": 1,
                               "orchestrator": "standalone"})
-    assert warning.startswith("warning: instance_type,efa_interface_layout = ")
+    assert warning.startswith("warning: instance_type = 'trn1.32xlarge': should ")
+    assert "and so should efa_interface_layout (efa): they set" in warning
     assert "VPCZoneIdentifier" in warning

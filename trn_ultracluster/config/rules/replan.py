@@ -64,10 +64,11 @@ def resplit(c: ClusterConfig) -> Iterator[ConfigIssue]:
     split = ", ".join(f"subnet {s}: {sum(g.nodes for g in plan.groups if g.subnet == s)} nodes "
                       f"in {sum(1 for g in plan.groups if g.subnet == s)} group(s)"
                       for s in subnets)
+    others = " and ".join(f"{f} ({_value(c, f)})" for f in fields[1:])
     yield ConfigIssue(
-        ",".join(fields), tuple(_value(c, f) for f in fields),
+        fields[0], _value(c, fields[0]),
         f"should change on a running cluster only after `trn-ultracluster plan` (or with "
-        f"`make deploy`): they set the addresses per node "
+        f"`make deploy`), and so should {others}: they set the addresses per node "
         f"({plan.per_node.rule}), which split the {len(plan.groups)} Trainium groups over "
         f"{len(subnets)} compute subnets ({split}); a change re-splits them: "
         f"{_WHAT_HAPPENS[c.orchestrator]}",
