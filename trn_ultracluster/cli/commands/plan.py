@@ -188,18 +188,6 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
     return "\n".join(lines), bool(refused or stopping or claims)
 
 
-def _context(args: argparse.Namespace, repo: Path) -> dict[str, Any]:
-    from trn_ultracluster.cli.commands.preflight import _key_value
-    from trn_ultracluster.cli.project_config import cdk_context
-    from trn_ultracluster.config import PROFILE_CONTEXT_KEY
-
-    context = cdk_context(repo)
-    if args.profile:
-        context[PROFILE_CONTEXT_KEY] = args.profile
-    context.update(_key_value(args.context, "-c"))
-    return context
-
-
 def plan(args: argparse.Namespace,
          synth: Callable[[Mapping[str, Any], Path], dict[str, Any]] | None = None) -> int:
     """Print what deploying the configuration would do to the deployed stack.
@@ -213,22 +201,14 @@ def plan(args: argparse.Namespace,
             CREDENTIALS / AWS as :func:`deployed_template`.
     """
     from trn_ultracluster.cli import aws
-    from trn_ultracluster.config import ConfigError, load_config
+    from trn_ultracluster.cli.commands.preflight import configuration
 
     if args.outputs_file is not None:
         raise CliError("plan compares the deployed template with the configuration and reads "
                        "no outputs: --outputs-file has no meaning here",
                        "leave --outputs-file out")
     repo = Path.cwd()
-    context = _context(args, repo)
-    try:
-        config = load_config(context, base_dir=repo).config
-    except ConfigError as err:
-        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
-    if args.region and args.region != config.region:
-        raise CliError(f"--region {args.region} is not the configuration's Region "
-                       f"{config.region} (derived from az_ids {', '.join(config.az_ids)})",
-                       "leave --region out")
+    context, config = configuration(args, repo)
     stack_name = args.stack_name or config.stack_name
     region = config.region
     after = None

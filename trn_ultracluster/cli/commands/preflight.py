@@ -13,7 +13,7 @@ from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.project_config import cdk_context
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 
-__all__ = ["preflight"]
+__all__ = ["configuration", "preflight"]
 
 
 def _key_value(items: list[str], option: str) -> dict[str, str]:
@@ -24,6 +24,36 @@ def _key_value(items: list[str], option: str) -> dict[str, str]:
             raise CliError(f"{option} {item!r} must be KEY=VALUE", f"e.g. {option} nodes.max=4")
         out[key] = value
     return out
+
+
+def configuration(args: argparse.Namespace, repo: Path) -> tuple[dict[str, Any], Any]:
+    """The CDK context and the validated configuration of ``args``, as the CDK app reads
+    them in ``repo`` (cdk.json's context, ``--profile``, ``-c``), for the commands that work
+    before a deploy (``preflight``, ``plan``).
+
+    Returns:
+        ``(context, config)``: the context dict and its ``ClusterConfig``.
+
+    Raises:
+        CliError: (USAGE) a ``-c`` that is not KEY=VALUE, an invalid configuration, or a
+            ``--region`` that is not the configuration's Region.
+    """
+    from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
+
+    context = cdk_context(repo)
+    if args.profile:
+        context[PROFILE_CONTEXT_KEY] = args.profile
+    context.update(_key_value(args.context, "-c"))
+    try:
+        config = load_config(context, base_dir=repo).config
+    except ConfigError as err:
+        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+    if args.region and args.region != config.region:
+        raise CliError(f"--region {args.region} is not the configuration's Region {config.region} "
+                       f"(derived from az_ids {', '.join(config.az_ids)})",
+                       "leave --region out, or set az_ids to AZ IDs of "
+                       f"{args.region} (-c az_ids=... or a profile)")
+    return context, config
 
 
 def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None:
@@ -68,27 +98,12 @@ def preflight(args: argparse.Namespace) -> int:
 
     from trn_ultracluster.cli import aws
     from trn_ultracluster.cli.preflight import format_table, run_preflight
-    from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
-
     if args.outputs_file is not None:
         raise CliError("preflight checks the account before a deploy and reads no outputs: "
                        "--outputs-file has no meaning here",
                        "leave --outputs-file out (`outputs --outputs-file ...` reads a "
                        "deployed stack's outputs)")
-    repo = Path.cwd()
-    context = cdk_context(repo)
-    if args.profile:
-        context[PROFILE_CONTEXT_KEY] = args.profile
-    context.update(_key_value(args.context, "-c"))
-    try:
-        config = load_config(context, base_dir=repo).config
-    except ConfigError as err:
-        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
-    if args.region and args.region != config.region:
-        raise CliError(f"--region {args.region} is not the configuration's Region {config.region} "
-                       f"(derived from az_ids {', '.join(config.az_ids)})",
-                       "leave --region out, or set az_ids to AZ IDs of "
-                       f"{args.region} (-c az_ids=... or a profile)")
+    _, config = configuration(args, Path.cwd())
     session = aws.make_session(config.region)
     account, checks = run_preflight(session, config, subprocess.run,
                                     stack_name=args.stack_name or config.stack_name,
