@@ -13,6 +13,7 @@ from tests.conftest import REPO_ROOT, release_template
 from trn_ultracluster.changes import (
     DOCUMENTED_CREATE_ONLY,
     classify,
+    control_plane_version_refusals,
     describe,
     quantity_bytes,
     refused_combination,
@@ -446,3 +447,26 @@ def test_upgrading_a_reserved_stack_from_the_previous_release_takes_two_deploys(
     assert (second.kind, second.reasons) == ("updated", ("UpdateConfig changed",))
     [claim] = shrinking_claims(old, final)
     assert (claim.name, claim.before, claim.after) == ("fsx-lustre", "2400Gi", "1200Gi")
+
+
+def _cluster(version):
+    return {"Resources": {"Cluster": {"Type": "AWS::EKS::Cluster",
+                                      "Properties": {"Version": version}}}}
+
+
+@pytest.mark.parametrize("before, after, refused", [
+    ("1.35", "1.36", None),            # one minor version up: what EKS does
+    ("1.35", "1.35", None),
+    ("1.34", "1.36", "skips a minor version"),
+    ("1.36", "1.35", "goes down"),
+    ("1.35", {"Ref": "Version"}, None),  # a token: nothing to compare
+])
+def test_eks_takes_one_minor_version_up_at_a_time(before, after, refused):
+    """EKS user guide, update-cluster: no downgrade; eksctl's cluster-upgrade page: only the
+    current version or one higher."""
+    found = control_plane_version_refusals(_cluster(before), _cluster(after))
+    if refused is None:
+        assert found == []
+    else:
+        (line,) = found
+        assert refused in line and "update-cluster.html" in line and "Cluster" in line

@@ -67,7 +67,8 @@ from trn_ultracluster.create_only import CREATE_ONLY
 
 __all__ = [
     "DATA_TYPES", "DOCUMENTED_CREATE_ONLY", "NODEGROUP_VERSION_PROPERTIES", "NODE_TYPES",
-    "ChangeKind", "ClaimShrink", "ResourceChange", "classify", "describe", "refused_combination",
+    "ChangeKind", "ClaimShrink", "ResourceChange", "classify", "control_plane_version_refusals",
+    "describe", "refused_combination",
     "quantity_bytes", "role", "shrinking_claims", "split_advice", "stops_deploy", "summary",
 ]
 
@@ -362,6 +363,53 @@ def refused_combination(change: ResourceChange) -> bool:
     changes alone, are accepted."""
     return (change.type == "AWS::EKS::Nodegroup" and change.kind == "nodes rolled"
             and bool(change.version_changes) and bool(change.other_changes))
+
+
+DOC_EKS_UPGRADE = "https://docs.aws.amazon.com/eks/latest/userguide/update-cluster.html"
+"""EKS user guide, "Update existing cluster to new Kubernetes version": "Once you upgrade a
+cluster, you can't downgrade to a previous version" (since 2026-07 EKS rolls a control plane
+back one minor version within 7 days of its upgrade: EKS user guide, rollback-cluster.html,
+read through hashicorp/terraform-provider-aws#48751; whether CloudFormation's
+``AWS::EKS::Cluster`` handler uses it is not verified). One minor version at a time: eksctl's
+"Cluster upgrades" page on docs.aws.amazon.com, "The only values allowed for the --version
+... are the current version of the cluster or one version higher. Upgrades of more than one
+Kubernetes version are not supported"."""
+
+
+def _minor(version: Any) -> tuple[int, int] | None:
+    try:
+        major, minor = str(version).split(".")[:2]
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def control_plane_version_refusals(before: Mapping[str, Any],
+                                   after: Mapping[str, Any]) -> list[str]:
+    """What EKS refuses of a change of an ``AWS::EKS::Cluster``'s ``Version``
+    (:data:`DOC_EKS_UPGRADE`), one sentence per cluster: a step of more than one minor version
+    up, or any step down. Empty when every version stays, moves one minor version up, or is
+    not a literal (a token).
+
+    Args:
+        before, after: the deployed and the new template (``{"Resources": {...}}``).
+    """
+    out = []
+    old_resources, new_resources = before.get("Resources", {}), after.get("Resources", {})
+    for logical_id, resource in new_resources.items():
+        if resource.get("Type") != "AWS::EKS::Cluster" or logical_id not in old_resources:
+            continue
+        old = old_resources[logical_id].get("Properties", {}).get("Version")
+        new = resource.get("Properties", {}).get("Version")
+        o, n = _minor(old), _minor(new)
+        if o is None or n is None or o == n or (o[0] == n[0] and n[1] == o[1] + 1):
+            continue
+        what = ("goes down" if n < o else "skips a minor version")
+        out.append(f"EKS cluster {logical_id}: Kubernetes {old} -> {new} {what}; EKS updates a "
+                   "control plane one minor version up at a time and does not downgrade one "
+                   "(a rollback of one minor version within 7 days of its upgrade is EKS's own "
+                   f"operation, not a template change): go one version at a time ({DOC_EKS_UPGRADE})")
+    return sorted(out)
 
 
 def split_advice(change: ResourceChange) -> str:

@@ -262,3 +262,13 @@ def test_plan_of_the_default_upgrade_is_a_roll_it_can_allow(default, deployed, c
     assert code == 0
     assert "  ! rolls every node of node group EksClusterNodegroupTrainiumNodes" in out
     assert "  x " not in out and "lowers the storage request" not in out
+
+
+def test_plan_refuses_a_kubernetes_version_skip_even_when_allowed(synth, deployed, capsys):
+    before = json.loads(json.dumps(_dev(synth)))
+    cluster = next(r for r in before["Resources"].values() if r["Type"] == "AWS::EKS::Cluster")
+    cluster["Properties"]["Version"] = "1.34"   # the configuration says 1.36
+    deployed(before, _dev(synth))
+    code, out, err = run(capsys, "plan", "--profile", "profiles/dev.yaml", "--allow-replace")
+    assert code == 1 and "x EKS cluster" in out and "1.34 -> 1.36 skips a minor version" in out
+    assert "CloudFormation would refuse the updates listed with 'x'" in err

@@ -38,6 +38,7 @@ from trn_ultracluster.changes import (
     ClaimShrink,
     ResourceChange,
     classify,
+    control_plane_version_refusals,
     describe,
     refused_combination,
     shrinking_claims,
@@ -160,14 +161,16 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
     build...).
     """
     refused = [c for c in changes if refused_combination(c)]
+    versions = control_plane_version_refusals(before, after) if before is not None else []
     stopping = [c for c in changes if stops_deploy(c) and not refused_combination(c)]
     claims = shrinking_claims(before, after) if before is not None else []
     others = [c for c in changes if not stops_deploy(c)
               and c.kind in ("replaced", "removed", "nodes rolled")]
     lines = [f"plan: stack {stack_name}"]
-    if refused:
+    if refused or versions:
         lines.append(f"CloudFormation would refuse the deploy (whatever {ALLOW_FLAG} says):")
         lines += [f"  x {describe(c)}" for c in refused]
+        lines += [f"  x {v}" for v in versions]
     if stopping or claims:
         lines.append("the deploy would:")
         lines += [f"  ! {describe(c)}" for c in stopping]
@@ -185,7 +188,7 @@ def format_plan(stack_name: str, changes: list[ResourceChange],
     if custom:
         lines.append("custom resources that run their Update (a failed one fails the deploy):")
         lines += [f"  ~ {describe(c)}" for c in custom]
-    return "\n".join(lines), bool(refused or stopping or claims)
+    return "\n".join(lines), bool(refused or versions or stopping or claims)
 
 
 def plan(args: argparse.Namespace,
@@ -229,11 +232,11 @@ def plan(args: argparse.Namespace,
     if not stops:
         print("plan: nothing is replaced and no node rolls")
         return ExitCode.OK
-    if any(refused_combination(c) for c in changes):
-        print("plan: stopped: CloudFormation would refuse the node group updates listed with "
-              f"'x' and roll the stack back ({ALLOW_FLAG} cannot change that); deploy in the "
-              "two steps each line gives (README \"Upgrading a deployed stack\")",
-              file=sys.stderr)
+    if (any(refused_combination(c) for c in changes)
+            or control_plane_version_refusals(deployed, after)):
+        print("plan: stopped: CloudFormation would refuse the updates listed with 'x' and "
+              f"roll the stack back ({ALLOW_FLAG} cannot change that); deploy in the steps "
+              "each line gives (README \"Upgrading a deployed stack\")", file=sys.stderr)
         return ExitCode.CHECK_FAILED
     if args.allow_replace:
         print(f"plan: going on ({ALLOW_FLAG})")
