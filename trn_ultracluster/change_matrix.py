@@ -114,20 +114,27 @@ _TAGS = {"team": "ml"}
 _NO_ROLL = "nothing rolls or is replaced"
 
 
+def _resize(orchestrator: str, group_role: str, groups: str, *,
+            grown_also: dict[str, ChangeKind] | None = None, how: str = "",
+            ) -> tuple[ChangeRow, ChangeRow]:
+    """The node-count rows of ``orchestrator``: 1 -> 4 and back (the same two templates,
+    reversed); ``group_role`` is updated in place, the file system unchanged."""
+    expected = {group_role: "updated", "file system": "unchanged"}
+    return (ChangeRow("nodes", "1 -> 4", orchestrator, _GROW, {**expected, **(grown_also or {})},
+                      f"resizes {groups}{how}; running nodes stay"),
+            ChangeRow("nodes", "4 -> 1", orchestrator, {}, expected,
+                      f"resizes {groups}; the nodes beyond the new size are terminated",
+                      before=_GROW))
+
+
 def _tags(profile_env: str) -> dict[str, Any]:
     return {"tags": {"project": "trn-ultracluster", "env": profile_env, **_TAGS}}
 
 
 ROWS: tuple[ChangeRow, ...] = (
     # --- node counts: up, and back down (the same two templates, reversed) ---------------
-    ChangeRow("nodes", "1 -> 4", "eks", _GROW,
-              {"Trainium node groups": "updated", "file system": "unchanged",
-               "placement group": "unchanged"},
-              "resizes the Trainium node groups (ScalingConfig); running nodes stay"),
-    ChangeRow("nodes", "4 -> 1", "eks", {},
-              {"Trainium node groups": "updated", "file system": "unchanged"},
-              "resizes the Trainium node groups; the nodes beyond the new size are terminated",
-              before=_GROW),
+    *_resize("eks", "Trainium node groups", "the Trainium node groups",
+             grown_also={"placement group": "unchanged"}, how=" (ScalingConfig)"),
     ChangeRow("nodes", "128 -> 600, fsx.efa auto", "hyperpod-slurm",
               {"fsx.efa": "auto", "nodes.desired": 600, "nodes.max": 600},
               {"HyperPod cluster": "updated", "file system": "unchanged"},
@@ -138,13 +145,7 @@ ROWS: tuple[ChangeRow, ...] = (
     ChangeRow("nodes", "2 -> 4", "hyperpod-eks", _GROW,
               {"HyperPod cluster": "updated", "file system": "unchanged"},
               "changes the instance groups' InstanceCount (UpdateCluster); running nodes stay"),
-    ChangeRow("nodes", "1 -> 4", "standalone", _GROW,
-              {"Auto Scaling group": "updated", "file system": "unchanged"},
-              "resizes the Auto Scaling group; running nodes stay"),
-    ChangeRow("nodes", "4 -> 1", "standalone", {},
-              {"Auto Scaling group": "updated", "file system": "unchanged"},
-              "resizes the Auto Scaling group; the nodes beyond the new size are terminated",
-              before=_GROW),
+    *_resize("standalone", "Auto Scaling group", "the Auto Scaling group"),
     # --- what the nodes are ----------------------------------------------------------------
     ChangeRow("instance_type", "trn1.32xlarge -> trn1n.32xlarge", "eks",
               {"instance_type": "trn1n.32xlarge"},
