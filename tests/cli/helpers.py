@@ -201,3 +201,15 @@ def quota_stub(config, values: dict[str, float | None] | None = None):
                 "Value": float(value)}}, params)
     stubber.activate()
     return client, stubber
+
+
+def trainjob_argv(manifest_yaml: str) -> list[str]:
+    """The words of the run line (the last line: ``torchrun ...`` or the program) of a
+    TrainJob's node script, from ``submit --dry-run`` on EKS."""
+    import shlex
+
+    import yaml
+
+    command = yaml.safe_load(manifest_yaml)["spec"]["trainer"]["command"]
+    assert command[:2] == ["bash", "-c"], command
+    return shlex.split(command[2].rstrip("\n").splitlines()[-1])

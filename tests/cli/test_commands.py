@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
+from tests.cli.helpers import dry_run, outputs_values, run, trainjob_argv, write_outputs
 from trn_ultracluster.cli.errors import ExitCode
 
 
@@ -30,8 +30,10 @@ def test_default_output_dir_is_under_the_s3_linked_part_of_fsx(capsys, tmp_path)
                              "--name", "job-a", "--recipe", "llama-1b", "--steps", "10",
                              "--data-dir", "/fsx/datasets/wiki")
         assert code == 0, err
-        command = yaml.safe_load(out)["spec"]["trainer"]["command"]
+        command = trainjob_argv(out)
         assert command[command.index("--output-dir") + 1] == expected, link
+        script = yaml.safe_load(out)["spec"]["trainer"]["command"][2]
+        assert f"TRN_OUTPUT_DIR={expected} " in script  # the same directory for the record
 
 
 def test_default_nodes_of_a_stack_scaled_to_zero_is_one(capsys, tmp_path):

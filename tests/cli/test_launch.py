@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.helpers import outputs_values, run, write_outputs
+from tests.cli.helpers import outputs_values, run, trainjob_argv, write_outputs
 from trn_ultracluster.cli.errors import ExitCode
 from trn_ultracluster.cli.launch import default_job_name, trn_train_launch
 
@@ -43,7 +43,8 @@ def test_the_program_runs_on_the_stacks_backend(capsys, tmp_path, stack):
     backends), so a job cannot run the other stack's code path by accident."""
     code, out, _ = _submit(capsys, tmp_path, stack, "--recipe", "llama-tiny")
     assert code == ExitCode.OK
-    assert f"- train\n    - --backend\n    - {stack}\n" in out
+    argv = trainjob_argv(out)
+    assert argv[argv.index("train") + 1:argv.index("train") + 3] == ["--backend", stack]
 
 
 def test_an_older_stack_without_the_output_is_the_xla_stack(tmp_path):
@@ -59,7 +60,7 @@ def test_an_older_stack_without_the_output_is_the_xla_stack(tmp_path):
 def test_llama_8b_runs_with_train_on_the_native_stack_only(capsys, tmp_path):
     """FSDP2 shards it on TorchNeuron; on the XLA stack it needs NxD Training's TP/PP."""
     code, out, _ = _submit(capsys, tmp_path, "native", "--recipe", "llama-8b")
-    assert code == ExitCode.OK and "- llama-8b" in out
+    assert code == ExitCode.OK and "llama-8b" in trainjob_argv(out)
     code, _, err = _submit(capsys, tmp_path, "xla", "--recipe", "llama-8b",
                            instance_type="trn1.32xlarge")
     assert code == ExitCode.USAGE and "python -m trn_train nxd-config" in err

@@ -14,7 +14,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 
 from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.launch import Launch, validate_job_name
@@ -191,6 +192,10 @@ class JobRequest:
         env: extra environment of the training processes (names as :data:`ENV_NAME_RE`).
         time_limit: ``--time`` as given (Slurm's format), or ``None`` for no limit.
         time_limit_s: the same in seconds (at least 1), or ``None``.
+        output_dir: the job's output directory on FSx (``TRN_OUTPUT_DIR``; the bundled
+            trainer's ``--output-dir``).
+        data_bucket: the stack's data bucket (``TRN_DATA_BUCKET``).
+        submitted: when ``submit`` made the job (UTC, ISO 8601), for the job record.
     """
 
     name: str
@@ -200,11 +205,14 @@ class JobRequest:
     env: Mapping[str, str] = field(default_factory=dict)
     time_limit: str | None = None
     time_limit_s: int | None = None
+    output_dir: str = ""
+    data_bucket: str = ""
+    submitted: str = ""
 
 
 def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, image: str,
-                env: Mapping[str, str] | None = None,
-                time_limit: str | None = None) -> JobRequest:
+                env: Mapping[str, str] | None = None, time_limit: str | None = None,
+                output_dir: str = "", data_bucket: str = "") -> JobRequest:
     """Check what every backend relies on and return the job.
 
     Args:
@@ -215,6 +223,7 @@ def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, im
         image: training image URI.
         env: environment from :func:`check_env`.
         time_limit: ``--time``, or ``None``.
+        output_dir, data_bucket: as :class:`JobRequest`.
 
     Raises:
         CliError: (USAGE) a bad ``--time``, job name or image reference, fewer than 1
@@ -231,4 +240,8 @@ def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, im
     if nodes > 1 and not spec.supports_efa:
         raise CliError(f"{spec.name} has no EFA: multi-node jobs need an EFA instance type",
                        ARGUMENTS_FIX)
-    return JobRequest(name, nodes, launch, image, dict(env or {}), time_limit, seconds)
+    if launch.nproc_per_node is None and launch.launcher == "torchrun":
+        launch = replace(launch, nproc_per_node=spec.logical_neuron_cores)
+    submitted = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return JobRequest(name, nodes, launch, image, dict(env or {}), time_limit, seconds,
+                      output_dir, data_bucket, submitted)

@@ -27,12 +27,12 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
-from trn_ultracluster.contracts.shared_storage import ENV_FILE
+from trn_ultracluster.contracts.shared_storage import CODE_DIR, ENV_FILE
 
 __all__ = ["Launch", "RENDEZVOUS_PORT", "default_job_name", "env_file_lines", "export_lines",
            "torchrun_command", "trn_train_launch", "validate_job_name"]
@@ -72,8 +72,58 @@ def export_lines(env: Mapping[str, str]) -> str:
     for key, value in sorted(env.items()):
         if "$" in value or "`" in value:  # literal on purpose: not for the shell to expand
             lines += "# shellcheck disable=SC2016\n"
-        lines += f"export {key}={shlex.quote(value)}\n"
+        lines += f"export {key}={bash_word(value)}\n"
     return lines
+
+
+TORCHRUN = "torchrun"
+NO_LAUNCHER = "none"
+LAUNCHERS = (TORCHRUN, NO_LAUNCHER)
+"""``submit --launcher``: ``torchrun`` starts the program once per process on every node
+(one process per logical NeuronCore unless ``--nproc-per-node``); ``none`` runs it once per
+node, for programs that start their own workers (launcher scripts of Neuronx Distributed,
+TorchTitan)."""
+
+
+def bash_word(value: str) -> str:
+    """``value`` as one bash word that no shell expands: ``shlex.quote`` (single quotes)
+    when every character is printable (non-ASCII letters are), else ANSI-C quoting
+    (``$'...'``, bash manual "ANSI-C Quoting") with control characters escaped, so a
+    generated script never holds a line break of the user's: no argument can end a
+    here-document early or start a new command."""
+    if value.isprintable():
+        return shlex.quote(value)
+    escaped = "".join(
+        {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t"}.get(c)
+        or (c if c.isprintable() else f"\\x{ord(c):02x}" if ord(c) < 0x100
+            else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
+        for c in value)
+    return f"$'{escaped}'"
+
+
+def bash_join(words: tuple[str, ...] | list[str]) -> str:
+    """Words joined as bash words (:func:`bash_word`)."""
+    return " ".join(bash_word(w) for w in words)
+
+
+@dataclass(frozen=True)
+class CodeSnapshot:
+    """A working directory packed by ``submit`` (:mod:`trn_ultracluster.cli.workdir`), as the
+    nodes find it.
+
+    Attributes:
+        sha256: hex digest of the archive (its name, and what the nodes verify).
+        archive: where the archive appears on the shared file system (the data repository
+            association shows the uploaded object there).
+    """
+
+    sha256: str
+    archive: str
+
+    @property
+    def directory(self) -> str:
+        """The unpacked snapshot, the program's current directory on every node."""
+        return f"{CODE_DIR}/{self.sha256}"
 
 
 @dataclass(frozen=True)
@@ -81,31 +131,40 @@ class Launch:
     """A job's program.
 
     Attributes:
-        program: arguments after ``torchrun [launcher options]``, e.g.
-            ``("-m", "trn_train", "train", "--recipe", "llama-1b", ...)``.
-        precompile_program: the program of the ``neuron_parallel_compile`` pass, or ``None``
-            for no precompile pass.
-        setup: shell lines run before torchrun (e.g. writing a benchmark script), or "".
+        program: the program and its arguments, as given. With ``launcher`` ``torchrun``:
+            what follows ``torchrun [launcher options]`` (``("train.py", ...)``, ``("-m",
+            "trn_train", "train", ...)``, or ``("--no-python", "./run.sh", ...)``); with
+            ``none``: the command run once per node.
+        precompile_program: the same for the ``neuron_parallel_compile`` trial run, or
+            ``None`` for no precompile pass.
+        setup: shell lines of ours run on every node before the program (the smoke test
+            writes its script), or "".
+        launcher: one of :data:`LAUNCHERS`.
+        nproc_per_node: processes per node of ``torchrun``; ``None``: one per logical
+            NeuronCore of the instance type.
+        code: the working directory snapshot the program runs in, or ``None`` (the
+            bundled trainer runs from the image).
+        requirements: the text of ``--requirements``, or ``None``.
+        user_setup: ``--setup``: a command run with bash on every node before the program.
     """
 
     program: tuple[str, ...]
     precompile_program: tuple[str, ...] | None = None
     setup: str = ""
+    launcher: str = TORCHRUN
+    nproc_per_node: int | None = None
+    code: CodeSnapshot | None = None
+    requirements: str | None = None
+    user_setup: str | None = None
 
-    def shell_lines(self, torchrun: str, runner: str = "") -> list[str]:
-        """Shell lines that run the job: the setup, then the precompile pass and the run.
-
-        Args:
-            torchrun: ``torchrun`` with its launcher options.
-            runner: command prefix of the precompile and run lines (e.g. Slurm's
-                ``srun --container-image=...``); the setup line runs without it.
-        """
-        prefix = f"{runner} " if runner else ""
-        lines = [self.setup] if self.setup else []
+    def run_lines(self, torchrun: str) -> list[str]:
+        """The precompile pass (if any) and the run, as shell lines; ``torchrun`` is the
+        launcher with its options (unused with ``launcher`` ``none``)."""
+        prefix = f"{torchrun} " if self.launcher == TORCHRUN else ""
+        lines = []
         if self.precompile_program is not None:
-            lines.append(f"{prefix}neuron_parallel_compile {torchrun} "
-                         f"{shlex.join(self.precompile_program)}")
-        lines.append(f"{prefix}{torchrun} {shlex.join(self.program)}")
+            lines.append(f"neuron_parallel_compile {prefix}{bash_join(self.precompile_program)}")
+        lines.append(f"{prefix}{bash_join(self.program)}")
         return lines
 
 
@@ -147,6 +206,57 @@ def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
             raise ValueError(f"--precompile-steps must be at least 1, got: {precompile_steps}")
         precompile = (*program, "--max-steps-this-run", str(precompile_steps))
     return Launch(program, precompile)
+
+
+PYTHON_NAMES = ("python", "python3")
+"""A program given as ``python train.py`` runs as ``train.py`` under torchrun, which starts
+Python itself (torchrun runs ``python -u <script>``, or ``-m`` modules; ``--no-python`` for
+anything else: PyTorch "torchrun (Elastic Launch)")."""
+
+
+def program_launch(program: Sequence[str], *, launcher: str = TORCHRUN,
+                   nproc_per_node: int | None = None,
+                   precompile_args: tuple[str, ...] | None = None,
+                   code: CodeSnapshot | None = None, requirements: str | None = None,
+                   user_setup: str | None = None) -> Launch:
+    """The launch of a user's program (``submit -- PROGRAM [ARGS...]``).
+
+    Args:
+        program: ``("train.py", ARGS...)``, ``("python", "train.py", ...)``, ``("-m",
+            "pkg.mod", ...)`` or, with ``launcher`` ``none`` (and with torchrun through
+            ``--no-python``), any executable with its arguments. Arguments are kept as given.
+        launcher: one of :data:`LAUNCHERS`.
+        nproc_per_node: torchrun processes per node; ``None``: one per logical NeuronCore.
+        precompile_args: ``None`` for no precompile pass; else the arguments added to the
+            program's for the ``neuron_parallel_compile`` trial run only (e.g. a step limit).
+        code: the working directory snapshot; requirements, user_setup: as :class:`Launch`.
+
+    Raises:
+        ValueError: no program, ``-m`` without a module, an unknown launcher, or fewer than
+            one process per node.
+    """
+    if launcher not in LAUNCHERS:
+        raise ValueError(f"--launcher must be one of {', '.join(LAUNCHERS)}, got {launcher!r}")
+    if nproc_per_node is not None and nproc_per_node < 1:
+        raise ValueError(f"--nproc-per-node must be at least 1, got {nproc_per_node}")
+    words = tuple(program)
+    if launcher == TORCHRUN and len(words) > 1 and words[0] in PYTHON_NAMES:
+        words = words[1:]
+    if not words:
+        raise ValueError("no program: give it after `--`, e.g. `submit -- train.py --epochs 3`")
+    if words[0] == "-m" and (len(words) < 2 or not words[1] or words[1].startswith("-")):
+        raise ValueError("`-m` must be followed by a module name, e.g. `-- -m my_pkg.train`")
+    if launcher == TORCHRUN:
+        run = words if words[0] == "-m" or words[0].endswith(".py") else ("--no-python", *words)
+    elif words[0] == "-m":
+        run = ("python3", *words)
+    else:  # run once per node; a program in the working directory is named by its path
+        first = words[0]
+        local = "/" not in first and code is not None and first.endswith(".py")
+        run = (f"./{first}", *words[1:]) if local else words
+    precompile = None if precompile_args is None else (*run, *precompile_args)
+    return Launch(run, precompile, launcher=launcher, nproc_per_node=nproc_per_node, code=code,
+                  requirements=requirements, user_setup=user_setup)
 
 
 def validate_job_name(name: str) -> str:

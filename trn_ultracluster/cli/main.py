@@ -21,7 +21,7 @@ from typing import Any
 from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.commands import estimate, jobs, plan, preflight, smoke_test, stack
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
-from trn_ultracluster.cli.launch import PRECOMPILE_STEPS
+from trn_ultracluster.cli.launch import LAUNCHERS, PRECOMPILE_STEPS, TORCHRUN
 from trn_ultracluster.cli.preflight import CHECKS as PREFLIGHT_CHECKS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
 from trn_ultracluster.cli.project_config import default_stack_name
@@ -136,7 +136,8 @@ def _cluster_options(p: argparse.ArgumentParser) -> None:
 
 
 def _job_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--name", help="job name (default: <recipe>-<UTC time>); RFC 1035 label")
+    p.add_argument("--name", help="job name (default: <script, module or recipe>-<UTC time>); "
+                                  "RFC 1035 label")
     p.add_argument("--image", help="container image (default: the stack's TrainingImageUri)")
     p.add_argument("--dry-run", action="store_true",
                    help=f"print the job ({_per_backend('dry_run')}); change nothing")
@@ -217,28 +218,64 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"S3 key prefix (default: {stack.DEFAULT_DATA_PREFIX}/<source name>)")
     p.add_argument("--no-progress", action="store_true")
 
-    p = _command(sub, "submit", parents=[common], help="submit a training job",
-                 description="Submit `torchrun -m trn_train train ...` on the stack's "
-                             "orchestrator; extra `train` flags go after `--`.")
-    p.add_argument("--recipe", required=True, help="trn_train recipe (python -m trn_train recipes)")
-    p.add_argument("--steps", type=int, required=True, help="total optimizer steps")
-    p.add_argument("--data-dir", required=True,
-                   help=f"prepared data on the shared file system (under {FSX_MOUNT_PATH}), "
-                        f"e.g. {FSX_MOUNT_PATH}/datasets/x")
-    p.add_argument("--output-dir", help=f"checkpoints, under {FSX_MOUNT_PATH} (default: "
-                                        f"{jobs.DEFAULT_OUTPUT_ROOT}/<name>)")
+    p = _command(sub, "submit", parents=[common], help="run your program (or a recipe) as a job",
+                 description="Run PROGRAM on every node of a job: a Python script in the "
+                             "working directory, `-m MODULE`, or with --launcher none any "
+                             "executable, with its arguments exactly as given. The working "
+                             "directory (--workdir, default: the current directory) is packed "
+                             "(without .git, virtual environments, __pycache__ and what "
+                             ".trnignore lists), uploaded once under its content hash and "
+                             "unpacked on FSx; every node runs the same snapshot there as its "
+                             "current directory. --recipe runs the bundled trainer "
+                             "(`python -m trn_train train`) instead, with more `train` flags "
+                             "after `--`. docs/your-code.md lists the environment every job "
+                             "gets.")
     p.add_argument("--nodes", type=int, help="nodes (default: the stack's NodeCountDesired)")
+    p.add_argument("--workdir", metavar="DIR",
+                   help="the directory your program runs in on every node (default: the "
+                        "current directory; not with --recipe, whose trainer is in the image)")
+    p.add_argument("--requirements", metavar="FILE",
+                   help="pip requirements installed on top of the image's Python, once per "
+                        "job and file content for all nodes (the image's torch and Neuron "
+                        "packages stay)")
+    p.add_argument("--setup", metavar="CMD",
+                   help="a bash command run on every node before the program, in the "
+                        "working directory; the job fails if it does")
+    p.add_argument("--launcher", choices=LAUNCHERS, default=TORCHRUN,
+                   help="torchrun (default): one process per logical NeuronCore on every "
+                        "node; none: PROGRAM once per node, for programs that start their "
+                        "own workers")
+    p.add_argument("--nproc-per-node", type=_integer_from(1), metavar="N",
+                   help="torchrun processes per node (default: the instance type's logical "
+                        "NeuronCores)")
+    p.add_argument("--output-dir", help=f"the job's output directory TRN_OUTPUT_DIR, under "
+                                        f"{FSX_MOUNT_PATH} (default: "
+                                        f"{jobs.DEFAULT_OUTPUT_ROOT}/<name>)")
     p.add_argument("--precompile", action="store_true",
-                   help="run a neuron_parallel_compile pass first")
-    p.add_argument("--precompile-steps", type=int, default=None,
-                   help="steps of the precompile trial run (default: "
-                        f"{PRECOMPILE_STEPS}); implies --precompile")
+                   help="run a neuron_parallel_compile trial run of the program first (XLA "
+                        "stack, Trn1)")
+    p.add_argument("--precompile-args", metavar="ARGS",
+                   help="arguments added to the program's for the trial run only, e.g. "
+                        "\"--max-steps 10\"; implies --precompile")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="extra environment of the training processes "
+                   help="extra environment of the program "
                         f"({_per_backend('env')}); repeatable")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar while the working directory uploads")
+    group = p.add_argument_group("the bundled trainer (--recipe)")
+    group.add_argument("--recipe", help="trn_train recipe (python -m trn_train recipes); "
+                                        "instead of a PROGRAM")
+    group.add_argument("--steps", type=int, help="total optimizer steps (--recipe)")
+    group.add_argument("--data-dir",
+                       help=f"prepared data on the shared file system (under {FSX_MOUNT_PATH}), "
+                            f"e.g. {FSX_MOUNT_PATH}/datasets/x (--recipe)")
+    group.add_argument("--precompile-steps", type=int, default=None,
+                       help="steps of the trainer's precompile trial run (default: "
+                            f"{PRECOMPILE_STEPS}); implies --precompile")
     _job_options(p)
-    p.add_argument("train_args", nargs=argparse.REMAINDER,
-                   help="after `--`: more `python -m trn_train train` flags")
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]",
+                   help="your program and its arguments, e.g. `-- train.py --epochs 3` or "
+                        "`-- -m my_pkg.train`; with --recipe: more `train` flags")
 
     for name, text in (("status", "show jobs or one job"), ("logs", "print a job's log"),
                        ("cancel", "cancel a job")):

@@ -12,11 +12,14 @@ https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/arch/neuron-feat
 from __future__ import annotations
 
 __all__ = [
+    "CODE_DIR",
     "ENV_FILE",
     "FSX_MOUNT_PATH",
     "FSX_STACK_TAG",
     "JOBS_DIR",
+    "JOB_RECORD_FILE",
     "NEURON_COMPILE_CACHE_DIR",
+    "PIP_DIR",
     "RUNS_DIR",
     "STATE_DIR",
     "fsx_path",
@@ -37,6 +40,15 @@ ENV_FILE = f"{STATE_DIR}/env"
 JOBS_DIR = f"{STATE_DIR}/jobs"
 """Jobs the CLI submits: HyperPod sbatch scripts and their logs; standalone, one directory per
 job (:mod:`trn_ultracluster.contracts.standalone`)."""
+CODE_DIR = f"{STATE_DIR}/code"
+"""Working directory snapshots of ``submit``, unpacked once per content hash:
+``<CODE_DIR>/<sha256>`` is a job's current directory on every node."""
+PIP_DIR = f"{STATE_DIR}/pip"
+"""Packages of ``submit --requirements``, installed once per requirements file and image:
+``<PIP_DIR>/<key>`` (a ``pip install --prefix``)."""
+JOB_RECORD_FILE = "trn-job.json"
+"""What ran (program, arguments, snapshot hash, image, node count, times), written by the
+first node into the job's output directory."""
 RUNS_DIR = "runs"
 """Directory, under the part of the file system linked to S3, of the job CLI's default
 output directories (checkpoints, metrics): ``/fsx/runs/<job>`` with the default link."""

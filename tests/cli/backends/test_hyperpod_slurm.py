@@ -9,6 +9,7 @@ from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
 from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
 from trn_ultracluster.cli.backends.slurm import SlurmJobs
 from trn_ultracluster.cli.errors import ExitCode
+from trn_ultracluster.cli.smoke import SCRIPT_PATH
 from trn_ultracluster.contracts.shared_storage import JOBS_DIR
 
 
@@ -59,10 +60,13 @@ def test_a_job_id_that_is_not_a_number_never_reaches_the_controller(capsys, tmp_
     assert controller.scripts == []
 
 
-def test_smoke_script_is_written_to_the_shared_file_system(capsys, tmp_path):
-    """The batch host writes it once; every node's processes read it."""
+def test_smoke_script_is_written_by_every_node_in_its_container(capsys, tmp_path):
+    """Each node's node script writes it to the container's /tmp, which all its processes
+    see: no node reads a file another node is still writing on FSx."""
     script = dry_run(capsys, tmp_path, "hyperpod-slurm", command="smoke-test")
-    assert f"cat > {JOBS_DIR}/job-a-allreduce.py <<'TRN_ALLREDUCE_EOF'" in script
+    node_lines = script.split("<<'TRN_NODE_SCRIPT_EOF'\n")[1]
+    assert f"cat > {SCRIPT_PATH} <<'TRN_ALLREDUCE_EOF'" in node_lines
+    assert SCRIPT_PATH.startswith("/tmp/") and JOBS_DIR not in node_lines
 
 
 def test_scale_is_for_eks(capsys, tmp_path):

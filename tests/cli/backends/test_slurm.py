@@ -78,8 +78,10 @@ def test_every_sbatch_script_passes_bash_n_shellcheck_and_options(capsys, tmp_pa
     assert "requeue" in options and options["requeue"] is None
     assert f"source {ENV_FILE}" in script and ENV_FILE == "/fsx/.trn-ultracluster/env"
     srun_lines = [ln for ln in script.splitlines() if ln.startswith("srun ")]
-    assert srun_lines and all(ln.startswith(
-        'srun --auto-resume=1 --container-image="${TRN_CONTAINER_IMAGE}" ') for ln in srun_lines)
+    assert srun_lines == [  # one step: the node script on every node, in the container
+        'srun --auto-resume=1 --kill-on-bad-exit=1 --container-image="${TRN_CONTAINER_IMAGE}" '
+        '--container-mounts="${TRN_FSX_MOUNT_POINT}:${TRN_FSX_MOUNT_POINT}" '
+        '--no-container-mount-home bash -c "${TRN_NODE_SCRIPT}"']
     assert "--rdzv-backend=c10d" in script
     assert "(restart ${SLURM_RESTART_COUNT:-0})" in script
 
@@ -96,9 +98,11 @@ def test_sbatch_relies_on_the_env_file_for_the_neuron_environment(capsys, tmp_pa
     done = subprocess.run(["bash", "-c", script.replace(ENV_FILE, str(fake_env))],
                           capture_output=True, text=True)
     assert done.returncode != 0 and "TRN_NEURON_CACHE_DIR: is not set by" in done.stderr
-    run_lines = [ln for ln in script.splitlines() if ln.startswith("srun ")]
-    assert len(run_lines) == 2  # precompile pass, then the run, both in the container
-    assert " neuron_parallel_compile torchrun " in run_lines[0]
+    assert len([ln for ln in script.splitlines() if ln.startswith("srun ")]) == 1
+    node_lines = script.split("<<'TRN_NODE_SCRIPT_EOF'\n")[1].split("\nTRN_NODE_SCRIPT_EOF")[0]
+    runs = [ln for ln in node_lines.splitlines() if "torchrun " in ln]
+    assert len(runs) == 2  # precompile pass, then the run, both in the container's node script
+    assert runs[0].startswith("neuron_parallel_compile torchrun ") and runs[1].startswith("torchrun ")
 
 
 @pytest.mark.parametrize("command", ["submit", "smoke-test"])
@@ -169,7 +173,7 @@ def test_slurm_status_logs_cancel():
     jobs = SlurmJobs(FakeTransport(
         "17|job-a|RUNNING|1:02|2|ip-10-0-0-1\n", "step 10 loss 7.1\n", "", ""))
     assert jobs.status(17) == [{"id": "17", "name": "job-a", "state": "RUNNING", "elapsed": "1:02",
-                                "nodes": "2", "reason": "ip-10-0-0-1"}]
+                                "nodes": "2", "reason": "ip-10-0-0-1", "code": ""}]
     assert jobs.logs(17, 5) == "step 10 loss 7.1\n"
     jobs.cancel(17)
     assert jobs.status() == []
@@ -230,7 +234,7 @@ def test_slurm_status_sources_in_order(tmp_path, squeue, sacct, sacct_c, expecte
     rows = SlurmJobs(BashTransport()).status(17)
     assert [r["state"] for r in rows] == ([expected] if expected else [])
     asked = calls.read_text().splitlines()
-    assert asked[0] == "squeue -h -t all -j 17 -o %i|%j|%T|%M|%D|%R"
+    assert asked[0] == "squeue -h -t all -j 17 -o %i|%j|%T|%M|%D|%R|%k"
     if squeue:
         assert len(asked) == 1
     else:

@@ -5,6 +5,7 @@ the same as the stack's runtime; environment and time limit."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 
 import jsonschema
@@ -50,13 +51,23 @@ def test_broken_trainjob_fails_the_crd(trainjob_schema):
         jsonschema.validate(bad, trainjob_schema)
 
 
+def _run_lines(command: list[str]) -> list[str]:
+    """The launcher lines of a TrainJob's node script (``bash -c``)."""
+    assert command[:2] == ["bash", "-c"]
+    return [ln for ln in command[2].splitlines()
+            if ln.startswith(("torchrun ", "neuron_parallel_compile "))]
+
+
 def test_trainjob_command_and_resources(capsys, tmp_path):
     job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--", "--lr", "3e-4"))
     trainer = job["spec"]["trainer"]
-    assert trainer["command"] == [
+    assert [shlex.split(ln) for ln in _run_lines(trainer["command"])] == [[
         "torchrun", "-m", "trn_train", "train", "--backend", "xla", "--recipe", "llama-1b", "--data-dir",
         "/fsx/datasets/wiki", "--output-dir", "/fsx/runs/job-a", "--steps", "100",
-        "--instance-type", "trn1.32xlarge", "--lr", "3e-4"]
+        "--instance-type", "trn1.32xlarge", "--lr", "3e-4"]]
+    script = trainer["command"][2]
+    assert script.startswith("set -euo pipefail\n")
+    assert 'TRN_NODE_RANK="${PET_NODE_RANK}"' in script  # Trainer's torch plugin names the rank
     assert trainer["numNodes"] == 2  # NodeCountDesired
     assert trainer["image"] == "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc"
 
@@ -83,18 +94,23 @@ def test_resources_follow_the_instance_type(capsys, tmp_path, instance_type, pro
 def test_precompile_runs_neuron_parallel_compile_first(capsys, tmp_path):
     job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--precompile", "--precompile-steps", "5"))
     command = job["spec"]["trainer"]["command"]
-    assert command[:2] == ["bash", "-c"]
-    lines = command[2].splitlines()
-    assert lines[0] == "set -euo pipefail"
-    assert lines[1].startswith("neuron_parallel_compile torchrun -m trn_train train ")
-    assert lines[1].endswith("--max-steps-this-run 5")
-    assert lines[2].startswith("torchrun -m trn_train train ") and "--max-steps-this-run" not in lines[2]
+    lines = _run_lines(command)
+    assert len(lines) == 2 and command[2].splitlines()[-2:] == lines  # the last two lines
+    assert lines[0].startswith("neuron_parallel_compile torchrun -m trn_train train ")
+    assert lines[0].endswith("--max-steps-this-run 5")
+    assert lines[1].startswith("torchrun -m trn_train train ") and "--max-steps-this-run" not in lines[1]
     assert subprocess.run(["bash", "-n", "-c", command[2]]).returncode == 0
 
 
-def test_env_on_eks_is_in_the_trainer(capsys, tmp_path):
+def test_env_on_eks_is_exported_by_the_node_script(capsys, tmp_path):
+    """As on every orchestrator: the node script exports --env last, value as given."""
     out = dry_run(capsys, tmp_path, "eks", "--env", f"MY_VAR={ENV_VALUE}")
-    assert yaml.safe_load(out)["spec"]["trainer"]["env"] == [{"name": "MY_VAR", "value": ENV_VALUE}]
+    trainer = yaml.safe_load(out)["spec"]["trainer"]
+    assert "env" not in trainer
+    exports = [ln for ln in trainer["command"][2].splitlines() if ln.startswith("export MY_VAR=")]
+    done = subprocess.run(["bash", "-c", exports[0] + '\nprintf %s "$MY_VAR"'],
+                          capture_output=True, text=True)
+    assert len(exports) == 1 and done.stdout == ENV_VALUE
 
 
 def test_smoke_test_time_on_eks(capsys, tmp_path):

@@ -19,7 +19,12 @@ from trn_ultracluster.cli.backends.base import (
     RenderedJob,
 )
 from trn_ultracluster.cli.backends.eks_scale import scale_eks_nodes
-from trn_ultracluster.cli.backends.trainjob import TrainJobClient, job_state, train_job
+from trn_ultracluster.cli.backends.trainjob import (
+    CODE_ANNOTATION,
+    TrainJobClient,
+    job_state,
+    train_job,
+)
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.contracts.outputs import OutputKey
@@ -101,8 +106,10 @@ class EksBackend(JobBackend):
         lines = []
         for found in jobs:
             trainer = found.get("spec", {}).get("trainer", {})
+            code = found["metadata"].get("annotations", {}).get(CODE_ANNOTATION)
             lines.append(f"{found['metadata']['name']:<40} {job_state(found):<10} "
-                         f"nodes={trainer.get('numNodes')}")
+                         f"nodes={trainer.get('numNodes')}"
+                         + (f" code={code[:12]}" if code else ""))
         return lines
 
     def state(self, job: str) -> JobState:

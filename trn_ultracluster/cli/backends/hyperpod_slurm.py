@@ -19,10 +19,7 @@ from trn_ultracluster.cli.backends.slurm import ENDED_STATES, SlurmJobs, sbatch_
 from trn_ultracluster.cli.backends.ssm import controller_target, transport_for
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.cli.launch import Launch
-from trn_ultracluster.cli.smoke import smoke_launch
 from trn_ultracluster.contracts.outputs import OutputKey
-from trn_ultracluster.contracts.shared_storage import JOBS_DIR
 
 __all__ = ["HyperPodSlurmBackend"]
 
@@ -74,7 +71,8 @@ class HyperPodSlurmBackend(JobBackend):
             return [f"no Slurm jobs of user {client.user} in the queue (`status <job id>` "
                     "shows ended jobs)"]
         return [f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} "
-                f"nodes={r['nodes']} {r['reason']}" for r in rows]
+                f"nodes={r['nodes']} {r['reason']}"
+                + (f" code={r['code']}" if r.get("code") else "") for r in rows]
 
     def state(self, job: str) -> JobState:
         rows = self.client.status(slurm_job_id(job))
@@ -88,10 +86,6 @@ class HyperPodSlurmBackend(JobBackend):
     def cancel(self, job: str) -> None:
         job_id = slurm_job_id(job)
         self.client.cancel(job_id)
-
-    def smoke_launch(self, name: str) -> Launch:
-        """The smoke script on FSx: the batch host writes it once for every node."""
-        return smoke_launch(self.outputs.neuron_stack, script_path=f"{JOBS_DIR}/{name}-allreduce.py")
 
     def scale(self, nodes: int) -> str:
         raise CliError("scale changes EKS node groups; HyperPod instance groups are sized by "

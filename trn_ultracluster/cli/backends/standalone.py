@@ -185,7 +185,8 @@ class StandaloneBackend(JobBackend):
         meta = {"name": request.name, "nodes": request.nodes,
                 "instance_type": self.spec.name, "runtime": self.runtime().kind,
                 "submitted": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "instances": [n.instance_id for n in nodes]}
+                "instances": [n.instance_id for n in nodes],
+                "code_sha256": request.launch.code.sha256 if request.launch.code else None}
         self.client.on(nodes[:1], node_jobs.prepare_script(request.name, script, meta))
         started: list[Node] = []
         try:
@@ -225,7 +226,7 @@ class StandaloneBackend(JobBackend):
             return ["no jobs on this stack's nodes yet"]
         rows = sorted(states.values(), key=lambda s: (s.submitted, s.name))
         return [f"{s.name:<40} {s.state:<12} nodes={s.nodes} submitted={s.submitted}"
-                for s in rows]
+                + (f" code={s.code[:12]}" if s.code else "") for s in rows]
 
     def state(self, job: str) -> JobState:
         found = self._states(job).get(job)

@@ -25,7 +25,8 @@ from typing import Any
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.cli.launch import Launch
+from trn_ultracluster.cli.launch import bash_word
+from trn_ultracluster.cli.node_script import NodeContext, node_script
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.orchestrators.eks.manifests import (
     PROJECT_LABEL,
@@ -49,13 +50,23 @@ https://kubernetes.io/docs/reference/labels-annotations-taints/#batch-kubernetes
 (always an annotation; also a label when the ``PodIndexLabel`` feature gate is on)."""
 
 
-def container_command(launch: Launch) -> list[str]:
-    """The trainer container's command: plain torchrun, or bash when there is a setup or
-    a precompile pass (torchrun reads its launcher options from ``PET_*``)."""
-    if not launch.setup and launch.precompile_program is None:
-        return ["torchrun", *launch.program]
-    script = "\n".join(["set -euo pipefail", *launch.shell_lines("torchrun")])
-    return ["bash", "-c", script]
+CODE_ANNOTATION = "trn-ultracluster/code-sha256"
+"""Annotation of a TrainJob that runs a working directory snapshot: its SHA-256 (``status``
+shows it)."""
+
+
+def container_command(job: JobRequest) -> list[str]:
+    """The trainer container's command: bash running the node script
+    (:func:`~trn_ultracluster.cli.node_script.node_script`) with the node's place from
+    Kubeflow Trainer's ``PET_*`` variables (kubeflow/trainer torch plugin: ``PET_NNODES``,
+    ``PET_NODE_RANK``, ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``, ``PET_NPROC_PER_NODE``);
+    torchrun reads its launcher options from the same variables, so it is plain ``torchrun``.
+    The TrainJob's name is the run id: a TrainJob runs once (its name is unique in the
+    namespace)."""
+    node = NodeContext(rank='"${PET_NODE_RANK}"', nnodes='"${PET_NNODES}"',
+                       master_addr='"${PET_MASTER_ADDR}"', master_port='"${PET_MASTER_PORT}"',
+                       run_id=bash_word(job.name), torchrun="torchrun")
+    return ["bash", "-c", "set -euo pipefail\n" + node_script(job, node)]
 
 
 ULTRASERVER_SERVER_ID = "neuron.amazonaws.com/ultraserver-server-id-{size}"
@@ -143,13 +154,11 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
     """
     trainer: dict[str, Any] = {
         "image": job.image,
-        "command": container_command(job.launch),
+        "command": container_command(job),
         "numNodes": job.nodes,
-        "numProcPerNode": neuron_processes_per_node(spec),
+        "numProcPerNode": job.launch.nproc_per_node or neuron_processes_per_node(spec),
         "resourcesPerNode": neuron_resource_requirements(spec),
     }
-    if job.env:
-        trainer["env"] = [{"name": k, "value": v} for k, v in sorted(job.env.items())]
     job_spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
                        "name": runtime},
@@ -162,13 +171,12 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
         job_spec["runtimePatches"] = [{"manager": RUNTIME_PATCH_MANAGER, "trainingRuntimeSpec": {
             "template": {"spec": {"replicatedJobs": [{"name": TRAINER_NODE, "template": {
                 "spec": {"template": {"spec": {"affinity": affinity}}}}}]}}}}]
-    return {
-        "apiVersion": TRAINER_API_VERSION,
-        "kind": "TrainJob",
-        "metadata": {"name": job.name, "namespace": namespace,
-                     "labels": {PROJECT_LABEL: "trn-ultracluster"}},
-        "spec": job_spec,
-    }
+    metadata: dict[str, Any] = {"name": job.name, "namespace": namespace,
+                                "labels": {PROJECT_LABEL: "trn-ultracluster"}}
+    if job.launch.code is not None:
+        metadata["annotations"] = {CODE_ANNOTATION: job.launch.code.sha256}
+    return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob", "metadata": metadata,
+            "spec": job_spec}
 
 
 class TrainJobClient:

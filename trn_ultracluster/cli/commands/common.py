@@ -55,10 +55,10 @@ def backend(args: argparse.Namespace, outputs: StackOutputs) -> JobBackend:
 
 def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBackend, *,
                name: str, nodes: int, launch: Launch,
-               env: dict[str, str] | None = None) -> RenderedJob:
+               env: dict[str, str] | None = None, output_dir: str = "") -> RenderedJob:
     """Check the job (:func:`job_request`: ``--time``, the name, the nodes) and translate it
     with ``backend``; nothing is sent. The image is ``--image`` or the stack's
-    ``TrainingImageUri``.
+    ``TrainingImageUri``; ``output_dir`` is the job's ``TRN_OUTPUT_DIR``.
 
     Raises:
         CliError: USAGE for what the checks or the backend reject; STACK for a missing
@@ -67,7 +67,8 @@ def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBack
     job = job_request(name=name, nodes=nodes, spec=backend.spec, launch=launch,
                       image=outputs.get(OutputKey.TRAINING_IMAGE_URI) if args.image is None
                       else args.image, env=env,
-                      time_limit=args.time_limit)
+                      time_limit=args.time_limit, output_dir=output_dir,
+                      data_bucket=outputs.values.get(OutputKey.DATA_BUCKET_NAME.value, ""))
     try:
         return backend.render(job)
     except ValueError as err:

@@ -1,9 +1,15 @@
 """Job commands: ``submit``, ``status``, ``logs`` and ``cancel``, through the stack's job
-backend."""
+backend. ``submit`` runs the user's program (``-- PROGRAM [ARGS]``) in a snapshot of its
+working directory, or the bundled trainer (``--recipe``), on the same job path."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
 
 from trn_ultracluster.cli.commands import common
 from trn_ultracluster.cli.errors import CliError, ExitCode
@@ -14,8 +20,26 @@ from trn_ultracluster.cli.job_args import (
     check_shared_dir,
     check_train_recipe,
 )
-from trn_ultracluster.cli.launch import PRECOMPILE_STEPS, default_job_name, trn_train_launch
+from trn_ultracluster.cli.launch import (
+    NO_LAUNCHER,
+    PRECOMPILE_STEPS,
+    PYTHON_NAMES,
+    CodeSnapshot,
+    Launch,
+    default_job_name,
+    program_launch,
+    trn_train_launch,
+)
 from trn_ultracluster.cli.stack_outputs import StackOutputs
+from trn_ultracluster.cli.workdir import (
+    Snapshot,
+    check_program,
+    check_requirements,
+    pack_workdir,
+    read_requirements,
+    upload_snapshot,
+)
+from trn_ultracluster.contracts.neuron_stack import XLA
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.contracts.shared_storage import RUNS_DIR, fsx_path
 
@@ -35,45 +59,185 @@ def default_output_dir(outputs: StackOutputs, name: str) -> str:
 
 
 def _precompile_steps(args: argparse.Namespace) -> int | None:
-    """Steps of the precompile pass: ``--precompile-steps`` (which implies ``--precompile``;
-    0 or less is rejected by :func:`trn_train_launch`), :data:`PRECOMPILE_STEPS` with
-    ``--precompile`` alone, ``None`` (no pass) without either."""
+    """Steps of the bundled trainer's precompile pass: ``--precompile-steps`` (which implies
+    ``--precompile``; 0 or less is rejected by :func:`trn_train_launch`),
+    :data:`PRECOMPILE_STEPS` with ``--precompile`` alone, ``None`` (no pass) without either."""
     if args.precompile_steps is not None:
         return args.precompile_steps
     return PRECOMPILE_STEPS if args.precompile else None
 
 
-def submit(args: argparse.Namespace) -> int:
-    """Check the arguments against the recipes, the shared file system and the stack, then
-    submit (or print) a training job. Nothing is sent when a check fails."""
-    check_train_recipe(args.recipe)  # exists: before anything is read
-    data_dir = check_shared_dir("--data-dir", args.data_dir)
-    output_dir = check_shared_dir("--output-dir", args.output_dir) if args.output_dir else None
-    env = check_env(args.env)
-    outputs = common.load(args)
-    name = args.name or default_job_name(args.recipe)
-    nodes = args.nodes if args.nodes is not None else max(
-        outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
-    check_nodes(nodes, outputs.int_value(OutputKey.NODE_COUNT_MAX))
+def _words_after_dashes(words: list[str]) -> list[str]:
+    """The command line after ``submit``'s options: the first ``--`` (argparse keeps it in
+    the remainder) is dropped, every later word is the program's, as given."""
+    return words[1:] if words[:1] == ["--"] else list(words)
+
+
+@dataclass(frozen=True)
+class _Program:
+    """What ``submit`` runs, checked locally: the launch without its image-side parts, the
+    snapshot to upload (or ``None``) and the default job name's prefix."""
+
+    launch: Launch
+    snapshot: Snapshot | None
+    name_prefix: str
+
+
+def _recipe_program(args: argparse.Namespace, words: list[str], outputs: StackOutputs,
+                    output_dir: str, requirements: str | None) -> _Program:
+    """``--recipe``: the bundled trainer, ``python -m trn_train train`` from the image;
+    words after ``--`` are more ``train`` flags."""
+    if words and not words[0].startswith("-"):
+        raise CliError(f"--recipe runs the bundled trainer, and a PROGRAM was given too "
+                       f"({shlex.join(words[:3])}...)", "drop --recipe to run your program, "
+                       "or give only `train` flags after `--` with --recipe")
+    for option, value in (("--steps", args.steps), ("--data-dir", args.data_dir)):
+        if value is None:
+            raise CliError(f"--recipe needs {option}", ARGUMENTS_FIX)
+    if args.workdir is not None:
+        raise CliError("--workdir is for your own program: --recipe runs the bundled trainer "
+                       "from the image", "drop --workdir, or run your copy of the trainer "
+                       "as a program: -- -m trn_train train ...")
+    if args.precompile_args is not None:
+        raise CliError("--precompile-args is for your own program; with --recipe the trial run "
+                       "is --precompile-steps N", ARGUMENTS_FIX)
     stack = outputs.neuron_stack
     check_train_recipe(args.recipe, stack)
-    extra = tuple(a for a in args.train_args if a != "--")
     try:
-        launch = trn_train_launch(recipe=args.recipe, data_dir=data_dir,
-                                  output_dir=output_dir or default_output_dir(outputs, name),
-                                  steps=args.steps,
+        launch = trn_train_launch(recipe=args.recipe, data_dir=check_shared_dir(
+                                      "--data-dir", args.data_dir),
+                                  output_dir=output_dir, steps=args.steps,
                                   instance_type=outputs.get(OutputKey.INSTANCE_TYPE),
-                                  backend=stack, extra_args=extra, precompile_steps=_precompile_steps(args))
+                                  backend=stack, extra_args=tuple(words),
+                                  precompile_steps=_precompile_steps(args))
     except ValueError as err:
         raise CliError(str(err), ARGUMENTS_FIX) from None
-    backend = common.backend(args, outputs)
-    job = common.render_job(args, outputs, backend, name=name, nodes=nodes, launch=launch,
-                            env=env)
-    if args.dry_run:
-        print(job.text, end="")
-        return ExitCode.OK
-    handle = backend.submit(job)
-    print(f"submitted {handle} ({nodes} x {outputs.get(OutputKey.INSTANCE_TYPE)}); "
+    return _Program(replace(launch, requirements=requirements, user_setup=args.setup,
+                            nproc_per_node=args.nproc_per_node), None, args.recipe)
+
+
+def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutputs,
+                  requirements: str | None, snapshot: Snapshot) -> _Program:
+    """``submit -- PROGRAM [ARGS]``: the user's program in its working directory snapshot."""
+    for option in ("steps", "data_dir", "precompile_steps"):
+        if getattr(args, option) is not None:
+            flag = "--" + option.replace("_", "-")
+            raise CliError(f"{flag} belongs to --recipe (the bundled trainer); your program "
+                           "takes its own arguments after `--`", ARGUMENTS_FIX)
+    precompile = args.precompile or args.precompile_args is not None
+    if precompile and outputs.neuron_stack != XLA:
+        raise CliError(
+            "--precompile runs neuron_parallel_compile, which extracts the graphs of the XLA "
+            f"stack; this stack trains on the {outputs.neuron_stack} stack, whose torch.compile "
+            "graphs are compiled on first use and kept in the shared compile cache",
+            "leave --precompile out")
+    link = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, NONE)
+    if link == NONE:
+        raise CliError("this stack's data bucket is not linked to FSx (FsxDataRepositoryPath "
+                       "none): the nodes cannot see an uploaded working directory",
+                       "deploy with fsx.data_repository set (the default links the whole "
+                       "file system), or build your code into the image "
+                       "(training_image.user_dockerfile)", ExitCode.STACK)
+    code = CodeSnapshot(snapshot.sha256, fsx_path(link, snapshot.key))
+    try:
+        launch = program_launch(
+            words, launcher=args.launcher, nproc_per_node=args.nproc_per_node,
+            precompile_args=(tuple(shlex.split(args.precompile_args or "")) if precompile
+                             else None),
+            code=code, requirements=requirements, user_setup=args.setup)
+    except ValueError as err:
+        raise CliError(str(err), ARGUMENTS_FIX) from None
+    return _Program(launch, snapshot, _program_name(words))
+
+
+def _program_name(words: list[str]) -> str:
+    """The default job name's prefix: the script's or module's name."""
+    rest = [w for w in words if w not in PYTHON_NAMES]
+    if rest[:1] == ["-m"] and len(rest) > 1:
+        return rest[1].rsplit(".", 1)[-1]
+    return PurePosixPath(rest[0]).stem if rest else "job"
+
+
+def _pack(args: argparse.Namespace, words: list[str]) -> tuple[Snapshot, list[str]]:
+    """Pack ``--workdir`` (default: the current directory) and check that a program named
+    by a path is in it (and executable, for ``--launcher none``); returns the snapshot and
+    the words, an absolute path inside the directory made relative to it (the nodes unpack
+    it elsewhere). A command without a ``/`` that is not a ``.py`` file is looked up on the
+    node's ``PATH`` (``bash``, ``python3``); an absolute path outside the directory is the
+    image's."""
+    source = Path(args.workdir) if args.workdir is not None else Path.cwd()
+    snapshot = pack_workdir(source)
+    words = list(words)
+    at = 1 if len(words) > 1 and words[0] in PYTHON_NAMES else 0
+    program = words[at]
+    if program == "-m" or not (program.endswith(".py") or "/" in program):
+        return snapshot, words
+    if PurePosixPath(program).is_absolute():
+        resolved = Path(program).resolve()
+        if not resolved.is_relative_to(snapshot.source):
+            return snapshot, words
+        program = words[at] = resolved.relative_to(snapshot.source).as_posix()
+    check_program(snapshot, program)
+    if args.launcher == NO_LAUNCHER and not os.access(snapshot.source / program, os.X_OK):
+        raise CliError(f"--launcher none runs {program} itself, and it is not executable",
+                       f"chmod +x {program} (with a #! line), or run it with "
+                       f"`-- python {program}` under the default launcher")
+    return snapshot, words
+
+
+def submit(args: argparse.Namespace) -> int:
+    """Check everything that can be checked here (the program, its working directory, the
+    requirements, the recipe, the stack), then upload the working directory snapshot and
+    submit (or, with ``--dry-run``, print) the job. Nothing is uploaded or sent when a check
+    fails."""
+    words = _words_after_dashes(args.program)
+    if args.recipe is None and not words:
+        raise CliError("submit needs a PROGRAM after `--` or --recipe",
+                       "e.g. trn-ultracluster submit --nodes 2 -- train.py --epochs 3, or "
+                       "--recipe llama-1b --steps 100 --data-dir /fsx/datasets/x")
+    if args.recipe is not None:
+        check_train_recipe(args.recipe)  # exists: before anything is read
+    output_dir = check_shared_dir("--output-dir", args.output_dir) if args.output_dir else None
+    env = check_env(args.env)
+    requirements = None
+    if args.requirements is not None:
+        found = read_requirements(Path(args.requirements))
+        check_requirements(found)
+        requirements = found.text
+    snapshot = None
+    if args.recipe is None:
+        snapshot, words = _pack(args, words)
+    try:
+        outputs = common.load(args)
+        nodes = args.nodes if args.nodes is not None else max(
+            outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
+        check_nodes(nodes, outputs.int_value(OutputKey.NODE_COUNT_MAX))
+        name = args.name or default_job_name(args.recipe or _program_name(words))
+        output_dir = output_dir or default_output_dir(outputs, name)
+        program = (_recipe_program(args, words, outputs, output_dir, requirements)
+                   if snapshot is None else
+                   _user_program(args, words, outputs, requirements, snapshot))
+        backend = common.backend(args, outputs)
+        job = common.render_job(args, outputs, backend, name=name, nodes=nodes,
+                                launch=program.launch, env=env, output_dir=output_dir)
+        if snapshot is not None:
+            print(f"code: {snapshot.source} -> snapshot {snapshot.sha256} ({snapshot.files} "
+                  f"files, {snapshot.bytes} bytes)", file=sys.stderr)
+        if args.dry_run:
+            print(job.text, end="")
+            return ExitCode.OK
+        if snapshot is not None:
+            bucket = outputs.get(OutputKey.DATA_BUCKET_NAME)
+            uploaded = upload_snapshot(common.stack_session(args, outputs), bucket, snapshot,
+                                       progress=not args.no_progress)
+            print(f"code: {'uploaded to' if uploaded else 'already in'} "
+                  f"s3://{bucket}/{snapshot.key}", file=sys.stderr)
+        handle = backend.submit(job)
+    finally:
+        if snapshot is not None:
+            snapshot.cleanup()
+    code = f"; code {snapshot.sha256[:12]}" if snapshot is not None else ""
+    print(f"submitted {handle} ({nodes} x {outputs.get(OutputKey.INSTANCE_TYPE)}{code}); "
           f"watch: trn-ultracluster status {handle}; logs: trn-ultracluster logs {handle}")
     return ExitCode.OK
 
