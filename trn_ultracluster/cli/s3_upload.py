@@ -16,7 +16,14 @@ from typing import Any
 from trn_ultracluster.cli.aws import client_error, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 
-__all__ = ["progress_bar", "upload_failed", "upload_file"]
+__all__ = ["bucket_missing", "progress_bar", "upload_failed", "upload_file"]
+
+
+def bucket_missing(bucket: str, action: str) -> CliError:
+    """The error (STACK) for a data bucket that does not exist."""
+    return CliError(f"{action}: bucket {bucket} does not exist",
+                    "the outputs are of a deleted stack or another account: read them "
+                    "again (leave --outputs-file out) or deploy the stack", ExitCode.STACK)
 
 
 def upload_failed(err: Exception, bucket: str, action: str) -> CliError:
@@ -30,10 +37,7 @@ def upload_failed(err: Exception, bucket: str, action: str) -> CliError:
     """
     cause = err.__context__
     if error_code(cause) == "NoSuchBucket":
-        return CliError(f"{action}: bucket {bucket} does not exist",
-                        "the outputs are of a deleted stack or another account: read them "
-                        "again (leave --outputs-file out) or deploy the stack",
-                        ExitCode.STACK)
+        return bucket_missing(bucket, action)
     if cause is not None and error_code(cause):
         return client_error(action, cause)
     return CliError(f"{action}: {err}", "retry; check the network and the bucket", ExitCode.AWS)
