@@ -225,6 +225,8 @@ def test_program_in_the_snapshot(tmp_path, packed, monkeypatch):
     for program in ("train.py", "./tools/run.py", str(src / "tools" / "run.py")):
         check_program(snapshot, program)
     check_program(["train.py", "tools/run.py"], "tools/../train.py")
+    with pytest.raises(CliError, match="is outside the working directory"):
+        check_program(["train.py"], str(src / "train.py"))  # no directory to place it in
     monkeypatch.chdir(tmp_path)  # a path given relative to the current directory
     with pytest.raises(CliError) as err:
         check_program(snapshot, "src/train.py")
@@ -386,3 +388,20 @@ def test_archive_over_one_put_object(tmp_path, packed, s3_session, monkeypatch):
     with pytest.raises(CliError, match="over the 10 B of one S3 PutObject"):
         workdir.upload_snapshot(s3_session, BUCKET, snapshot)
     assert keys(s3_session) == []
+
+
+def test_head_object_refused(tmp_path, packed, s3_session, monkeypatch):
+    """S3 answers HeadObject of a missing key with 403 to callers without s3:ListBucket."""
+    from botocore.stub import Stubber
+
+    from trn_ultracluster.cli.workdir import upload_snapshot
+
+    snapshot = packed(make_tree(tmp_path / "src", CODE))
+    client = s3_session.client("s3")
+    stub = Stubber(client)
+    stub.add_client_error("head_object", service_error_code="403", http_status_code=403)
+    monkeypatch.setattr(s3_session, "client", lambda *a, **kw: client)
+    with stub, pytest.raises(CliError) as err:
+        upload_snapshot(s3_session, BUCKET, snapshot)
+    assert err.value.exit_code == ExitCode.CREDENTIALS
+    assert "s3:ListBucket" in err.value.message and "s3:PutObject" in err.value.fix

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
-from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.requirements_file import (
     PROTECTED_PACKAGES,
     Requirements,
@@ -312,8 +312,8 @@ def upload_snapshot(session: Any, bucket: str, snapshot: Snapshot, *,
 
     Raises:
         CliError: USAGE when the archive is over :data:`PUT_OBJECT_MAX_BYTES`; STACK when the
-            bucket does not exist; CREDENTIALS and AWS as
-            :func:`~trn_ultracluster.cli.aws.aws_errors`.
+            bucket does not exist; CREDENTIALS when HeadObject is refused (403) and as
+            :func:`~trn_ultracluster.cli.aws.aws_errors`, which also gives AWS.
     """
     from boto3.s3.transfer import TransferConfig
     from botocore.exceptions import ClientError
@@ -331,9 +331,18 @@ def upload_snapshot(session: Any, bucket: str, snapshot: Snapshot, *,
             s3.head_object(Bucket=bucket, Key=snapshot.key)
             return False
         except ClientError as err:
-            if error_code(err) == "NoSuchBucket":
+            code = error_code(err)
+            if code == "NoSuchBucket":
                 raise bucket_missing(bucket, action) from None
-            if error_code(err) not in ("404", "NoSuchKey", "NotFound"):
+            if code == "403":  # HEAD responses have no body, hence no named code
+                raise CliError(
+                    f"{action}: HeadObject was refused (403); S3 answers 403 instead of 404 "
+                    "for a missing object when the caller lacks s3:ListBucket (S3 API "
+                    "Reference, HeadObject)",
+                    "use credentials with s3:GetObject, s3:ListBucket and s3:PutObject on the "
+                    "data bucket (docs/walkthrough.md, 'Permissions')",
+                    ExitCode.CREDENTIALS) from None
+            if code not in ("404", "NoSuchKey", "NotFound"):
                 raise
     checksum = base64.b64encode(bytes.fromhex(snapshot.sha256)).decode("ascii")
     config = TransferConfig(multipart_threshold=PUT_OBJECT_MAX_BYTES + 1,
