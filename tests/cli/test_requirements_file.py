@@ -93,7 +93,8 @@ def test_protected_packages_are_refused(tmp_path, line):
     with pytest.raises(CliError) as err:
         check_requirements(r)
     assert f"line 2 {line!r} would replace" in err.value.message
-    assert "built and tested together with the Neuron compiler, runtime and driver" in err.value.message
+    msg = err.value.message
+    assert "built and tested together with the Neuron compiler, runtime and driver" in msg
     assert "drop the line" in err.value.fix
     assert "training_image.user_dockerfile" in err.value.fix
 
@@ -102,7 +103,8 @@ def test_every_refused_line_in_one_error(tmp_path):
     with pytest.raises(CliError) as err:
         check_requirements(req(tmp_path, "torchvision==0.24\ntqdm\ntorchaudio\n"))
     msg = err.value.message
-    assert "line 1 'torchvision==0.24'; line 3 'torchaudio' would replace torchaudio, torchvision" in msg
+    assert ("line 1 'torchvision==0.24'; line 3 'torchaudio' would replace torchaudio, "
+            "torchvision") in msg
     assert "torchaudio, torchvision: built for exactly one torch release" in msg
 
 
@@ -120,7 +122,8 @@ def test_protected_names_are_canonical():
 def test_included_files_are_refused(tmp_path, line):
     with pytest.raises(CliError) as err:
         check_requirements(req(tmp_path, f"datasets\n{line}\n"))
-    assert f"line 2: {line!r} refers to another file; the job carries only this one" in err.value.message
+    msg = err.value.message
+    assert f"line 2: {line!r} refers to another file; the job carries only this one" in msg
     assert "copy the lines of other.txt into requirements.txt" in err.value.fix
 
 

@@ -64,7 +64,8 @@ def test_same_files_same_hash_whatever_the_times_and_place(tmp_path, packed):
     second = packed(two)
     assert first.sha256 == second.sha256
     assert first.archive.read_bytes() == second.archive.read_bytes()
-    assert first.key == f"{SNAPSHOT_PREFIX}/{first.sha256}.tar.gz" and first.short == first.sha256[:12]
+    assert first.key == f"{SNAPSHOT_PREFIX}/{first.sha256}.tar.gz"
+    assert first.short == first.sha256[:12]
     assert (first.files, first.bytes) == (3, sum(len(v) for v in CODE.values()))
     (two / "conf" / "a.yaml").write_text("lr: 2\n")  # one byte changed
     assert packed(two).sha256 != first.sha256
@@ -131,7 +132,8 @@ def test_links_inside_are_kept_as_links_and_not_followed(tmp_path, packed):
     assert got["dangling"].issym() and "pipe" not in got
 
 
-@pytest.mark.parametrize("target", ["/etc/hostname", "../../outside.txt", "../conf/../../outside.txt"])
+@pytest.mark.parametrize("target",
+                         ["/etc/hostname", "../../outside.txt", "../conf/../../outside.txt"])
 def test_links_out_of_the_directory_are_refused(tmp_path, target):
     src = make_tree(tmp_path / "src", CODE)
     (tmp_path / "outside.txt").write_text("o")
@@ -194,7 +196,8 @@ def test_unreadable_directory(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "scandir", scandir)
     with pytest.raises(CliError) as err:
         pack_workdir(src)
-    assert f"cannot read the directory {src.resolve()}/private (permission denied)" in err.value.message
+    expected = f"cannot read the directory {src.resolve()}/private (permission denied)"
+    assert expected in err.value.message
     assert "chmod -R u+rX" in err.value.fix and ".trnignore" in err.value.fix
 
 

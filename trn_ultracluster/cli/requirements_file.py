@@ -61,7 +61,8 @@ PROTECTED_PACKAGES: frozenset[str] = frozenset(canonicalize_name(name) for name 
 """Canonical names (``packaging.utils.canonicalize_name``) of the training image's Neuron
 stack, which ``--requirements`` must not name. Neuron releases these packages as one set:
 each Neuron SDK release lists one version of each (Neuron docs, "Neuron Component Release
-Notes", e.g. https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/release-notes/components/index.html),
+Notes", e.g. at v2.33.0:
+https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/release-notes/components/index.html),
 torch-neuronx's version names the torch it is built for (``2.9.0.2.x`` for PyTorch 2.9,
 ``2.14.3.0`` for PyTorch 2.14), and libraries that depend on Neuron pin them together
 (huggingface/optimum-neuron ``setup.py``, extra ``neuronx``: neuronx-cc, torch-neuronx,
@@ -144,7 +145,8 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _option(line: str) -> tuple[str, str]:
-    """``("-r", "other.txt")`` of ``-r other.txt``, ``-rother.txt`` or ``--requirement=other.txt``."""
+    """The option and its value: ``("-r", "other.txt")`` of ``-r other.txt``,
+    ``-rother.txt`` or ``--requirement=other.txt``."""
     if line.startswith("--"):
         name, _, value = line.partition("=") if "=" in line.split()[0] else line.partition(" ")
         return name.strip(), value.strip()
