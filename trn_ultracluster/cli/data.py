@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trn_ultracluster.cli.aws import aws_errors, error_code
+from trn_ultracluster.cli.aws import aws_errors
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.s3_upload import progress_bar, upload_file
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.contracts.shared_storage import fsx_path
@@ -43,23 +44,6 @@ def _files(source: Path) -> list[tuple[Path, str]]:
     return [(p, p.relative_to(source).as_posix()) for p in sorted(source.rglob("*")) if p.is_file()]
 
 
-def _upload_failed(err: Exception, bucket: str, action: str) -> CliError:
-    """The error for boto3's ``S3UploadFailedError``, which wraps the ``ClientError`` of the
-    failed request (boto3 ``s3/transfer.py`` ``upload_file``: raised while handling it, so
-    it is the exception's ``__context__``)."""
-    from trn_ultracluster.cli.aws import client_error
-
-    cause = err.__context__
-    if error_code(cause) == "NoSuchBucket":
-        return CliError(f"{action}: bucket {bucket} does not exist",
-                        "the outputs are of a deleted stack or another account: read them "
-                        "again (leave --outputs-file out) or deploy the stack",
-                        ExitCode.STACK)
-    if cause is not None and error_code(cause):
-        return client_error(action, cause)
-    return CliError(f"{action}: {err}", "retry; check the network and the bucket", ExitCode.AWS)
-
-
 def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str,
                   progress: bool = True) -> StagedData:
     """Upload ``source`` (a file or a directory tree) to ``s3://<data bucket>/<prefix>/``.
@@ -76,9 +60,6 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
             or a file cannot be read; STACK when the data bucket does not exist;
             CREDENTIALS and AWS as :func:`aws_errors`.
     """
-    from boto3.exceptions import S3UploadFailedError
-    from botocore.exceptions import BotoCoreError
-
     if not source.exists():
         raise CliError(f"{source} does not exist", "pass a local file or directory")
     if not (source.is_file() or source.is_dir()):
@@ -95,28 +76,12 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
     bucket = outputs.get(OutputKey.DATA_BUCKET_NAME)
     prefix = prefix.strip("/")
     action = f"upload to s3://{bucket}/{prefix}"
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, unit="B", unit_scale=True, desc=f"s3://{bucket}/{prefix}")
-    try:
-        with aws_errors(action):
-            s3 = session.client("s3")
-            for path, rel in files:
-                try:
-                    s3.upload_file(str(path), bucket, f"{prefix}/{rel}" if prefix else rel,
-                                   Callback=bar.update if bar else None)
-                except S3UploadFailedError as err:
-                    raise _upload_failed(err, bucket, action) from None
-                except BotoCoreError:  # some are OSErrors too: aws_errors explains them
-                    raise
-                except OSError as err:  # a file vanished or cannot be read mid-upload
-                    raise CliError(f"{action}: cannot read {path}: {err.strerror or err}",
-                                   "check the file and run `data` again", ExitCode.USAGE) from None
-    finally:
-        if bar is not None:
-            bar.close()
+    with progress_bar(total, f"s3://{bucket}/{prefix}", progress) as callback, \
+            aws_errors(action):
+        s3 = session.client("s3")
+        for path, rel in files:
+            upload_file(s3, path, bucket, f"{prefix}/{rel}" if prefix else rel, action=action,
+                        callback=callback)
     dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, NONE)
     cluster_path = None if dra == NONE else fsx_path(dra, prefix)
     return StagedData(bucket, prefix, len(files), total, cluster_path)
