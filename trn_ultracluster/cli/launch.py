@@ -8,8 +8,8 @@ NeuronCore (:attr:`InstanceSpec.logical_neuron_cores`):
   torch/torch.go``: ``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``,
   ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``; torchrun reads ``PET_<option>`` for each of its
   options, PyTorch ``torch/distributed/run.py``), so the command is plain ``torchrun``.
-- Slurm: the sbatch script adds ``--nnodes``, ``--nproc-per-node`` and a c10d rendezvous
-  on the first node (:mod:`trn_ultracluster.cli.backends.slurm`).
+- Slurm and standalone: the node script gives ``--nnodes``, ``--nproc-per-node``,
+  ``--node-rank`` and the first node's address (:func:`torchrun_command`).
 
 The training program is ``python -m trn_train train --recipe ... --data-dir ...
 --output-dir ... --steps ...`` (``training/trn_train/cli.py``); under torchrun that is
@@ -45,14 +45,19 @@ RENDEZVOUS_PORT = 29500
 """torchrun's default master port (PyTorch ``torch/distributed/run.py``)."""
 
 
-def torchrun_command(nnodes: str, nproc_per_node: int, endpoint: str, rdzv_id: str) -> str:
-    """``torchrun`` with a c10d rendezvous: ``nnodes`` nodes of ``nproc_per_node`` processes
-    meet at ``endpoint`` (``host:port``; torchrun on that host runs the store) under
-    ``rdzv_id`` (PyTorch "torchrun (Elastic Launch)": ``--rdzv-backend=c10d
-    --rdzv-endpoint --rdzv-id``). The arguments are shell words as they are (they may be
-    quoted variables such as ``"${SLURM_JOB_NUM_NODES}"``)."""
+def torchrun_command(nnodes: str, nproc_per_node: int, node_rank: str, master_addr: str,
+                     master_port: str) -> str:
+    """``torchrun`` with a static rendezvous: ``nnodes`` nodes of ``nproc_per_node``
+    processes, this node being ``node_rank``, rank 0's node at ``master_addr:master_port``
+    (torchrun's default ``--rdzv-backend=static``: ``--node-rank`` and ``--master-addr`` "are
+    only used for static rendezvous", PyTorch ``torch/distributed/run.py``). Static and not
+    c10d: with c10d the ranks go to nodes in the order they join, so rank 0, which prints a
+    program's metrics, could be on any node and ``logs`` (the first node's) would miss them;
+    with the node's rank given, node 0 runs ranks 0 to ``nproc_per_node - 1`` on every
+    orchestrator, as Kubeflow Trainer's ``PET_NODE_RANK`` does on EKS. The arguments are shell
+    words as they are (they may be quoted variables such as ``"${SLURM_NODEID}"``)."""
     return (f"torchrun --nnodes={nnodes} --nproc-per-node={nproc_per_node} "
-            f"--rdzv-backend=c10d --rdzv-endpoint={endpoint} --rdzv-id={rdzv_id}")
+            f"--node-rank={node_rank} --master-addr={master_addr} --master-port={master_port}")
 
 
 def env_file_lines() -> str:

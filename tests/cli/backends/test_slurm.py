@@ -82,7 +82,8 @@ def test_every_sbatch_script_passes_bash_n_shellcheck_and_options(capsys, tmp_pa
         'srun --auto-resume=1 --kill-on-bad-exit=1 --container-image="${TRN_CONTAINER_IMAGE}" '
         '--container-mounts="${TRN_FSX_MOUNT_POINT}:${TRN_FSX_MOUNT_POINT}" '
         '--no-container-mount-home bash -c "${TRN_NODE_SCRIPT}"']
-    assert "--rdzv-backend=c10d" in script
+    assert ('--node-rank="${SLURM_NODEID}" --master-addr="${MASTER_ADDR}" '
+            '--master-port="${MASTER_PORT}"') in script  # static rendezvous: node 0 has rank 0
     assert "(restart ${SLURM_RESTART_COUNT:-0})" in script
 
 

@@ -87,8 +87,8 @@ def test_job_script_is_clean_bash_and_runs_torchrun_on_every_neuroncore(capsys, 
                             "/fsx/d", "--env", "X=$Y", "--precompile")
     assert code == 0, err
     check_bash(script, tmp_path)
-    torchrun = ('torchrun --nnodes="${NNODES}" --nproc-per-node=32 --rdzv-backend=c10d '
-                '--rdzv-endpoint="${MASTER_ADDR}:${MASTER_PORT}" --rdzv-id=job-a -m trn_train')
+    torchrun = ('torchrun --nnodes="${NNODES}" --nproc-per-node=32 --node-rank="${NODE_RANK}" '
+                '--master-addr="${MASTER_ADDR}" --master-port="${MASTER_PORT}" -m trn_train')
     lines = script.splitlines()
     assert lines[-1].startswith(torchrun) and lines[-2].startswith(
         "neuron_parallel_compile " + torchrun)

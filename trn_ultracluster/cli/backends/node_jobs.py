@@ -126,7 +126,7 @@ def job_script(job: JobRequest, spec: InstanceSpec, runtime: Runtime) -> str:
     it ends, then runs itself again inside the runtime (:func:`_container_lines`,
     :func:`_venv_lines`), where it sources the stack's job environment file (the Neuron/EFA
     variables, the Neuron stack's compile cache on FSx), exports ``--env`` and runs
-    the program: one ``torchrun`` per node, one process per logical NeuronCore, with a c10d
+    the program: one ``torchrun`` per node, one process per logical NeuronCore, with a static
     rendezvous on ``MASTER_ADDR`` (the first node), port :data:`RENDEZVOUS_PORT`. The script
     is the same on every node and does not depend on which instances run it, so
     ``submit --dry-run`` prints exactly what the nodes run.
@@ -143,7 +143,8 @@ def job_script(job: JobRequest, spec: InstanceSpec, runtime: Runtime) -> str:
         raise ValueError(f"standalone runtime {runtime.kind!r} (virtual environment "
                          f"{runtime.venv!r}) is not one this job CLI knows: redeploy the stack")
     nproc = job.launch.nproc_per_node or spec.logical_neuron_cores
-    torchrun = torchrun_command('"${NNODES}"', nproc, '"${MASTER_ADDR}:${MASTER_PORT}"', name)
+    torchrun = torchrun_command('"${NNODES}"', nproc, '"${NODE_RANK}"', '"${MASTER_ADDR}"',
+                                '"${MASTER_PORT}"')
     node = NodeContext(rank='"${NODE_RANK}"', nnodes='"${NNODES}"',
                        master_addr='"${MASTER_ADDR}"', master_port='"${MASTER_PORT}"',
                        run_id=name, torchrun=torchrun)

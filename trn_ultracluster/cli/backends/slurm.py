@@ -22,9 +22,12 @@ The script (:func:`sbatch_script`):
   (``JobFileAppend=0`` by default; measured with Slurm 22.05 in ``tests/slurm``); the log's
   first line of each run names it (``SLURM_RESTART_COUNT``, sbatch man page, "OUTPUT
   ENVIRONMENT VARIABLES");
-- starts ``torchrun`` with one process per logical NeuronCore (catalog) and a c10d
-  rendezvous on the first node of the allocation (PyTorch "torchrun (Elastic Launch)",
-  ``--rdzv-backend=c10d --rdzv-endpoint=host:port --rdzv-id``);
+- runs the node script (:mod:`~trn_ultracluster.cli.node_script`) in one ``srun`` step,
+  one task per node, which starts ``torchrun`` with one process per logical NeuronCore
+  (catalog) and the first node of the allocation as rank 0's node
+  (:func:`~trn_ultracluster.cli.launch.torchrun_command`; ``SLURM_NODEID`` is the node's
+  rank in the job, sbatch man page, "OUTPUT ENVIRONMENT VARIABLES"); ``--kill-on-bad-exit``
+  ends the step on every node when one node's part fails (srun man page);
 - sources :data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`
   (``/fsx/.trn-ultracluster/env``), which the HyperPod lifecycle scripts write from the
   stack (``trn_ultracluster/orchestrators/hyperpod_slurm/scripts``; the variables'
@@ -116,8 +119,8 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
     if job.launch.code is not None:
         directives.append(f"--comment=code:{job.launch.code.sha256[:12]}")
     nproc = job.launch.nproc_per_node or spec.logical_neuron_cores
-    torchrun = torchrun_command('"${SLURM_JOB_NUM_NODES}"', nproc,
-                                '"${MASTER_ADDR}:${MASTER_PORT}"', '"${SLURM_JOB_ID}"')
+    torchrun = torchrun_command('"${SLURM_JOB_NUM_NODES}"', nproc, '"${SLURM_NODEID}"',
+                                '"${MASTER_ADDR}"', '"${MASTER_PORT}"')
     node = NodeContext(rank='"${SLURM_NODEID}"', nnodes='"${SLURM_JOB_NUM_NODES}"',
                        master_addr='"${MASTER_ADDR}"', master_port='"${MASTER_PORT}"',
                        run_id='"${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"', torchrun=torchrun)
