@@ -128,3 +128,12 @@ def test_a_dockerfile_that_is_not_text_is_refused(tmp_path):
     assert errors({USER: str(path)}) == [
         f"error: {USER} = '{path}': must be UTF-8 text (byte 5 is not) (see "
         "docs/custom-image.md)"]
+
+
+def test_a_user_image_that_no_standalone_job_would_run_is_a_warning(tmp_path):
+    overrides = {USER: str(_dockerfile(tmp_path)), "orchestrator": "standalone",
+                 "standalone.runtime": "dlami-venv"}
+    (warning,) = warnings_about(overrides, USER)
+    assert warning.startswith(f"warning: {USER} = '{tmp_path / 'Dockerfile'}': should not be "
+                              "set with standalone.runtime: dlami-venv")
+    assert not warnings_about({**overrides, "standalone.runtime": "container"}, USER)

@@ -55,7 +55,9 @@ def user_image(c: ClusterConfig) -> Iterator[ConfigIssue]:
     """``training_image.user_dockerfile`` must be an existing, readable file inside its build
     context (``user_context``, an existing directory) whose final stage builds on the stack's
     image (:func:`~trn_ultracluster.config.dockerfile.base_image_problem`), and is built by
-    CodeBuild only (:data:`_LOCAL_BUILD` says why); ``user_context`` needs a Dockerfile."""
+    CodeBuild only (:data:`_LOCAL_BUILD` says why); ``user_context`` needs a Dockerfile. A
+    standalone stack whose nodes run jobs in the DLAMI's environment gets a warning: no job
+    would run the image."""
     settings = c.training_image
     if settings.user_context is not None and settings.user_dockerfile is None:
         yield ConfigIssue("training_image.user_context", settings.user_context,
@@ -68,6 +70,11 @@ def user_image(c: ClusterConfig) -> Iterator[ConfigIssue]:
     field, value = "training_image.user_dockerfile", settings.user_dockerfile
     if settings.build == "local":
         yield ConfigIssue(field, value, _LOCAL_BUILD, DOC_CUSTOM_IMAGE)
+    if c.orchestrator == "standalone" and c.standalone.runtime == "dlami-venv":
+        yield ConfigIssue(field, value, "should not be set with standalone.runtime: dlami-venv: "
+                          "those nodes run jobs in the DLAMI's virtual environment, so no job "
+                          "would run the image the deploy builds; use standalone.runtime: "
+                          "container", DOC_CUSTOM_IMAGE, severity="warning")
     if not value or not value.strip():
         yield ConfigIssue(field, value, "must name a Dockerfile", DOC_CUSTOM_IMAGE)
         return
