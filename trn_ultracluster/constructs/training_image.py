@@ -64,13 +64,11 @@ complete, so no job can start before the image exists.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from aws_cdk import Duration, FileSystem, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import Duration, IgnoreMode, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
@@ -80,6 +78,15 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from trn_ultracluster.constructs.image_build_failures import report_failures
+from trn_ultracluster.constructs.image_content import (
+    DOCKERFILE,
+    IGNORE_FILE,
+    PLATFORM,
+    REPO_ROOT,
+    build_context_patterns,
+    image_tag,
+)
+from trn_ultracluster.constructs.user_image import UserImage, keep_base_rule
 from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
@@ -106,14 +113,6 @@ __all__ = [
     "image_tag",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = "training/Dockerfile"
-"""Dockerfile path, relative to the build context (the repository root)."""
-IGNORE_FILE = REPO_ROOT / "training" / "Dockerfile.dockerignore"
-"""The one list of files the image build sees (BuildKit reads ``<Dockerfile>.dockerignore``
-for ``docker build -f training/Dockerfile .``; this construct uploads the same context)."""
-PLATFORM = ecr_assets.Platform.LINUX_AMD64
-"""Trainium instances are x86_64 (EC2 instance types, accelerated computing)."""
 BUILD_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
 """CodeBuild compute type (CloudFormation ``AWS::CodeBuild::Project`` ``Environment.ComputeType``): up to 16 GiB memory and 8 vCPUs (botocore CodeBuild
 model, ``ProjectEnvironment.computeType``) and 128 GB of disk on the Linux on-demand fleet
@@ -149,31 +148,6 @@ IMMUTABLE_TAGS_SKIP = (
     "(aws/containers-roadmap#2179, moby/buildkit#3776), and a CloudFormation rollback re-runs "
     "the previous build with the previous tag, so immutability would make rollbacks fail."
 )
-
-
-def build_context_patterns(path: Path = IGNORE_FILE) -> list[str]:
-    """The ``.dockerignore`` patterns of ``path``, without comments and blank lines.
-
-    Raises:
-        FileNotFoundError: the ignore file is missing.
-    """
-    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
-
-
-def image_tag(directory: Path, dockerfile: str, patterns: list[str],
-              build_args: dict[str, str] | None = None) -> str:
-    """Content tag of the image: 64 hex characters (ECR allows up to 128).
-
-    The CDK fingerprint (SHA-256 over paths and contents, Docker ignore semantics) of the
-    build context, extended with the Dockerfile path, the platform and the build arguments:
-    any change that can change the image changes the tag.
-    """
-    extra = json.dumps({"dockerfile": dockerfile, "platform": PLATFORM.platform,
-                        "build_args": build_args or {}}, sort_keys=True)
-    fingerprint = FileSystem.fingerprint(str(directory), exclude=patterns,
-                                         ignore_mode=IgnoreMode.DOCKER, extra_hash=extra)
-    return hashlib.sha256(fingerprint.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -272,8 +246,6 @@ class TrainingImage(Construct):
             self.base_build, self.base_image_tag, self.base_image_uri)
         self.user_image = None
         if props.user_build is not None:
-            from trn_ultracluster.constructs.user_image import UserImage
-
             dockerfile, context = props.user_build
             self.user_image = UserImage(
                 self, "User", repository=self.repository, base_build=self.base_build,
@@ -288,8 +260,6 @@ class TrainingImage(Construct):
         builds on it (:func:`~trn_ultracluster.constructs.user_image.keep_base_rule`)."""
         keep = []
         if keep_tag is not None:
-            from trn_ultracluster.constructs.user_image import keep_base_rule
-
             keep = [keep_base_rule(keep_tag)]
         repository = ecr.Repository(
             self,

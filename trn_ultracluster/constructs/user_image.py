@@ -16,7 +16,7 @@ platform, ``SingletonProject``), pushed to the same ECR repository, with:
   0.1.14), and its buildspec logs in to the repository's registry before the build (``aws
   ecr get-login-password | docker login ... $repositoryAuthUri``), so ``FROM`` pulls with the
   build's own role.
-- its own content tag (:func:`~trn_ultracluster.constructs.training_image.image_tag`) over
+- its own content tag (:func:`~trn_ultracluster.constructs.image_content.image_tag`) over
   its build context (minus its ``.dockerignore``: :func:`context_patterns`), its Dockerfile
   path and the stack image's tag.
 
@@ -43,15 +43,10 @@ from pathlib import Path
 
 from aws_cdk import IgnoreMode
 from aws_cdk import aws_ecr as ecr
-from cdklabs.deploy_time_build import ContainerImageBuild
 from constructs import Construct
 
 from trn_ultracluster.config.dockerfile import BASE_IMAGE_ARG
-from trn_ultracluster.constructs.training_image import (
-    PLATFORM,
-    build_context_patterns,
-    image_tag,
-)
+from trn_ultracluster.constructs.image_content import PLATFORM, build_context_patterns, image_tag
 
 __all__ = ["UserImage", "context_patterns", "keep_base_rule"]
 
@@ -106,6 +101,8 @@ class UserImage(Construct):
                 that first).
         """
         super().__init__(scope, construct_id)
+        from cdklabs.deploy_time_build import ContainerImageBuild  # as training_image does
+
         if not dockerfile.resolve().is_relative_to(context.resolve()):
             raise ValueError(f"user Dockerfile {dockerfile} must be inside its context {context}")
         file = dockerfile.resolve().relative_to(context.resolve()).as_posix()
