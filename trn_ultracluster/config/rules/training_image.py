@@ -46,9 +46,10 @@ def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
 _LOCAL_BUILD = (
     "must be used with training_image.build: codebuild: the CDK CLI cannot build it on the "
     "stack's image, since a Docker image asset's build arguments must be known at synth "
-    "time (aws-cdk-lib refuses tokens in buildArgs) while the stack's image URI names the "
-    "account, and the CLI does not build an image that is already in the registry, so the "
-    "stack's image may not exist locally to build on")
+    "time (aws-cdk-lib refuses tokens in buildArgs) while the stack's image is in the CDK "
+    "bootstrap repository, whose URI names the account that synth leaves open, and the CLI "
+    "does not build an image that is already in the registry, so the stack's image may not "
+    "exist locally to build on")
 
 
 def user_image(c: ClusterConfig) -> Iterator[ConfigIssue]:
