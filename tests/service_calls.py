@@ -42,7 +42,9 @@ The calls (:func:`service_calls`), each from what the template hands the service
   stream in ``LogsConfig.CloudWatchLogs.GroupName``; for each ``Custom::CDKContainerImageBuild``
   that runs the project, read its ``sourceS3Url`` and push to its ``repositoryUri`` (the
   actions of the ECR user guide's "IAM permissions for pushing an image",
-  https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html).
+  https://docs.aws.amazon.com/AmazonECR/latest/userguide/image-push-iam.html), and pull the
+  image a ``--build-arg`` of its ``buildCommand`` names in a private ECR repository (a user
+  image's ``TRN_BASE_IMAGE``).
 - **Lambda** (each ``AWS::Lambda::Function`` with ``LoggingConfig.LogGroup``, its ``Role``):
   ``logs:CreateLogStream`` and ``logs:PutLogEvents`` in that group (Lambda developer guide,
   "Sending Lambda function logs to CloudWatch Logs": a function's role needs them to write
@@ -532,15 +534,29 @@ def _codebuild(template: dict[str, Any], v: StandIns) -> Iterator[Call]:
             source = str(v.value(build_props["sourceS3Url"])).removeprefix("s3://")
             yield Call(role, role_is, Request("s3:GetObject", f"arn:aws:s3:::{source}"),
                        f"sourceS3Url of {build}")
-            uri = str(v.value(build_props["repositoryUri"]))
-            account, _, _, region, *_ = uri.split("/", 1)[0].split(".")
-            repository = v.arn("ecr", f"repository/{uri.split('/', 1)[1]}", account=account,
-                               region=region)
+            repository = _ecr_repository(v, str(v.value(build_props["repositoryUri"])))
             yield Call(role, role_is, Request("ecr:GetAuthorizationToken", "*"),
                        f"the push of {build}")
             for action in ECR_PUSH:
                 yield Call(role, role_is, Request(action, repository),
                            f"repositoryUri of {build}")
+            command = str(v.value(build_props["buildCommand"]))
+            for arg, image in _ECR_BUILD_ARG.findall(command):
+                for action in ECR_PULL:
+                    yield Call(role, role_is, Request(action, _ecr_repository(v, image)),
+                               f"the image in build argument {arg} of {build}")
+
+
+_ECR_BUILD_ARG = re.compile(r"--build-arg (\w+)=(\d{12}\.dkr\.ecr\.[^\s/]+/[^\s:@]+)")
+"""A build argument that names an image in a private ECR repository (the base image of a
+user image, ``FROM ${TRN_BASE_IMAGE}``): the build pulls it."""
+
+
+def _ecr_repository(v: StandIns, uri: str) -> str:
+    """The repository ARN of ``<account>.dkr.ecr.<region>.<suffix>/<name>[:tag]``."""
+    registry, name = uri.split("/", 1)
+    account, _, _, region, *_ = registry.split(".")
+    return v.arn("ecr", f"repository/{name.split(':', 1)[0]}", account=account, region=region)
 
 
 def _lambda_logs(template: dict[str, Any], v: StandIns) -> Iterator[Call]:

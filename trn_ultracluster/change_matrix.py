@@ -232,6 +232,14 @@ ROWS: tuple[ChangeRow, ...] = (
               "the CDK CLI builds the image into its own asset repository: the stack's image "
               "repository is deleted with its images (rebuilt from the source, as on cdk "
               "destroy); no node rolls"),
+    ChangeRow("training_image.user_dockerfile", "none -> examples/custom-image/Dockerfile",
+              "eks", {"training_image.user_dockerfile": "examples/custom-image/Dockerfile"},
+              {"Trainium node groups": "unchanged", "file system": "unchanged",
+               "image repository": "updated"},
+              "builds the user's image on the stack's image, after it, into the same "
+              "repository (a lifecycle rule keeps the stack image it builds on); the "
+              "TrainingImageUri output and the training runtime name it, so jobs submitted "
+              "after the deploy run it and running jobs keep theirs; " + _NO_ROLL),
 )
 """Every change the matrix test synthesizes, with its expected classes."""
 

@@ -86,6 +86,7 @@ DOC_SSM_PARAMETER_NAMES = (
 )
 README_STANDALONE = "docs/standalone.md"
 README_TRAINING_STACKS = "README.md#training-stacks"
+DOC_CUSTOM_IMAGE = "docs/custom-image.md"
 DOC_TORCHNEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 DOC_TRN2_ULTRASERVER = (
     "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/arch/neuron-hardware/"

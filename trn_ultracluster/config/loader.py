@@ -25,7 +25,7 @@ from trn_ultracluster.config.facts import README_CONFIG
 from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
 from trn_ultracluster.config.parse import parse_config
 
-__all__ = ["CONTEXT_KEY", "PROFILE_CONTEXT_KEY", "load_config"]
+__all__ = ["CONTEXT_KEY", "PATH_FIELDS", "PROFILE_CONTEXT_KEY", "load_config"]
 
 CONTEXT_KEY = "trn-ultracluster"
 """cdk.json context key of the configuration object (only what differs from the defaults)."""
@@ -96,6 +96,22 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> ConfigIssue 
         value = [v.strip() for v in value.split(",") if v.strip()]
     node[parts[-1]] = _parse_scalar(value)
     return None
+
+
+PATH_FIELDS = (("training_image", "user_dockerfile"), ("training_image", "user_context"))
+"""Fields that name a file or directory: a relative path is read from ``base_dir`` (the
+project directory, where ``cdk.json`` is and the CDK CLI runs ``app.py``), as profile paths
+are, and stored absolute, so that rules and constructs never depend on the working
+directory."""
+
+
+def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> None:
+    """Make the text values of :data:`PATH_FIELDS` in ``raw`` absolute (``~`` expanded);
+    values of other types are left for the model to refuse."""
+    for section, key in PATH_FIELDS:
+        values = raw.get(section)
+        if isinstance(values, dict) and isinstance(values.get(key), str) and values[key].strip():
+            values[key] = str((base_dir / Path(values[key]).expanduser()).absolute())
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,7 +204,8 @@ def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> Loade
     Args:
         context: all context values, e.g. ``{k: app.node.try_get_context(k) ...}`` or the
             dict a test passes. Keys with ``:``, ``@`` or ``/`` are CDK's and are ignored.
-        base_dir: directory that relative profile paths are read from.
+        base_dir: directory that relative paths are read from: the profile's and those of
+            :data:`PATH_FIELDS`.
 
     Returns:
         The validated, frozen configuration and its warnings.
@@ -208,6 +225,7 @@ def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> Loade
                                              Path(base_dir)))
     key_issues = [issue for key in sorted(k for k in context if _is_our_key(k))
                   if (issue := _set_dotted(raw, key, context[key])) is not None]
+    _resolve_paths(raw, Path(base_dir))
     try:
         loaded = parse_config(raw)
     except ConfigError as err:

@@ -64,24 +64,29 @@ complete, so no job can start before the image exists.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from aws_cdk import Duration, FileSystem, IgnoreMode, RemovalPolicy, Stack
+from aws_cdk import Duration, IgnoreMode, RemovalPolicy, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from trn_ultracluster.constructs.handler_function import handler_function
+from trn_ultracluster.constructs.image_build_failures import report_failures
+from trn_ultracluster.constructs.image_content import (
+    DOCKERFILE,
+    IGNORE_FILE,
+    PLATFORM,
+    REPO_ROOT,
+    build_context_patterns,
+    image_tag,
+)
+from trn_ultracluster.constructs.user_image import UserImage, keep_base_rule
 from trn_ultracluster.contracts.neuron_stack import NeuronStackName
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
@@ -102,21 +107,12 @@ __all__ = [
     "DOCKERFILE",
     "IGNORE_FILE",
     "PLATFORM",
-    "REPORTED_STATUSES",
     "TrainingImage",
     "TrainingImageProps",
     "build_context_patterns",
     "image_tag",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = "training/Dockerfile"
-"""Dockerfile path, relative to the build context (the repository root)."""
-IGNORE_FILE = REPO_ROOT / "training" / "Dockerfile.dockerignore"
-"""The one list of files the image build sees (BuildKit reads ``<Dockerfile>.dockerignore``
-for ``docker build -f training/Dockerfile .``; this construct uploads the same context)."""
-PLATFORM = ecr_assets.Platform.LINUX_AMD64
-"""Trainium instances are x86_64 (EC2 instance types, accelerated computing)."""
 BUILD_COMPUTE_TYPE = "BUILD_GENERAL1_LARGE"
 """CodeBuild compute type (CloudFormation ``AWS::CodeBuild::Project`` ``Environment.ComputeType``): up to 16 GiB memory and 8 vCPUs (botocore CodeBuild
 model, ``ProjectEnvironment.computeType``) and 128 GB of disk on the Linux on-demand fleet
@@ -140,20 +136,6 @@ BUILD_CACHE = {"Type": "LOCAL", "Modes": ["LOCAL_DOCKER_LAYER_CACHE"]}
 """CloudFormation ``AWS::CodeBuild::Project`` ``Cache`` (CodeBuild user guide, "Specify a local
 cache", CloudFormation: ``Type: LOCAL``, ``Modes``; needs ``PrivilegedMode``, which the
 library sets)."""
-REPORTED_STATUSES = ["FAILED", "FAULT", "STOPPED", "TIMED_OUT"]
-"""Build statuses that end a build without success (CodeBuild API reference, ``Build``
-``buildStatus``: SUCCEEDED, FAILED, FAULT, TIMED_OUT, IN_PROGRESS, STOPPED)."""
-REPORT_HANDLER = Path(__file__).resolve().parent / "image_build_report"
-REPORT_FUNCTION_SKIPS = {
-    "CKV_AWS_115": "Invoked by one EventBridge rule, once per failed image build; reserved "
-                   "concurrency would take from the account's unreserved pool (at least 10 "
-                   "must stay unreserved, Lambda quotas).",
-    "CKV_AWS_116": "EventBridge retries a failed invocation; a lost report leaves "
-                   "CloudFormation's own one-hour timeout, so a dead-letter queue adds nothing.",
-    "CKV_AWS_117": "Calls the CodeBuild API and a pre-signed S3 URL only; in the VPC its "
-                   "network interfaces would hold the subnets that cdk destroy deletes.",
-}
-"""checkov findings on the failure-report function, with the reason each is skipped."""
 BUILD_LOG_RETENTION = logs.RetentionDays.ONE_MONTH
 UNTAGGED_IMAGE_EXPIRY_DAYS = 14
 KEEP_TAGGED_IMAGES = 20
@@ -166,31 +148,6 @@ IMMUTABLE_TAGS_SKIP = (
     "(aws/containers-roadmap#2179, moby/buildkit#3776), and a CloudFormation rollback re-runs "
     "the previous build with the previous tag, so immutability would make rollbacks fail."
 )
-
-
-def build_context_patterns(path: Path = IGNORE_FILE) -> list[str]:
-    """The ``.dockerignore`` patterns of ``path``, without comments and blank lines.
-
-    Raises:
-        FileNotFoundError: the ignore file is missing.
-    """
-    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
-
-
-def image_tag(directory: Path, dockerfile: str, patterns: list[str],
-              build_args: dict[str, str] | None = None) -> str:
-    """Content tag of the image: 64 hex characters (ECR allows up to 128).
-
-    The CDK fingerprint (SHA-256 over paths and contents, Docker ignore semantics) of the
-    build context, extended with the Dockerfile path, the platform and the build arguments:
-    any change that can change the image changes the tag.
-    """
-    extra = json.dumps({"dockerfile": dockerfile, "platform": PLATFORM.platform,
-                        "build_args": build_args or {}}, sort_keys=True)
-    fingerprint = FileSystem.fingerprint(str(directory), exclude=patterns,
-                                         ignore_mode=IgnoreMode.DOCKER, extra_hash=extra)
-    return hashlib.sha256(fingerprint.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -208,6 +165,10 @@ class TrainingImageProps:
         neuron_stack: the Dockerfile's ``NEURON_STACK`` build argument, the stage the image
             starts from: ``xla`` or ``native``
             (:mod:`trn_ultracluster.contracts.neuron_stack`).
+        user_build: ``(dockerfile, context)``, absolute paths, of the user's image built on
+            this one (``training_image.user_dockerfile``,
+            :class:`~trn_ultracluster.constructs.user_image.UserImage`; ``codebuild`` only).
+            Default: none, jobs run this image.
     """
 
     build: Literal["codebuild", "local"] = "codebuild"
@@ -216,6 +177,7 @@ class TrainingImageProps:
     directory: Path = REPO_ROOT
     dockerfile: str = DOCKERFILE
     neuron_stack: NeuronStackName = "xla"
+    user_build: tuple[Path, Path] | None = None
 
     @property
     def build_args(self) -> dict[str, str]:
@@ -225,16 +187,25 @@ class TrainingImageProps:
 
 class TrainingImage(Construct):
     """The training container for linux/amd64, in ECR, tagged with its content hash: the
-    stage of ``training/Dockerfile`` that ``props.neuron_stack`` names.
+    stage of ``training/Dockerfile`` that ``props.neuron_stack`` names, and the user's image
+    on top of it when ``props.user_build`` is given.
+
+    ``image_tag``, ``image_uri`` and ``build`` are what jobs run, the one place every consumer
+    reads (the ``TrainingImageUri`` output, the EKS training runtime, the node job
+    environment, HyperPod's Pyxis image): the user's image when there is one, else the
+    stack's.
 
     Attributes:
         repository: the ECR repository jobs pull from (the stack's own with ``codebuild``:
             scan on push, KMS encryption with the AWS managed key, untagged images expire
             after 14 days, the newest 20 tagged ones are kept, emptied and deleted on
             ``cdk destroy``; the CDK bootstrap repository with ``local``).
-        image_tag: content tag (known at synth time).
+        image_tag: content tag of the image jobs run (known at synth time).
         image_uri: ``<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>`` (token).
-        build: the ``ContainerImageBuild`` (``codebuild``) or ``DockerImageAsset`` (``local``).
+        build: what pushes that image: a ``ContainerImageBuild`` (``codebuild``) or the
+            ``DockerImageAsset`` (``local``).
+        base_image_tag, base_image_uri, base_build: the same for the stack's own image.
+        user_image: the :class:`~trn_ultracluster.constructs.user_image.UserImage`, or None.
     """
 
     def __init__(
@@ -245,29 +216,51 @@ class TrainingImage(Construct):
         self.props = props
         patterns = build_context_patterns(props.directory / "training" / "Dockerfile.dockerignore")
         if props.build == "local":
+            if props.user_build is not None:
+                raise ValueError("a user image needs build codebuild: the CDK CLI cannot pass "
+                                 "one image asset's URI to another's build")
             asset = ecr_assets.DockerImageAsset(
                 self, "Asset", directory=str(props.directory), file=props.dockerfile,
                 platform=PLATFORM, ignore_mode=IgnoreMode.DOCKER, exclude=patterns,
                 build_args=props.build_args)
-            self.build = asset
+            self.user_image = None
             self.repository = asset.repository
-            self.image_tag = asset.asset_hash
-            self.image_uri = asset.image_uri
+            self.base_build = self.build = asset
+            self.base_image_tag = self.image_tag = asset.asset_hash
+            self.base_image_uri = self.image_uri = asset.image_uri
             return
-        self.repository = self._repository()
-        self.image_tag = image_tag(props.directory, props.dockerfile, patterns, props.build_args)
-        self.image_uri = f"{self.repository.repository_uri}:{self.image_tag}"
+        self.base_image_tag = image_tag(props.directory, props.dockerfile, patterns,
+                                        props.build_args)
+        self.repository = self._repository(
+            keep_tag=self.base_image_tag if props.user_build else None)
+        self.base_image_uri = f"{self.repository.repository_uri}:{self.base_image_tag}"
         from cdklabs.deploy_time_build import ContainerImageBuild
 
-        self.build = ContainerImageBuild(
+        self.base_build = ContainerImageBuild(
             self, "Build",
             directory=str(props.directory), file=props.dockerfile, platform=PLATFORM,
             ignore_mode=IgnoreMode.DOCKER, exclude=patterns, build_args=props.build_args,
-            repository=self.repository, tag=self.image_tag,
+            repository=self.repository, tag=self.base_image_tag,
         )
+        self.build, self.image_tag, self.image_uri = (
+            self.base_build, self.base_image_tag, self.base_image_uri)
+        self.user_image = None
+        if props.user_build is not None:
+            dockerfile, context = props.user_build
+            self.user_image = UserImage(
+                self, "User", repository=self.repository, base_build=self.base_build,
+                base_tag=self.base_image_tag, base_uri=self.base_image_uri,
+                dockerfile=dockerfile, context=context)
+            self.build, self.image_tag, self.image_uri = (
+                self.user_image.build, self.user_image.image_tag, self.user_image.image_uri)
         self._tune_build_project()
 
-    def _repository(self) -> ecr.Repository:
+    def _repository(self, keep_tag: str | None) -> ecr.Repository:
+        """The stack's repository; ``keep_tag``: the stack image's tag when a user image
+        builds on it (:func:`~trn_ultracluster.constructs.user_image.keep_base_rule`)."""
+        keep = []
+        if keep_tag is not None:
+            keep = [keep_base_rule(keep_tag)]
         repository = ecr.Repository(
             self,
             "Repository",
@@ -280,6 +273,7 @@ class TrainingImage(Construct):
                     tag_status=ecr.TagStatus.UNTAGGED,
                     max_image_age=Duration.days(UNTAGGED_IMAGE_EXPIRY_DAYS),
                 ),
+                *keep,
                 ecr.LifecycleRule(
                     description="keep the newest tagged images",
                     tag_status=ecr.TagStatus.ANY,
@@ -324,31 +318,8 @@ class TrainingImage(Construct):
         project.add_to_role_policy(iam.PolicyStatement(
             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
             resources=[self.log_group.log_group_arn]))
-        self._report_failures(project)
+        self.report_function = report_failures(self, project, (self.base_build, self.build))
         self._acknowledge(stack, project)
-
-    def _report_failures(self, project: codebuild.Project) -> None:
-        """An EventBridge rule on the project's builds that end in :data:`REPORTED_STATUSES`
-        and the function that answers CloudFormation for them (``image_build_report``). The
-        build's custom resource depends on both, so they exist before any build starts."""
-        role = iam.Role(self, "ReportRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description="Report a failed training image build to CloudFormation")
-        # BatchGetBuilds takes the project ARN (aws-cdk-lib's CodeBuildAction grants it so).
-        role.add_to_policy(iam.PolicyStatement(actions=["codebuild:BatchGetBuilds"],
-                                               resources=[project.project_arn]))
-        function = handler_function(
-            self, "Report", code=REPORT_HANDLER, handler="handler.handler", role=role,
-            timeout=Duration.seconds(30), skips=REPORT_FUNCTION_SKIPS,
-            description="TrnUltraCluster: report a failed training image build to CloudFormation")
-        # CodeBuild user guide, "Build notifications input format reference".
-        rule = events.Rule(self, "BuildFailed", description="Failed training image builds",
-                           event_pattern=events.EventPattern(
-                               source=["aws.codebuild"], detail_type=["CodeBuild Build State Change"],
-                               detail={"project-name": [project.project_name],
-                                       "build-status": REPORTED_STATUSES}),
-                           targets=[targets.LambdaFunction(function)])
-        self.report_function = function
-        self.build.node.find_child("Resource").node.add_dependency(rule, function)
 
     def _acknowledge(self, stack: Stack, project: codebuild.Project) -> None:
         role_policy = project.role.node.find_child("DefaultPolicy")

@@ -96,7 +96,8 @@ class TrnUltraClusterStack(Stack):
             self, "TrainingImage",
             TrainingImageProps(build=config.training_image.build,
                                removal_policy=self.data_removal, log_key=self.logs.key,
-                               neuron_stack=config.neuron_stack))
+                               neuron_stack=config.neuron_stack,
+                               user_build=config.training_image.user_build))
         self.orchestrator = self._orchestrator()
         self.observability = Observability(self, "Observability", ObservabilityProps(
             metric_source=getattr(self.orchestrator, "metric_source", None),

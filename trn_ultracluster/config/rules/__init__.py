@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     compute.multi_node_needs_efa,
     compute.efa_layout_needs_efa,
     training_image.neuron_stack,
+    training_image.user_image,
     network.az_ids,
     network.az_offers_instance,
     network.vpc_cidr,

@@ -1,16 +1,22 @@
-"""Rules of the training image: the Neuron training stack the instance family supports."""
+"""Rules of the training image: the Neuron training stack the instance family supports, and
+the user's Dockerfile built on the stack's image."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from trn_ultracluster.config.dockerfile import base_image_problem
 from trn_ultracluster.config.errors import ConfigIssue, one_of
-from trn_ultracluster.config.facts import DOC_TORCHNEURON, README_TRAINING_STACKS
+from trn_ultracluster.config.facts import (
+    DOC_CUSTOM_IMAGE,
+    DOC_TORCHNEURON,
+    README_TRAINING_STACKS,
+)
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.contracts.neuron_stack import XLA, default_stack, supported_stacks
 
-__all__ = ["neuron_stack"]
+__all__ = ["neuron_stack", "user_image"]
 
 
 def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -35,3 +41,69 @@ def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
             f"should be 'auto' (native) on {spec.name}: the XLA stack is frozen at Neuron SDK "
             "2.30, the last release with a PyTorch/XLA training image; it gets no fixes",
             README_TRAINING_STACKS, severity="warning")
+
+
+_LOCAL_BUILD = (
+    "must be used with training_image.build: codebuild: the CDK CLI cannot build it on the "
+    "stack's image, since a Docker image asset's build arguments must be known at synth "
+    "time (aws-cdk-lib refuses tokens in buildArgs) while the stack's image is in the CDK "
+    "bootstrap repository, whose URI names the account that synth leaves open, and the CLI "
+    "does not build an image that is already in the registry, so the stack's image may not "
+    "exist locally to build on")
+
+
+def user_image(c: ClusterConfig) -> Iterator[ConfigIssue]:
+    """``training_image.user_dockerfile`` must be an existing, readable file inside its build
+    context (``user_context``, an existing directory) whose final stage builds on the stack's
+    image (:func:`~trn_ultracluster.config.dockerfile.base_image_problem`), and is built by
+    CodeBuild only (:data:`_LOCAL_BUILD` says why); ``user_context`` needs a Dockerfile. A
+    standalone stack whose nodes run jobs in the DLAMI's environment gets a warning: no job
+    would run the image."""
+    settings = c.training_image
+    if settings.user_context is not None and settings.user_dockerfile is None:
+        yield ConfigIssue("training_image.user_context", settings.user_context,
+                          "must be given together with training_image.user_dockerfile: it is "
+                          "the build context of that Dockerfile", DOC_CUSTOM_IMAGE)
+    paths = settings.user_build
+    if paths is None:
+        return
+    dockerfile, context = paths
+    field, value = "training_image.user_dockerfile", settings.user_dockerfile
+    if settings.build == "local":
+        yield ConfigIssue(field, value, _LOCAL_BUILD, DOC_CUSTOM_IMAGE)
+    if c.orchestrator == "standalone" and c.standalone.runtime == "dlami-venv":
+        yield ConfigIssue(field, value, "should not be set with standalone.runtime: dlami-venv: "
+                          "those nodes run jobs in the DLAMI's virtual environment, so no job "
+                          "would run the image the deploy builds; use standalone.runtime: "
+                          "container", DOC_CUSTOM_IMAGE, severity="warning")
+    if not value or not value.strip():
+        yield ConfigIssue(field, value, "must name a Dockerfile", DOC_CUSTOM_IMAGE)
+        return
+    if settings.user_context is not None and not context.is_dir():
+        yield ConfigIssue("training_image.user_context", settings.user_context,
+                          "must be an existing directory (the build context of "
+                          "training_image.user_dockerfile; relative paths are read from the "
+                          "project directory, where cdk.json is)", DOC_CUSTOM_IMAGE)
+        return
+    if not dockerfile.is_file():
+        what = "a file, not a directory" if dockerfile.is_dir() else "an existing file"
+        yield ConfigIssue(field, value, f"must name {what}: a Dockerfile that builds on the "
+                          "stack's image (relative paths are read from the project directory, "
+                          "where cdk.json is)", DOC_CUSTOM_IMAGE)
+        return
+    if not dockerfile.resolve().is_relative_to(context.resolve()):
+        yield ConfigIssue(field, value, f"must be inside training_image.user_context ({context}): "
+                          "the deploy uploads that directory and builds the Dockerfile from it",
+                          DOC_CUSTOM_IMAGE)
+    try:
+        text = dockerfile.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        yield ConfigIssue(field, value, f"must be UTF-8 text (byte {err.start} is not)",
+                          DOC_CUSTOM_IMAGE)
+        return
+    except OSError as err:
+        yield ConfigIssue(field, value, f"must be a readable file ({err.strerror})",
+                          DOC_CUSTOM_IMAGE)
+        return
+    if (problem := base_image_problem(text)) is not None:
+        yield ConfigIssue(field, value, problem, DOC_CUSTOM_IMAGE)
