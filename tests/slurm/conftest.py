@@ -358,3 +358,6 @@ def cancel_all_jobs(cluster: SlurmCluster) -> None:
                    check=False)
     wait_until(lambda: not cluster.run("squeue", "-h", "-o", "%i").strip(), 60,
                "jobs ended after scancel", cluster.log_tails)
+
+
+from tests.slurm.harness import cli, cluster_files  # noqa: E402,F401  (the jobs' fixtures)

@@ -28,143 +28,31 @@ this machine has no Neuron SDK):
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
-import sys
-from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.slurm.conftest import NODES, PARTITION, REPO, SHIMS, SlurmCluster, wait_until
-from tests.cli.helpers import outputs_values, write_outputs
-from trn_ultracluster.contracts.catalog import get_instance
-from trn_ultracluster.cli.errors import ExitCode
-from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
-from trn_ultracluster.cli.backends.slurm import ENDED_STATES as ENDED  # the CLI's terminal states
-from trn_ultracluster.cli.backends.slurm import RENDEZVOUS_PORT, SlurmJobs, pyxis_image
-from trn_ultracluster.cli.stack_outputs import StackOutputs
-from trn_ultracluster.contracts.neuron_env import neuron_environment
-from trn_ultracluster.contracts.shared_storage import (
-    ENV_FILE,
-    FSX_MOUNT_PATH,
-    JOBS_DIR,
-    NEURON_COMPILE_CACHE_DIR,
-    RUNS_DIR,
+from tests.slurm.conftest import NODES, SlurmCluster, wait_until
+from tests.slurm.harness import (
+    CONTAINER_IMAGE,
+    DATA_DIR,
+    ON_THIS_CPU,
+    WORLD_SIZE,
+    jobs,
+    log_of,
+    state_of,
+    submit,
+    wait_for_end,
 )
+from trn_ultracluster.cli.backends.slurm import RENDEZVOUS_PORT
+from trn_ultracluster.cli.errors import ExitCode
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, JOBS_DIR, RUNS_DIR
 
 pytestmark = pytest.mark.slurm
-
-INSTANCE_TYPE = "trn1.32xlarge"
-PROCS_PER_NODE = 2
-SPEC = replace(get_instance(INSTANCE_TYPE), neuron_cores=PROCS_PER_NODE)
-WORLD_SIZE = PROCS_PER_NODE * len(NODES)
-DATA_DIR = f"{FSX_MOUNT_PATH}/datasets/tiny"
-ENV_FILE_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn-ultracluster:created-with"
-"""The image the env file names (the one nodes were created with)."""
-CONTAINER_IMAGE = pyxis_image(outputs_values("hyperpod-slurm", INSTANCE_TYPE)["TrainingImageUri"])
-"""The stack's current image, which the job CLI exports in the script (and which wins)."""
-JOB_TIMEOUT_S = 240
-ON_THIS_CPU = ("--backend", "native", "--device", "cpu")
-"""Extra ``train`` flags of every job here: the stack is trn1's (``NeuronStack`` xla, so the
-CLI writes ``--backend xla`` and the precompile pass), whose program needs torch-xla; a later
-``--backend`` wins, and the native backend on CPU is the stand-in that runs on this machine."""
-
-
-@pytest.fixture(scope="session")
-def cluster_files(slurm: SlurmCluster) -> Path:
-    """The env file the lifecycle scripts would write (``lcs.py env-file`` of a
-    ``trn_ultracluster.json`` with this test's values) and a tiny prepared dataset, both on
-    ``/fsx``. Returns the env file."""
-    from trn_train.data import prepare_data, train_tokenizer
-
-    env = {
-        "TRN_CONTAINER_IMAGE": ENV_FILE_IMAGE,
-        "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
-        "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
-        "TRN_DEFAULT_PARTITION": PARTITION,
-        "TRN_PARTITIONS": PARTITION,
-        "TRN_INSTANCE_TYPE": INSTANCE_TYPE,
-        **neuron_environment(SPEC, "xla"),
-        # what the test needs on the nodes: the shims first, then the project's venv
-        "PATH": f"{SHIMS}:{Path(sys.executable).parent}:/usr/local/sbin:/usr/local/bin:"
-                "/usr/sbin:/usr/bin:/sbin:/bin",
-        "PYTHONPATH": f"{REPO}:{REPO / 'training'}",
-        "OMP_NUM_THREADS": "1",
-    }
-    cluster_json = slurm.root / "trn_ultracluster.json"
-    cluster_json.write_text(json.dumps({"env": env}))
-    env_file = Path(ENV_FILE)
-    env_file.parent.mkdir(parents=True)
-    done = subprocess.run([sys.executable, str(REPO / "trn_ultracluster/orchestrators/node_scripts/lcs.py"), "--cluster",
-                           str(cluster_json), "env-file"], capture_output=True, text=True,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    env_file.write_text(done.stdout)
-
-    licenses = Path("/usr/share/common-licenses")
-    corpus = [str(licenses)] if licenses.is_dir() else [str(Path(json.__file__).parent)]
-    tokenizer = train_tokenizer(corpus, slurm.root / "tokenizer", "bpe", 500)
-    prepare_data(Path(DATA_DIR), str(tokenizer), 64, inputs=corpus, progress=False)
-    return env_file
-
-
-@pytest.fixture(scope="module")
-def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
-    """``cli(command, *argv) -> (exit code, stdout, stderr)``: the job CLI on a HyperPod
-    stack's outputs, reaching this cluster through the local transport (root's jobs), with
-    the 2-core instance spec."""
-    from trn_ultracluster.cli import main
-
-    outputs = write_outputs(tmp_path_factory.mktemp("outputs"),
-                            outputs_values("hyperpod-slurm", INSTANCE_TYPE))
-
-    def run(command: str, *argv: str) -> tuple[int, str, str]:
-        out, err = io.StringIO(), io.StringIO()
-        with redirect_stdout(out), redirect_stderr(err):
-            code = main.main([command, "--outputs-file", str(outputs), *argv])
-        return code, out.getvalue(), err.getvalue()
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(HyperPodSlurmBackend, "connect", lambda self: jobs(slurm))
-        patch.setattr(StackOutputs, "instance_spec", lambda self: SPEC)
-        yield run
-
-
-def jobs(slurm: SlurmCluster) -> SlurmJobs:
-    return SlurmJobs(slurm.transport(), user="root")
-
-
-def submit(cli, name: str, *argv: str) -> tuple[int, str]:
-    """Submit with the CLI; returns the job id and the script ``submit --dry-run`` prints
-    for the same arguments."""
-    code, script, err = cli("submit", "--dry-run", "--name", name, *argv)
-    assert code == 0, err
-    code, out, err = cli("submit", "--name", name, *argv)
-    assert code == 0, err
-    match = re.match(rf"submitted (\d+) \(2 x {INSTANCE_TYPE}\)", out)
-    assert match, out
-    return int(match.group(1)), script
-
-
-def state_of(slurm: SlurmCluster, job_id: int) -> str:
-    rows = jobs(slurm).status(job_id)
-    return rows[0]["state"].split()[0] if rows else "UNKNOWN"
-
-
-def wait_for_end(slurm: SlurmCluster, job_id: int) -> str:
-    """The job's final state, polled through the CLI's status call."""
-    wait_until(lambda: state_of(slurm, job_id) in ENDED, JOB_TIMEOUT_S, f"job {job_id} ended",
-               lambda: log_of(job_id)[-3000:] + "\n" + slurm.log_tails())
-    return state_of(slurm, job_id)
-
-
-def log_of(job_id: int) -> str:
-    found = sorted(Path(JOBS_DIR).glob(f"*-{job_id}.out"))
-    return found[0].read_text(errors="replace") if found else ""
 
 
 def events(text: str) -> list[dict]:
@@ -240,7 +128,7 @@ def test_two_node_job_precompiles_trains_and_writes_where_the_cli_says(slurm, cl
     assert log.startswith(f"job {job_id} (restart 0): 2 nodes, rendezvous node1:{RENDEZVOUS_PORT}\n")
     expected_removed = (f"--auto-resume=1 --container-image={CONTAINER_IMAGE} "
                         f"--container-mounts={FSX_MOUNT_PATH}:{FSX_MOUNT_PATH} --no-container-mount-home")
-    assert removed_by_shim(log) == [expected_removed] * 2  # precompile step, training step
+    assert removed_by_shim(log) == [expected_removed]  # one step: the node script, on each node
     assert "neuron_parallel_compile shim: NEURON_EXTRACT_GRAPHS_ONLY=1 torchrun " in log
 
     precompile, train = runs(log)
@@ -251,10 +139,9 @@ def test_two_node_job_precompiles_trains_and_writes_where_the_cli_says(slurm, cl
     assert steps(train) == list(range(1, TRAIN_STEPS + 1))
     assert steps(train, "checkpoint") == [2, 4, 6]
     assert train[-1]["event"] == "end" and train[-1]["final_step"] == TRAIN_STEPS
-    for node in NODES:  # both steps ran on both nodes
+    for node in NODES:  # the step (precompile pass, then training) ran on both nodes
         node_log = slurm.logs[f"slurmd {node}"].read_text()
-        for step in (0, 1):
-            assert f"launch task StepId={job_id}.{step} " in node_log, node
+        assert f"launch task StepId={job_id}.0 " in node_log, node
 
     # checkpoints and metrics under the CLI's default output directory
     output_dir = Path(FSX_MOUNT_PATH, RUNS_DIR, name)
