@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.cli.launch import Launch, bash_word
-from trn_ultracluster.contracts.shared_storage import JOB_RECORD_FILE, PIP_DIR
+from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, JOB_RECORD_FILE, PIP_DIR
 
 __all__ = ["IMPORT_TIMEOUT_S", "JOB_VARIABLES", "NodeContext", "PREPARE_TIMEOUT_S",
            "job_record", "node_script", "pip_key"]
@@ -62,7 +62,7 @@ PREPARE_TIMEOUT_S = 3600
 requirements (a large requirements file can take many minutes); seconds."""
 JOB_VARIABLES = ("TRN_JOB_NAME", "TRN_NODE_RANK", "TRN_NNODES", "TRN_OUTPUT_DIR", "TRN_IMAGE",
                  "TRN_DATA_BUCKET", "TRN_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
-                 "TRN_CODE_DIR", "TRN_CODE_SHA256")
+                 "TRN_FSX_MOUNT_POINT", "TRN_CODE_DIR", "TRN_CODE_SHA256")
 """What the node script exports for the program (the last two with a snapshot)."""
 NEURON_STACK_PACKAGES = ("torch", "torch-neuronx", "torch-xla", "neuronx-cc", "nki",
                          "libneuronxla", "neuronx-distributed", "neuronx-distributed-training",
@@ -236,7 +236,8 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
         f"TRN_NNODES={node.nnodes}",
         f"export TRN_RUN_ID={node.run_id} TRN_OUTPUT_DIR={bash_word(job.output_dir)} "
         f"TRN_IMAGE={bash_word(image)} TRN_DATA_BUCKET={bash_word(job.data_bucket)}",
-        f"export MASTER_ADDR={node.master_addr} MASTER_PORT={node.master_port}",
+        f"export MASTER_ADDR={node.master_addr} MASTER_PORT={node.master_port} "
+        f"TRN_FSX_MOUNT_POINT={FSX_MOUNT_PATH}",
     ]
     code, requirements = launch.code, launch.requirements
     if code is not None or requirements is not None:
