@@ -252,7 +252,7 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
         lines += [_pip_function().rstrip("\n"),
                   f"TRN_PIP_DIR={PIP_DIR}/{key}",
                   f'trn_once "${{TRN_PIP_DIR}}" "requirements ({key[:12]})" '
-                  f'trn_pip {_b64(requirements)} "${{TRN_PIP_DIR}}"',
+                  f'trn_pip {bash_word(_b64(requirements))} "${{TRN_PIP_DIR}}"',
                   'trn_use_pip "${TRN_PIP_DIR}"']
     lines.append('echo "trn: job ${TRN_JOB_NAME} node ${TRN_NODE_RANK} of ${TRN_NNODES} on '
                  '$(hostname): code ${TRN_CODE_SHA256:-(image)}, image ${TRN_IMAGE}, '
