@@ -214,9 +214,11 @@ def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
 
 
 PYTHON_NAMES = ("python", "python3")
-"""A program given as ``python train.py`` runs as ``train.py`` under torchrun, which starts
-Python itself (torchrun runs ``python -u <script>``, or ``-m`` modules; ``--no-python`` for
-anything else: PyTorch "torchrun (Elastic Launch)")."""
+"""A program given as ``python train.py`` (or ``python -m mod``) runs as ``train.py`` under
+torchrun, which starts Python itself (torchrun runs ``python -u <script>``, or ``-m`` modules;
+``--no-python`` for anything else: PyTorch "torchrun (Elastic Launch)"). With interpreter
+options before the script (``python -X dev train.py``), which torchrun's own ``python -u``
+cannot take, the interpreter is the program: ``--no-python python -X dev train.py``."""
 
 
 def program_launch(program: Sequence[str], *, launcher: str = TORCHRUN,
@@ -245,9 +247,10 @@ def program_launch(program: Sequence[str], *, launcher: str = TORCHRUN,
     if nproc_per_node is not None and nproc_per_node < 1:
         raise ValueError(f"--nproc-per-node must be at least 1, got {nproc_per_node}")
     words = tuple(program)
-    if launcher == TORCHRUN and len(words) > 1 and words[0] in PYTHON_NAMES:
+    if (launcher == TORCHRUN and len(words) > 1 and words[0] in PYTHON_NAMES
+            and (words[1] == "-m" or words[1].endswith(".py"))):
         words = words[1:]
-    if not words:
+    if not words or not words[0]:
         raise ValueError("no program: give it after `--`, e.g. `submit -- train.py --epochs 3`")
     if words[0] == "-m" and (len(words) < 2 or not words[1] or words[1].startswith("-")):
         raise ValueError("`-m` must be followed by a module name, e.g. `-- -m my_pkg.train`")
