@@ -155,17 +155,22 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
     return _Program(launch, snapshot, _program_name(words))
 
 
+_PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
+"""Options of the ``python`` command whose value is the next word (Python docs, "Command
+line and environment"; ``-c`` and ``-m`` end the options)."""
+
+
 def _script_at(words: list[str]) -> int | None:
     """Where the program's file is in ``words``: the first word, or after ``python`` /
     ``python3`` and its options the script; ``None`` for a module (``-m``) or code (``-c``)."""
     if words[0] not in PYTHON_NAMES or len(words) == 1:
         return None if words[0] == "-m" else 0
-    for at, word in enumerate(words[1:], start=1):
-        if word in ("-m", "-c"):
+    at = 1
+    while at < len(words) and words[at].startswith("-"):
+        if words[at] in ("-m", "-c"):
             return None
-        if not word.startswith("-"):
-            return at
-    return None
+        at += 2 if words[at] in _PYTHON_OPTIONS_WITH_VALUE else 1
+    return at if at < len(words) else None
 
 
 def _program_name(words: list[str]) -> str:
