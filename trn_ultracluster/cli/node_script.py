@@ -124,6 +124,7 @@ trn_once() {{
   shift 2
   if [[ -d "${{dir}}" ]]; then echo "trn: ${{what}}: done already (${{dir}})"; return 0; fi
   if [[ "${{TRN_NODE_RANK}}" == 0 ]]; then
+    mkdir -p "$(dirname "${{dir}}")"  # for the marker, whatever fails first
     rm -f "${{marker}}"
     echo "trn: ${{what}}"
     if ! "$@"; then touch "${{marker}}"; trn_fail "${{what}} failed (above)"; fi
