@@ -18,6 +18,11 @@ from tests.cli.helpers import outputs_values, run, write_outputs
 BACKENDS = ("hyperpod-slurm", "eks", "hyperpod-eks", "standalone")
 """Every job backend (output ``JobBackend``)."""
 TRAIN = "import helper\nprint(helper.X)\n"
+AWKWARD_ARGS = ["a b", "it's", 'say "hi"', "$HOME", "${HOME}", "`date`", "$(id)", "*", "?",
+                "~", "!x", "x\ny", "tab\there", "naïve", "日本", "", "--", "--nodes", "9", "\\",
+                "end\\", "a'\\'b", "#", ";", "|", "&", "{a,b}", "\x7f"]
+"""Program arguments a shell would change, split or drop, and words ``submit`` itself would
+read: they must reach the program as they are."""
 
 
 def make_workdir(root: Path, files: dict[str, str] | None = None,

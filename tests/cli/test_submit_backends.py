@@ -16,6 +16,7 @@ import yaml
 
 from tests.cli.helpers import shellcheck
 from tests.cli.program_helpers import (
+    AWKWARD_ARGS as ARGS,
     BACKENDS,
     dry_run,
     make_workdir,
@@ -26,10 +27,6 @@ from tests.cli.program_helpers import (
 )
 from tests.conftest import TRAINER_CRDS
 
-ARGS = ["a b", "it's", 'say "hi"', "$HOME", "${HOME}", "`date`", "$(id)", "*", "?", "~",
-        "!x", "x\ny", "tab\there", "naïve", "日本", "", "--", "--nodes", "9", "\\", "end\\",
-        "a'\\'b", "#", ";", "|", "&", "{a,b}", "\x7f"]
-"""Words a shell would change, split or drop, and words ``submit`` itself would read."""
 ENV = {"TRN_TEST_QUOTES": "it's \"q\" $HOME `date` * end\\", "TRN_TEST_LINES": "x\ny\tz",
        "TRN_TEST_TEXT": "naïve 日本", "TRN_TEST_EMPTY": ""}
 LAUNCHER_OPTIONS = re.compile(r"^--(nnodes|nproc-per-node|node-rank|master-addr|master-port)=")
