@@ -52,7 +52,8 @@ def submit(capsys, tmp_path: Path, orchestrator: str, *argv: str,
     return run(capsys, "submit", "--outputs-file", str(path), *argv)
 
 
-def dry_run(capsys, tmp_path: Path, orchestrator: str, *argv: str, **values: str) -> tuple[str, str]:
+def dry_run(capsys, tmp_path: Path, orchestrator: str, *argv: str,
+            **values: str) -> tuple[str, str]:
     """What ``submit --dry-run ARGV`` prints (stdout, stderr); the command must succeed."""
     code, out, err = submit(capsys, tmp_path, orchestrator, "--dry-run", *argv, **values)
     assert code == 0, err

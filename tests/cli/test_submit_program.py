@@ -167,7 +167,8 @@ def test_a_stack_without_a_data_repository_link_is_refused(capsys, tmp_path, mon
     code, _, err = submit(capsys, tmp_path, "hyperpod-slurm", "--", "train.py",
                           FsxDataRepositoryPath="none")
     assert code == ExitCode.STACK
-    assert "error: this stack's data bucket is not linked to FSx (FsxDataRepositoryPath none)" in err
+    assert ("error: this stack's data bucket is not linked to FSx (FsxDataRepositoryPath "
+            "none)") in err
 
 
 # --- what each form of PROGRAM runs ---------------------------------------------------------
@@ -266,8 +267,8 @@ def s3(monkeypatch):
 
 
 def _keys(s3) -> list[str]:
-    return sorted(o["Key"] for o in s3.list_objects_v2(Bucket="trn-data-bucket",
-                                                         Prefix=SNAPSHOT_PREFIX).get("Contents", []))
+    found = s3.list_objects_v2(Bucket="trn-data-bucket", Prefix=SNAPSHOT_PREFIX)
+    return sorted(o["Key"] for o in found.get("Contents", []))
 
 
 def test_the_snapshot_is_printed_uploaded_once_and_new_when_edited(capsys, tmp_path,
@@ -276,7 +277,8 @@ def test_the_snapshot_is_printed_uploaded_once_and_new_when_edited(capsys, tmp_p
     outputs = str(outputs_file(tmp_path, "standalone", NodeCountMax="2"))
     puts = []
     real_upload = workdir.upload_file
-    monkeypatch.setattr(workdir, "upload_file", lambda *a, **k: puts.append(a) or real_upload(*a, **k))
+    monkeypatch.setattr(workdir, "upload_file",
+                        lambda *a, **k: puts.append(a) or real_upload(*a, **k))
 
     def submit_once(name: str) -> tuple[str, str]:
         from tests.cli.helpers import run
