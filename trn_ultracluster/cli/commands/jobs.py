@@ -156,8 +156,9 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
 
 
 _PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
-"""Options of the ``python`` command whose value is the next word (Python docs, "Command
-line and environment"; ``-c`` and ``-m`` end the options)."""
+"""Options of the ``python`` command whose value is the next word (python(1) man page,
+SYNOPSIS: ``-W argument``, ``-X option``, ``--check-hash-based-pycs default | always |
+never``; ``-c command`` and ``-m module-name`` end the options)."""
 
 
 def _script_at(words: list[str]) -> int | None:
