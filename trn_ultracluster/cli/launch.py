@@ -27,14 +27,14 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.shared_storage import CODE_DIR, ENV_FILE
 
-__all__ = ["Launch", "RENDEZVOUS_PORT", "default_job_name", "env_file_lines", "export_lines",
+__all__ = ["Launch", "RENDEZVOUS_PORT", "default_job_name", "env_file_lines", "literal_note",
            "torchrun_command", "trn_train_launch", "validate_job_name"]
 
 PRECOMPILE_STEPS = 10
@@ -69,18 +69,6 @@ def env_file_lines() -> str:
             f': "${{{JobEnv.NEURON_CACHE_DIR.value}:?is not set by {ENV_FILE}: redeploy the stack}}"\n')
 
 
-def export_lines(env: Mapping[str, str]) -> str:
-    """``export NAME=value`` lines of ``env`` (``submit --env``), sorted, values quoted for bash
-    (``shlex.quote``); a value with ``$`` or a backquote stays literal, with a shellcheck note
-    that it is meant so."""
-    lines = ""
-    for key, value in sorted(env.items()):
-        if "$" in value or "`" in value:  # literal on purpose: not for the shell to expand
-            lines += "# shellcheck disable=SC2016\n"
-        lines += f"export {key}={bash_word(value)}\n"
-    return lines
-
-
 TORCHRUN = "torchrun"
 NO_LAUNCHER = "none"
 LAUNCHERS = (TORCHRUN, NO_LAUNCHER)
@@ -104,6 +92,20 @@ def bash_word(value: str) -> str:
             else f"\\u{ord(c):04x}" if ord(c) < 0x10000 else f"\\U{ord(c):08x}")
         for c in value)
     return f"$'{escaped}'"
+
+
+LITERAL_NOTE = "# shellcheck disable=SC1003,SC2016  # the user's words, literal on purpose"
+
+
+def literal_note(*words: str) -> list[str]:
+    """``[LITERAL_NOTE]`` when a line quoting ``words`` with :func:`bash_word` would fail
+    shellcheck for being literal on purpose, else ``[]``: ``$`` or a backquote inside single
+    quotes is SC2016 ("Expressions don't expand in single quotes"), a backslash before a
+    single quote SC1003 ("Want to escape a single quote?"), both info-level notes that make
+    shellcheck exit 1 (measured with shellcheck 0.11.0 on every printable ASCII character).
+    The note goes on the line before; it covers that line only (shellcheck wiki,
+    "Directive")."""
+    return [LITERAL_NOTE] if any(c in w for w in words for c in "$`\\") else []
 
 
 def bash_join(words: tuple[str, ...] | list[str]) -> str:
@@ -163,12 +165,15 @@ class Launch:
     user_setup: str | None = None
 
     def run_lines(self, torchrun: str) -> list[str]:
-        """The precompile pass (if any) and the run, as shell lines; ``torchrun`` is the
-        launcher with its options (unused with ``launcher`` ``none``)."""
+        """The precompile pass (if any) and the run, as shell lines, each after a shellcheck
+        note when its words need one (:func:`literal_note`), the run last; ``torchrun`` is
+        the launcher with its options (unused with ``launcher`` ``none``)."""
         prefix = f"{torchrun} " if self.launcher == TORCHRUN else ""
         lines = []
         if self.precompile_program is not None:
+            lines += literal_note(*self.precompile_program)
             lines.append(f"neuron_parallel_compile {prefix}{bash_join(self.precompile_program)}")
+        lines += literal_note(*self.program)
         lines.append(f"{prefix}{bash_join(self.program)}")
         return lines
 
@@ -214,9 +219,11 @@ def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
 
 
 PYTHON_NAMES = ("python", "python3")
-"""A program given as ``python train.py`` runs as ``train.py`` under torchrun, which starts
-Python itself (torchrun runs ``python -u <script>``, or ``-m`` modules; ``--no-python`` for
-anything else: PyTorch "torchrun (Elastic Launch)")."""
+"""A program given as ``python train.py`` (or ``python -m mod``) runs as ``train.py`` under
+torchrun, which starts Python itself (torchrun runs ``python -u <script>``, or ``-m`` modules;
+``--no-python`` for anything else: PyTorch "torchrun (Elastic Launch)"). With interpreter
+options before the script (``python -X dev train.py``), which torchrun's own ``python -u``
+cannot take, the interpreter is the program: ``--no-python python -X dev train.py``."""
 
 
 def program_launch(program: Sequence[str], *, launcher: str = TORCHRUN,
@@ -245,9 +252,10 @@ def program_launch(program: Sequence[str], *, launcher: str = TORCHRUN,
     if nproc_per_node is not None and nproc_per_node < 1:
         raise ValueError(f"--nproc-per-node must be at least 1, got {nproc_per_node}")
     words = tuple(program)
-    if launcher == TORCHRUN and len(words) > 1 and words[0] in PYTHON_NAMES:
+    if (launcher == TORCHRUN and len(words) > 1 and words[0] in PYTHON_NAMES
+            and (words[1] == "-m" or words[1].endswith(".py"))):
         words = words[1:]
-    if not words:
+    if not words or not words[0]:
         raise ValueError("no program: give it after `--`, e.g. `submit -- train.py --epochs 3`")
     if words[0] == "-m" and (len(words) < 2 or not words[1] or words[1].startswith("-")):
         raise ValueError("`-m` must be followed by a module name, e.g. `-- -m my_pkg.train`")

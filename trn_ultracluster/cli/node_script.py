@@ -48,7 +48,7 @@ import json
 from dataclasses import dataclass
 
 from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.cli.launch import Launch, bash_word
+from trn_ultracluster.cli.launch import Launch, bash_word, literal_note
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, JOB_RECORD_FILE, PIP_DIR
 
 __all__ = ["IMPORT_TIMEOUT_S", "JOB_VARIABLES", "NodeContext", "PREPARE_TIMEOUT_S",
@@ -124,6 +124,7 @@ trn_once() {{
   shift 2
   if [[ -d "${{dir}}" ]]; then echo "trn: ${{what}}: done already (${{dir}})"; return 0; fi
   if [[ "${{TRN_NODE_RANK}}" == 0 ]]; then
+    mkdir -p "$(dirname "${{dir}}")"  # for the marker, whatever fails first
     rm -f "${{marker}}"
     echo "trn: ${{what}}"
     if ! "$@"; then touch "${{marker}}"; trn_fail "${{what}} failed (above)"; fi
@@ -234,6 +235,7 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
     lines = [
         f"export TRN_JOB_NAME={bash_word(name)} TRN_NODE_RANK={node.rank} "
         f"TRN_NNODES={node.nnodes}",
+        *literal_note(job.output_dir),
         f"export TRN_RUN_ID={node.run_id} TRN_OUTPUT_DIR={bash_word(job.output_dir)} "
         f"TRN_IMAGE={bash_word(image)} TRN_DATA_BUCKET={bash_word(job.data_bucket)}",
         f"export MASTER_ADDR={node.master_addr} MASTER_PORT={node.master_port} "
@@ -253,18 +255,17 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
         lines += [_pip_function().rstrip("\n"),
                   f"TRN_PIP_DIR={PIP_DIR}/{key}",
                   f'trn_once "${{TRN_PIP_DIR}}" "requirements ({key[:12]})" '
-                  f'trn_pip {_b64(requirements)} "${{TRN_PIP_DIR}}"',
+                  f'trn_pip {bash_word(_b64(requirements))} "${{TRN_PIP_DIR}}"',
                   'trn_use_pip "${TRN_PIP_DIR}"']
     lines.append('echo "trn: job ${TRN_JOB_NAME} node ${TRN_NODE_RANK} of ${TRN_NNODES} on '
                  '$(hostname): code ${TRN_CODE_SHA256:-(image)}, image ${TRN_IMAGE}, '
                  'output ${TRN_OUTPUT_DIR}"')
     for key, value in sorted(env.items()):
-        if "$" in value or "`" in value:
-            lines.append("# shellcheck disable=SC2016  # literal on purpose")
-        lines.append(f"export {key}={bash_word(value)}")
+        lines += [*literal_note(value), f"export {key}={bash_word(value)}"]
     if launch.user_setup is not None:
-        lines += [f"echo {bash_word('trn: setup: ' + launch.user_setup)}",
-                  f"bash -c {bash_word(launch.user_setup)} || trn_setup_status=$?",
+        note = literal_note(launch.user_setup)
+        lines += [*note, f"echo {bash_word('trn: setup: ' + launch.user_setup)}",
+                  *note, f"bash -c {bash_word(launch.user_setup)} || trn_setup_status=$?",
                   'if [[ -n "${trn_setup_status:-}" ]]; then '
                   'echo "trn: --setup failed with exit status ${trn_setup_status} on node '
                   '${TRN_NODE_RANK}; the program was not started" >&2; '

@@ -2,8 +2,10 @@
 ``cancel`` with two "nodes" on this machine (:class:`~tests.cli.backends.local_nodes.LocalNodes`:
 the backend's Run Command scripts run with bash here, systemd-run/systemctl shims, ``/fsx`` a
 temporary directory), and the job script exactly as ``submit --dry-run`` prints it: one
-torchrun per node with the c10d rendezvous on the first, the training program (``llama-tiny``,
-CPU/gloo) in the ``dlami-venv`` runtime (this test's venv standing in for the DLAMI's).
+torchrun per node with the static rendezvous on the first, the training program
+(``llama-tiny``, CPU/gloo) in the ``dlami-venv`` runtime (this test's venv standing in for the
+DLAMI's). A user's program too: its working directory uploaded to a moto bucket, shown on the
+stand-in ``/fsx`` by :func:`~tests.cli.fake_dra.auto_import`.
 
 The instance type is the catalog's trn1.32xlarge with 1 NeuronCore
 (``dataclasses.replace``), so each node's torchrun starts 1 process and the job has 2.
@@ -12,6 +14,7 @@ The instance type is the catalog's trn1.32xlarge with 1 NeuronCore
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -21,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.backends.local_nodes import REPO, LocalNodes
-from tests.cli.helpers import outputs_values, run, write_outputs
+from tests.cli.fake_dra import auto_import
+from tests.cli.helpers import REGION, outputs_values, run, write_outputs
+from tests.cli.program_helpers import AWKWARD_ARGS, make_workdir
 from trn_ultracluster.cli.backends.standalone import Node, StandaloneBackend, StandaloneNodes
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.contracts.catalog import get_instance
@@ -155,3 +160,66 @@ def test_a_cancelled_job_stops_on_every_node(cli, cluster):
                               env={"SHIM_STATE": str(cluster.state[node.instance_id]),
                                    "PATH": "/usr/bin:/bin"})
         assert done.returncode != 0  # nothing of the job runs any more
+
+
+USER_PROGRAM = """\
+import json, os, sys
+
+import torch
+import torch.distributed as dist
+
+import helper  # beside this script in the working directory
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+total = torch.tensor([float(rank + 1)])
+dist.all_reduce(total)
+seen = {"rank": rank, "world_size": dist.get_world_size(), "sum": total.item(),
+        "node": os.environ["TRN_NODE_RANK"], "args": sys.argv[1:], "cwd": os.getcwd(),
+        "value": os.environ.get("TRN_TEST_VALUE"), "sha": os.environ.get("TRN_CODE_SHA256"),
+        "helper": helper.__file__, "greeting": helper.GREETING}
+path = os.path.join(os.environ["TRN_OUTPUT_DIR"], f"rank-{rank}.json")
+with open(path + ".tmp", "w", encoding="utf-8") as out:
+    json.dump(seen, out)
+os.replace(path + ".tmp", path)
+dist.destroy_process_group()
+"""
+ENV_VALUE = "it's \"q\" $HOME `date` * naïve 日本\tend"
+
+
+def test_a_users_program_runs_its_snapshot_on_every_rank(cli, cluster):
+    """The issue's "done when", on standalone nodes: a script importing a module of its
+    working directory, reading its arguments and an --env value, all-reducing over 2 nodes x
+    2 processes; every rank sees the same snapshot and directory, the arguments as given."""
+    import boto3
+    import moto
+
+    work = make_workdir(cluster.fsx.parent / "user-work",
+                        {"train.py": USER_PROGRAM, "helper.py": "GREETING = 'hi'\n"})
+    with moto.mock_aws():
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="trn-data-bucket",
+                         CreateBucketConfiguration={"LocationConstraint": REGION})
+        with auto_import(s3, "trn-data-bucket", cluster.fsx):
+            code, out, err = cli("submit", "--name", "user-program", "--workdir", str(work),
+                                 "--nproc-per-node", "2", "--env", f"TRN_TEST_VALUE={ENV_VALUE}",
+                                 "--no-progress", "--", "python", "train.py", *AWKWARD_ARGS)
+            assert code == 0, err
+            sha = re.search(r" -> snapshot ([0-9a-f]{64}) ", err).group(1)
+            assert out.startswith(f"submitted user-program (2 x trn1.32xlarge; code {sha[:12]})")
+            final = wait_for(cli, "user-program", ("COMPLETED", "FAILED"))
+    directory = Path(str(cluster.fsx) + job_dir("user-program").removeprefix("/fsx"))
+    assert final.split()[1] == "COMPLETED", [(directory / f"node-{r}.log").read_text()[-3000:]
+                                             for r in (0, 1)]
+    assert f"code={sha[:12]}" in final.split()
+    outputs = cluster.fsx / "runs/user-program"
+    ranks = [json.loads((outputs / f"rank-{r}.json").read_text()) for r in range(4)]
+    code_dir = str(cluster.fsx / ".trn-ultracluster/code" / sha)
+    for rank, seen in enumerate(ranks):
+        assert seen == {"rank": rank, "world_size": 4, "sum": 10.0, "node": str(rank // 2),
+                        "args": AWKWARD_ARGS, "cwd": code_dir, "value": ENV_VALUE, "sha": sha,
+                        "helper": f"{code_dir}/helper.py", "greeting": "hi"}
+    record = json.loads((outputs / "trn-job.json").read_text())
+    assert (record["program"], record["code_sha256"]) == (["train.py", *AWKWARD_ARGS], sha)
+    code, log, _ = cli("logs", "user-program")
+    assert f"trn: code snapshot {sha[:12]}" in log

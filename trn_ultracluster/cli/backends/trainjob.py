@@ -50,6 +50,11 @@ https://kubernetes.io/docs/reference/labels-annotations-taints/#batch-kubernetes
 (always an annotation; also a label when the ``PodIndexLabel`` feature gate is on)."""
 
 
+def run_stamp(submitted: str) -> str:
+    """The digits of an ISO 8601 time (``2026-11-27T05:20:29+00:00`` -> ``20261127052029``)."""
+    return "".join(c for c in submitted.split("+")[0] if c.isdigit())
+
+
 CODE_ANNOTATION = "trn-ultracluster/code-sha256"
 """Annotation of a TrainJob that runs a working directory snapshot: its SHA-256 (``status``
 shows it)."""
@@ -61,11 +66,13 @@ def container_command(job: JobRequest) -> list[str]:
     Kubeflow Trainer's ``PET_*`` variables (kubeflow/trainer torch plugin: ``PET_NNODES``,
     ``PET_NODE_RANK``, ``PET_MASTER_ADDR``, ``PET_MASTER_PORT``, ``PET_NPROC_PER_NODE``);
     torchrun reads its launcher options from the same variables, so it is plain ``torchrun``.
-    The TrainJob's name is the run id: a TrainJob runs once (its name is unique in the
-    namespace)."""
+    The run id is the TrainJob's name and submit time: a name is unique in the namespace only
+    while the TrainJob exists, and a resubmitted name must not meet an earlier run's failure
+    marker."""
     node = NodeContext(rank='"${PET_NODE_RANK}"', nnodes='"${PET_NNODES}"',
                        master_addr='"${PET_MASTER_ADDR}"', master_port='"${PET_MASTER_PORT}"',
-                       run_id=bash_word(job.name), torchrun="torchrun")
+                       run_id=bash_word(f"{job.name}-{run_stamp(job.submitted)}"),
+                       torchrun="torchrun")
     return ["bash", "-c", "set -euo pipefail\n" + node_script(job, node)]
 
 

@@ -140,48 +140,81 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
                        "(training_image.user_dockerfile)", ExitCode.STACK)
     code = CodeSnapshot(snapshot.sha256, fsx_path(link, snapshot.key))
     try:
+        trial = tuple(shlex.split(args.precompile_args or "")) if precompile else None
+    except ValueError as err:  # shlex: "No closing quotation", "No escaped character"
+        raise CliError(f"--precompile-args {args.precompile_args!r} cannot be split into "
+                       f"words as a shell would ({err})", "close the quotes, e.g. "
+                       "--precompile-args \"--max-steps 10 --note 'a b'\"") from None
+    try:
         launch = program_launch(
             words, launcher=args.launcher, nproc_per_node=args.nproc_per_node,
-            precompile_args=(tuple(shlex.split(args.precompile_args or "")) if precompile
-                             else None),
-            code=code, requirements=requirements, user_setup=args.setup)
+            precompile_args=trial, code=code, requirements=requirements,
+            user_setup=args.setup)
     except ValueError as err:
         raise CliError(str(err), ARGUMENTS_FIX) from None
     return _Program(launch, snapshot, _program_name(words))
 
 
+_PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
+"""Options of the ``python`` command whose value is the next word (python(1) man page,
+SYNOPSIS: ``-W argument``, ``-X option``, ``--check-hash-based-pycs default | always |
+never``; ``-c command`` and ``-m module-name`` end the options)."""
+
+
+def _script_at(words: list[str]) -> int | None:
+    """Where the program's file is in ``words``: the first word, or after ``python`` /
+    ``python3`` and its options the script; ``None`` for a module (``-m``) or code (``-c``)."""
+    if words[0] not in PYTHON_NAMES or len(words) == 1:
+        return None if words[0] == "-m" else 0
+    at = 1
+    while at < len(words) and words[at].startswith("-"):
+        if words[at] in ("-m", "-c"):
+            return None
+        at += 2 if words[at] in _PYTHON_OPTIONS_WITH_VALUE else 1
+    return at if at < len(words) else None
+
+
 def _program_name(words: list[str]) -> str:
     """The default job name's prefix: the script's or module's name."""
-    rest = [w for w in words if w not in PYTHON_NAMES]
-    if rest[:1] == ["-m"] and len(rest) > 1:
-        return rest[1].rsplit(".", 1)[-1]
-    return PurePosixPath(rest[0]).stem if rest else "job"
+    at = _script_at(words)
+    if at is not None:
+        return PurePosixPath(words[at]).stem or "job"
+    module = words.index("-m") + 1 if "-m" in words else len(words)
+    return words[module].rsplit(".", 1)[-1] if module < len(words) else "job"
 
 
 def _pack(args: argparse.Namespace, words: list[str]) -> tuple[Snapshot, list[str]]:
     """Pack ``--workdir`` (default: the current directory) and check that a program named
-    by a path is in it (and executable, for ``--launcher none``); returns the snapshot and
-    the words, an absolute path inside the directory made relative to it (the nodes unpack
-    it elsewhere). A command without a ``/`` that is not a ``.py`` file is looked up on the
-    node's ``PATH`` (``bash``, ``python3``); an absolute path outside the directory is the
-    image's."""
+    by a path is in it (and executable when it runs as a command: with ``--launcher none``,
+    or under torchrun when it is not a ``.py`` file); returns the snapshot and the words, an
+    absolute path inside the directory made relative to it (the nodes unpack it elsewhere;
+    ``./`` kept for a command, which the node would look up on ``PATH`` otherwise). A
+    command without a ``/`` that is not a ``.py`` file is looked up on the node's ``PATH``
+    (``bash``, ``python3``); an absolute path outside the directory is the image's."""
     source = Path(args.workdir) if args.workdir is not None else Path.cwd()
     snapshot = pack_workdir(source)
     words = list(words)
-    at = 1 if len(words) > 1 and words[0] in PYTHON_NAMES else 0
-    program = words[at]
-    if program == "-m" or not (program.endswith(".py") or "/" in program):
+    at = _script_at(words)
+    program = words[at] if at is not None else ""
+    if not (program.endswith(".py") or "/" in program):
         return snapshot, words
     if PurePosixPath(program).is_absolute():
         resolved = Path(program).resolve()
         if not resolved.is_relative_to(snapshot.source):
             return snapshot, words
-        program = words[at] = resolved.relative_to(snapshot.source).as_posix()
+        program = resolved.relative_to(snapshot.source).as_posix()
+        if at == 0 and not program.endswith(".py") and "/" not in program:
+            program = f"./{program}"
+        words[at] = program
     check_program(snapshot, program)
-    if args.launcher == NO_LAUNCHER and not os.access(snapshot.source / program, os.X_OK):
-        raise CliError(f"--launcher none runs {program} itself, and it is not executable",
-                       f"chmod +x {program} (with a #! line), or run it with "
-                       f"`-- python {program}` under the default launcher")
+    by_torchrun = args.launcher != NO_LAUNCHER
+    if at == 0 and not (by_torchrun and program.endswith(".py")) and not os.access(
+            snapshot.source / program, os.X_OK):
+        how = ("by torchrun --no-python on every process (it is not a .py file)"
+               if by_torchrun else "itself, once per node (--launcher none)")
+        raise CliError(f"PROGRAM {program} is run {how}, and it is not executable",
+                       f"chmod +x {program} (with a #! line), or run it through its "
+                       f"interpreter, e.g. `-- python {program}`")
     return snapshot, words
 
 
