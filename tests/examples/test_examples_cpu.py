@@ -2,7 +2,7 @@
 
 Each example is run from its own directory with ``torchrun --standalone --nnodes 1
 --nproc-per-node 2`` and the program arguments its README's ``trn-ultracluster submit`` command
-gives (:func:`~tests.examples.readme_commands.examples_commands`), with ``TRN_OUTPUT_DIR`` set
+gives (:func:`~tests.examples.helpers.examples_commands`), with ``TRN_OUTPUT_DIR`` set
 as a job sets it; the tests read the result files the programs write there. The precompile
 example also runs its trial the way ``submit --precompile`` does: with
 ``NEURON_EXTRACT_GRAPHS_ONLY=1`` (what ``neuron_parallel_compile`` sets, as
@@ -13,20 +13,16 @@ appended. The same commands run for real on the two-node Slurm of ``make test-sl
 from __future__ import annotations
 
 import ast
-import json
-import os
 import py_compile
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from packaging.requirements import Requirement
 
-from tests.examples.readme_commands import (EXAMPLES, EXAMPLES_DIR, examples_commands,
-                                            option_value, program_argv, submit_commands)
+from tests.examples.helpers import (EXAMPLES, EXAMPLES_DIR, examples_commands, option_value,
+                                    program_argv, read_json, run_example, submit_commands)
 
 PROCESSES = 2
 COMMANDS = {path.name: argv for path, argv in examples_commands()}
@@ -39,24 +35,6 @@ SUBMIT_FLAGS = {"--precompile", "--dry-run"}
 OWN_PACKAGES = {"trn_ultracluster", "trn_train"}
 IMAGE_PACKAGE_PREFIXES = ("torch", "neuron", "libneuron", "aws-neuron", "transformers")
 """Packages of the training image that an example's requirements must not replace."""
-
-
-def run_example(name: str, args: list[str], out: Path, **env: str) -> subprocess.CompletedProcess:
-    """``args`` (program and arguments) under torchrun with :data:`PROCESSES` workers, from the
-    example's directory, with the job's ``TRN_OUTPUT_DIR=out``; fails the test on a non-zero
-    exit, showing the output."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
-           "--nproc-per-node", str(PROCESSES), *args]
-    run_env = {**os.environ, "TRN_OUTPUT_DIR": str(out), "OMP_NUM_THREADS": "1", **env}
-    proc = subprocess.run(cmd, cwd=EXAMPLES_DIR / name, env=run_env, capture_output=True,
-                          text=True, timeout=180)
-    assert proc.returncode == 0, f"{shlex.join(cmd)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
-def read_json(path: Path) -> dict:
-    assert path.is_file(), f"{path} was not written"
-    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def no_temporary_files(out: Path) -> list[str]:
@@ -142,7 +120,7 @@ def test_huggingface_requirements_are_pinned_and_leave_the_image_alone():
 @pytest.mark.slow
 def test_pytorch_distributed_runs_as_the_readme_says(tmp_path):
     args = program_argv(COMMANDS["pytorch-distributed"])
-    proc = run_example("pytorch-distributed", args, tmp_path)
+    proc = run_example("pytorch-distributed", args, tmp_path, PROCESSES)
     result = read_json(tmp_path / "result.json")
     assert result["device"] == "cpu"
     assert result["world_size"] == PROCESSES
@@ -156,7 +134,7 @@ def test_pytorch_distributed_runs_as_the_readme_says(tmp_path):
 @pytest.mark.slow
 def test_huggingface_runs_as_the_readme_says(tmp_path):
     args = program_argv(COMMANDS["huggingface"])
-    run_example("huggingface", args, tmp_path)
+    run_example("huggingface", args, tmp_path, PROCESSES)
     result = read_json(tmp_path / "result.json")
     assert (result["device"], result["world_size"]) == ("cpu", PROCESSES)
     assert result["steps"] == int(args[args.index("--steps") + 1])
@@ -180,7 +158,8 @@ def test_ultracluster_tutorial_precompile_trial(tmp_path):
     README's ``--precompile-args`` after the program's arguments."""
     assert "--precompile" in ULTRACLUSTER
     trial_args = [*ULTRACLUSTER_ARGS, *shlex.split(option_value(ULTRACLUSTER, "--precompile-args"))]
-    run_example("ultracluster-tutorial", trial_args, tmp_path, NEURON_EXTRACT_GRAPHS_ONLY="1")
+    run_example("ultracluster-tutorial", trial_args, tmp_path, PROCESSES,
+                NEURON_EXTRACT_GRAPHS_ONLY="1")
     trial = read_json(tmp_path / "precompile-trial.json")
     assert (trial["steps"], trial["max_steps"], trial["world_size"]) == (2, ULTRACLUSTER_MAX_STEPS, PROCESSES)
     assert "final_loss" not in trial
@@ -190,7 +169,7 @@ def test_ultracluster_tutorial_precompile_trial(tmp_path):
 
 @pytest.mark.slow
 def test_ultracluster_tutorial_real_run(tmp_path):
-    run_example("ultracluster-tutorial", ULTRACLUSTER_ARGS, tmp_path)
+    run_example("ultracluster-tutorial", ULTRACLUSTER_ARGS, tmp_path, PROCESSES)
     result = read_json(tmp_path / "result.json")
     assert (result["steps"], result["max_steps"]) == (ULTRACLUSTER_MAX_STEPS, ULTRACLUSTER_MAX_STEPS)
     accum = int(ULTRACLUSTER_ARGS[ULTRACLUSTER_ARGS.index("--grad-accum-usteps") + 1])

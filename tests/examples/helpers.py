@@ -1,17 +1,22 @@
-"""The ``trn-ultracluster submit`` commands the examples' READMEs tell a user to run.
+"""The ``trn-ultracluster submit`` commands the examples' READMEs tell a user to run, and a
+torchrun of an example's program on this machine.
 
 Each README under ``examples/`` shows, in a fenced code block, the command a user runs from that
 example's directory. :func:`examples_commands` reads them so that tests submit each example
-exactly as its README says: the CPU tests here run the program part with torchrun, the Slurm
-tests can pass the whole argument list to the job CLI.
+exactly as its README says: the CPU and XLA:CPU tests run the program part with torchrun
+(:func:`run_example`), the Slurm tests can pass the whole argument list to the job CLI.
 
 ``examples/custom-image`` is not listed in :data:`EXAMPLES`: it needs an image build.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
@@ -71,3 +76,29 @@ def option_value(argv: list[str], option: str) -> str | None:
         if word.startswith(option + "="):
             return word.split("=", 1)[1]
     return None
+
+
+def run_example(name: str, args: list[str], out: Path, processes: int = 2,
+                python: str = sys.executable, **env: str) -> subprocess.CompletedProcess:
+    """Run ``args`` (program and arguments) under ``torchrun --standalone`` with ``processes``
+    workers, from the example's directory, with ``TRN_OUTPUT_DIR=out`` as a job sets it and
+    ``env`` added.
+
+    Raises:
+        AssertionError: a non-zero exit; the message holds the command and its output.
+        subprocess.TimeoutExpired: after 300 s.
+    """
+    cmd = [python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+           "--nproc-per-node", str(processes), *args]
+    run_env = {**os.environ, "TRN_OUTPUT_DIR": str(out), "OMP_NUM_THREADS": "1", **env}
+    proc = subprocess.run(cmd, cwd=EXAMPLES_DIR / name, env=run_env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, (f"{shlex.join(cmd)} exited {proc.returncode}:\n"
+                                  f"{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def read_json(path: Path) -> dict:
+    """The JSON object in ``path``; an assertion error when the file is missing."""
+    assert path.is_file(), f"{path} was not written"
+    return json.loads(path.read_text(encoding="utf-8"))
