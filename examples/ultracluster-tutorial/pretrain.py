@@ -1,4 +1,4 @@
-"""BERT pretraining, data parallel, shaped like AWS's Trn1 ParallelCluster tutorial, on a tiny model.
+"""Data-parallel BERT pretraining shaped like AWS's Trn1 ParallelCluster tutorial, tiny model.
 
 The tutorial (aws-neuron/aws-neuron-parallelcluster-samples, examples/jobs/dp-bert-launch-job.md,
 which runs Neuron's "Hugging Face BERT Pretraining Tutorial", phase 1,
@@ -17,7 +17,7 @@ neuron_parallel_compile should match the actual run command, except for the opti
 from its configuration, AdamW with ``get_linear_schedule_with_warmup``, gradient accumulation
 over ``--grad-accum-usteps`` micro-batches with the all-reduce once, before the optimizer step
 (``xm.optimizer_step`` on XLA; DDP with ``no_sync`` elsewhere), a log line per step. The
-data are synthetic (no 48 GB HDF5 download) and the model has 2 layers of 64 units.
+data are synthetic (no HDF5 data set to download) and the model has 2 layers of 64 units.
 
 Device: ``xla`` (Trn1, torch-neuronx; the tutorial's stack) or, when torch-xla is not installed,
 ``cpu`` with the gloo backend. Under ``neuron_parallel_compile`` (which sets

@@ -54,7 +54,7 @@ def examples_commands() -> list[tuple[Path, list[str]]]:
     with the example directory as the current directory (the default ``--workdir``).
     """
     return [(EXAMPLES_DIR / name, argv) for name in EXAMPLES
-            for argv in submit_commands((EXAMPLES_DIR / name / "README.md").read_text(encoding="utf-8"))]
+            for argv in submit_commands((EXAMPLES_DIR / name / "README.md").read_text("utf-8"))]
 
 
 def program_argv(argv: list[str]) -> list[str]:
