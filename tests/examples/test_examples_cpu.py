@@ -1,0 +1,183 @@
+"""The examples under ``examples/`` as a user runs them, on this machine's CPU.
+
+Each example is run from its own directory with ``torchrun --standalone --nnodes 1
+--nproc-per-node 2`` and the program arguments its README's ``trn-ultracluster submit`` command
+gives (:func:`~tests.examples.helpers.examples_commands`), with ``TRN_OUTPUT_DIR`` set
+as a job sets it; the tests read the result files the programs write there. The precompile
+example also runs its trial the way ``submit --precompile`` does: with
+``NEURON_EXTRACT_GRAPHS_ONLY=1`` (what ``neuron_parallel_compile`` sets, as
+``tests/slurm/shims/neuron_parallel_compile`` does) and the README's ``--precompile-args``
+appended. The same commands run for real on the two-node Slurm of ``make test-slurm``.
+"""
+
+from __future__ import annotations
+
+import ast
+import py_compile
+import shlex
+from pathlib import Path
+
+import pytest
+import torch
+from packaging.requirements import Requirement
+
+from tests.examples.helpers import (EXAMPLES, EXAMPLES_DIR, examples_commands, option_value,
+                                    program_argv, read_json, run_example, submit_commands)
+
+PROCESSES = 2
+COMMANDS = {path.name: argv for path, argv in examples_commands()}
+SCRIPTS = sorted(p for name in EXAMPLES for p in (EXAMPLES_DIR / name).glob("*.py"))
+
+SUBMIT_VALUE_OPTIONS = {"--nodes", "--name", "--workdir", "--requirements", "--setup", "--env",
+                        "--output-dir", "--launcher", "--nproc-per-node", "--precompile-args"}
+SUBMIT_FLAGS = {"--precompile", "--dry-run"}
+"""The options of ``submit`` for a user's program (issue 30), which the READMEs may use."""
+OWN_PACKAGES = {"trn_ultracluster", "trn_train"}
+IMAGE_PACKAGE_PREFIXES = ("torch", "neuron", "libneuron", "aws-neuron", "transformers")
+"""Packages of the training image that an example's requirements must not replace."""
+
+
+def no_temporary_files(out: Path) -> list[str]:
+    return [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+# ---------------------------------------------------------------------------- the READMEs
+
+
+def test_submit_commands_are_read_as_a_shell_would():
+    readme = ('text `trn-ultracluster submit -- not.py` outside a block\n'
+              '```bash\ncd x\ntrn-ultracluster submit --nodes 2 --precompile-args "--steps 2" \\\n'
+              '    -- train.py --msg "a b"  # comment\n```\n'
+              '```text\ntrn-ultracluster status job\n```\n')
+    assert submit_commands(readme) == [
+        ["submit", "--nodes", "2", "--precompile-args", "--steps 2",
+         "--", "train.py", "--msg", "a b"]]
+
+
+def test_every_example_readme_has_one_submit_command():
+    names = [path.name for path, _ in examples_commands()]
+    assert names == list(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_readme_command_uses_submits_syntax(name):
+    argv = COMMANDS[name]
+    options = argv[1:argv.index("--")]
+    i = 0
+    while i < len(options):
+        option = options[i].split("=", 1)[0]
+        assert option in SUBMIT_VALUE_OPTIONS | SUBMIT_FLAGS, f"{name}: unknown option {option}"
+        if option in SUBMIT_VALUE_OPTIONS and "=" not in options[i]:
+            assert i + 1 < len(options), f"{name}: {option} needs a value"
+            i += 1
+        i += 1
+    assert option_value(argv, "--nodes") == "2"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_the_readme_command_names_files_of_the_example(name):
+    """The program (and a requirements file) are paths inside the example's directory, the
+    working directory ``submit`` packs when ``--workdir`` is not given."""
+    argv = COMMANDS[name]
+    assert option_value(argv, "--workdir") is None
+    assert (EXAMPLES_DIR / name / program_argv(argv)[0]).is_file()
+    requirements = option_value(argv, "--requirements")
+    if requirements is not None:
+        assert (EXAMPLES_DIR / name / requirements).is_file()
+
+
+# ---------------------------------------------------------------------------- the code
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_example_scripts_compile(script, tmp_path):
+    py_compile.compile(str(script), cfile=str(tmp_path / "out.pyc"), doraise=True)
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_examples_import_nothing_of_this_project(script):
+    """Examples are a user's code: they run with only the image's packages and their own
+    files."""
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                for alias in node.names}
+    imported |= {node.module.split(".")[0] for node in ast.walk(tree)
+                 if isinstance(node, ast.ImportFrom) and node.module}
+    assert not imported & OWN_PACKAGES
+
+
+def test_huggingface_requirements_are_pinned_and_leave_the_image_alone():
+    lines = (EXAMPLES_DIR / "huggingface" / "requirements.txt").read_text().splitlines()
+    requirements = [Requirement(line) for line in lines
+                    if line.strip() and not line.startswith("#")]
+    assert requirements
+    for req in requirements:
+        assert [spec.operator for spec in req.specifier] == ["=="], f"{req} is not pinned"
+        assert not req.name.lower().startswith(IMAGE_PACKAGE_PREFIXES), req.name
+
+
+# ---------------------------------------------------------------------------- the runs
+
+
+@pytest.mark.slow
+def test_pytorch_distributed_runs_as_the_readme_says(tmp_path):
+    args = program_argv(COMMANDS["pytorch-distributed"])
+    proc = run_example("pytorch-distributed", args, tmp_path, PROCESSES)
+    result = read_json(tmp_path / "result.json")
+    assert result["device"] == "cpu"
+    assert result["world_size"] == PROCESSES
+    assert len(result["epoch_losses"]) == result["epochs"] == int(args[args.index("--epochs") + 1])
+    assert result["final_loss"] < result["epoch_losses"][0]
+    assert result["replica_spread"] == 0.0  # DDP kept both replicas identical
+    assert f"wrote {tmp_path / 'result.json'}" in proc.stdout
+    assert no_temporary_files(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_huggingface_runs_as_the_readme_says(tmp_path):
+    args = program_argv(COMMANDS["huggingface"])
+    run_example("huggingface", args, tmp_path, PROCESSES)
+    result = read_json(tmp_path / "result.json")
+    assert (result["device"], result["world_size"]) == ("cpu", PROCESSES)
+    assert result["steps"] == int(args[args.index("--steps") + 1])
+    assert result["final_loss"] < result["first_loss"] / 2
+    config = read_json(tmp_path / "model" / "config.json")
+    assert config["model_type"] == "llama"
+    assert (tmp_path / "model" / "model.safetensors").is_file()
+    # humanize (requirements.txt) is not installed here: the script runs without it.
+    assert result["humanize"] is None
+    assert no_temporary_files(tmp_path) == []
+
+
+ULTRACLUSTER = COMMANDS["ultracluster-tutorial"]
+ULTRACLUSTER_ARGS = program_argv(ULTRACLUSTER)
+ULTRACLUSTER_MAX_STEPS = int(ULTRACLUSTER_ARGS[ULTRACLUSTER_ARGS.index("--max-steps") + 1])
+
+
+@pytest.mark.slow
+def test_ultracluster_tutorial_precompile_trial(tmp_path):
+    """The trial run of ``submit --precompile``: under ``neuron_parallel_compile``, with the
+    README's ``--precompile-args`` after the program's arguments."""
+    assert "--precompile" in ULTRACLUSTER
+    trial_args = [*ULTRACLUSTER_ARGS, *shlex.split(option_value(ULTRACLUSTER, "--precompile-args"))]
+    run_example("ultracluster-tutorial", trial_args, tmp_path, PROCESSES,
+                NEURON_EXTRACT_GRAPHS_ONLY="1")
+    trial = read_json(tmp_path / "precompile-trial.json")
+    assert (trial["steps"], trial["world_size"]) == (2, PROCESSES)
+    assert trial["max_steps"] == ULTRACLUSTER_MAX_STEPS
+    assert "final_loss" not in trial
+    assert not (tmp_path / "result.json").exists() and not (tmp_path / "checkpoint.pt").exists()
+    assert no_temporary_files(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_ultracluster_tutorial_real_run(tmp_path):
+    run_example("ultracluster-tutorial", ULTRACLUSTER_ARGS, tmp_path, PROCESSES)
+    result = read_json(tmp_path / "result.json")
+    assert result["steps"] == result["max_steps"] == ULTRACLUSTER_MAX_STEPS
+    accum = int(ULTRACLUSTER_ARGS[ULTRACLUSTER_ARGS.index("--grad-accum-usteps") + 1])
+    assert result["global_batch_size"] == 8 * accum * PROCESSES  # --batch-size default 8
+    assert result["final_loss"] < result["first_loss"] - 0.3
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
+    assert any(key.startswith("bert.encoder.layer.1.") for key in state)
+    assert no_temporary_files(tmp_path) == []
