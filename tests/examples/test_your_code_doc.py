@@ -36,7 +36,24 @@ def test_the_table_has_every_variable_a_job_gets():
 def test_torchruns_variables_are_the_ones_torchrun_documents():
     for name in TORCHRUN:
         assert f"``{name}``" in torch.distributed.run.__doc__
-        assert table()[name][1] == "torchrun"
+        assert "torchrun" in table()[name][1]
+
+
+def test_every_variable_the_node_script_exports_is_in_the_table():
+    """The node script's own variables (cli/node_script.JOB_VARIABLES), each set by `submit`
+    on all four orchestrators; and the EKS runtime names the compile cache as the env file
+    of the others does."""
+    from trn_ultracluster.cli.node_script import JOB_VARIABLES
+    from trn_ultracluster.contracts.neuron_stack import compile_cache_dir
+    from trn_ultracluster.orchestrators.eks.manifests import neuron_container_env
+
+    rows = table()
+    for name in JOB_VARIABLES:
+        assert name in rows, f"{name} is missing from docs/your-code.md"
+        assert "`submit`" in rows[name][1] and "all four" in rows[name][2], name
+    env = {e["name"]: e["value"] for e in neuron_container_env(get_instance("trn2.48xlarge"),
+                                                               "native")}
+    assert env["TRN_NEURON_CACHE_DIR"] == compile_cache_dir("native")
 
 
 @pytest.mark.parametrize("instance, stack", [("trn1.32xlarge", "xla"), ("trn2.48xlarge", "native"),

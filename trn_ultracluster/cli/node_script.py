@@ -7,7 +7,10 @@ What it does, in order (:func:`node_script`):
 
 1. exports the job's environment (:data:`JOB_VARIABLES`: ``TRN_JOB_NAME``,
    ``TRN_NODE_RANK``, ``TRN_NNODES``, ``TRN_OUTPUT_DIR``, ``MASTER_ADDR``/``MASTER_PORT``,
-   ...), the same names on every orchestrator (docs/your-code.md has the table);
+   ...), the same names on every orchestrator (docs/your-code.md has the table), then
+   ``--env`` (after ours, so it may override them; before pip, so ``PIP_INDEX_URL``,
+   ``PIP_EXTRA_INDEX_URL`` or ``PIP_FIND_LINKS`` reach the requirements install: pip reads
+   every option from ``PIP_<OPTION>``, pip user guide, "Environment Variables");
 2. with a working directory snapshot: node 0 waits for the uploaded archive to appear on
    FSx (the data repository association imports new S3 objects: FSx for Lustre user guide,
    "Automatically import updates from your S3 bucket",
@@ -222,8 +225,8 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
     Args:
         job: the checked job: its name, program (snapshot, requirements, setup), image
             (which names the requirements install), output directory (``TRN_OUTPUT_DIR``),
-            data bucket (``TRN_DATA_BUCKET``) and ``--env`` (exported last: it may override
-            ours).
+            data bucket (``TRN_DATA_BUCKET``) and ``--env`` (exported after ours: it may
+            override them; before the requirements install and ``--setup``).
         node: the backend's names for the node's rank and the rendezvous.
 
     Returns:
@@ -242,6 +245,8 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
         f"TRN_FSX_MOUNT_POINT={FSX_MOUNT_PATH}",
     ]
     code, requirements = launch.code, launch.requirements
+    for key, value in sorted(env.items()):  # before pip: PIP_INDEX_URL and friends work
+        lines += [*literal_note(value), f"export {key}={bash_word(value)}"]
     if code is not None or requirements is not None:
         lines.append(_FUNCTIONS.rstrip("\n"))
     if code is not None:
@@ -260,8 +265,6 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
     lines.append('echo "trn: job ${TRN_JOB_NAME} node ${TRN_NODE_RANK} of ${TRN_NNODES} on '
                  '$(hostname): code ${TRN_CODE_SHA256:-(image)}, image ${TRN_IMAGE}, '
                  'output ${TRN_OUTPUT_DIR}"')
-    for key, value in sorted(env.items()):
-        lines += [*literal_note(value), f"export {key}={bash_word(value)}"]
     if launch.user_setup is not None:
         note = literal_note(launch.user_setup)
         lines += [*note, f"echo {bash_word('trn: setup: ' + launch.user_setup)}",

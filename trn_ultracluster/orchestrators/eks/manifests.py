@@ -35,7 +35,7 @@ from typing import Any
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_env import neuron_environment
-from trn_ultracluster.contracts.neuron_stack import NeuronStackName
+from trn_ultracluster.contracts.neuron_stack import NeuronStackName, compile_cache_dir
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 Manifest = dict[str, Any]
@@ -179,8 +179,11 @@ def neuron_processes_per_node(spec: InstanceSpec) -> int:
 
 def neuron_container_env(spec: InstanceSpec, stack: NeuronStackName) -> list[dict[str, str]]:
     """:func:`trn_ultracluster.contracts.neuron_env.neuron_environment` of ``stack`` as a
-    container ``env`` list, with ``TRN_NEURON_STACK`` (the job CLI's ``--backend``)."""
-    env = {**neuron_environment(spec, stack), JobEnv.NEURON_STACK.value: stack}
+    container ``env`` list, with ``TRN_NEURON_STACK`` (the job CLI's ``--backend``) and
+    ``TRN_NEURON_CACHE_DIR`` (the shared compile cache, as the env file of the other
+    orchestrators names it: the same variables for a user's program everywhere)."""
+    env = {**neuron_environment(spec, stack), JobEnv.NEURON_STACK.value: stack,
+           JobEnv.NEURON_CACHE_DIR.value: compile_cache_dir(stack)}
     return [{"name": k, "value": v} for k, v in env.items()]
 
 
