@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.examples.helpers import examples_commands
 from tests.slurm.conftest import SlurmCluster
 from tests.slurm.harness import log_of, submit, wait_for_end
 from trn_ultracluster.contracts.shared_storage import CODE_DIR, FSX_MOUNT_PATH, JOB_RECORD_FILE
@@ -160,3 +161,40 @@ def test_a_requirement_pip_cannot_install_fails_the_job_with_pips_error(
     log = log_of(job_id)
     assert "No matching distribution found for not-there==9.9" in log
     assert "requirements" in log and "failed" in log and "program rank" not in log
+
+
+EXAMPLE_OUTPUTS = {
+    "pytorch-distributed": ("result.json",),
+    "huggingface": ("result.json",),
+    "ultracluster-tutorial": ("precompile-trial.json", "result.json"),
+}
+"""What each example writes into its output directory (its README)."""
+
+
+@pytest.mark.parametrize("example, argv", examples_commands(),
+                         ids=[e.name for e, _ in examples_commands()])
+def test_each_example_runs_as_its_readme_says(slurm: SlurmCluster, cli, example: Path,
+                                              argv: list[str], monkeypatch):
+    """The README's command from the example's directory, with only a job name and, for pip,
+    a local wheel directory instead of PyPI (``--env PIP_NO_INDEX``, ``PIP_FIND_LINKS``: pip's
+    own variables, which the node script exports before the install). The instance here has
+    2 NeuronCores, so torchrun starts 2 processes on each of the 2 nodes."""
+    monkeypatch.chdir(example)
+    wheels = Path(FSX_MOUNT_PATH, "wheels")
+    wheels.mkdir(parents=True, exist_ok=True)
+    wheel(wheels, "humanize", "4.17.0", "def intword(n):\n    return f'{n:,} (stand-in)'\n")
+    name = f"example-{example.name}"
+    at = argv.index("--")
+    job_id, _ = submit(cli, name, *argv[1:at], "--env", "PIP_NO_INDEX=1",
+                       "--env", f"PIP_FIND_LINKS={wheels}", *argv[at:])
+    assert wait_for_end(slurm, job_id) == "COMPLETED", log_of(job_id)[-4000:]
+    output = Path(FSX_MOUNT_PATH, "runs", name)
+    for file in EXAMPLE_OUTPUTS[example.name]:
+        written = json.loads((output / file).read_text())
+        assert written["world_size"] == 4, (file, written)
+    record = json.loads((output / JOB_RECORD_FILE).read_text())
+    assert record["program"][:len(argv) - at - 1] == argv[at + 1:]
+    if example.name == "huggingface":
+        assert json.loads((output / "result.json").read_text())["humanize"] == "4.17.0"
+    if example.name == "ultracluster-tutorial":
+        assert "neuron_parallel_compile shim: NEURON_EXTRACT_GRAPHS_ONLY=1 torchrun " in log_of(job_id)
