@@ -1,7 +1,9 @@
-"""What a job runs: the torchrun program, an optional setup and the precompile pass.
+"""What a job runs: the user's program (:func:`program_launch`) or the bundled trainer
+(:func:`trn_train_launch`), both a :class:`Launch` that every backend runs through the same
+node script (:mod:`trn_ultracluster.cli.node_script`), and the ``torchrun`` command line.
 
-Every job backend runs ``torchrun <program>`` on every node, one process per logical
-NeuronCore (:attr:`InstanceSpec.logical_neuron_cores`):
+The default launcher is ``torchrun`` on every node, one process per logical NeuronCore
+(:attr:`InstanceSpec.logical_neuron_cores`) unless ``--nproc-per-node``:
 
 - EKS: Kubeflow Trainer's torch policy gives torchrun its node count, rank and master
   address through ``PET_*`` variables (kubeflow/trainer ``pkg/runtime/framework/plugins/
@@ -11,15 +13,18 @@ NeuronCore (:attr:`InstanceSpec.logical_neuron_cores`):
 - Slurm and standalone: the node script gives ``--nnodes``, ``--nproc-per-node``,
   ``--node-rank`` and the first node's address (:func:`torchrun_command`).
 
-The training program is ``python -m trn_train train --recipe ... --data-dir ...
+``--launcher none`` runs the program once per node instead. Arguments are written as bash
+words no shell expands (:func:`bash_word`).
+
+The bundled trainer is ``python -m trn_train train --recipe ... --data-dir ...
 --output-dir ... --steps ...`` (``training/trn_train/cli.py``); under torchrun that is
 ``torchrun ... -m trn_train train ...`` (torchrun ``-m/--module``).
 
 Precompile: ``neuron_parallel_compile <the same command>`` extracts and compiles every
 graph in parallel into the Neuron cache on FSx before the real run (Neuron docs,
 "neuron_parallel_compile", https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/api-reference-guide/training/pytorch-neuron-parallel-compile.html);
-for ``trn_train`` the trial run stops after ``--max-steps-this-run`` steps (its flag for
-this purpose).
+the trial run adds ``--precompile-args`` to a user's program, and ``--max-steps-this-run``
+to the bundled trainer's (its flag for this purpose).
 """
 
 from __future__ import annotations
