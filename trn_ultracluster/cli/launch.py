@@ -39,8 +39,9 @@ from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.shared_storage import CODE_DIR, ENV_FILE
 
-__all__ = ["Launch", "RENDEZVOUS_PORT", "default_job_name", "env_file_lines", "literal_note",
-           "torchrun_command", "trn_train_launch", "validate_job_name"]
+__all__ = ["CodeSnapshot", "LAUNCHERS", "Launch", "NO_LAUNCHER", "RENDEZVOUS_PORT", "TORCHRUN",
+           "bash_join", "bash_word", "default_job_name", "env_file_lines", "literal_note",
+           "program_launch", "torchrun_command", "trn_train_launch", "validate_job_name"]
 
 PRECOMPILE_STEPS = 10
 """Default steps of the precompile trial run: enough to reach every graph of a step
