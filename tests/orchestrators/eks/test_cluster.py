@@ -528,10 +528,11 @@ def test_runtime_takes_whole_node(synth, profile):
     assert {"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-lustre"}} in pod["volumes"]
     env = {e["name"]: e["value"] for e in container["env"]}
     stack = s.config.neuron_stack
-    cache = ({"NEURON_CC_FLAGS": "--cache_dir=/fsx/neuron-compile-cache"} if stack == "xla"
-             else {"TORCH_NEURONX_NEFF_CACHE_DIR": "/fsx/neuron-compile-cache-native"})
+    directory = "/fsx/neuron-compile-cache" + ("" if stack == "xla" else "-native")
+    cache = ({"NEURON_CC_FLAGS": f"--cache_dir={directory}"} if stack == "xla"
+             else {"TORCH_NEURONX_NEFF_CACHE_DIR": directory})
     assert env == {**cache, "FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1",
-                   "TRN_NEURON_STACK": stack}
+                   "TRN_NEURON_STACK": stack, "TRN_NEURON_CACHE_DIR": directory}
     assert stack == ("native" if spec.name.startswith("trn2") else "xla")
 
 
