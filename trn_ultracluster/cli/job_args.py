@@ -113,12 +113,13 @@ def check_shared_dir(option: str, path: str) -> str:
         CliError: relative, elsewhere, the mount itself, or escaping it with ``..``.
     """
     normal = posixpath.normpath(path) if path.startswith("/") else ""
+    example = "runs" if option == "--output-dir" else "datasets"
     if not normal.startswith(FSX_MOUNT_PATH + "/"):
         raise CliError(
             f"{option} {path} must be an absolute path under {FSX_MOUNT_PATH} (the shared file "
             "system every node mounts)",
-            f"e.g. {option} {FSX_MOUNT_PATH}/datasets/<name> (`trn-ultracluster data` prints "
-            "where an upload appears)")
+            f"e.g. {option} {FSX_MOUNT_PATH}/{example}/<name> (`trn-ultracluster data` "
+            "prints where an upload appears)")
     return normal
 
 

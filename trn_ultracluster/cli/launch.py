@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
@@ -224,6 +225,8 @@ def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
     return Launch(program, precompile)
 
 
+LAUNCHER_COMMANDS = ("torchrun", "neuron_parallel_compile")
+"""Commands that start workers themselves: under torchrun they would run once per process."""
 PYTHON_NAMES = ("python", "python3")
 """A program given as ``python train.py`` (or ``python -m mod``) runs as ``train.py`` under
 torchrun, which starts Python itself (torchrun runs ``python -u <script>``, or ``-m`` modules;
@@ -265,6 +268,17 @@ def program_launch(program: Sequence[str], *, launcher: str = TORCHRUN,
         raise ValueError("no program: give it after `--`, e.g. `submit -- train.py --epochs 3`")
     if words[0] == "-m" and (len(words) < 2 or not words[1] or words[1].startswith("-")):
         raise ValueError("`-m` must be followed by a module name, e.g. `-- -m my_pkg.train`")
+    if words[0].startswith("-") and words[0] != "-m":
+        raise ValueError(f"PROGRAM starts with {words[0]!r}: give a script, `-m MODULE` or a "
+                         "command after the one `--` (`-c CODE` is not a program torchrun "
+                         "runs: put the code in a script)")
+    if launcher == TORCHRUN and PurePosixPath(words[0]).name in LAUNCHER_COMMANDS:
+        raise ValueError(f"PROGRAM is {words[0]}, and the default launcher is torchrun already: "
+                         f"this would start {words[0]} in every torchrun process. Run your "
+                         "own launcher line once per node with --launcher none, e.g. "
+                         "`--launcher none -- bash -c 'torchrun --nnodes=$TRN_NNODES "
+                         "--node-rank=$TRN_NODE_RANK --master-addr=$MASTER_ADDR ... train.py'`, "
+                         "and --precompile for neuron_parallel_compile")
     if launcher == TORCHRUN:
         run = words if words[0] == "-m" or words[0].endswith(".py") else ("--no-python", *words)
     elif words[0] == "-m":

@@ -256,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "stack, Trn1)")
     p.add_argument("--precompile-args", metavar="ARGS",
                    help="arguments added to the program's for the trial run only, e.g. "
-                        "\"--max-steps 10\"; implies --precompile")
+                        "--precompile-args=\"--max-steps 10\" (with `=` when it starts with "
+                        "-); implies --precompile")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="extra environment of the program "
                         f"({_per_backend('env')}); repeatable")

@@ -17,19 +17,23 @@ What it does, in order (:func:`node_script`):
    https://docs.aws.amazon.com/fsx/latest/LustreGuide/autoimport-data-repo-dra.html; how
    soon is not stated there, so the wait is bounded by :data:`IMPORT_TIMEOUT_S`), checks its
    SHA-256 and unpacks it into ``/fsx/.trn-ultracluster/code/<sha256>`` (into a temporary
-   directory renamed in place, so a directory of that name is always complete); the other
-   nodes wait for the directory. Every node then ``cd``s into it;
+   directory renamed in place, so a directory of that name is always complete, and made
+   read-only: every job of the same content shares it, outputs go to ``TRN_OUTPUT_DIR``);
+   the other nodes wait for the directory. Every node then ``cd``s into it;
 3. with ``--requirements``: node 0 runs ``pip install --prefix`` into
    ``/fsx/.trn-ultracluster/pip/<key>`` (again renamed in place when complete), the key
-   being the SHA-256 of the image, the file and, when the file names local paths, the
-   snapshot: once per job and content, shared by all nodes, so N nodes do not download the
+   being the SHA-256 of the image, the file, ``--env PIP_*`` and, when the file names local
+   paths, the snapshot: once per job and content, shared by all nodes, so N nodes do not download the
    same wheels N times through the NAT gateway. ``--prefix`` and not ``--target``: pip
    ignores installed packages with ``--target`` (pip ``commands/install.py``:
    ``if options.target_dir: options.ignore_installed = True``) and would download torch
-   again; with ``--prefix`` the image's packages satisfy what they can. The image's Neuron
-   stack is pinned with a constraints file made from ``pip list`` in the image, so a
-   dependency that wants another torch makes pip fail rather than shadow it (``submit``
-   refuses such a requirement by name before that). The other nodes wait; every node puts
+   again; with ``--prefix`` the image's packages satisfy what they can. Every package of
+   the image is pinned with a constraints file made from ``pip list`` in the image, so a
+   requirement that wants another version of one makes pip fail rather than shadow it
+   (the Neuron compiler runs with the same ``PYTHONPATH``) or uninstall it (pip with
+   ``--prefix`` uninstalls the environment's copy of a package it upgrades, pypa/pip#10136:
+   on a standalone node's DLAMI environment that would last); ``submit`` refuses the Neuron
+   packages by name before that. The other nodes wait; every node puts
    the prefix's ``site-packages`` on ``PYTHONPATH`` and its ``bin`` on ``PATH``;
 4. ``--setup``: every node runs the command with bash in the snapshot directory; a failure
    ends the node's part with the command's status, before the program starts;
@@ -67,11 +71,6 @@ JOB_VARIABLES = ("TRN_JOB_NAME", "TRN_NODE_RANK", "TRN_NNODES", "TRN_OUTPUT_DIR"
                  "TRN_DATA_BUCKET", "TRN_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
                  "TRN_FSX_MOUNT_POINT", "TRN_CODE_DIR", "TRN_CODE_SHA256")
 """What the node script exports for the program (the last two with a snapshot)."""
-NEURON_STACK_PACKAGES = ("torch", "torch-neuronx", "torch-xla", "neuronx-cc", "nki",
-                         "libneuronxla", "neuronx-distributed", "neuronx-distributed-training",
-                         "torchvision", "torchaudio")
-"""Packages the constraints file pins to the image's versions (see
-:data:`trn_ultracluster.cli.workdir.PROTECTED_PACKAGES`, which ``submit`` refuses by name)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,7 @@ class NodeContext:
         run_id: what tells one run of the job from another (a requeued Slurm job runs again
             under the same name), for the failure markers.
         torchrun: ``torchrun`` with its launcher options for this backend.
+        check: a bash line run first that stops a node whose place is wrong, or "".
     """
 
     rank: str
@@ -95,6 +95,7 @@ class NodeContext:
     master_port: str
     run_id: str
     torchrun: str
+    check: str = ""
 
 
 def _requirement_target(line: str) -> str:
@@ -105,13 +106,16 @@ def _requirement_target(line: str) -> str:
     return words[0] if words else ""
 
 
-def pip_key(image: str, requirements: str, code_sha256: str | None) -> str:
-    """The SHA-256 (hex) naming a requirements install: the image, the file's text and,
-    when a line names a local path (``.``/``/``/``file:``, resolved in the snapshot), the
-    snapshot."""
+def pip_key(image: str, requirements: str, code_sha256: str | None,
+            env: dict[str, str] | None = None) -> str:
+    """The SHA-256 (hex) naming a requirements install: the image, the file's text, pip's
+    own variables among ``env`` (``PIP_INDEX_URL``, ``PIP_FIND_LINKS``, ...: another index
+    may resolve other versions) and, when a line names a local path (``.``/``/``/``file:``,
+    resolved in the snapshot), the snapshot."""
     local = any(_requirement_target(line).startswith((".", "/", "file:"))
                 for line in requirements.splitlines())
-    parts = [image, requirements] + ([code_sha256 or ""] if local else [])
+    pip_env = sorted(f"{k}={v}" for k, v in (env or {}).items() if k.startswith("PIP_"))
+    parts = [image, requirements, *pip_env] + ([code_sha256 or ""] if local else [])
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -144,6 +148,14 @@ trn_once() {{
 }}
 """
 
+_RENAME = """# trn_rename TMP DIR: TMP becomes DIR; when another run made DIR first, TMP goes.
+trn_rename() {
+  mv -T "$1" "$2" 2> /dev/null && return 0
+  chmod -R u+w "$1" && rm -rf "$1"
+  [[ -d "$2" ]] || { echo "trn: cannot rename $1 to $2" >&2; return 1; }
+}
+"""
+
 _UNPACK = f"""# trn_unpack ARCHIVE SHA256 DIR: wait for the archive, check it, unpack it, rename into DIR.
 trn_unpack() {{
   local waited=0 tmp
@@ -156,42 +168,42 @@ trn_unpack() {{
     waited=$(( waited + 2 ))
   done
   echo "$2  $1" | sha256sum --check --quiet - || {{ echo "trn: $1 does not match its SHA-256" >&2; return 1; }}
-  mkdir -p "$(dirname "$3")"
-  tmp="$(mktemp -d "$3.tmp.XXXXXX")"
-  chmod 755 "${{tmp}}"
-  tar -xzf "$1" -C "${{tmp}}" --no-same-owner || {{ rm -rf "${{tmp}}"; return 1; }}
-  mv -T "${{tmp}}" "$3" 2> /dev/null || rm -rf "${{tmp}}"
+  mkdir -p "$(dirname "$3")" && tmp="$(mktemp -d "$3.tmp.XXXXXX")" || return 1
+  chmod 755 "${{tmp}}" && tar -xzf "$1" -C "${{tmp}}" --no-same-owner \
+    || {{ rm -rf "${{tmp}}"; return 1; }}
+  chmod -R a-w "${{tmp}}"  # shared by every job of this content: not a place to write
+  trn_rename "${{tmp}}" "$3"
 }}
 """
 
 
 def _pip_function() -> str:
-    names = "|".join(p.replace("-", "[-_.]") for p in NEURON_STACK_PACKAGES)
-    return f"""# trn_pip BASE64_REQUIREMENTS DIR: pip install --prefix into a new directory, renamed into DIR.
-trn_pip() {{
+    return """# trn_pip BASE64_REQUIREMENTS DIR: pip install --prefix into a new directory, renamed into DIR.
+# Every package of the image is a constraint: pip can add packages, never replace one.
+trn_pip() {
   local tmp
-  mkdir -p "$(dirname "$2")"
-  tmp="$(mktemp -d "$2.tmp.XXXXXX")"
-  chmod 755 "${{tmp}}"
-  printf '%s' "$1" | base64 -d > "${{tmp}}/requirements.txt"
+  mkdir -p "$(dirname "$2")" && tmp="$(mktemp -d "$2.tmp.XXXXXX")" || return 1
+  chmod 755 "${tmp}"
+  printf '%s' "$1" | base64 -d > "${tmp}/requirements.txt" || return 1
   python3 -m pip list --format=freeze --disable-pip-version-check 2> /dev/null \\
-    | grep -i -E '^({names})==' > "${{tmp}}/constraints.txt" || true
-  echo "trn: the image's Neuron stack stays: $(tr '\\n' ' ' < "${{tmp}}/constraints.txt")"
+    | grep -E '^[A-Za-z0-9._-]+==' > "${tmp}/constraints.txt" || true
+  echo "trn: the image's $(wc -l < "${tmp}/constraints.txt") packages stay as they are"
   if ! python3 -m pip install --no-input --disable-pip-version-check --no-warn-script-location \\
-      --prefix "${{tmp}}" -c "${{tmp}}/constraints.txt" -r "${{tmp}}/requirements.txt"; then
-    rm -rf "${{tmp}}"
+      --prefix "${tmp}" -c "${tmp}/constraints.txt" -r "${tmp}/requirements.txt"; then
+    rm -rf "${tmp}"
+    echo "trn: pip could not install the requirements on top of the image (a requirement that needs another version of an image package cannot: build your own image, docs/custom-image.md)" >&2
     return 1
   fi
-  mv -T "${{tmp}}" "$2" 2> /dev/null || rm -rf "${{tmp}}"
-}}
+  trn_rename "${tmp}" "$2"
+}
 # trn_use_pip DIR: its site-packages first on PYTHONPATH, its bin first on PATH.
-trn_use_pip() {{
+trn_use_pip() {
   local site
   while IFS= read -r site; do
-    PYTHONPATH="${{site}}${{PYTHONPATH:+:${{PYTHONPATH}}}}"
+    PYTHONPATH="${site}${PYTHONPATH:+:${PYTHONPATH}}"
   done < <(find "$1" -maxdepth 6 -type d \\( -name site-packages -o -name dist-packages \\))
-  export PYTHONPATH PATH="$1/bin:$1/local/bin:${{PATH}}"
-}}
+  export PYTHONPATH PATH="$1/bin:$1/local/bin:${PATH}"
+}
 """
 
 
@@ -203,7 +215,9 @@ def job_record(*, name: str, launch: Launch, image: str, nodes: int,
             "precompile_program": (None if launch.precompile_program is None
                                    else list(launch.precompile_program)),
             "code_sha256": launch.code.sha256 if launch.code else None,
-            "requirements": launch.requirements, "setup": launch.user_setup,
+            "requirements_sha256": (None if launch.requirements is None else
+                                    hashlib.sha256(launch.requirements.encode()).hexdigest()),
+            "setup": launch.user_setup,
             "image": image, "nodes": nodes, "submitted": submitted}
 
 
@@ -244,11 +258,13 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
         f"export MASTER_ADDR={node.master_addr} MASTER_PORT={node.master_port} "
         f"TRN_FSX_MOUNT_POINT={FSX_MOUNT_PATH}",
     ]
+    if node.check:
+        lines.append(node.check)
     code, requirements = launch.code, launch.requirements
     for key, value in sorted(env.items()):  # before pip: PIP_INDEX_URL and friends work
         lines += [*literal_note(value), f"export {key}={bash_word(value)}"]
     if code is not None or requirements is not None:
-        lines.append(_FUNCTIONS.rstrip("\n"))
+        lines += [_FUNCTIONS.rstrip("\n"), _RENAME.rstrip("\n")]
     if code is not None:
         lines += [_UNPACK.rstrip("\n"),
                   f"export TRN_CODE_SHA256={code.sha256} TRN_CODE_DIR={code.directory}",
@@ -256,7 +272,7 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
                   f'trn_unpack {bash_word(code.archive)} "${{TRN_CODE_SHA256}}" "${{TRN_CODE_DIR}}"',
                   'cd "${TRN_CODE_DIR}"']
     if requirements is not None:
-        key = pip_key(image, requirements, code.sha256 if code else None)
+        key = pip_key(image, requirements, code.sha256 if code else None, dict(env))
         lines += [_pip_function().rstrip("\n"),
                   f"TRN_PIP_DIR={PIP_DIR}/{key}",
                   f'trn_once "${{TRN_PIP_DIR}}" "requirements ({key[:12]})" '

@@ -37,9 +37,13 @@ __all__ = [
     "requirement_names",
 ]
 
-REQUIREMENTS_CAP_BYTES = 64 * 1024
-"""Largest ``--requirements`` file, in bytes. The job script carries the file inline (an
-sbatch script, an SSM command document parameter, a TrainJob field), and a list of the
+REQUIREMENTS_CAP_BYTES = 16 * 1024
+"""Largest ``--requirements`` file, in bytes. The job script carries the file inline, base64
+(4/3 of it), and every node runs that script as one ``bash -c`` argument (Slurm's srun, the
+TrainJob's command), which Linux caps at 131,072 bytes per argument (``MAX_ARG_STRLEN`` =
+32 pages, ``include/uapi/linux/binfmts.h``); the standalone nodes receive it through an SSM
+command parameter, whose size limit was not verified. 16 KiB leaves room for the rest of
+the script (a few KiB) under both. A list of the
 packages a program needs beyond the image is a few hundred bytes; a file this large is
 usually ``pip freeze`` of a whole environment, which would also try to reinstall the image's
 own packages."""
@@ -198,8 +202,13 @@ def requirement_names(req: Requirements) -> list[tuple[int, str, str | None]]:
                     f"copy the lines of {value or 'that file'} into {req.path.name} instead "
                     "(constraints as pinned requirements)")
             if option in _EDITABLE:
-                name = _name_of_location(value)
-                out.append((number, line, canonicalize_name(name) if name else None))
+                raise CliError(
+                    f"{where}: {line!r} is an editable install: pip makes it a .pth file in "
+                    "the shared install, and Python reads .pth files only in its own site "
+                    "directories, not in PYTHONPATH, where the job puts the install (Python "
+                    "docs, module site), so the package would not import",
+                    f"install it as a copy: {value or './pkg'} without -e (it is in your "
+                    "working directory snapshot anyway)")
             continue  # index, find-links, --pre, ...: pip's business on the node
         spec = line.split(" -", 1)[0].strip()  # drop per-requirement options (--hash=...)
         try:

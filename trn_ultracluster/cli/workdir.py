@@ -312,8 +312,9 @@ def upload_snapshot(session: Any, bucket: str, snapshot: Snapshot, *,
 
     Raises:
         CliError: USAGE when the archive is over :data:`PUT_OBJECT_MAX_BYTES`; STACK when the
-            bucket does not exist; CREDENTIALS when HeadObject is refused (403) and as
-            :func:`~trn_ultracluster.cli.aws.aws_errors`, which also gives AWS.
+            bucket does not exist; as :func:`~trn_ultracluster.cli.aws.aws_errors` (CREDENTIALS
+            when PutObject is refused, AWS). A HeadObject refused with 403 (no
+            ``s3:ListBucket``) is taken as "not there": the object is put.
     """
     from boto3.s3.transfer import TransferConfig
     from botocore.exceptions import ClientError
@@ -334,15 +335,10 @@ def upload_snapshot(session: Any, bucket: str, snapshot: Snapshot, *,
             code = error_code(err)
             if code == "NoSuchBucket":
                 raise bucket_missing(bucket, action) from None
-            if code == "403":  # HEAD responses have no body, hence no named code
-                raise CliError(
-                    f"{action}: HeadObject was refused (403); S3 answers 403 instead of 404 "
-                    "for a missing object when the caller lacks s3:ListBucket (S3 API "
-                    "Reference, HeadObject)",
-                    "use credentials with s3:GetObject, s3:ListBucket and s3:PutObject on the "
-                    "data bucket (docs/walkthrough.md, 'Permissions')",
-                    ExitCode.CREDENTIALS) from None
-            if code not in ("404", "NoSuchKey", "NotFound"):
+            # 403: S3 answers it instead of 404 for a missing object when the caller lacks
+            # s3:ListBucket (S3 API Reference, HeadObject); the key is content-addressed,
+            # so putting it again is safe, and a PutObject refused too says so itself
+            if code not in ("403", "404", "NoSuchKey", "NotFound"):
                 raise
     checksum = base64.b64encode(bytes.fromhex(snapshot.sha256)).decode("ascii")
     config = TransferConfig(multipart_threshold=PUT_OBJECT_MAX_BYTES + 1,

@@ -65,6 +65,17 @@ ENDED_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT
                 "PREEMPTED", "BOOT_FAIL", "DEADLINE")
 """Slurm job states of a job that has ended (squeue/sacct "JOB STATE CODES",
 https://slurm.schedmd.com/squeue.html)."""
+RANK_ZERO_CHECK = (
+    'if [[ "${SLURM_NODEID}" == 0 && -n "${SLURMD_NODENAME:-}" && '
+    '"${SLURMD_NODENAME}" != "${MASTER_ADDR}" ]]; then echo "trn: node 0 of this step is '
+    '${SLURMD_NODENAME}, not ${MASTER_ADDR}, where the batch script put the rendezvous: the '
+    'allocation changed (a replaced node?); resubmit the job" >&2; exit 1; fi')
+"""The node script's first line on Slurm: torchrun's static rendezvous starts its store on
+node rank 0 (``SLURM_NODEID`` 0) and every node looks for it at ``MASTER_ADDR``, the first
+host of the allocation when the batch script started (``SLURMD_NODENAME``: the node's name,
+sbatch/srun man pages, "OUTPUT ENVIRONMENT VARIABLES"); if a step restarts on a changed
+allocation the two could differ and every node would wait for a store that never starts,
+so node 0 stops at once instead."""
 NODE_SCRIPT_EOF = "TRN_NODE_SCRIPT_EOF"
 """The here-document delimiter of the node script in the sbatch script: the node script
 holds no line of the user's (:func:`~trn_ultracluster.cli.launch.bash_word`), so no line can
@@ -123,7 +134,8 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
                                 '"${MASTER_ADDR}"', '"${MASTER_PORT}"')
     node = NodeContext(rank='"${SLURM_NODEID}"', nnodes='"${SLURM_JOB_NUM_NODES}"',
                        master_addr='"${MASTER_ADDR}"', master_port='"${MASTER_PORT}"',
-                       run_id='"${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"', torchrun=torchrun)
+                       run_id='"${SLURM_JOB_ID}-${SLURM_RESTART_COUNT:-0}"', torchrun=torchrun,
+                       check=RANK_ZERO_CHECK)
     image, mount = JobEnv.CONTAINER_IMAGE.value, JobEnv.FSX_MOUNT_POINT.value
     srun = (f"srun --auto-resume=1 --kill-on-bad-exit=1 --container-image=\"${{{image}}}\" "
             f"--container-mounts=\"${{{mount}}}:${{{mount}}}\" --no-container-mount-home")

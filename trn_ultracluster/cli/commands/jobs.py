@@ -30,6 +30,7 @@ from trn_ultracluster.cli.launch import (
     program_launch,
     trn_train_launch,
 )
+from trn_ultracluster.cli.node_script import JOB_VARIABLES
 from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.cli.workdir import (
     Snapshot,
@@ -65,6 +66,37 @@ def _precompile_steps(args: argparse.Namespace) -> int | None:
     if args.precompile_steps is not None:
         return args.precompile_steps
     return PRECOMPILE_STEPS if args.precompile else None
+
+
+TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                     "ROLE_RANK", "ROLE_WORLD_SIZE")
+"""What torchrun sets for each process (PyTorch "torchrun (Elastic Launch)", "Environment
+Variables")."""
+STACK_VARIABLES = ("NEURON_CC_FLAGS", "TORCH_NEURONX_NEFF_CACHE_DIR", "FI_PROVIDER",
+                   "FI_EFA_USE_DEVICE_RDMA")
+"""What the stack sets for every job (:func:`trn_ultracluster.contracts.neuron_env.neuron_environment`)."""
+
+
+def _check_env_names(env: dict[str, str]) -> None:
+    """``--env`` may not set what the job itself sets (its place, its directories: the job
+    would not run where and as it says), and is warned when it replaces the stack's Neuron
+    or EFA settings (``NEURON_CC_FLAGS`` without ``--cache_dir`` drops the shared compile
+    cache, which ``--precompile`` fills).
+
+    Raises:
+        CliError: (USAGE) a name of :data:`JOB_VARIABLES` or :data:`TORCHRUN_VARIABLES`.
+    """
+    reserved = sorted(set(env) & set(JOB_VARIABLES + TORCHRUN_VARIABLES))
+    if reserved:
+        raise CliError(f"--env {', '.join(reserved)}: set by the job itself on every node "
+                       "(docs/your-code.md, \"The environment of your program\")",
+                       "leave it out: e.g. --output-dir sets TRN_OUTPUT_DIR, --nodes the node "
+                       "count, --nproc-per-node the processes")
+    for name in sorted(set(env) & set(STACK_VARIABLES)):
+        hint = (" and it has no --cache_dir: the shared compile cache on FSx is not used"
+                if name == "NEURON_CC_FLAGS" and "--cache_dir" not in env[name] else "")
+        print(f"warning: --env {name} replaces the stack's value for this job{hint} "
+              "(docs/your-code.md)", file=sys.stderr)
 
 
 def _words_after_dashes(words: list[str]) -> list[str]:
@@ -192,10 +224,18 @@ def _pack(args: argparse.Namespace, words: list[str]) -> tuple[Snapshot, list[st
     command without a ``/`` that is not a ``.py`` file is looked up on the node's ``PATH``
     (``bash``, ``python3``); an absolute path outside the directory is the image's."""
     source = Path(args.workdir) if args.workdir is not None else Path.cwd()
+    resolved_source = source.expanduser().resolve()
+    if resolved_source in (Path("/"), Path.home().resolve()):
+        raise CliError(f"--workdir {source} is {resolved_source}: the whole directory would be "
+                       "packed and shipped to every node", "cd into your project (or pass "
+                       "--workdir PROJECT_DIR)")
     snapshot = pack_workdir(source)
     words = list(words)
     at = _script_at(words)
     program = words[at] if at is not None else ""
+    if program and "/" not in program and not program.endswith(".py") and (
+            snapshot.source / program).is_file():
+        program = words[at] = f"./{program}"  # a file of the working directory, not on PATH
     if not (program.endswith(".py") or "/" in program):
         return snapshot, words
     if PurePosixPath(program).is_absolute():
@@ -232,6 +272,10 @@ def submit(args: argparse.Namespace) -> int:
         check_train_recipe(args.recipe)  # exists: before anything is read
     output_dir = check_shared_dir("--output-dir", args.output_dir) if args.output_dir else None
     env = check_env(args.env)
+    _check_env_names(env)
+    if args.launcher == NO_LAUNCHER and args.nproc_per_node is not None:
+        raise CliError("--nproc-per-node is torchrun's, and --launcher none starts no torchrun",
+                       "leave --nproc-per-node out, or give it to your own launcher line")
     requirements = None
     if args.requirements is not None:
         found = read_requirements(Path(args.requirements))
