@@ -38,7 +38,7 @@ def test_read_keeps_text_and_hash_of_the_bytes(tmp_path):
     ("dir", "is a directory"),
     (b"datasets\n\x00\x01", "is not a text file (it holds NUL bytes)"),
     (b"\x89PNG\r\n\x1a\n\xff", "is not UTF-8 text (byte 0)"),
-    (b"a" * (REQUIREMENTS_CAP_BYTES + 1), f"is {REQUIREMENTS_CAP_BYTES + 1} bytes; at most 65536"),
+    (b"a" * (REQUIREMENTS_CAP_BYTES + 1), f"is {REQUIREMENTS_CAP_BYTES + 1} bytes; at most 16384"),
 ])
 def test_bad_files_name_the_option(tmp_path, content, problem):
     path = tmp_path / "requirements.txt"
@@ -69,12 +69,22 @@ def test_names_read_as_pip_reads_them(tmp_path):
         "https://example.com/files/Some.Pkg-2.0-py3-none-any.whl",
         "./local/pkg",
         "git+https://github.com/org/repo@v1#egg=repo_pkg",
-        "-e .",
         "sdist_pkg-1.0.tar.gz",
     ])
     got = [(n, name) for n, _, name in requirement_names(req(tmp_path, text))]
     assert got == [(7, "transformers"), (8, "datasets"), (10, "numpy"), (11, "my-lib"),
-                   (12, "some-pkg"), (13, None), (14, "repo-pkg"), (15, None), (16, "sdist-pkg")]
+                   (12, "some-pkg"), (13, None), (14, "repo-pkg"), (15, "sdist-pkg")]
+
+
+@pytest.mark.parametrize("line", ["-e .", "--editable ./pkg",
+                                  "-e git+https://github.com/org/repo#egg=repo_pkg"])
+def test_editable_lines_are_refused(tmp_path, line):
+    """pip writes an editable install as a .pth file, which Python does not read from a
+    PYTHONPATH entry (Python docs, site), where the job puts the shared install."""
+    with pytest.raises(CliError) as err:
+        requirement_names(req(tmp_path, f"datasets\n{line}\n"))
+    assert f"line 2: {line!r} is an editable install" in err.value.message
+    assert ".pth" in err.value.message and "without -e" in err.value.fix
 
 
 def test_allowed_requirements_pass(tmp_path):
@@ -85,7 +95,7 @@ def test_allowed_requirements_pass(tmp_path):
     "torch==2.5.0", "Torch_NeuronX>=2.9", "neuronx-cc", "torch-xla[pallas]",
     "torch @ https://download.pytorch.org/whl/cpu/torch-2.5.0-cp312-none-linux_x86_64.whl",
     "https://download.pytorch.org/whl/cpu/torch-2.5.0%2Bcpu-cp312-cp312-linux_x86_64.whl",
-    "-e git+https://github.com/aws-neuron/neuronx-distributed#egg=neuronx_distributed",
+    "git+https://github.com/aws-neuron/neuronx-distributed#egg=neuronx_distributed",
     "nki==0.7.0 ; sys_platform == 'linux'",
 ])
 def test_protected_packages_are_refused(tmp_path, line):

@@ -168,9 +168,10 @@ trn_unpack() {{
     waited=$(( waited + 2 ))
   done
   echo "$2  $1" | sha256sum --check --quiet - || {{ echo "trn: $1 does not match its SHA-256" >&2; return 1; }}
-  mkdir -p "$(dirname "$3")" && tmp="$(mktemp -d "$3.tmp.XXXXXX")" || return 1
-  chmod 755 "${{tmp}}" && tar -xzf "$1" -C "${{tmp}}" --no-same-owner \
-    || {{ rm -rf "${{tmp}}"; return 1; }}
+  mkdir -p "$(dirname "$3")" || return 1
+  tmp="$(mktemp -d "$3.tmp.XXXXXX")" || return 1
+  if ! tar -xzf "$1" -C "${{tmp}}" --no-same-owner; then rm -rf "${{tmp}}"; return 1; fi
+  chmod 755 "${{tmp}}"
   chmod -R a-w "${{tmp}}"  # shared by every job of this content: not a place to write
   trn_rename "${{tmp}}" "$3"
 }}
@@ -182,7 +183,8 @@ def _pip_function() -> str:
 # Every package of the image is a constraint: pip can add packages, never replace one.
 trn_pip() {
   local tmp
-  mkdir -p "$(dirname "$2")" && tmp="$(mktemp -d "$2.tmp.XXXXXX")" || return 1
+  mkdir -p "$(dirname "$2")" || return 1
+  tmp="$(mktemp -d "$2.tmp.XXXXXX")" || return 1
   chmod 755 "${tmp}"
   printf '%s' "$1" | base64 -d > "${tmp}/requirements.txt" || return 1
   python3 -m pip list --format=freeze --disable-pip-version-check 2> /dev/null \\
