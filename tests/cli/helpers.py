@@ -37,6 +37,7 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "16",
         "Orchestrator": orchestrator, "JobBackend": orchestrator,
         "DataBucketName": "trn-data-bucket", "FsxDataRepositoryPath": "/",
+        "DataBucketOnFsx": "/",
         "CapacityType": "on-demand", "CapacityReservationId": "none",
         "TrainingImageUri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc",
         "NeuronStack": neuron_stack, "FsxEfa": "off",

@@ -160,15 +160,18 @@ def test_precompile_is_refused_on_the_native_stack(capsys, tmp_path, monkeypatch
             "the XLA stack; this stack trains on the native stack") in err
 
 
-def test_a_stack_without_a_data_repository_link_is_refused(capsys, tmp_path, monkeypatch,
-                                                           nothing_sent):
+@pytest.mark.parametrize("values", [
+    {"DataBucketOnFsx": "none"},  # no link, another bucket or prefix, or no automatic import
+    {"DataBucketOnFsx": "", "FsxDataRepositoryPath": "none"},  # a stack older than the output
+])
+def test_a_stack_whose_bucket_does_not_show_on_fsx_is_refused(capsys, tmp_path, monkeypatch,
+                                                              nothing_sent, values):
     """A stack problem (exit STACK), named by its output, before anything is uploaded."""
     monkeypatch.chdir(make_workdir(tmp_path / "work"))
-    code, _, err = submit(capsys, tmp_path, "hyperpod-slurm", "--", "train.py",
-                          FsxDataRepositoryPath="none")
+    code, _, err = submit(capsys, tmp_path, "hyperpod-slurm", "--", "train.py", **values)
     assert code == ExitCode.STACK
-    assert ("error: this stack's data bucket is not linked to FSx (FsxDataRepositoryPath "
-            "none)") in err
+    assert ("error: new objects of this stack's data bucket do not appear on FSx "
+            "(DataBucketOnFsx none") in err
 
 
 # --- what each form of PROGRAM runs ---------------------------------------------------------

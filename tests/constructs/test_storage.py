@@ -147,6 +147,7 @@ def test_data_repository_association_links_the_data_bucket(default):
     events = ["NEW", "CHANGED", "DELETED"]
     assert dra["S3"] == {"AutoImportPolicy": {"Events": events}, "AutoExportPolicy": {"Events": events}}
     assert default.output("FsxDataRepositoryPath") == "/"
+    assert default.output("DataBucketOnFsx") == "/"  # uploads and code snapshots appear there
 
 
 def test_data_repository_association_can_be_disabled_or_pointed_elsewhere(synth):
@@ -157,6 +158,8 @@ def test_data_repository_association_can_be_disabled_or_pointed_elsewhere(synth)
     dra = other.only("AWS::FSx::DataRepositoryAssociation")
     assert dra["DataRepositoryPath"] == "s3://my-datasets/llama/"
     assert "AutoExportPolicy" not in dra["S3"]
+    # the stack's own bucket is not linked: its objects (uploads, code snapshots) appear nowhere
+    assert other.output("FsxDataRepositoryPath") == "/" and other.output("DataBucketOnFsx") == "none"
 
 
 # --- FSx for Lustre over EFA (fsx.efa) -------------------------------------------------------

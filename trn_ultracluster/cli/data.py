@@ -82,6 +82,6 @@ def stage_dataset(session: Any, outputs: StackOutputs, source: Path, prefix: str
         for path, rel in files:
             upload_file(s3, path, bucket, f"{prefix}/{rel}" if prefix else rel, action=action,
                         callback=callback)
-    dra = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, NONE)
+    dra = outputs.data_bucket_on_fsx()
     cluster_path = None if dra == NONE else fsx_path(dra, prefix)
     return StagedData(bucket, prefix, len(files), total, cluster_path)

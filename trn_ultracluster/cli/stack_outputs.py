@@ -24,6 +24,7 @@ from trn_ultracluster.contracts.outputs import (
     FOUNDATION_KEYS,
     FSX_EFA_MODES,
     FSX_EFA_OFF,
+    NONE,
     OutputKey,
 )
 
@@ -58,6 +59,15 @@ class StackOutputs:
     source: str
     status: str | None = None
     warnings: tuple[str, ...] = field(default=())
+
+    def data_bucket_on_fsx(self) -> str:
+        """Where new objects of the data bucket appear on FSx (output ``DataBucketOnFsx``: the
+        linked file system path, or ``none``); on a stack older than that output, the data
+        repository association's path (``FsxDataRepositoryPath``), which assumed the default
+        link of the data bucket with automatic import."""
+        found = self.values.get(OutputKey.DATA_BUCKET_ON_FSX.value)
+        return found if found else self.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value,
+                                                   NONE)
 
     @property
     def orchestrator(self) -> str | None:

@@ -163,6 +163,10 @@ class TrnUltraClusterStack(Stack):
             OutputKey.FSX_DNS_NAME: storage.dns_name,
             OutputKey.FSX_MOUNT_NAME: storage.mount_name,
             OutputKey.FSX_DATA_REPOSITORY_PATH: dra.file_system_path if dra else NONE,
+            # where `data` uploads and `submit`'s code snapshots appear: only a link of the
+            # stack's own bucket, with automatic import, shows new objects on FSx
+            OutputKey.DATA_BUCKET_ON_FSX: (dra.file_system_path if dra and dra.s3_path is None
+                                           and dra.auto_import else NONE),
             OutputKey.FSX_EFA: self.fsx_efa.mode,
             OutputKey.DATA_BUCKET_NAME: storage.bucket.bucket_name,
             OutputKey.TRAINING_IMAGE_URI: self.training_image.image_uri,

@@ -163,12 +163,14 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
             f"stack; this stack trains on the {outputs.neuron_stack} stack, whose torch.compile "
             "graphs are compiled on first use and kept in the shared compile cache",
             "leave --precompile out")
-    link = outputs.values.get(OutputKey.FSX_DATA_REPOSITORY_PATH.value, NONE)
+    link = outputs.data_bucket_on_fsx()
     if link == NONE:
-        raise CliError("this stack's data bucket is not linked to FSx (FsxDataRepositoryPath "
-                       "none): the nodes cannot see an uploaded working directory",
-                       "deploy with fsx.data_repository set (the default links the whole "
-                       "file system), or build your code into the image "
+        raise CliError("new objects of this stack's data bucket do not appear on FSx "
+                       f"({OutputKey.DATA_BUCKET_ON_FSX.value} none: fsx.data_repository is "
+                       "off, links another bucket or prefix, or has auto_import: false): the "
+                       "nodes would never see an uploaded working directory",
+                       "deploy with the default fsx.data_repository (the data bucket linked "
+                       "at / with automatic import), or build your code into the image "
                        "(training_image.user_dockerfile)", ExitCode.STACK)
     code = CodeSnapshot(snapshot.sha256, fsx_path(link, snapshot.key))
     try:

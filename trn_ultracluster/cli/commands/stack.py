@@ -55,7 +55,9 @@ def data(args: argparse.Namespace) -> int:
     if staged.cluster_path:
         print(f"on the cluster: {staged.cluster_path}  (use --data-dir {staged.cluster_path})")
     else:
-        print("the bucket is not linked to FSx (fsx.data_repository: null): copy it in the job")
+        print("new objects of the bucket do not appear on FSx (DataBucketOnFsx none: "
+              "fsx.data_repository is off, links another bucket, or has no auto_import): "
+              "copy it in the job")
     return ExitCode.OK
 
 
