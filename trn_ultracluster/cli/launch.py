@@ -40,7 +40,7 @@ from trn_ultracluster.contracts.hyperpod import JobEnv
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.shared_storage import CODE_DIR, ENV_FILE
 
-__all__ = ["CodeSnapshot", "LAUNCHERS", "Launch", "NO_LAUNCHER", "RENDEZVOUS_PORT", "TORCHRUN",
+__all__ = ["CodeSnapshot", "check_precompile_stack", "LAUNCHERS", "Launch", "NO_LAUNCHER", "RENDEZVOUS_PORT", "TORCHRUN",
            "bash_join", "bash_word", "default_job_name", "env_file_lines", "literal_note",
            "program_launch", "torchrun_command", "trn_train_launch", "validate_job_name"]
 
@@ -185,6 +185,20 @@ class Launch:
         return lines
 
 
+def check_precompile_stack(stack: NeuronStackName) -> None:
+    """A precompile pass runs on the XLA stack only.
+
+    Raises:
+        ValueError: ``stack`` is not ``xla`` (``neuron_parallel_compile`` extracts XLA graphs;
+            the native stack compiles its torch.compile graphs on first use).
+    """
+    if stack != XLA:
+        raise ValueError(
+            "--precompile runs neuron_parallel_compile, which extracts the graphs of the XLA "
+            f"stack; this stack trains on the {stack} stack, whose torch.compile graphs are "
+            "compiled on first use and kept in the shared compile cache: leave --precompile out")
+
+
 def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
                      instance_type: str, backend: NeuronStackName,
                      extra_args: tuple[str, ...] = (),
@@ -213,12 +227,8 @@ def trn_train_launch(*, recipe: str, data_dir: str, output_dir: str, steps: int,
                "--data-dir", data_dir, "--output-dir", output_dir, "--steps", str(steps),
                "--instance-type", instance_type, *extra_args)
     precompile = None
-    if precompile_steps is not None and backend != XLA:
-        raise ValueError(
-            "--precompile runs neuron_parallel_compile, which extracts the graphs of the XLA "
-            f"stack; this stack trains on the {backend} stack, whose torch.compile graphs are "
-            "compiled on first use and kept in the shared compile cache: leave --precompile out")
     if precompile_steps is not None:
+        check_precompile_stack(backend)
         if precompile_steps < 1:
             raise ValueError(f"--precompile-steps must be at least 1, got: {precompile_steps}")
         precompile = (*program, "--max-steps-this-run", str(precompile_steps))

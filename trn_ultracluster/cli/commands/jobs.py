@@ -8,7 +8,7 @@ import argparse
 import os
 import shlex
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from trn_ultracluster.cli.commands import common
@@ -26,6 +26,7 @@ from trn_ultracluster.cli.launch import (
     PYTHON_NAMES,
     CodeSnapshot,
     Launch,
+    check_precompile_stack,
     default_job_name,
     program_launch,
     trn_train_launch,
@@ -40,7 +41,7 @@ from trn_ultracluster.cli.workdir import (
     read_requirements,
     upload_snapshot,
 )
-from trn_ultracluster.contracts.neuron_stack import XLA
+from trn_ultracluster.contracts.neuron_env import neuron_environment
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.contracts.shared_storage import RUNS_DIR, fsx_path
 
@@ -72,16 +73,11 @@ TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "G
                      "ROLE_RANK", "ROLE_WORLD_SIZE")
 """What torchrun sets for each process (PyTorch "torchrun (Elastic Launch)", "Environment
 Variables")."""
-STACK_VARIABLES = ("NEURON_CC_FLAGS", "TORCH_NEURONX_NEFF_CACHE_DIR", "FI_PROVIDER",
-                   "FI_EFA_USE_DEVICE_RDMA")
-"""What the stack sets for every job (:func:`trn_ultracluster.contracts.neuron_env.neuron_environment`)."""
 
 
 def _check_env_names(env: dict[str, str]) -> None:
     """``--env`` may not set what the job itself sets (its place, its directories: the job
-    would not run where and as it says), and is warned when it replaces the stack's Neuron
-    or EFA settings (``NEURON_CC_FLAGS`` without ``--cache_dir`` drops the shared compile
-    cache, which ``--precompile`` fills).
+    would not run where and as it says).
 
     Raises:
         CliError: (USAGE) a name of :data:`JOB_VARIABLES` or :data:`TORCHRUN_VARIABLES`.
@@ -92,11 +88,19 @@ def _check_env_names(env: dict[str, str]) -> None:
                        "(docs/your-code.md, \"The environment of your program\")",
                        "leave it out: e.g. --output-dir sets TRN_OUTPUT_DIR, --nodes the node "
                        "count, --nproc-per-node the processes")
-    for name in sorted(set(env) & set(STACK_VARIABLES)):
+
+
+def _warn_stack_env(env: dict[str, str], outputs: StackOutputs) -> None:
+    """Warn when ``--env`` replaces what the stack sets for its instance type and Neuron
+    stack (:func:`~trn_ultracluster.contracts.neuron_env.neuron_environment`):
+    ``NEURON_CC_FLAGS`` without ``--cache_dir`` drops the shared compile cache, which
+    ``--precompile`` fills."""
+    stack_env = neuron_environment(outputs.instance_spec(), outputs.neuron_stack)
+    for name in sorted(set(env) & set(stack_env)):
         hint = (" and it has no --cache_dir: the shared compile cache on FSx is not used"
                 if name == "NEURON_CC_FLAGS" and "--cache_dir" not in env[name] else "")
-        print(f"warning: --env {name} replaces the stack's value for this job{hint} "
-              "(docs/your-code.md)", file=sys.stderr)
+        print(f"warning: --env {name} replaces the stack's value for this job ({stack_env[name]})"
+              f"{hint} (docs/your-code.md)", file=sys.stderr)
 
 
 def _words_after_dashes(words: list[str]) -> list[str]:
@@ -105,18 +109,8 @@ def _words_after_dashes(words: list[str]) -> list[str]:
     return words[1:] if words[:1] == ["--"] else list(words)
 
 
-@dataclass(frozen=True)
-class _Program:
-    """What ``submit`` runs, checked locally: the launch without its image-side parts, the
-    snapshot to upload (or ``None``) and the default job name's prefix."""
-
-    launch: Launch
-    snapshot: Snapshot | None
-    name_prefix: str
-
-
 def _recipe_program(args: argparse.Namespace, words: list[str], outputs: StackOutputs,
-                    output_dir: str, requirements: str | None) -> _Program:
+                    output_dir: str, requirements: str | None) -> Launch:
     """``--recipe``: the bundled trainer, ``python -m trn_train train`` from the image;
     words after ``--`` are more ``train`` flags."""
     if words and not words[0].startswith("-"):
@@ -144,12 +138,12 @@ def _recipe_program(args: argparse.Namespace, words: list[str], outputs: StackOu
                                   precompile_steps=_precompile_steps(args))
     except ValueError as err:
         raise CliError(str(err), ARGUMENTS_FIX) from None
-    return _Program(replace(launch, requirements=requirements, user_setup=args.setup,
-                            nproc_per_node=args.nproc_per_node), None, args.recipe)
+    return replace(launch, requirements=requirements, user_setup=args.setup,
+                   nproc_per_node=args.nproc_per_node)
 
 
 def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutputs,
-                  requirements: str | None, snapshot: Snapshot) -> _Program:
+                  requirements: str | None, snapshot: Snapshot) -> Launch:
     """``submit -- PROGRAM [ARGS]``: the user's program in its working directory snapshot."""
     for option in ("steps", "data_dir", "precompile_steps"):
         if getattr(args, option) is not None:
@@ -157,12 +151,11 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
             raise CliError(f"{flag} belongs to --recipe (the bundled trainer); your program "
                            "takes its own arguments after `--`", ARGUMENTS_FIX)
     precompile = args.precompile or args.precompile_args is not None
-    if precompile and outputs.neuron_stack != XLA:
-        raise CliError(
-            "--precompile runs neuron_parallel_compile, which extracts the graphs of the XLA "
-            f"stack; this stack trains on the {outputs.neuron_stack} stack, whose torch.compile "
-            "graphs are compiled on first use and kept in the shared compile cache",
-            "leave --precompile out")
+    if precompile:
+        try:
+            check_precompile_stack(outputs.neuron_stack)
+        except ValueError as err:
+            raise CliError(str(err), ARGUMENTS_FIX) from None
     link = outputs.data_bucket_on_fsx()
     if link == NONE:
         raise CliError("new objects of this stack's data bucket do not appear on FSx "
@@ -186,7 +179,7 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
             user_setup=args.setup)
     except ValueError as err:
         raise CliError(str(err), ARGUMENTS_FIX) from None
-    return _Program(launch, snapshot, _program_name(words))
+    return launch
 
 
 _PYTHON_OPTIONS_WITH_VALUE = ("-W", "-X", "--check-hash-based-pycs")
@@ -293,12 +286,13 @@ def submit(args: argparse.Namespace) -> int:
         check_nodes(nodes, outputs.int_value(OutputKey.NODE_COUNT_MAX))
         name = args.name or default_job_name(args.recipe or _program_name(words))
         output_dir = output_dir or default_output_dir(outputs, name)
-        program = (_recipe_program(args, words, outputs, output_dir, requirements)
-                   if snapshot is None else
-                   _user_program(args, words, outputs, requirements, snapshot))
+        launch = (_recipe_program(args, words, outputs, output_dir, requirements)
+                  if snapshot is None else
+                  _user_program(args, words, outputs, requirements, snapshot))
+        _warn_stack_env(env, outputs)
         backend = common.backend(args, outputs)
         job = common.render_job(args, outputs, backend, name=name, nodes=nodes,
-                                launch=program.launch, env=env, output_dir=output_dir)
+                                launch=launch, env=env, output_dir=output_dir)
         if snapshot is not None:
             print(f"code: {snapshot.source} -> snapshot {snapshot.sha256} ({snapshot.files} "
                   f"files, {snapshot.bytes} bytes)", file=sys.stderr)
