@@ -137,3 +137,24 @@ def test_a_user_image_that_no_standalone_job_would_run_is_a_warning(tmp_path):
     assert warning.startswith(f"warning: {USER} = '{tmp_path / 'Dockerfile'}': should not be "
                               "set with standalone.runtime: dlami-venv")
     assert not warnings_about({**overrides, "standalone.runtime": "container"}, USER)
+
+
+def test_a_home_of_no_user_is_a_config_error_not_a_traceback():
+    """``Path.expanduser`` raises RuntimeError for ``~nosuchuser``: the loader leaves the
+    value as written and the rule names it."""
+    found = errors({USER: "~no-such-user-here/Dockerfile"})
+    assert len(found) == 1 and "must name an existing file" in found[0]
+
+
+def test_an_unreadable_path_is_a_config_error(tmp_path, monkeypatch):
+    """pathlib lets PermissionError through on Python 3.11 (tests run as root: patched)."""
+    from pathlib import Path
+
+    path = _dockerfile(tmp_path)
+
+    def refused(self):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "is_dir", refused)
+    found = errors({USER: str(path)})
+    assert len(found) == 1 and "must be a readable path" in found[0] and "Permission" in found[0]

@@ -111,7 +111,11 @@ def _resolve_paths(raw: dict[str, Any], base_dir: Path) -> None:
     for section, key in PATH_FIELDS:
         values = raw.get(section)
         if isinstance(values, dict) and isinstance(values.get(key), str) and values[key].strip():
-            values[key] = str((base_dir / Path(values[key]).expanduser()).absolute())
+            try:
+                path = Path(values[key]).expanduser()
+            except RuntimeError:  # "~user" of no such user, or no home: the rule says so
+                continue
+            values[key] = str((base_dir / path).absolute())
 
 
 def _deep_merge(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:

@@ -46,7 +46,8 @@ def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
 _LOCAL_BUILD = (
     "must be used with training_image.build: codebuild: the CDK CLI cannot build it on the "
     "stack's image, since a Docker image asset's build arguments must be known at synth "
-    "time (aws-cdk-lib refuses tokens in buildArgs) while the stack's image is in the CDK "
+    "time (aws-cdk-lib refuses tokens in buildArgs: aws-ecr-assets DockerImageAsset, "
+    "lib/image-asset.ts) while the stack's image is in the CDK "
     "bootstrap repository, whose URI names the account that synth leaves open, and the CLI "
     "does not build an image that is already in the registry, so the stack's image may not "
     "exist locally to build on")
@@ -79,19 +80,26 @@ def user_image(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if not value or not value.strip():
         yield ConfigIssue(field, value, "must name a Dockerfile", DOC_CUSTOM_IMAGE)
         return
-    if settings.user_context is not None and not context.is_dir():
+    try:  # pathlib lets PermissionError through on Python 3.11
+        context_ok = context.is_dir()
+        kind = "file" if dockerfile.is_file() else "directory" if dockerfile.is_dir() else None
+        inside = dockerfile.resolve().is_relative_to(context.resolve())
+    except (OSError, RuntimeError) as err:
+        yield ConfigIssue(field, value, f"must be a readable path ({err})", DOC_CUSTOM_IMAGE)
+        return
+    if settings.user_context is not None and not context_ok:
         yield ConfigIssue("training_image.user_context", settings.user_context,
                           "must be an existing directory (the build context of "
                           "training_image.user_dockerfile; relative paths are read from the "
                           "project directory, where cdk.json is)", DOC_CUSTOM_IMAGE)
         return
-    if not dockerfile.is_file():
-        what = "a file, not a directory" if dockerfile.is_dir() else "an existing file"
+    if kind != "file":
+        what = "a file, not a directory" if kind == "directory" else "an existing file"
         yield ConfigIssue(field, value, f"must name {what}: a Dockerfile that builds on the "
                           "stack's image (relative paths are read from the project directory, "
                           "where cdk.json is)", DOC_CUSTOM_IMAGE)
         return
-    if not dockerfile.resolve().is_relative_to(context.resolve()):
+    if not inside:
         yield ConfigIssue(field, value, f"must be inside training_image.user_context ({context}): "
                           "the deploy uploads that directory and builds the Dockerfile from it",
                           DOC_CUSTOM_IMAGE)
