@@ -5,6 +5,7 @@ option named, and requirements that would replace the image's Neuron stack are r
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,37 @@ def test_a_line_pip_cannot_read(tmp_path):
         check_requirements(req(tmp_path, "numpy=2.4\n"))
     assert "line 1: 'numpy=2.4' is not a requirement pip can read" in err.value.message
     assert "PEP 508" in err.value.fix
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_device_is_refused_without_reading_it(tmp_path, kind):
+    """A FIFO would block the read and /dev/zero never end it: refused by its type."""
+    import os
+
+    path = tmp_path / "reqs"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = Path("/dev/zero")
+    with pytest.raises(CliError) as err:
+        read_requirements(path)
+    assert f"--requirements {path} is not a regular file" in err.value.message
+
+
+def test_the_hash_is_of_the_files_bytes_crlf_included(tmp_path):
+
+    path = tmp_path / "requirements.txt"
+    path.write_bytes(b"numpy==2.4.6\r\ntqdm\r\n")
+    assert read_requirements(path).sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_fifo_trnignore_is_refused(tmp_path):
+    import os
+
+    from trn_ultracluster.cli.workdir import pack_workdir
+
+    (tmp_path / "train.py").write_text("print(1)\n")
+    os.mkfifo(tmp_path / ".trnignore")
+    with pytest.raises(CliError) as err:
+        pack_workdir(tmp_path)
+    assert ".trnignore" in err.value.message and "not a regular file" in err.value.message

@@ -100,17 +100,19 @@ def read_requirements(path: Path) -> Requirements:
     """
     path = Path(path)
     fix = "pass a pip requirements file: one requirement per line, e.g. `transformers==5.23.0`"
+    too_long = (f"list only the packages your program needs beyond the image's, at most "
+                f"{REQUIREMENTS_CAP_BYTES // 1024} KiB (the job carries the file in its script; "
+                "not the output of `pip freeze`: the image already has PyTorch and the Neuron "
+                "packages)")
     try:
         size = path.stat().st_size if path.is_file() else 0
     except OSError:
         size = 0  # read_text names the problem
     if size > REQUIREMENTS_CAP_BYTES:
-        raise CliError(
-            f"--requirements {path} is {size} bytes; at most {REQUIREMENTS_CAP_BYTES} "
-            "(64 KiB) are allowed, because the job carries the file in its script",
-            "list only the packages your program needs beyond the image's (not the output of "
-            "`pip freeze`); the image already has PyTorch and the Neuron packages")
-    text = read_text(path, "--requirements", fix)
+        raise CliError(f"--requirements {path} is {size} bytes; at most "
+                       f"{REQUIREMENTS_CAP_BYTES} are allowed", too_long)
+    text = read_text(path, "--requirements", fix, regular_only=True,
+                     max_bytes=REQUIREMENTS_CAP_BYTES)
     if "\x00" in text:
         raise CliError(f"--requirements {path} is not a text file (it holds NUL bytes)", fix)
     return Requirements(path, text, hashlib.sha256(text.encode("utf-8")).hexdigest())

@@ -24,7 +24,6 @@ import posixpath
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -223,12 +222,11 @@ def program_path(source: Path, program: str) -> str | None:
     return None if rel == ".." or rel.startswith("../") else rel
 
 
-def check_program(snapshot_or_files: Snapshot | Iterable[str], program: str) -> None:
+def check_program(snapshot: Snapshot, program: str) -> None:
     """Check that the script ``program`` (PROGRAM of ``submit``) is one of the packed files.
 
     Args:
-        snapshot_or_files: the :class:`Snapshot`, or the archive paths of its files (then
-            ``program`` must be relative and the error cannot say why a file is missing).
+        snapshot: from :func:`pack_workdir`.
         program: the script as the user gave it: relative to the working directory, or
             absolute inside it.
 
@@ -236,16 +234,9 @@ def check_program(snapshot_or_files: Snapshot | Iterable[str], program: str) -> 
         CliError: (USAGE) naming PROGRAM: outside the working directory, not in it, a
             directory, or excluded (the error names the rule).
     """
-    if isinstance(snapshot_or_files, Snapshot):
-        root: Path | None = snapshot_or_files.source
-        members = snapshot_or_files.members
-    else:
-        root, members = None, frozenset(snapshot_or_files)
-    where = f"--workdir {root}" if root else "the working directory"
-    if root is not None:
-        rel = program_path(root, program)
-    else:  # no directory to place an absolute path in
-        rel = None if Path(program).is_absolute() else program_path(Path("."), program)
+    root, members = snapshot.source, snapshot.members
+    where = f"--workdir {root}"
+    rel = program_path(root, program)
     if rel is None:
         raise CliError(
             f"PROGRAM {program} is outside {where}; the job runs the snapshot of that "
@@ -254,10 +245,10 @@ def check_program(snapshot_or_files: Snapshot | Iterable[str], program: str) -> 
             "path relative to it")
     if rel in members:
         return
-    if root is not None and (root / rel).is_dir():
+    if (root / rel).is_dir():
         raise CliError(f"PROGRAM {program} is a directory in {where}, not a script",
                        "give the script's path, e.g. train.py, or use -m MODULE")
-    if root is not None and (root / rel).exists():
+    if (root / rel).exists():
         reason, directory = Rules.load(root).why_excluded(root, rel)
         if not reason.startswith(IGNORE_FILE):
             fix = "built-in exclusions cannot be undone: move or rename the program"
@@ -271,7 +262,7 @@ def check_program(snapshot_or_files: Snapshot | Iterable[str], program: str) -> 
                        f"{reason}", fix)
     fix = "give the path relative to --workdir (the job's current directory), e.g. train.py"
     cwd_path = Path(program).absolute()
-    if root is not None and not Path(program).is_absolute():
+    if not Path(program).is_absolute():
         inside = program_path(root, str(cwd_path))
         if inside is not None and inside in members:
             fix = f"PROGRAM paths are relative to --workdir: give {inside}"

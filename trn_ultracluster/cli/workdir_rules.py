@@ -79,7 +79,8 @@ class Rules:
         user = None
         if os.path.lexists(path):
             text = read_text(path, f"--workdir {root}: {IGNORE_FILE}",
-                             f"make {path} a readable UTF-8 text file of gitignore patterns")
+                             f"make {path} a readable UTF-8 text file of gitignore patterns",
+                             regular_only=True)
             try:
                 user = GitIgnoreSpec.from_lines(text.splitlines())
             except ValueError as err:  # pathspec's GitWildMatchPatternError
