@@ -92,3 +92,22 @@ def test_slurm_node_zero_that_is_not_the_rendezvous_host_stops_at_once(capsys, t
     assert (done.returncode != 0) == fails and ("passed" in done.stdout) != fails
     if fails:
         assert "node 0 of this step is node2, not node1" in done.stderr
+
+
+@pytest.mark.parametrize("orchestrator", ["hyperpod-slurm", "eks"])
+def test_a_largest_requirements_file_keeps_the_node_script_one_argument(capsys, tmp_path,
+                                                                       orchestrator):
+    """Every node runs the node script as one ``bash -c`` argument (srun, the TrainJob's
+    command), which Linux caps at 131,072 bytes (MAX_ARG_STRLEN, 32 pages,
+    include/uapi/linux/binfmts.h): a requirements file at the cap must fit, base64 and all."""
+    from trn_ultracluster.cli.requirements_file import REQUIREMENTS_CAP_BYTES
+
+    work = make_workdir(tmp_path / "w")
+    line, lines = "package-{:05d}==1.0.0\n", []
+    while sum(map(len, lines)) + len(line.format(0)) <= REQUIREMENTS_CAP_BYTES:
+        lines.append(line.format(len(lines)))
+    (tmp_path / "req.txt").write_text("".join(lines))
+    assert REQUIREMENTS_CAP_BYTES - len(line.format(0)) < (tmp_path / "req.txt").stat().st_size
+    printed, _ = dry_run(capsys, tmp_path, orchestrator, "--workdir", str(work), "--requirements",
+                         str(tmp_path / "req.txt"), "--setup", "x" * 2000, "--", "train.py")
+    assert len(node_script(orchestrator, printed).encode()) < 131072
