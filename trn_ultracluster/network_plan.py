@@ -58,6 +58,8 @@ __all__ = [
     "Group",
     "NodeAddresses",
     "PlanError",
+    "PoolDemand",
+    "PoolPlan",
     "candidate_blocks",
     "largest_cluster",
     "new_block_warning",
@@ -211,8 +213,8 @@ class ComputeSubnet:
     Attributes:
         cidr: its block, e.g. ``"10.1.0.0/16"``.
         block: the VPC CIDR block that holds it (``vpc_cidr`` or a secondary block).
-        capacity: nodes it holds (its addresses, less the reserved ones, over
-            :attr:`NodeAddresses.ips`).
+        capacity: nodes of the first pool it holds (its addresses, less the reserved ones,
+            over that pool's :attr:`NodeAddresses.ips`).
     """
 
     cidr: str
@@ -229,6 +231,17 @@ class Group:
 
 
 @dataclass(frozen=True)
+class PoolPlan:
+    """One node pool in the plan: ``nodes`` nodes of ``per_node`` addresses, in ``groups``
+    (each in one compute subnet, in fill order)."""
+
+    name: str
+    nodes: int
+    per_node: NodeAddresses
+    groups: tuple[Group, ...]
+
+
+@dataclass(frozen=True)
 class AddressPlan:
     """The plan of one cluster (see the module docstring for the layout).
 
@@ -236,12 +249,13 @@ class AddressPlan:
         vpc_cidr: the primary block.
         az_count: AZ IDs.
         private_mask: prefix length of the primary block's private subnets.
-        nodes: Trainium nodes the plan holds (``nodes.max``).
-        per_node: what one node takes.
+        nodes: nodes the plan holds (every pool's ``nodes.max``).
+        per_node: what one node of the first pool takes.
         compute_subnets: the compute subnets the nodes use, subnet 0 first.
         secondary_blocks: the secondary CIDR blocks they need.
-        groups: the node groups, in fill order.
+        groups: every pool's node groups, in fill order (the first pool's first).
         services_nau: NAU kept for the rest of the stack (:data:`SERVICES_NAU`).
+        pools: each pool's nodes, addresses and groups (:class:`PoolPlan`), in order.
     """
 
     vpc_cidr: str
@@ -253,11 +267,30 @@ class AddressPlan:
     secondary_blocks: tuple[str, ...]
     groups: tuple[Group, ...]
     services_nau: int = SERVICES_NAU
+    pools: tuple[PoolPlan, ...] = ()
+
+    def pool(self, name: str) -> PoolPlan:
+        """The plan of pool ``name``.
+
+        Raises:
+            KeyError: no pool of that name.
+        """
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(name)
+
+    @property
+    def per_pool_rule(self) -> str:
+        """How the pools' nodes take addresses, for messages: ``"<n> x <NAU> NAU (<rule>)"``
+        per pool, joined with ``" + "``."""
+        return " + ".join(f"{p.nodes:,} x {p.per_node.nau} NAU ({p.per_node.rule})"
+                          for p in self.pools)
 
     @property
     def nau(self) -> int:
-        """NAU units of the whole cluster at ``nodes`` nodes."""
-        return self.nodes * self.per_node.nau + self.services_nau
+        """NAU units of the whole cluster at ``nodes`` nodes (every pool at its ``nodes.max``)."""
+        return sum(p.nodes * p.per_node.nau for p in self.pools) + self.services_nau
 
     @property
     def cidr_blocks(self) -> int:
@@ -266,8 +299,8 @@ class AddressPlan:
 
     @property
     def interfaces(self) -> int:
-        """Network interfaces of the Trainium nodes at ``nodes`` nodes."""
-        return self.nodes * self.per_node.interfaces
+        """Network interfaces of every pool's nodes at ``nodes`` nodes."""
+        return sum(p.nodes * p.per_node.interfaces for p in self.pools)
 
     @property
     def nodes_beside_file_system(self) -> int:
@@ -388,70 +421,126 @@ def spread(total: int, sizes: Sequence[int]) -> list[int]:
     return out
 
 
-def plan(*, vpc_cidr: str, az_count: int, nodes: int, per_node: NodeAddresses,
-         group_size: int, secondary_cidrs: Sequence[str] | None = None,
+@dataclass(frozen=True)
+class PoolDemand:
+    """What one node pool asks of the plan: ``nodes`` (its ``nodes.max``) of ``per_node``
+    addresses each, in groups of at most ``group_size`` nodes (450 for an EKS managed node
+    group, 6,758 for a HyperPod instance group)."""
+
+    name: str
+    nodes: int
+    per_node: NodeAddresses
+    group_size: int
+
+
+def _place(demands: Sequence[PoolDemand], room_ips: Sequence[int]) -> list[list[Group]] | None:
+    """Place each pool's nodes, pool by pool in order, into subnets of ``room_ips`` free
+    addresses, in groups of at most ``group_size`` that stay in one subnet (a node takes
+    ``per_node.ips`` addresses of its subnet); ``None`` when they do not fit. A pool of 0
+    nodes gets one empty group where its next node would go. With one pool this is
+    :func:`split` over ``room // ips`` nodes per subnet."""
+    room = list(room_ips)
+    subnet = 0
+    placed: list[list[Group]] = []
+    for demand in demands:
+        ips = max(demand.per_node.ips, 1)
+        groups: list[Group] = []
+        left = demand.nodes
+        while left > 0:
+            while subnet < len(room) and room[subnet] < ips:
+                subnet += 1
+            if subnet == len(room):
+                return None
+            take = min(max(demand.group_size, 1), room[subnet] // ips, left)
+            groups.append(Group(take, subnet))
+            room[subnet] -= take * ips
+            left -= take
+        placed.append(groups or [Group(0, min(subnet, max(len(room) - 1, 0)))])
+    return placed
+
+
+def plan(*, vpc_cidr: str, az_count: int, pools: Sequence[PoolDemand] | None = None,
+         nodes: int = 0, per_node: NodeAddresses | None = None, group_size: int = 1,
+         secondary_cidrs: Sequence[str] | None = None,
          services_nau: int = SERVICES_NAU) -> AddressPlan:
-    """The address plan of ``nodes`` nodes (see the module docstring).
+    """The address plan of the node pools ``pools`` (see the module docstring).
+
+    The pools fill the compute subnets in order, the first pool first, so a one-pool
+    cluster's plan is the plan it always had, and a pool added at the end never moves the
+    groups of the pools before it. Each subnet holds as many nodes as its free addresses
+    allow, whatever their pool.
 
     Args:
         vpc_cidr: the primary block (``/16`` to ``/28``, validated by the config rules).
         az_count: AZ IDs (at least 1).
-        nodes: Trainium nodes to hold (``nodes.max``).
-        per_node: what one node takes (:func:`node_addresses`).
-        group_size: most nodes in one group (450 for an EKS managed node group, 6,758 for a
-            HyperPod instance group).
+        pools: what each pool asks (:class:`PoolDemand`), at least one; or, for one pool,
+            ``nodes``, ``per_node`` and ``group_size`` (a pool named ``"nodes"``).
         secondary_cidrs: the secondary blocks to use, in order; ``None``: derived as needed
             from :func:`candidate_blocks`, at most ``CIDR_BLOCKS_MAX - 1``.
         services_nau: NAU kept for the rest of the stack.
 
     Raises:
-        PlanError: the VPC cannot address ``nodes`` nodes (``limit`` and ``most`` say why and
-            how many fit), or their NAU is above :data:`NAU_MAX`.
+        PlanError: the VPC cannot address the pools (``limit`` and ``most`` say why and how
+            many nodes of the first pool's kind fit), or their NAU is above :data:`NAU_MAX`.
+        ValueError: ``pools`` is empty.
     """
+    if pools is None and per_node is not None:
+        pools = [PoolDemand("nodes", nodes, per_node, group_size)]
+    if not pools:
+        raise ValueError("plan needs at least one pool")
     primary = ipaddress.ip_network(vpc_cidr)
     mask = private_mask(primary.prefixlen, az_count)
-    ips = max(per_node.ips, 1)
+    first = pools[0].per_node
+    ips = max(first.ips, 1)
     subnet0 = ipaddress.ip_network((int(primary.network_address), mask))
-    pool: list[tuple[str, str]] = [(str(c), vpc_cidr)
+    free: list[tuple[str, str]] = [(str(c), vpc_cidr)
                                    for c in _free_chunks(primary, az_count, mask)]
     explicit = secondary_cidrs is not None
     blocks = iter(secondary_cidrs if explicit else candidate_blocks(vpc_cidr))
-    subnets = [ComputeSubnet(str(subnet0), vpc_cidr,
-                             max(0, 2 ** (32 - mask) - SUBNET_RESERVED_IPS
-                                 - subnet0_reserve(mask)) // ips)]
-    need = nodes
+    subnet0_ips = max(0, 2 ** (32 - mask) - SUBNET_RESERVED_IPS - subnet0_reserve(mask))
+    cidrs: list[tuple[str, str, int]] = [(str(subnet0), vpc_cidr, subnet0_ips)]
+    total = sum(p.nodes for p in pools)
 
-    def capacity(cidr: str) -> int:
-        return (ipaddress.ip_network(cidr).num_addresses - SUBNET_RESERVED_IPS) // ips
+    def usable(cidr: str) -> int:
+        return ipaddress.ip_network(cidr).num_addresses - SUBNET_RESERVED_IPS
 
-    while sum(s.capacity for s in subnets) < need:
-        if pool:
-            cidr, block = pool.pop(0)
-            subnets.append(ComputeSubnet(cidr, block, capacity(cidr)))
+    while (placed := _place(pools, [room for _, _, room in cidrs])) is None:
+        if free:
+            cidr, block = free.pop(0)
+            cidrs.append((cidr, block, usable(cidr)))
             continue
         block = next(blocks, None)
-        secondary = sum(1 for s in subnets if s.block != vpc_cidr)
+        secondary = sum(1 for _, b, _ in cidrs if b != vpc_cidr)
         if block is None or (not explicit and secondary >= CIDR_BLOCKS_MAX - 1):
-            most = sum(s.capacity for s in subnets)
+            most = sum(room // ips for _, _, room in cidrs)
             where = ("the secondary blocks given in vpc_secondary_cidrs" if explicit else
                      f"{CIDR_BLOCKS_MAX} CIDR blocks, the most a VPC may have")
-            raise PlanError(f"{nodes} nodes of {per_node.ips} addresses do not fit "
-                            f"{vpc_cidr} and {where}: at most {most} nodes", "address space",
-                            most)
-        subnets.append(ComputeSubnet(block, block, capacity(block)))
-    (groups,) = split([nodes], [s.capacity for s in subnets], max(group_size, 1))
-    subnets = subnets[:max(g.subnet for g in groups) + 1]
+            what = (f"{total} nodes of {first.ips} addresses" if len(pools) == 1 else
+                    "the pools' " + " + ".join(f"{p.nodes} x {p.per_node.ips} addresses"
+                                               for p in pools))
+            raise PlanError(f"{what} do not fit {vpc_cidr} and {where}: at most {most} nodes"
+                            + ("" if len(pools) == 1 else f" of {first.ips} addresses"),
+                            "address space", most)
+        cidrs.append((block, block, usable(block)))
+    used = max(g.subnet for groups in placed for g in groups) + 1
+    subnets = tuple(ComputeSubnet(cidr, block, room // ips) for cidr, block, room in cidrs[:used])
     result = AddressPlan(
-        vpc_cidr=vpc_cidr, az_count=az_count, private_mask=mask, nodes=nodes,
-        per_node=per_node, compute_subnets=tuple(subnets),
+        vpc_cidr=vpc_cidr, az_count=az_count, private_mask=mask, nodes=total,
+        per_node=first, compute_subnets=subnets,
         secondary_blocks=tuple(dict.fromkeys(s.block for s in subnets if s.block != vpc_cidr)),
-        groups=tuple(groups), services_nau=services_nau)
+        groups=tuple(g for groups in placed for g in groups), services_nau=services_nau,
+        pools=tuple(PoolPlan(p.name, p.nodes, p.per_node, tuple(groups))
+                    for p, groups in zip(pools, placed, strict=True)))
     if result.nau > NAU_MAX:
-        most = max(0, (NAU_MAX - services_nau) // max(per_node.nau, 1))
-        raise PlanError(f"{nodes} nodes of {per_node.nau} NAU units ({per_node.rule}) need "
-                        f"{result.nau:,} NAU units, above the {NAU_MAX:,} one VPC may have "
-                        f"(Network Address Usage, quota L-BB24F6E5, at its maximum): at most "
-                        f"{most} nodes", "nau", most)
+        others = result.nau - services_nau - pools[0].nodes * first.nau
+        most = max(0, (NAU_MAX - services_nau - others) // max(first.nau, 1))
+        each = (f"of {first.nau} NAU units ({first.rule})" if len(pools) == 1
+                else f"({result.per_pool_rule})")
+        raise PlanError(f"{total} nodes {each} need {result.nau:,} NAU "
+                        f"units, above the {NAU_MAX:,} one VPC may have (Network Address "
+                        f"Usage, quota L-BB24F6E5, at its maximum): at most {most} nodes"
+                        + ("" if len(pools) == 1 else f" in pool {pools[0].name!r}"),
+                        "nau", most)
     return result
 
 

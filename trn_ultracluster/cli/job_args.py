@@ -21,6 +21,7 @@ from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.launch import Launch, validate_job_name
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
+from trn_ultracluster.contracts.pools import PoolInfo
 from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_recipe
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
@@ -197,6 +198,8 @@ class JobRequest:
             trainer's ``--output-dir``).
         data_bucket: the stack's data bucket (``TRN_DATA_BUCKET``).
         submitted: when ``submit`` made the job (UTC, ISO 8601), for the job record.
+        pool: the node pool it runs on (``--pool``, or the only Trainium pool); ``None``
+            where a caller does not choose one (the backend then uses the main pool).
     """
 
     name: str
@@ -209,6 +212,7 @@ class JobRequest:
     output_dir: str = ""
     data_bucket: str = ""
     submitted: str = ""
+    pool: PoolInfo | None = None
 
 
 def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, image: str,

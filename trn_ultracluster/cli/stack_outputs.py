@@ -19,6 +19,13 @@ from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_instance
 from trn_ultracluster.contracts.neuron_stack import NEURON_STACKS, XLA, NeuronStackName
 from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
+from trn_ultracluster.contracts.pools import (
+    PoolError,
+    PoolInfo,
+    choose_pool,
+    legacy_pool,
+    parse_pools,
+)
 from trn_ultracluster.contracts.outputs import (
     DESCRIPTIONS,
     FOUNDATION_KEYS,
@@ -143,6 +150,42 @@ class StackOutputs:
         except UnknownInstanceTypeError as err:
             raise CliError(str(err), "upgrade the CLI to the stack's version",
                            ExitCode.STACK) from None
+
+    def pools(self) -> tuple[PoolInfo, ...]:
+        """The stack's node pools (output ``Pools``); for a stack deployed before it, its one
+        pool from ``InstanceType``, ``NodeCount*``, ``NeuronStack`` and ``TrainingImageUri``
+        (:func:`~trn_ultracluster.contracts.pools.legacy_pool`).
+
+        Raises:
+            CliError: (STACK) the output is not the JSON the stack writes.
+        """
+        text = self.values.get(OutputKey.POOLS.value)
+        if text:
+            try:
+                return parse_pools(text)
+            except ValueError as err:
+                raise CliError(str(err), "redeploy the stack with this version",
+                               ExitCode.STACK) from None
+        return (legacy_pool(self.get(OutputKey.INSTANCE_TYPE),
+                            [self.int_value(k) for k in (OutputKey.NODE_COUNT_MIN,
+                                                         OutputKey.NODE_COUNT_DESIRED,
+                                                         OutputKey.NODE_COUNT_MAX)],
+                            neuron_stack=self.neuron_stack,
+                            image_uri=self.values.get(OutputKey.TRAINING_IMAGE_URI.value, "")),)
+
+    def pool(self, name: str | None, *, accelerated_only: bool = False) -> PoolInfo:
+        """The pool ``--pool`` names, or the only Trainium pool
+        (:func:`~trn_ultracluster.contracts.pools.choose_pool`).
+
+        Raises:
+            CliError: (USAGE) no such pool, a CPU pool where NeuronCores are needed, or no
+                ``--pool`` with several Trainium pools; the message lists the pools.
+        """
+        try:
+            return choose_pool(self.pools(), name, accelerated_only=accelerated_only)
+        except PoolError as err:
+            raise CliError(str(err), "name one of the pools with --pool NAME",
+                           ExitCode.USAGE) from None
 
     def int_value(self, key: OutputKey) -> int:
         """An integer output (node counts)."""

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 README_CONFIG = "README.md#configuration"
+README_POOLS = "docs/pools.md"
 DOC_CFN_STACK_NAME = "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_CreateStack.html"
 DOC_EKS_CREATE_CLUSTER = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html"
 

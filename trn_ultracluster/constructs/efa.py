@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from aws_cdk import CfnTag, Fn
@@ -12,7 +12,7 @@ from constructs import Construct
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.shared_storage import FSX_STACK_TAG
 
-__all__ = ["LAUNCH_TAG", "UNTAGGED_RESOURCE_TYPES", "Efa", "EfaProps", "boot_from",
+__all__ = ["LAUNCH_TAG", "UNTAGGED_RESOURCE_TYPES", "Efa", "EfaProps", "PoolLaunch", "boot_from",
            "efa_network_interfaces"]
 
 ROOT_DEVICE_NAME = "/dev/xvda"
@@ -118,6 +118,35 @@ def efa_network_interfaces(
 
 
 @dataclass(frozen=True)
+class PoolLaunch:
+    """What one node pool launches from (:meth:`Efa.add_pool`).
+
+    Attributes:
+        placement_group: the cluster placement group created for it, or ``None`` (none, a
+            Capacity Block, a CPU pool, or an existing group named in
+            ``placement_group_name``).
+        placement_group_name: the group its launch template names (a token for a created
+            one), or ``None``.
+        launch_template: its launch template (one interface per network card, EFA on a
+            Trainium type with EFA, one ordinary interface otherwise).
+    """
+
+    placement_group: ec2.CfnPlacementGroup | None
+    placement_group_name: str | None
+    launch_template: ec2.CfnLaunchTemplate
+
+    @property
+    def launch_template_id(self) -> str:
+        """Launch template id (token)."""
+        return self.launch_template.ref
+
+    @property
+    def launch_template_version(self) -> str:
+        """Latest version number of the launch template (token)."""
+        return self.launch_template.attr_latest_version_number
+
+
+@dataclass(frozen=True)
 class EfaProps:
     """Props of :class:`Efa`.
 
@@ -217,12 +246,41 @@ class Efa(Construct):
             description="EFA: all traffic between members (SRD is matched only by this rule)",
         )
 
+        self.pools: dict[str, PoolLaunch] = {}
+        main = self.add_pool("", props)
+        self.placement_group = main.placement_group
+        self.launch_template = main.launch_template
+
+    def add_pool(self, suffix: str, props: EfaProps) -> PoolLaunch:
+        """The placement group and launch template of one node pool: ``props``' instance
+        type, root volume, placement group, capacity and EFA layout (its ``vpc`` and
+        ``launch_tags`` are the construct's own), in the construct's security group. The
+        main pool's (``suffix`` ``""``, made by the constructor) keep the ids
+        ``PlacementGroup`` and ``LaunchTemplate``; another pool's carry its
+        :func:`~trn_ultracluster.config.model.pools.id_suffix`.
+
+        Raises:
+            ValueError: ``props.placement_group_name`` without ``props.placement_group``, or
+                ``suffix`` already used.
+        """
+        if suffix in self.pools:
+            raise ValueError(f"Efa.add_pool: a pool with id suffix {suffix!r} exists")
+        props = replace(props, vpc=self.props.vpc, launch_tags=dict(self.props.launch_tags))
+        launch = self._launch(suffix, props)
+        self.pools[suffix] = launch
+        return launch
+
+    def _launch(self, suffix: str, props: EfaProps) -> PoolLaunch:
         if props.placement_group_name is not None and not props.placement_group:
             raise ValueError("EfaProps.placement_group_name needs placement_group=True, got "
                              f"placement_group=False with {props.placement_group_name!r}")
-        self.placement_group: ec2.CfnPlacementGroup | None = None
+        placement_group: ec2.CfnPlacementGroup | None = None
         if props.placement_group and props.placement_group_name is None:
-            self.placement_group = ec2.CfnPlacementGroup(self, "PlacementGroup", strategy="cluster")
+            placement_group = ec2.CfnPlacementGroup(self, f"PlacementGroup{suffix}",
+                                                    strategy="cluster")
+        placement_group_name = (placement_group.ref if placement_group is not None
+                                else props.placement_group_name if props.placement_group
+                                else None)
 
         LT = ec2.CfnLaunchTemplate
         capacity_target = None
@@ -246,9 +304,9 @@ class Efa(Construct):
             )
             for resource_type in ("instance", "volume", "network-interface")
         ]
-        self.launch_template = LT(
+        launch_template = LT(
             self,
-            "LaunchTemplate",
+            f"LaunchTemplate{suffix}",
             launch_template_data=LT.LaunchTemplateDataProperty(
                 instance_type=props.instance.name,
                 network_interfaces=efa_network_interfaces(
@@ -272,14 +330,15 @@ class Efa(Construct):
                         ),
                     )
                 ],
-                placement=LT.PlacementProperty(group_name=self.placement_group_name)
-                if self.placement_group_name is not None
+                placement=LT.PlacementProperty(group_name=placement_group_name)
+                if placement_group_name is not None
                 else None,
                 capacity_reservation_specification=capacity_target,
                 instance_market_options=market_options,
                 tag_specifications=tag_specifications if props.launch_tags else None,
             ),
         )
+        return PoolLaunch(placement_group, placement_group_name, launch_template)
 
     @property
     def launch_template_id(self) -> str:
@@ -293,11 +352,9 @@ class Efa(Construct):
 
     @property
     def placement_group_name(self) -> str | None:
-        """Name of the nodes' placement group: the created group's (token) or
+        """Name of the main pool's placement group: the created group's (token) or
         ``props.placement_group_name``; None without a placement group."""
-        if self.placement_group is not None:
-            return self.placement_group.ref
-        return self.props.placement_group_name if self.props.placement_group else None
+        return self.pools[""].placement_group_name
 
 
 def boot_from(launch_template: ec2.CfnLaunchTemplate, *, image_id: str,

@@ -100,8 +100,10 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "CATALOG",
+    "CPU_CATALOG",
     "InstanceSpec",
     "UnknownInstanceTypeError",
+    "get_any_instance",
     "get_instance",
 ]
 
@@ -135,6 +137,11 @@ class InstanceSpec:
             ``None`` for a type used on its own.
         az_ids_seen: AZ IDs where the type was seen offered (a hint, not a guarantee).
         sources: fact name -> source key from the module docstring.
+        vcpu_quota: the Service Quotas key (:data:`~trn_ultracluster.contracts.quotas.QUOTAS`)
+            of the On-Demand vCPU quota of the type's family: ``trn_vcpus`` (Running
+            On-Demand Trn instances, L-2C3B7624) for Trainium, ``standard_vcpus`` for the
+            CPU types (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances,
+            L-1216C47A). Two pools of one family share it.
     """
 
     name: str
@@ -153,6 +160,13 @@ class InstanceSpec:
     ultraserver_nodes: int | None
     az_ids_seen: tuple[str, ...]
     sources: tuple[tuple[str, str], ...] = ()
+    vcpu_quota: str = "trn_vcpus"
+
+    @property
+    def accelerated(self) -> bool:
+        """True for a Trainium type (it has NeuronCores); False for a CPU type of
+        :data:`CPU_CATALOG`."""
+        return self.neuron_cores > 0
 
     @property
     def supports_efa(self) -> bool:
@@ -171,8 +185,10 @@ class InstanceSpec:
 
     @property
     def peak_bf16_tflops_per_logical_core(self) -> float:
-        """Dense BF16 peak of one logical NeuronCore (one training process), TFLOPS."""
-        return self.peak_bf16_tflops / self.logical_neuron_cores
+        """Dense BF16 peak of one logical NeuronCore (one training process), TFLOPS (0 for a
+        CPU type)."""
+        cores = self.logical_neuron_cores
+        return self.peak_bf16_tflops / cores if cores else 0.0
 
 
 _TRN1_SOURCES = (
@@ -320,6 +336,60 @@ CATALOG: dict[str, InstanceSpec] = {
         ),
     )
 }
+
+
+def _cpu(name: str, vcpus: int, memory_gib: int, bandwidth_gbps: float,
+         az_ids_seen: tuple[str, ...] = ()) -> InstanceSpec:
+    return InstanceSpec(
+        name=name, chips=0, neuron_cores=0, neuron_core_version="", logical_neuron_core_config=1,
+        accelerator_memory_gib=0, network_cards=1, efa_interfaces=0,
+        network_bandwidth_gbps=bandwidth_gbps, vcpus=vcpus, memory_gib=memory_gib,
+        peak_bf16_tflops_per_chip=0.0, hyperpod_instance_type=f"ml.{name}",
+        ultraserver_nodes=None, az_ids_seen=az_ids_seen, vcpu_quota="standard_vcpus",
+        sources=(("vcpus, memory_gib, network_cards, efa_interfaces, network_bandwidth_gbps",
+                  "moto-instance-types"),
+                 ("hyperpod_instance_type", "botocore-sagemaker"),
+                 ("vcpu_quota", "service-quotas-standard")))
+
+
+CPU_CATALOG: dict[str, InstanceSpec] = {spec.name: spec for spec in (
+    # General purpose, 4 GiB per vCPU: tokenizing, notebooks, tools.
+    _cpu("m7i.4xlarge", 16, 64, 12.5),  # "Up to 12.5 Gigabit"
+    _cpu("m7i.8xlarge", 32, 128, 12.5),
+    _cpu("m7i.16xlarge", 64, 256, 25.0),
+    # Compute optimized, 2 GiB per vCPU: CPU-bound preprocessing (HyperPod offers c6i, not c7i).
+    _cpu("c6i.8xlarge", 32, 64, 12.5),
+    # Memory optimized, 8 GiB per vCPU: large in-memory shuffles and deduplication.
+    _cpu("r7i.8xlarge", 32, 256, 12.5),
+)}
+"""CPU instance types for a CPU node pool (data preparation, tools): a small choice of
+current general-purpose, compute- and memory-optimized types that every orchestrator can run
+(each has an ``ml.`` name in HyperPod's ``ClusterInstanceType``), not a list of all of EC2.
+None has EFA or NeuronCores: one network card, one ordinary interface in the launch template.
+Sources: ``moto-instance-types`` (``VCpuInfo.DefaultVCpus``, ``MemoryInfo.SizeInMiB``,
+``NetworkInfo.MaximumNetworkCards`` 1, ``EfaSupported`` false, ``NetworkPerformance``);
+``botocore-sagemaker`` (``ml.m7i.4xlarge``, ``ml.m7i.8xlarge``, ``ml.m7i.16xlarge``,
+``ml.c6i.8xlarge``, ``ml.r7i.8xlarge`` in ``ClusterInstanceType``, botocore 1.44.8);
+``service-quotas-standard``: EC2 user guide, "Amazon EC2 service quotas", On-Demand
+instance quotas: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
+(L-1216C47A), in vCPUs. ``az_ids_seen`` is left empty: general-purpose types are offered
+in every AZ ``preflight`` checks, which re-checks the offering live."""
+
+
+def get_any_instance(instance_type: str) -> InstanceSpec:
+    """Return the catalog entry for a Trainium (:data:`CATALOG`) or CPU
+    (:data:`CPU_CATALOG`) instance type.
+
+    Raises:
+        UnknownInstanceTypeError: the type is in neither; the message lists both.
+    """
+    spec = CATALOG.get(instance_type) or CPU_CATALOG.get(instance_type)
+    if spec is None:
+        raise UnknownInstanceTypeError(
+            f"unknown instance type {instance_type!r}; Trainium: "
+            f"{', '.join(sorted(CATALOG))}; CPU: {', '.join(sorted(CPU_CATALOG))} "
+            "(add one in trn_ultracluster/contracts/catalog.py)")
+    return spec
 
 
 def get_instance(instance_type: str) -> InstanceSpec:

@@ -46,6 +46,7 @@ class OutputKey(str, Enum):
     FSX_MOUNT_NAME = "FsxMountName"
     FSX_DATA_REPOSITORY_PATH = "FsxDataRepositoryPath"
     DATA_BUCKET_ON_FSX = "DataBucketOnFsx"
+    POOLS = "Pools"
     FSX_EFA = "FsxEfa"
     DATA_BUCKET_NAME = "DataBucketName"
     TRAINING_IMAGE_URI = "TrainingImageUri"
@@ -106,6 +107,9 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.FSX_DATA_REPOSITORY_PATH: "File system path linked to S3, or 'none'",
     OutputKey.DATA_BUCKET_ON_FSX: ("File system path under which new objects of the data bucket "
                                    "appear (its root linked with automatic import), or 'none'"),
+    OutputKey.POOLS: ("Node pools as JSON: name, instance type, node counts, Neuron stack, "
+                      "training image and where jobs of the pool go (partition, node groups, "
+                      "Auto Scaling groups or instance groups)"),
     OutputKey.FSX_EFA: ("FSx for Lustre over EFA: off, preferred (a node may fall back to TCP) "
                         "or required (a fall back to TCP is an error on the node)"),
     OutputKey.DATA_BUCKET_NAME: "S3 bucket for datasets and checkpoints",

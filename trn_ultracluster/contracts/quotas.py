@@ -16,6 +16,10 @@ Sources of the codes, defaults and maxima:
   quota dumps record them; not read on an AWS page.
 - EC2: "Running On-Demand Trn instances" (vCPUs) L-2C3B7624: code from public quota dumps and
   the issue; its default differs per account (not an AWS-published number).
+  "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances" (vCPUs) L-1216C47A, the
+  quota of the CPU pools' types (EC2 user guide, "Amazon EC2 service quotas", On-Demand
+  instance quotas, which names the quota; the code as public quota dumps record it): every
+  CPU pool of :data:`~trn_ultracluster.contracts.catalog.CPU_CATALOG` counts against it.
 - SageMaker HyperPod: quota names "ml.<type> for cluster usage", "Maximum number instances
   allowed per SageMaker HyperPod cluster" and "Total number of instances allowed across
   SageMaker HyperPod clusters"; their codes differ between sources, so ``preflight`` finds
@@ -67,6 +71,9 @@ QUOTAS: dict[str, Quota] = {q.key: q for q in (
     Quota("eks_nodegroups_per_cluster", "eks", "L-6D54EA21", "Managed node groups per cluster",
           30, None, "node groups per cluster"),
     Quota("trn_vcpus", "ec2", "L-2C3B7624", "Running On-Demand Trn instances", None, None,
+          "vCPUs"),
+    Quota("standard_vcpus", "ec2", "L-1216C47A",
+          "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances", None, None,
           "vCPUs"),
     Quota("hyperpod_instances", "sagemaker", None, "{ml_type} for cluster usage", None, None,
           "instances"),

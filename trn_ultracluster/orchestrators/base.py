@@ -15,14 +15,45 @@ from aws_cdk import aws_s3 as s3
 from trn_ultracluster.constructs.observability import MetricSource
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
-from trn_ultracluster.network_plan import AddressPlan
+from trn_ultracluster.network_plan import AddressPlan, PoolPlan
 
 if TYPE_CHECKING:
     from trn_ultracluster.config import CapacityConfig, ClusterConfig, NodeCounts
     from trn_ultracluster.config.fsx_efa import EfaMode
+    from trn_ultracluster.config.model import Pool
+    from trn_ultracluster.constructs.efa import PoolLaunch
     from trn_ultracluster.constructs.training_image import TrainingImage
 
-__all__ = ["Foundation", "NodeShape", "Orchestrator"]
+__all__ = ["Foundation", "NodeShape", "Orchestrator", "PoolFoundation"]
+
+
+@dataclass(frozen=True)
+class PoolFoundation:
+    """What the foundation gives one node pool.
+
+    Attributes:
+        pool: the pool's resolved settings (name, instance type, counts, capacity, ...).
+        launch: its launch template and placement group (:class:`~trn_ultracluster.
+            constructs.efa.PoolLaunch`); the main pool's is ``Foundation.launch_template``.
+        plan: its part of the address plan: its node groups, each in one compute subnet.
+        training_image: the image its jobs run: the image of its Neuron stack, the main
+            image for a CPU pool.
+    """
+
+    pool: Pool
+    launch: PoolLaunch
+    plan: PoolPlan
+    training_image: TrainingImage
+
+    @property
+    def shape(self) -> NodeShape:
+        """The pool's instance type, counts and capacity."""
+        return NodeShape(self.pool.instance, self.pool.nodes, self.pool.capacity)
+
+    @property
+    def id_suffix(self) -> str:
+        """What the pool adds to construct ids (``""`` for the main pool)."""
+        return self.pool.id_suffix
 
 
 @dataclass(frozen=True)
@@ -61,6 +92,9 @@ class Foundation:
             instance profile and the user data with
             :func:`trn_ultracluster.constructs.efa.boot_from`); ``None`` where the stack
             gives none.
+        pools: every node pool (:class:`PoolFoundation`), the main pool first; the
+            single-valued fields above (``launch_template*``, ``training_image``) are the main
+            pool's.
         cidr_blocks: the VPC's secondary CIDR block associations
             (:attr:`~trn_ultracluster.constructs.network.Network.cidr_blocks`): an EKS
             control plane depends on each, so that a fresh deploy associates every block
@@ -86,6 +120,7 @@ class Foundation:
     fsx_efa_mode: EfaMode = "off"
     fsx_efa_interfaces: int = 0
     cidr_blocks: Sequence[ec2.CfnVPCCidrBlock] = ()
+    pools: Sequence[PoolFoundation] = ()
 
 
 @dataclass(frozen=True)
@@ -122,4 +157,11 @@ class Orchestrator(Protocol):
 
     def outputs(self) -> dict[OutputKey, str]:
         """Stack outputs this orchestrator adds, key -> value (may be tokens)."""
+        ...
+
+    def pool_details(self) -> dict[str, dict[str, object]]:
+        """Pool name -> what the job backend needs to place a job there (keys of
+        :class:`~trn_ultracluster.contracts.pools.PoolInfo`: ``partition``, ``node_groups``,
+        ``auto_scaling_groups``, ``instance_groups``; values may be tokens), merged into the
+        ``Pools`` output. Optional: the stack reads it with ``getattr``."""
         ...

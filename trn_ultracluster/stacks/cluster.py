@@ -21,7 +21,9 @@ from trn_ultracluster.contracts.outputs import (
 )
 from trn_ultracluster.nag import skip_library_singleton_functions
 from trn_ultracluster.orchestrators import build as build_orchestrator
-from trn_ultracluster.orchestrators.base import Foundation, Orchestrator
+from trn_ultracluster.config.model import Pool
+from trn_ultracluster.config.model.pools import id_suffix
+from trn_ultracluster.orchestrators.base import Foundation, Orchestrator, PoolFoundation
 
 __all__ = ["TrnUltraClusterStack"]
 
@@ -47,8 +49,9 @@ class TrnUltraClusterStack(Stack):
             construct_id,
             env=Environment(region=config.region),
             description=(
-                f"TrnUltraCluster: {config.nodes.max}x {config.instance_type} in "
-                f"{config.compute_az_id}, {config.orchestrator}"
+                "TrnUltraCluster: "
+                + " + ".join(f"{p.nodes.max}x {p.instance_type}" for p in config.node_pools)
+                + f" in {config.compute_az_id}, {config.orchestrator}"
             ),
         )
         self.config = config
@@ -65,21 +68,9 @@ class TrnUltraClusterStack(Stack):
                 nat_gateways=config.nat_gateways,
             ),
         )
-        self.efa = Efa(
-            self,
-            "Efa",
-            EfaProps(
-                vpc=self.network.vpc,
-                instance=config.instance,
-                root_volume_gib=config.root_volume_gib,
-                placement_group=config.uses_placement_group,
-                placement_group_name=config.capacity.placement_group_name,
-                capacity_type=config.capacity.type,
-                capacity_reservation_id=config.capacity.reservation_id,
-                efa_layout=config.efa_interface_layout,
-                launch_tags={LAUNCH_TAG: Aws.STACK_ID},
-            ),
-        )
+        self.efa = Efa(self, "Efa", self._launch_props(config.main_pool))
+        launches = [self.efa.pools[""]] + [
+            self.efa.add_pool(p.id_suffix, self._launch_props(p)) for p in config.node_pools[1:]]
         self.storage = Storage(
             self,
             "Storage",
@@ -92,12 +83,24 @@ class TrnUltraClusterStack(Stack):
                 efa_enabled=self.fsx_efa.enabled,
             ),
         )
-        self.training_image = TrainingImage(
-            self, "TrainingImage",
-            TrainingImageProps(build=config.training_image.build,
-                               removal_policy=self.data_removal, log_key=self.logs.key,
-                               neuron_stack=config.neuron_stack,
-                               user_build=config.training_image.user_build))
+        # One image per Neuron stack of the Trainium pools; the main pool's keeps the id
+        # TrainingImage (and the user's Dockerfile, built FROM it).
+        self.training_images = {
+            stack: TrainingImage(
+                self, "TrainingImage" + ("" if i == 0 else id_suffix(stack)),
+                TrainingImageProps(build=config.training_image.build,
+                                   removal_policy=self.data_removal, log_key=self.logs.key,
+                                   neuron_stack=stack,
+                                   user_build=config.training_image.user_build if i == 0
+                                   else None))
+            for i, stack in enumerate(config.neuron_stacks)}
+        self.training_image = self.training_images[config.neuron_stack]
+        plan = config.address_plan
+        self.pools = tuple(
+            PoolFoundation(pool, launch, plan.pool(pool.name),
+                           self.training_images.get(pool.neuron_stack or "",
+                                                    self.training_image))
+            for pool, launch in zip(config.node_pools, launches, strict=True))
         self.orchestrator = self._orchestrator()
         self.observability = Observability(self, "Observability", ObservabilityProps(
             metric_source=getattr(self.orchestrator, "metric_source", None),
@@ -113,6 +116,21 @@ class TrnUltraClusterStack(Stack):
             Tags.of(self).add(key, value, exclude_resource_types=list(UNTAGGED_RESOURCE_TYPES))
         self._outputs()
         skip_library_singleton_functions(self)
+
+    def _launch_props(self, pool: Pool) -> EfaProps:
+        """The launch template and placement group settings of ``pool``, in the stack's VPC,
+        with the stack-id tag (:data:`~trn_ultracluster.constructs.efa.LAUNCH_TAG`)."""
+        return EfaProps(
+            vpc=self.network.vpc,
+            launch_tags={LAUNCH_TAG: Aws.STACK_ID},
+            instance=pool.instance,
+            root_volume_gib=pool.root_volume_gib,
+            placement_group=pool.uses_placement_group,
+            placement_group_name=pool.capacity.placement_group_name,
+            capacity_type=pool.capacity.type,
+            capacity_reservation_id=pool.capacity.reservation_id,
+            efa_layout=pool.efa_interface_layout,
+        )
 
     def _orchestrator(self) -> Orchestrator:
         dra = self.config.fsx.data_repository
@@ -136,8 +154,24 @@ class TrnUltraClusterStack(Stack):
             fsx_efa_mode=self.fsx_efa.mode,
             fsx_efa_interfaces=self.fsx_efa.interfaces_per_client,
             cidr_blocks=tuple(self.network.cidr_blocks),
+            pools=self.pools,
         )
         return build_orchestrator(self, self.config, foundation)
+
+    def _pools_output(self) -> str:
+        """The ``Pools`` output: a JSON list of the pools
+        (:func:`trn_ultracluster.contracts.pools.parse_pools` shape), with what the
+        orchestrator adds per pool (``pool_details``)."""
+        details = getattr(self.orchestrator, "pool_details", dict)()
+        return self.to_json_string([
+            {"name": f.pool.name, "instance_type": f.pool.instance_type,
+             "accelerated": f.pool.accelerated,
+             "nodes": {"min": f.pool.nodes.min, "desired": f.pool.nodes.desired,
+                       "max": f.pool.nodes.max},
+             "neuron_stack": f.pool.neuron_stack or "",
+             "image_uri": f.training_image.image_uri,
+             **details.get(f.pool.name, {})}
+            for f in self.pools])
 
     def _output(self, key: OutputKey, value: str) -> None:
         description = (fsx_efa_description(self.fsx_efa.reason) if key is OutputKey.FSX_EFA
@@ -184,5 +218,6 @@ class TrnUltraClusterStack(Stack):
             OutputKey.ALARM_TOPIC_ARN: self.observability.topic.topic_arn,
         }
         values.update(self.orchestrator.outputs())
+        values[OutputKey.POOLS] = self._pools_output()
         for key, value in values.items():
             self._output(key, value)

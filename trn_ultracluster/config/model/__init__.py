@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import Field
+from typing import Any
+
+from pydantic import Field, model_validator
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
@@ -32,6 +34,7 @@ from trn_ultracluster.config.model.eks import EksAddonVersionsConfig, EksConfig
 from trn_ultracluster.config.model.fsx import DataRepositoryConfig, FsxConfig
 from trn_ultracluster.config.model.hyperpod import HyperPodConfig, HyperPodWorkerGroupConfig
 from trn_ultracluster.config.model.observability import ObservabilityConfig
+from trn_ultracluster.config.model.pools import SHORTHAND_POOL, Pool, PoolConfig
 from trn_ultracluster.config.model.quotas import QuotasConfig
 from trn_ultracluster.config.model.standalone import StandaloneConfig
 from trn_ultracluster.config.model.training_image import TrainingImageConfig
@@ -52,6 +55,8 @@ __all__ = [
     "LoadedConfig",
     "NodeCounts",
     "ObservabilityConfig",
+    "Pool",
+    "PoolConfig",
     "QuotasConfig",
     "StandaloneConfig",
     "TrainingImageConfig",
@@ -97,6 +102,10 @@ class ClusterConfig(FrozenModel):
         data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
         tags: tags on every resource.
         quotas: the account's quotas the cluster is planned against (AWS's defaults).
+        pools: node pools (:class:`~trn_ultracluster.config.model.pools.PoolConfig`), the
+            first a Trainium pool; empty (default): one pool of the top-level
+            ``instance_type`` and ``nodes``. With ``pools``, leave ``instance_type`` and
+            ``nodes`` out: they are read from the first pool.
     """
 
     stack_name: str = STACK_NAME
@@ -120,8 +129,76 @@ class ClusterConfig(FrozenModel):
     data_removal_policy: Literal["retain", "destroy"] = "retain"
     tags: dict[str, str] = Field(default_factory=dict)
     quotas: QuotasConfig = QuotasConfig()
+    pools: tuple[PoolConfig, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _main_pool_at_top_level(cls, data: Any) -> Any:
+        """With ``pools``, the top-level ``instance_type`` and ``nodes`` are the first pool's
+        (so everything that reads them reads the main pool); a configuration that gives both
+        and differs is refused by the ``pools`` rules."""
+        if not isinstance(data, dict):
+            return data
+        pools = data.get("pools")
+        first = pools[0] if isinstance(pools, (list, tuple)) and pools else None
+        if isinstance(first, PoolConfig):
+            first = first.model_dump(exclude_unset=True)
+        if not isinstance(first, dict):
+            return data
+        data = dict(data)
+        for key in ("instance_type", "nodes"):
+            if key in first and key not in data:
+                data[key] = first[key]
+        return data
 
     # --- derived values (never configured) ---
+    @property
+    def node_pools(self) -> tuple[Pool, ...]:
+        """Every node pool with its settings resolved, the main (Trainium) pool first: the
+        ``pools``, or the one pool :data:`~trn_ultracluster.config.model.pools.SHORTHAND_POOL`
+        of the top-level keys."""
+        stack = self.training_image.neuron_stack
+        if not self.pools:
+            return (Pool(SHORTHAND_POOL, 0, "", self.instance_type, self.nodes, self.capacity,
+                         self.placement_group, self.efa_interface_layout,
+                         self.root_volume_gib, stack),)
+        return tuple(
+            Pool(p.name, i, f"pools[{i}]", p.instance_type, p.nodes,
+                 p.capacity if p.capacity is not None else self.capacity,
+                 self.placement_group if p.placement_group is None else p.placement_group,
+                 p.efa_interface_layout or self.efa_interface_layout,
+                 self.root_volume_gib if p.root_volume_gib is None else p.root_volume_gib,
+                 p.neuron_stack or stack)
+            for i, p in enumerate(self.pools))
+
+    @property
+    def main_pool(self) -> Pool:
+        """The first pool: the one the top-level ``instance_type`` and ``nodes`` describe."""
+        return self.node_pools[0]
+
+    def pool(self, name: str) -> Pool:
+        """The pool named ``name``.
+
+        Raises:
+            KeyError: no such pool; the message lists the pools.
+        """
+        for pool in self.node_pools:
+            if pool.name == name:
+                return pool
+        raise KeyError(f"no pool {name!r}; pools: {', '.join(p.name for p in self.node_pools)}")
+
+    @property
+    def neuron_stacks(self) -> tuple[NeuronStackName, ...]:
+        """The Neuron stacks of the Trainium pools, each once, the main pool's first: one
+        training image each."""
+        return tuple(dict.fromkeys(p.neuron_stack for p in self.node_pools
+                                   if p.neuron_stack is not None))
+
+    @property
+    def nodes_max(self) -> int:
+        """Nodes of every pool at its ``nodes.max``."""
+        return sum(p.nodes.max for p in self.node_pools)
+
     @property
     def instance(self) -> InstanceSpec:
         """Catalog entry of :attr:`instance_type`."""
@@ -129,9 +206,10 @@ class ClusterConfig(FrozenModel):
 
     @property
     def neuron_stack(self) -> NeuronStackName:
-        """The Neuron training stack: ``training_image.neuron_stack``, or for ``auto`` the
-        instance family's default (:func:`trn_ultracluster.contracts.neuron_stack.default_stack`)."""
-        chosen = self.training_image.neuron_stack
+        """The main pool's Neuron training stack: its ``neuron_stack`` or
+        ``training_image.neuron_stack``, for ``auto`` the instance family's default
+        (:func:`trn_ultracluster.contracts.neuron_stack.default_stack`)."""
+        chosen = self.main_pool.neuron_stack_setting
         return default_stack(self.instance) if chosen == "auto" else chosen
 
     @property
@@ -172,18 +250,25 @@ class ClusterConfig(FrozenModel):
         """AZ ID of the compute nodes and FSx (the first AZ ID)."""
         return self.az_ids[0]
 
-    @property
-    def node_addresses(self) -> network_plan.NodeAddresses:
-        """What one Trainium node takes from the VPC
-        (:func:`trn_ultracluster.network_plan.node_addresses`)."""
-        spec = self.instance
-        return network_plan.node_addresses(self.orchestrator, self.efa_interface_layout,
+    def pool_addresses(self, pool: Pool) -> network_plan.NodeAddresses:
+        """What one node of ``pool`` takes from the VPC
+        (:func:`trn_ultracluster.network_plan.node_addresses`).
+
+        Raises:
+            UnknownInstanceTypeError: the pool's type is in no catalog (rules report it).
+        """
+        spec = pool.instance
+        return network_plan.node_addresses(self.orchestrator, pool.efa_interface_layout,
                                            spec.network_cards, spec.efa_interfaces,
                                            self.eks.pod_ips_per_node)
 
     @property
-    def group_size(self) -> int:
-        """Most Trainium nodes in one group: an EKS managed node group
+    def node_addresses(self) -> network_plan.NodeAddresses:
+        """What one node of the main pool takes from the VPC (:meth:`pool_addresses`)."""
+        return self.pool_addresses(self.main_pool)
+
+    def pool_group_size(self, pool: Pool) -> int:
+        """Most nodes of ``pool`` in one group: an EKS managed node group
         (``quotas.eks_nodes_per_nodegroup``), a HyperPod instance group
         (:data:`~trn_ultracluster.config.facts.HYPERPOD_MAX_INSTANCE_COUNT`); standalone
         has one Auto Scaling group per compute subnet."""
@@ -191,44 +276,87 @@ class ClusterConfig(FrozenModel):
             return self.quotas.eks_nodes_per_nodegroup
         if self.orchestrator.startswith("hyperpod"):
             return HYPERPOD_MAX_INSTANCE_COUNT
-        return max(self.nodes.max, 1)
+        return max(pool.nodes.max, 1)
+
+    @property
+    def group_size(self) -> int:
+        """Most nodes of the main pool in one group (:meth:`pool_group_size`)."""
+        return self.pool_group_size(self.main_pool)
 
     @property
     def address_plan(self) -> network_plan.AddressPlan:
-        """The VPC address plan of ``nodes.max`` nodes
-        (:func:`trn_ultracluster.network_plan.plan`); with HyperPod, the worker groups'
-        instance groups are :attr:`hyperpod_worker_parts`, placed in its subnets.
+        """The VPC address plan of every pool at ``nodes.max``
+        (:func:`trn_ultracluster.network_plan.plan`), the main pool first; with HyperPod,
+        the worker groups' instance groups are :attr:`hyperpod_worker_parts`, placed in its
+        subnets.
 
         Raises:
             network_plan.PlanError: the VPC cannot address the cluster (the ``vpc_cidr``
                 rule reports it first).
         """
         return network_plan.plan(
-            vpc_cidr=self.vpc_cidr, az_count=len(self.az_ids), nodes=self.nodes.max,
-            per_node=self.node_addresses, group_size=self.group_size,
+            vpc_cidr=self.vpc_cidr, az_count=len(self.az_ids),
+            pools=[network_plan.PoolDemand(p.name, p.nodes.max, self.pool_addresses(p),
+                                           self.pool_group_size(p))
+                   for p in self.node_pools],
             secondary_cidrs=self.vpc_secondary_cidrs)
+
+    @property
+    def hyperpod_worker_groups(self) -> tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...]:
+        """HyperPod's worker groups and the pool of each: without ``pools``, the
+        ``hyperpod.worker_groups`` of the one pool; with ``pools``, one worker group per pool,
+        named after it, in the partition of its name, of ``nodes.desired`` instances."""
+        if not self.pools:
+            return tuple((g, self.main_pool) for g in self.hyperpod.worker_groups)
+        return tuple((HyperPodWorkerGroupConfig(name=p.name, partition=p.name,
+                                                instance_count=p.nodes.desired), p)
+                     for p in self.node_pools)
 
     @property
     def hyperpod_worker_counts(self) -> dict[str, int]:
         """HyperPod worker group name -> instance count (``nodes.desired`` where not given)."""
-        return {g.name: self.worker_group_count(g) for g in self.hyperpod.worker_groups}
+        return {g.name: self.worker_group_count(g) for g, _ in self.hyperpod_worker_groups}
 
     @property
     def hyperpod_worker_parts(self) -> dict[str, tuple[network_plan.Group, ...]]:
         """HyperPod worker group name -> its parts: the groups of the address plan that
         hold it, each at most one instance group
         (:data:`~trn_ultracluster.config.facts.HYPERPOD_MAX_INSTANCE_COUNT`) in one compute
-        subnet, in fill order (a worker group of 0 instances has one empty part).
+        subnet, in fill order (a worker group of 0 instances has one empty part). Without
+        ``pools`` the worker groups share the one pool's subnets; with ``pools`` each
+        worker group's instances fill its pool's groups in order.
 
         Raises:
             network_plan.PlanError: the VPC cannot address the cluster (as
                 :attr:`address_plan`).
         """
         counts = self.hyperpod_worker_counts
-        capacities = [s.capacity for s in self.address_plan.compute_subnets]
+        plan = self.address_plan
+        if self.pools:
+            out: dict[str, tuple[network_plan.Group, ...]] = {}
+            for name, count in counts.items():
+                groups = plan.pool(name).groups
+                sizes = network_plan.spread(min(count, sum(g.nodes for g in groups)),
+                                            [g.nodes for g in groups])
+                parts = tuple(network_plan.Group(n, g.subnet)
+                              for n, g in zip(sizes, groups, strict=True) if n)
+                out[name] = parts or (network_plan.Group(0, groups[0].subnet),)
+            return out
+        capacities = [s.capacity for s in plan.compute_subnets]
         parts = network_plan.split(list(counts.values()), capacities,
                                    HYPERPOD_MAX_INSTANCE_COUNT)
         return {name: tuple(groups) for name, groups in zip(counts, parts, strict=True)}
+
+    def hyperpod_worker_pool(self, worker_group: str) -> Pool:
+        """The pool of HyperPod worker group ``worker_group``.
+
+        Raises:
+            KeyError: no such worker group.
+        """
+        for group, pool in self.hyperpod_worker_groups:
+            if group.name == worker_group:
+                return pool
+        raise KeyError(worker_group)
 
     def worker_group_count(self, group: HyperPodWorkerGroupConfig) -> int:
         """Instances of one HyperPod worker group: its ``instance_count`` or ``nodes.desired``."""
@@ -236,9 +364,9 @@ class ClusterConfig(FrozenModel):
 
     @property
     def uses_placement_group(self) -> bool:
-        """Whether the nodes launch into a cluster placement group: the stack's own, or the
-        existing ``capacity.placement_group_name``."""
-        return self.placement_group and self.instance.supports_efa
+        """Whether the main pool's nodes launch into a cluster placement group: the stack's
+        own, or the existing ``capacity.placement_group_name``."""
+        return self.main_pool.uses_placement_group
 
 
 @dataclass(frozen=True)

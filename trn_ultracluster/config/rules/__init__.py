@@ -20,6 +20,7 @@ from trn_ultracluster.config.rules import (
     hyperpod,
     network,
     observability,
+    pools,
     replan,
     scale,
     stack,
@@ -34,6 +35,10 @@ Rule = Callable[[ClusterConfig], Iterator[ConfigIssue]]
 
 RULES: tuple[Rule, ...] = (
     stack.stack_name,
+    pools.pool_names,
+    pools.pool_types,
+    pools.pools_replace_shorthand,
+    pools.cpu_pool_settings,
     compute.instance_type_known,
     compute.node_counts,
     compute.whole_ultraservers,

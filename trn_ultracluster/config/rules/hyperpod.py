@@ -49,13 +49,19 @@ HYPERPOD_ORCHESTRATORS = ("hyperpod-slurm", "hyperpod-eks")
 
 
 def orchestrator(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    spec = CATALOG.get(c.instance_type)
-    if (c.orchestrator in HYPERPOD_ORCHESTRATORS and spec is not None
-            and spec.hyperpod_instance_type is None):
+    """Every pool's type must be one HyperPod offers (an ``ml.`` name in the catalog); the
+    CPU catalog's types all are."""
+    if c.orchestrator not in HYPERPOD_ORCHESTRATORS:
+        return
+    for pool in c.node_pools:
+        spec = CATALOG.get(pool.instance_type)
+        if spec is None or spec.hyperpod_instance_type is not None:
+            continue
         offered = sorted(n for n, s in CATALOG.items() if s.hyperpod_instance_type)
+        field = pool.key("instance_type") if c.pools else "orchestrator"
         yield ConfigIssue(
-            "orchestrator", c.orchestrator,
-            f"must be 'eks' or 'standalone' for {c.instance_type}: SageMaker HyperPod offers only "
+            field, pool.instance_type if c.pools else c.orchestrator,
+            f"must be 'eks' or 'standalone' for {spec.name}: SageMaker HyperPod offers only "
             f"{one_of(offered)} (or choose one of those instance types)",
             DOC_HYPERPOD,
         )
@@ -96,8 +102,8 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           DOC_HYPERPOD_GROUP)
     seen: set[str] = {CONTROLLER_GROUP, LOGIN_GROUP} if slurm else set()
     total = 0
-    for i, group in enumerate(hp.worker_groups):
-        where = f"hyperpod.worker_groups[{i}]"
+    for i, (group, pool) in enumerate(c.hyperpod_worker_groups):
+        where = pool.field if c.pools else f"hyperpod.worker_groups[{i}]"
         if len(group.name) > 63 or not HYPERPOD_NAME_RE.match(group.name):
             yield ConfigIssue(f"{where}.name", group.name, name_rule, DOC_HYPERPOD_GROUP)
         elif group.name in seen:
@@ -106,14 +112,21 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                               f"({', '.join(sorted(seen))})", DOC_HYPERPOD_GROUP)
         seen.add(group.name)
         if slurm:
-            yield from _partition(where, group.partition)
+            if c.pools and group.partition == ALL_NODES_PARTITION:
+                yield ConfigIssue(f"{where}.name", group.name,
+                                  f"must not be '{ALL_NODES_PARTITION}' with orchestrator "
+                                  "'hyperpod-slurm': a pool is a Slurm partition of its name, "
+                                  "and HyperPod puts every node in that partition itself",
+                                  DOC_HYPERPOD_SLURM)
+            elif not c.pools:
+                yield from _partition(where, group.partition)
         count = c.worker_group_count(group)
         if not 0 <= count <= HYPERPOD_MAX_INSTANCE_COUNT:
             yield ConfigIssue(f"{where}.instance_count", count,
                               f"must be between 0 and {HYPERPOD_MAX_INSTANCE_COUNT}",
                               DOC_HYPERPOD_GROUP)
         total += max(count, 0)
-    if total > c.nodes.max:
+    if not c.pools and total > c.nodes.max:
         yield ConfigIssue("hyperpod.worker_groups", total,
                           f"must ask for at most nodes.max ({c.nodes.max}) worker nodes in "
                           f"all, not {total} (nodes.max sizes the compute subnet): raise nodes.max",
@@ -132,12 +145,16 @@ def hyperpod(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "must be a training plan ARN like 'arn:aws:sagemaker:us-west-2:"
                           "123456789012:training-plan/my-plan' (50-2048 characters)",
                           DOC_HYPERPOD_GROUP)
-    if c.capacity.type != "on-demand":
-        yield ConfigIssue("capacity.type", c.capacity.type,
-                          f"must be 'on-demand' with orchestrator {c.orchestrator!r}: HyperPod "
-                          "does not launch into EC2 capacity reservations; reserve capacity "
-                          "with a SageMaker training plan (hyperpod.training_plan_arn)",
-                          DOC_HYPERPOD_GROUP)
+    capacities = {"capacity.type": c.capacity.type}
+    capacities.update({f"pools[{i}].capacity.type": p.capacity.type
+                       for i, p in enumerate(c.pools) if p.capacity is not None})
+    for field, kind in capacities.items():
+        if kind != "on-demand":
+            yield ConfigIssue(field, kind,
+                              f"must be 'on-demand' with orchestrator {c.orchestrator!r}: "
+                              "HyperPod does not launch into EC2 capacity reservations; "
+                              "reserve capacity with a SageMaker training plan "
+                              "(hyperpod.training_plan_arn)", DOC_HYPERPOD_GROUP)
 
 
 _HYPERPOD_DOES_INSTEAD = {
@@ -203,12 +220,12 @@ def worker_parts(c: ClusterConfig) -> Iterator[ConfigIssue]:
         parts = c.hyperpod_worker_parts
     except network_plan.PlanError:
         return  # scale.address_plan reports it
-    for i, group in enumerate(c.hyperpod.worker_groups):
+    for i, (group, pool) in enumerate(c.hyperpod_worker_groups):
         last = part_group_name(group.name, len(parts[group.name]) - 1)
         if len(group.name) <= HYPERPOD_NAME_MAX_CHARS < len(last):
             most = HYPERPOD_NAME_MAX_CHARS - (len(last) - len(group.name))
             yield ConfigIssue(
-                f"hyperpod.worker_groups[{i}].name", group.name,
+                pool.key("name") if c.pools else f"hyperpod.worker_groups[{i}].name", group.name,
                 f"must be at most {most} characters: its {c.worker_group_count(group)} "
                 f"instances take {len(parts[group.name])} instance groups (one per compute "
                 f"subnet they fill, at most {HYPERPOD_MAX_INSTANCE_COUNT} each), the last "
@@ -222,15 +239,17 @@ def hyperpod_eks(c: ClusterConfig) -> Iterator[ConfigIssue]:
     agent's image, and the TrainJob restart bound."""
     if c.orchestrator != "hyperpod-eks":
         return
-    spec = CATALOG.get(c.instance_type)
-    ml_type = spec.hyperpod_instance_type if spec is not None else None
-    if ml_type is not None and ml_type not in HYPERPOD_NEURON_PLUGIN_TYPES:
-        yield ConfigIssue(
-            "orchestrator", c.orchestrator,
-            f"must be 'hyperpod-slurm', 'eks' or 'standalone' for {c.instance_type}: the Neuron "
-            f"device plugin of SageMaker HyperPod's Helm chart runs only on "
-            f"{', '.join(HYPERPOD_NEURON_PLUGIN_TYPES)}, so {ml_type} nodes would offer no "
-            "NeuronCores to jobs", DOC_HYPERPOD_EKS_HELM)
+    for pool in c.node_pools:
+        spec = CATALOG.get(pool.instance_type)
+        ml_type = spec.hyperpod_instance_type if spec is not None else None
+        if ml_type is not None and ml_type not in HYPERPOD_NEURON_PLUGIN_TYPES:
+            yield ConfigIssue(
+                pool.key("instance_type") if c.pools else "orchestrator",
+                pool.instance_type if c.pools else c.orchestrator,
+                f"must be 'hyperpod-slurm', 'eks' or 'standalone' for {spec.name}: the Neuron "
+                f"device plugin of SageMaker HyperPod's Helm chart runs only on "
+                f"{', '.join(HYPERPOD_NEURON_PLUGIN_TYPES)}, so {ml_type} nodes would offer no "
+                "NeuronCores to jobs", DOC_HYPERPOD_EKS_HELM)
     version = c.kubernetes_version
     if version not in HYPERPOD_EKS_KUBERNETES_VERSIONS:
         yield ConfigIssue("eks.kubernetes_version", version,
