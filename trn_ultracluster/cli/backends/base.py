@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from trn_ultracluster.cli.launch import Launch
     from trn_ultracluster.cli.stack_outputs import StackOutputs
     from trn_ultracluster.contracts.catalog import InstanceSpec
+    from trn_ultracluster.contracts.pools import PoolInfo
 
 __all__ = ["BackendOption", "BackendTexts", "JobBackend", "JobState", "RenderedJob"]
 
@@ -170,8 +171,9 @@ class JobBackend(ABC):
         """Send the job; returns its handle (what ``status``/``logs``/``cancel`` take)."""
 
     @abstractmethod
-    def status(self, job: str | None) -> list[str]:
-        """Lines describing one job, or every job (a line saying so when there is none).
+    def status(self, job: str | None, pool: PoolInfo | None = None) -> list[str]:
+        """Lines describing one job, or every job (a line saying so when there is none);
+        with ``pool`` (``status --pool``), only the jobs of that pool, and its nodes.
 
         Raises:
             CliError: USAGE for a handle this orchestrator cannot have; CLUSTER when the job
@@ -190,13 +192,15 @@ class JobBackend(ABC):
     def cancel(self, job: str) -> None:
         """Stop and remove the job."""
 
-    def smoke_launch(self, name: str) -> Launch:
-        """The smoke test's program for job ``name`` (default: each node writes the script to
-        its own /tmp, which all its processes see)."""
-        return smoke_launch(self.outputs.neuron_stack)
+    def smoke_launch(self, name: str, pool: PoolInfo | None = None) -> Launch:
+        """The smoke test's program for job ``name`` on ``pool`` (default: the main pool;
+        each node writes the script to its own /tmp, which all its processes see)."""
+        stack = pool.neuron_stack if pool is not None and pool.neuron_stack else None
+        return smoke_launch(stack or self.outputs.neuron_stack)
 
-    def scale(self, nodes: int) -> str:
-        """Set the number of Trainium nodes; returns a line saying what changed.
+    def scale(self, nodes: int, pool: PoolInfo | None = None) -> str:
+        """Set the number of nodes of ``pool`` (``None``: the main pool); returns a line
+        saying what changed.
 
         Raises:
             CliError: USAGE: this orchestrator's nodes are sized by the stack.
