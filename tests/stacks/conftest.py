@@ -1,13 +1,14 @@
 """The stack tests' fixture: ``each``, the default configuration, every profile, and 2,000
 trn1.32xlarge nodes on each orchestrator and EFA layout (issue "UltraCluster scale": each
 must synthesize and pass cfn-lint, cdk-nag and checkov; HyperPod makes its own interfaces, so
-one layout stands for both, and ``profiles/ultracluster-2000.yaml`` is HyperPod Slurm's)."""
+one layout stands for both, and ``profiles/ultracluster-2000.yaml`` is HyperPod Slurm's), and
+the mixed-pool profile on every orchestrator."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.conftest import PROFILES
+from tests.conftest import PROFILES, REPO_ROOT
 
 SCALE = {
     f"2000-{orchestrator}-{layout}": {"orchestrator": orchestrator, "efa_interface_layout": layout,
@@ -15,8 +16,13 @@ SCALE = {
     for orchestrator, layout in (("eks", "efa"), ("eks", "efa-only"), ("hyperpod-eks", "efa"),
                                  ("standalone", "efa"), ("standalone", "efa-only"))
 }
-CONFIGS = [None, *PROFILES, *SCALE.values()]
-IDS = ["default", *(p.stem for p in PROFILES), *SCALE]
+MIXED = {f"mixed-{orchestrator}": {"config": str(REPO_ROOT / "profiles" / "mixed.yaml"),
+                                   "orchestrator": orchestrator}
+         for orchestrator in ("hyperpod-slurm", "hyperpod-eks", "standalone")}
+"""profiles/mixed.yaml (two Trainium pools and a CPU pool, on eks) on the other orchestrators
+(issue "node pools": it must synthesize and pass cfn-lint, cdk-nag and checkov on all four)."""
+CONFIGS = [None, *PROFILES, *SCALE.values(), *MIXED.values()]
+IDS = ["default", *(p.stem for p in PROFILES), *SCALE, *MIXED]
 
 
 def synth_config(synth, config):

@@ -1,0 +1,104 @@
+"""Node pools in the template: a one-pool stack keeps every resource it had (a running
+cluster updates without a replacement), and each Trainium pool of profiles/mixed.yaml has
+its own cluster placement group and EFA launch template with its type's network cards."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from tests.conftest import REPO_ROOT, profile_path
+from trn_ultracluster.changes import classify, summary
+from trn_ultracluster.contracts.catalog import get_any_instance
+from trn_ultracluster.contracts.pools import parse_pools
+
+BEFORE = REPO_ROOT / "tests" / "fixtures" / "before-pools"
+"""``tests/snapshots/<name>.json`` of commit 83c12cb, the last before node pools
+(``git show 83c12cb:tests/snapshots/<name>.json | gzip -9n``): one profile per orchestrator."""
+ORCHESTRATORS = ("eks", "hyperpod-slurm", "hyperpod-eks", "standalone")
+
+
+def _before(name: str) -> dict:
+    with gzip.open(BEFORE / f"{name}.json.gz", "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", ["default", "hyperpod-eks", "single-node", "ultracluster-128",
+                                  "trn2"])
+def test_a_one_pool_stack_keeps_every_resource_and_gains_only_the_pools_output(synth, name):
+    """Every resource of the template before pools is there with the same logical id, type
+    and properties (asset hashes masked as in the snapshots); the outputs gain ``Pools``."""
+    from tests.test_snapshots import normalize
+
+    before = _before(name)
+    after = json.loads(normalize(synth(None if name == "default" else profile_path(name))
+                                 .template))
+    assert summary(classify(before, after)) == []
+    assert sorted(after["Resources"]) == sorted(before["Resources"])
+    assert set(after["Outputs"]) - set(before["Outputs"]) == {"Pools"}
+    assert set(before["Outputs"]) <= set(after["Outputs"])
+
+
+def _mixed(synth, orchestrator):
+    return synth(profile_path("mixed"), **({} if orchestrator == "eks" else
+                                            {"orchestrator": orchestrator}))
+
+
+def _by_instance_type(s) -> dict[str, dict]:
+    return {lt["Properties"]["LaunchTemplateData"]["InstanceType"]: lt
+            for lt in s.resources("AWS::EC2::LaunchTemplate").values()
+            if "InstanceType" in lt["Properties"]["LaunchTemplateData"]}
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS)
+def test_each_trainium_pool_has_its_own_placement_group_and_launch_template(synth, orchestrator):
+    s = _mixed(synth, orchestrator)
+    groups = s.resources("AWS::EC2::PlacementGroup")
+    assert sorted(groups) == sorted(k for k in groups if k.startswith("EfaPlacementGroup"))
+    assert len(groups) == 2  # trn1 and trn2; the CPU pool has none
+    templates = _by_instance_type(s)
+    assert {"trn1.32xlarge", "trn2.48xlarge", "m7i.8xlarge"} <= set(templates)
+    placed = {}
+    for itype, lt in templates.items():
+        if itype not in ("trn1.32xlarge", "trn2.48xlarge", "m7i.8xlarge"):
+            continue
+        data = lt["Properties"]["LaunchTemplateData"]
+        spec = get_any_instance(itype)
+        interfaces = data["NetworkInterfaces"]
+        cards = sorted({i["NetworkCardIndex"] for i in interfaces})
+        assert cards == list(range(spec.network_cards)), itype
+        efa = [i for i in interfaces if i.get("InterfaceType") in ("efa", "efa-only")]
+        assert len(efa) == spec.efa_interfaces, itype
+        placed[itype] = data.get("Placement", {}).get("GroupName")
+    # trn2 uses efa-only (ENA primary + an EFA-only interface per card)
+    trn2 = templates["trn2.48xlarge"]["Properties"]["LaunchTemplateData"]["NetworkInterfaces"]
+    assert {i.get("InterfaceType") for i in trn2} == {None, "efa-only"}
+    assert placed["m7i.8xlarge"] is None
+    refs = {itype: ref["Ref"] for itype, ref in placed.items() if ref}
+    assert sorted(refs.values()) == sorted(groups)  # one group each, not shared
+
+
+@pytest.mark.parametrize("orchestrator", ORCHESTRATORS)
+def test_the_pools_output_lists_every_pool_with_its_type_counts_and_image(synth, orchestrator):
+    s = _mixed(synth, orchestrator)
+    value = s.output("Pools")
+    text = value if isinstance(value, str) else "".join(
+        part if isinstance(part, str) else "TOKEN" for part in value["Fn::Join"][1])
+    pools = parse_pools(text)
+    assert [(p.name, p.instance_type, p.accelerated, p.nodes_max, p.neuron_stack)
+            for p in pools] == [("trn1", "trn1.32xlarge", True, 2, "xla"),
+                                ("trn2", "trn2.48xlarge", True, 4, "native"),
+                                ("cpu", "m7i.8xlarge", False, 2, "")]
+    assert all(p.image_uri for p in pools)
+
+
+def test_each_neuron_stack_in_use_gets_its_own_training_image(synth):
+    """trn1 (xla) and trn2 (native): two ECR repositories, the main pool's keeping the id of a
+    one-pool stack; the CPU pool runs the main image."""
+    s = _mixed(synth, "eks")
+    repos = sorted(k for k in s.resources("AWS::ECR::Repository"))
+    assert len(repos) == 2
+    assert any(k.startswith("TrainingImageRepository") for k in repos)
+    assert any(k.startswith("TrainingImageNativeRepository") for k in repos)
