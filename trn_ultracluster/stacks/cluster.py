@@ -28,6 +28,22 @@ from trn_ultracluster.orchestrators.base import Foundation, Orchestrator, PoolFo
 __all__ = ["TrnUltraClusterStack"]
 
 
+DESCRIPTION_MAX_BYTES = 1024
+"""A template's description is at most 1,024 bytes (AWS CloudFormation user guide, "AWS
+CloudFormation quotas": "Template description ... 1,024 bytes")."""
+
+
+def _description(config: ClusterConfig) -> str:
+    """``TrnUltraCluster: 2x trn1.32xlarge + 4x trn2.48xlarge in use2-az3, eks``; with so many
+    pools that it would pass :data:`DESCRIPTION_MAX_BYTES`, their count and total nodes."""
+    where = f" in {config.compute_az_id}, {config.orchestrator}"
+    pools = " + ".join(f"{p.nodes.max}x {p.instance_type}" for p in config.node_pools)
+    text = f"TrnUltraCluster: {pools}{where}"
+    if len(text.encode()) <= DESCRIPTION_MAX_BYTES:
+        return text
+    return f"TrnUltraCluster: {len(config.node_pools)} pools, {config.nodes_max} nodes{where}"
+
+
 class TrnUltraClusterStack(Stack):
     """The Trainium cluster: network, EFA, storage, training image and the orchestrator.
 
@@ -48,11 +64,7 @@ class TrnUltraClusterStack(Stack):
             scope,
             construct_id,
             env=Environment(region=config.region),
-            description=(
-                "TrnUltraCluster: "
-                + " + ".join(f"{p.nodes.max}x {p.instance_type}" for p in config.node_pools)
-                + f" in {config.compute_az_id}, {config.orchestrator}"
-            ),
+            description=_description(config),
         )
         self.config = config
         self.fsx_efa = plan_fsx_efa(config)
