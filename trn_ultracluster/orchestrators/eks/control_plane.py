@@ -29,13 +29,15 @@ from trn_ultracluster.config import EksConfig
 from trn_ultracluster.config.facts import CNI_WARM_IP_TARGET, DEFAULT_KUBERNETES_VERSION
 from trn_ultracluster.constructs.names import stack_unique_name
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.nag import acknowledge
-from trn_ultracluster.orchestrators.base import Foundation, NodeShape
+from trn_ultracluster.orchestrators.base import Foundation, NodeShape, PoolFoundation
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.kubectl import place_kubectl_functions
 from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
 from trn_ultracluster.orchestrators.eks.node_updates import follow_control_plane
 from trn_ultracluster.orchestrators.eks.observability import container_insights
+from trn_ultracluster.orchestrators.eks.pools import pool_training_runtime
 from trn_ultracluster.orchestrators.eks.versions import (
     ADMIN_POLICY,
     CONTROL_PLANE_LOG_GROUP,
@@ -129,9 +131,10 @@ class EksCluster(Construct):
       associations, kube-proxy, eks-pod-identity-agent, coredns. EKS does not install its
       self-managed copies (``bootstrap_self_managed_addons=False``).
     - Helm: Kubeflow Trainer (with JobSet), plus the subclass's device plugins.
-    - Kubernetes objects: the training namespace, a static FSx PV + PVC, and the subclass's
-      Neuron ``ClusterTrainingRuntime`` (applied after the Trainer chart, which brings its
-      CRDs).
+    - Kubernetes objects: the training namespace, a static FSx PV + PVC, the subclass's
+      Neuron ``ClusterTrainingRuntime`` of the main pool and one runtime per other node pool
+      (:meth:`pool_training_runtime_manifest`), each applied after the Trainer chart, which
+      brings its CRDs, and after the build of the image it names.
 
     Attributes:
         cluster: the ``aws_eks_v2.Cluster``.
@@ -140,6 +143,7 @@ class EksCluster(Construct):
         system_nodegroup: the system node group.
         trainer_chart: the Kubeflow Trainer release.
         namespace, fsx_volume, training_runtime: the Kubernetes objects.
+        pool_runtimes: pool name -> the runtime of each pool other than the main one.
         fsx_claim_name: the FSx PersistentVolume and claim's name (:func:`.manifests.fsx_volume_name`).
     """
 
@@ -278,6 +282,20 @@ class EksCluster(Construct):
         (:func:`~trn_ultracluster.orchestrators.eks.manifests.neuron_training_runtime`)."""
         raise NotImplementedError
 
+    def pool_training_runtime_manifest(self, pool: PoolFoundation) -> k8s.Manifest:
+        """The ``ClusterTrainingRuntime`` of ``pool``, a pool other than the main one
+        (:func:`~trn_ultracluster.orchestrators.eks.pools.pool_training_runtime`, named
+        :func:`~trn_ultracluster.orchestrators.eks.pools.pool_runtime_name`): the pool's
+        image, Neuron stack and resources, selecting the nodes labelled
+        ``trn-ultracluster/pool`` = its name (its nodes must carry the label). Default: that
+        label alone, no JobSet restarts; a subclass may select more (HyperPod's health
+        label) or restart."""
+        return pool_training_runtime(pool.pool.instance, pool_name=pool.pool.name,
+                                     image=pool.training_image.image_uri,
+                                     stack=pool.pool.neuron_stack,
+                                     node_selector={POOL_LABEL: pool.pool.name},
+                                     fsx_claim=self.fsx_claim_name)
+
     # --- parts -------------------------------------------------------------------------
 
     @staticmethod
@@ -405,6 +423,14 @@ class EksCluster(Construct):
         # image it names exists once the build is done (the tag is known before).
         self.training_runtime.node.add_dependency(self.trainer_chart)
         self.training_runtime.node.add_dependency(base.training_image.build)
+        # Every other pool's runtime, id TrainingRuntime<suffix> (the main one keeps its id).
+        self.pool_runtimes: dict[str, eks.KubernetesManifest] = {}
+        for pool in base.pools[1:]:
+            runtime = self.cluster.add_manifest(f"TrainingRuntime{pool.id_suffix}",
+                                                self.pool_training_runtime_manifest(pool))
+            runtime.node.add_dependency(self.trainer_chart)
+            runtime.node.add_dependency(pool.training_image.build)
+            self.pool_runtimes[pool.pool.name] = runtime
 
     def cluster_outputs(self) -> dict[OutputKey, str]:
         """The outputs of the EKS cluster: name, ARN, kubeconfig command, namespace, PVC,
