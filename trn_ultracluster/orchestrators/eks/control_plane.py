@@ -38,6 +38,7 @@ from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
 from trn_ultracluster.orchestrators.eks.node_updates import follow_control_plane
 from trn_ultracluster.orchestrators.eks.observability import container_insights
 from trn_ultracluster.orchestrators.eks.pools import pool_training_runtime
+from trn_ultracluster.orchestrators.eks.training_objects import add_training_objects
 from trn_ultracluster.orchestrators.eks.versions import (
     ADMIN_POLICY,
     CONTROL_PLANE_LOG_GROUP,
@@ -254,7 +255,7 @@ class EksCluster(Construct):
         self.device_plugin_charts()
         self.trainer_chart = self.chart("KubeflowTrainerChart", TRAINER_CHART, {},
                                         wait=True, create_namespace=True)
-        self._kubernetes_objects()
+        add_training_objects(self)
         self.metric_source = container_insights(
             self, self.cluster, version=settings.addon_versions.amazon_cloudwatch_observability,
             after=[self.addons["eks_pod_identity_agent"], self.system_nodegroup],
@@ -393,44 +394,6 @@ class EksCluster(Construct):
         chart.node.add_dependency(self.system_nodegroup)
         chart.node.add_dependency(self.addons["coredns"])
         return chart
-
-    def _kubernetes_objects(self) -> None:
-        base, namespace = self.props.foundation, self.props.settings.training_namespace
-        capacity = self.props.fsx_capacity_gib
-        self.namespace = self.cluster.add_manifest("TrainingNamespace", k8s.namespace(namespace))
-        # An EFA-enabled file system replaces the other (constructs/storage.py): its volume
-        # and claim get other names and another construct, so CloudFormation creates them
-        # beside the old ones and deletes those (k8s.FSX_EFA_VOLUME_NAME says why).
-        efa = base.fsx_efa_mode != "off"
-        volume = self.fsx_claim_name = k8s.fsx_volume_name(efa)
-        self.fsx_volume = self.cluster.add_manifest(
-            "FsxVolumeEfa" if efa else "FsxVolume",
-            k8s.fsx_persistent_volume(
-                file_system_id=base.file_system.file_system_id,
-                dns_name=base.file_system.dns_name,
-                mount_name=base.file_system.mount_name,
-                storage_capacity_gib=capacity,
-                name=volume,
-            ),
-            k8s.fsx_persistent_volume_claim(namespace_name=namespace,
-                                            name=volume, volume_name=volume),
-        )
-        self.fsx_volume.node.add_dependency(self.namespace)
-        self.fsx_volume.node.add_dependency(self.addons["aws_fsx_csi_driver"])
-        self.training_runtime = self.cluster.add_manifest(
-            "NeuronTrainingRuntime", self.training_runtime_manifest())
-        # The ClusterTrainingRuntime CRD and its validating webhook come with the chart; the
-        # image it names exists once the build is done (the tag is known before).
-        self.training_runtime.node.add_dependency(self.trainer_chart)
-        self.training_runtime.node.add_dependency(base.training_image.build)
-        # Every other pool's runtime, id TrainingRuntime<suffix> (the main one keeps its id).
-        self.pool_runtimes: dict[str, eks.KubernetesManifest] = {}
-        for pool in base.pools[1:]:
-            runtime = self.cluster.add_manifest(f"TrainingRuntime{pool.id_suffix}",
-                                                self.pool_training_runtime_manifest(pool))
-            runtime.node.add_dependency(self.trainer_chart)
-            runtime.node.add_dependency(pool.training_image.build)
-            self.pool_runtimes[pool.pool.name] = runtime
 
     def cluster_outputs(self) -> dict[OutputKey, str]:
         """The outputs of the EKS cluster: name, ARN, kubeconfig command, namespace, PVC,
