@@ -18,8 +18,10 @@ from tests.conftest import REPO_ROOT, profile_path
 from tests.orchestrators.eks.test_cluster import _crd_validator, _manifests, _pod_spec
 from tests.orchestrators.standalone.template_values import resolve
 from tests.test_snapshots import normalize
+from trn_ultracluster.config import parse_config
 from trn_ultracluster.config.quota_needs import quota_needs
 from trn_ultracluster.contracts.pools import POOL_LABEL, parse_pools
+from trn_ultracluster.orchestrators.eks.cluster import labels_pool
 
 NEURON_TAINT = [{"Key": "aws.amazon.com/neuron", "Value": "true", "Effect": "NO_SCHEDULE"}]
 EFA_LABEL = "vpc.amazonaws.com/efa.present"
@@ -289,3 +291,12 @@ def test_default_node_groups_and_kubernetes_objects_are_the_snapshots(default):
     assert pick(now) == pick(snapshot) and len(pick(now)) == 9
     (trainium,) = [r for k, r in pick(now).items() if "TrainiumNodes" in k]
     assert POOL_LABEL not in trainium["Properties"]["Labels"]
+
+
+def test_only_a_configuration_with_pools_labels_its_main_pool():
+    """A one-pool ``pools`` list labels its pool (and its runtime selects the label); the
+    shorthand's pool keeps its node groups as deployed."""
+    shorthand = parse_config({}).config.main_pool
+    listed = parse_config({"pools": [{"name": "dev", "instance_type": "trn1.32xlarge"}]})
+    assert not labels_pool(shorthand) and shorthand.name == "trainium"
+    assert labels_pool(listed.config.main_pool)

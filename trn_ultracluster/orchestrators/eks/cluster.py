@@ -14,6 +14,7 @@ from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig
 from trn_ultracluster.config.facts import FSX_EFA_CLIENT_TYPES
 from trn_ultracluster.config.fsx_efa import client_interfaces
+from trn_ultracluster.config.model import Pool
 from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.node_metrics import grant_put_metrics
@@ -29,10 +30,17 @@ from trn_ultracluster.orchestrators.eks.node_updates import (
 from trn_ultracluster.orchestrators.eks.pools import pool_node_labels
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART, NEURON_CHART
 
-__all__ = ["EksOrchestrator", "EksProps"]
+__all__ = ["EksOrchestrator", "EksProps", "labels_pool"]
 
 JOB_BACKEND = "eks"
 """The job CLI backend of this orchestrator: TrainJobs through the Kubernetes API."""
+
+
+def labels_pool(pool: Pool) -> bool:
+    """Whether ``pool``'s nodes carry ``trn-ultracluster/pool``: every pool of a configuration
+    with ``pools``; not the one pool of a configuration without (``Pool.field`` ``""``: its
+    keys are top-level), whose node groups and runtime stay as they were deployed."""
+    return pool.index > 0 or bool(pool.field)
 
 
 class EksOrchestrator(EksCluster):
@@ -172,8 +180,7 @@ class EksOrchestrator(EksCluster):
                else eks.NodegroupAmiType.AL2023_X86_64_STANDARD)
         taints = ([eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key=k8s.NEURON_TAINT.key,
                                  value=k8s.NEURON_TAINT.value)] if spec.accelerated else None)
-        labelled = pool.pool.index > 0 or bool(pool.pool.field)  # field "": no `pools` key
-        labels = pool_node_labels(spec, pool.pool.name if labelled else None)
+        labels = pool_node_labels(spec, pool.pool.name if labels_pool(pool.pool) else None)
         nodegroups = []
         for i, group in enumerate(groups):
             number = "" if i == 0 else str(i + 1)
@@ -220,7 +227,7 @@ class EksOrchestrator(EksCluster):
         image = self.props.foundation.training_image
         main = self.props.foundation.pools[0].pool if self.props.foundation.pools else None
         selector = ({k8s.INSTANCE_TYPE_LABEL: main.instance_type, POOL_LABEL: main.name}
-                    if main is not None and main.field else None)
+                    if main is not None and labels_pool(main) else None)
         return k8s.neuron_training_runtime(self.props.shape.instance, image=image.image_uri,
                                            stack=image.props.neuron_stack,
                                            node_selector=selector,
