@@ -42,6 +42,10 @@ class PoolInfo:
         node_groups: EKS managed node group names (``eks``).
         auto_scaling_groups: Auto Scaling group names (``standalone``).
         instance_groups: HyperPod instance group names (``hyperpod-*``).
+        capacity_type: ``on-demand``, ``capacity-reservation`` or ``capacity-block`` where
+            the orchestrator reports it (``eks``), else ``""`` (unknown: a job backend uses
+            the stack's ``CapacityType`` for the main pool only).
+        capacity_reservation_id: the pool's ``cr-`` id, ``""`` for none or unknown.
     """
 
     name: str
@@ -56,6 +60,8 @@ class PoolInfo:
     node_groups: tuple[str, ...] = field(default=())
     auto_scaling_groups: tuple[str, ...] = field(default=())
     instance_groups: tuple[str, ...] = field(default=())
+    capacity_type: str = ""
+    capacity_reservation_id: str = ""
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> PoolInfo:
@@ -74,7 +80,9 @@ class PoolInfo:
             partition=str(item.get("partition") or ""),
             node_groups=tuple(_names(item.get("node_groups"))),
             auto_scaling_groups=tuple(_names(item.get("auto_scaling_groups"))),
-            instance_groups=tuple(_names(item.get("instance_groups"))))
+            instance_groups=tuple(_names(item.get("instance_groups"))),
+            capacity_type=str(item.get("capacity_type") or ""),
+            capacity_reservation_id=str(item.get("capacity_reservation_id") or ""))
 
 
 def _names(value: Any) -> list[str]:
@@ -95,7 +103,8 @@ def parse_pools(text: str) -> tuple[PoolInfo, ...]:
           "nodes": {"min": int, "desired": int, "max": int},
           "neuron_stack": str, "image_uri": str,
           "partition": str, "node_groups": str (comma-joined) | [str],
-          "auto_scaling_groups": ..., "instance_groups": ...}, ...]
+          "auto_scaling_groups": ..., "instance_groups": ...,
+          "capacity_type": str, "capacity_reservation_id": str}, ...]
 
     Raises:
         ValueError: not JSON of that shape (the message says what is wrong).

@@ -3,13 +3,23 @@
 Jobs are TrainJobs (:mod:`~trn_ultracluster.cli.backends.trainjob`) in the stack's training
 namespace, named by their job name. The CLI reaches the cluster with the caller's AWS
 credentials (:mod:`~trn_ultracluster.cli.backends.eks_auth`), or with a kubeconfig context
-(``--kube-context``); ``scale`` sets the size of the Trainium node group
+(``--kube-context``); ``scale`` sets the size of a pool's node groups
 (:mod:`~trn_ultracluster.cli.backends.eks_scale`).
+
+Node pools (:mod:`trn_ultracluster.orchestrators.eks.pools` says what the stack makes): a job
+of the main pool (or of no pool: a stack deployed before pools) runs on the stack's runtime
+(output ``EksTrainingRuntimeName``) as before, which selects the main pool's nodes itself; a
+job of another pool runs on that pool's runtime
+(:func:`~trn_ultracluster.orchestrators.eks.pools.pool_runtime_name`) and its pods also
+select ``trn-ultracluster/pool: <name>`` (:meth:`EksBackend.pool_selector`), with the pool's
+image, processes and resources per node. The main pool's nodes carry that label only on a
+stack configured with ``pools``, so a main-pool job never requires it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from trn_ultracluster.cli.backends.base import (
     BackendOption,
@@ -18,7 +28,7 @@ from trn_ultracluster.cli.backends.base import (
     JobState,
     RenderedJob,
 )
-from trn_ultracluster.cli.backends.eks_scale import scale_eks_nodes
+from trn_ultracluster.cli.backends.eks_scale import nodegroup_names, scale_eks_nodes
 from trn_ultracluster.cli.backends.trainjob import (
     CODE_ANNOTATION,
     TrainJobClient,
@@ -27,13 +37,31 @@ from trn_ultracluster.cli.backends.trainjob import (
 )
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
+from trn_ultracluster.contracts.catalog import (
+    InstanceSpec,
+    UnknownInstanceTypeError,
+    get_any_instance,
+)
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.pools import POOL_LABEL
+from trn_ultracluster.orchestrators.eks.manifests import INSTANCE_TYPE_LABEL
+from trn_ultracluster.orchestrators.eks.pools import pool_runtime_name
 
-__all__ = ["EksBackend", "trainjob_client"]
+if TYPE_CHECKING:
+    from trn_ultracluster.contracts.pools import PoolInfo
+
+__all__ = ["EksBackend", "NODEGROUP_LABEL", "trainjob_client"]
 
 ENDED = ("Complete", "Failed")
 """TrainJob states (:func:`~trn_ultracluster.cli.backends.trainjob.job_state`) of a job
 that has ended."""
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
+"""Node label with the EKS managed node group's name. EKS user guide, "Simplify node lifecycle
+with managed node groups": "Amazon EKS adds Kubernetes labels to managed node group
+instances. These Amazon EKS provided labels are prefixed with eks.amazonaws.com"; the page
+does not list them by name: this key is what EKS managed nodes' kubelet ``--node-labels``
+carry (``eks.amazonaws.com/nodegroup=<name>`` beside ``eks.amazonaws.com/capacityType``) and
+what public configurations select node groups by (not verified on an AWS page)."""
 
 
 def trainjob_client(namespace: str, *, session: Any, region: str, cluster_name: str,
@@ -86,23 +114,97 @@ class EksBackend(JobBackend):
                                cluster_name=self.outputs.get(OutputKey.EKS_CLUSTER_NAME),
                                context=self.option("kube_context"))
 
+    # --- pools -----------------------------------------------------------------------
+
+    def is_main(self, pool: PoolInfo | None) -> bool:
+        """Whether ``pool`` is the stack's main pool (the first of its ``Pools`` output, or
+        its only pool); ``None`` (no pool chosen) counts as the main pool."""
+        return pool is None or pool.name == self.outputs.pools()[0].name
+
+    def pool_spec(self, pool: PoolInfo | None) -> InstanceSpec:
+        """Catalog entry of ``pool``'s instance type (the main pool's: :attr:`spec`).
+
+        Raises:
+            CliError: (STACK) a type this CLI's catalogs lack (a newer stack).
+        """
+        if self.is_main(pool):
+            return self.spec
+        assert pool is not None
+        try:
+            return get_any_instance(pool.instance_type)
+        except UnknownInstanceTypeError as err:
+            raise CliError(str(err), "upgrade the CLI to the stack's version",
+                           ExitCode.STACK) from None
+
+    def pool_runtime(self, pool: PoolInfo | None) -> str:
+        """The ClusterTrainingRuntime of ``pool``'s jobs: the stack's (output
+        ``EksTrainingRuntimeName``) for the main pool, the pool's own for another
+        (:func:`~trn_ultracluster.orchestrators.eks.pools.pool_runtime_name`)."""
+        if self.is_main(pool):
+            return self.outputs.get(OutputKey.EKS_TRAINING_RUNTIME)
+        assert pool is not None
+        return pool_runtime_name(pool.name)
+
+    def pool_selector(self, pool: PoolInfo | None) -> dict[str, str] | None:
+        """Node labels a job of ``pool`` requires besides its runtime's:
+        ``{"trn-ultracluster/pool": <name>}`` for a pool other than the main one; ``None``
+        for the main pool, whose runtime selects its nodes and whose nodes carry the label
+        only on a stack configured with ``pools`` (module doc)."""
+        if self.is_main(pool):
+            return None
+        assert pool is not None
+        return {POOL_LABEL: pool.name}
+
+    def pool_image(self, job: JobRequest) -> str:
+        """The image of ``job``: the image of its pool (``PoolInfo.image_uri``: the pool's
+        Neuron stack's) when the job has the stack's default image (``TrainingImageUri``, what
+        ``submit`` gives without ``--image``), else the job's own (``--image``)."""
+        default = self.outputs.values.get(OutputKey.TRAINING_IMAGE_URI.value)
+        if job.pool is not None and job.pool.image_uri and job.image == default:
+            return job.pool.image_uri
+        return job.image
+
+    def pool_nodes_selector(self, pool: PoolInfo) -> str:
+        """The label selector of ``pool``'s nodes (``status --pool``): its node groups'
+        :data:`NODEGROUP_LABEL` when the ``Pools`` output names them, else (a stack deployed
+        before pools: its one pool) the instance type."""
+        names = nodegroup_names(",".join(pool.node_groups))
+        if names:
+            return f"{NODEGROUP_LABEL} in ({','.join(names)})"
+        if self.is_main(pool):
+            return f"{INSTANCE_TYPE_LABEL}={pool.instance_type}"
+        return f"{POOL_LABEL}={pool.name}"
+
+    def job_pool(self, found: dict[str, Any]) -> str:
+        """The pool of a TrainJob: its ``trn-ultracluster/pool`` label, else (submitted
+        without a pool, or before pools) the main pool's name."""
+        labels = found.get("metadata", {}).get("labels") or {}
+        return labels.get(POOL_LABEL) or self.outputs.pools()[0].name
+
+    # --- jobs --------------------------------------------------------------------------
+
     def render(self, job: JobRequest) -> RenderedJob:
         import yaml
 
-        manifest = train_job(job, spec=self.spec,
+        pool = job.pool
+        manifest = train_job(replace(job, image=self.pool_image(job)),
+                             spec=self.pool_spec(pool),
                              namespace=self.outputs.get(OutputKey.EKS_TRAINING_NAMESPACE),
-                             runtime=self.outputs.get(OutputKey.EKS_TRAINING_RUNTIME))
+                             runtime=self.pool_runtime(pool),
+                             pool_selector=self.pool_selector(pool))
         return RenderedJob(job, yaml.safe_dump(manifest, sort_keys=False), manifest)
 
     def submit(self, job: RenderedJob) -> str:
         self.client.create(job.payload)
         return job.job.name
 
-    def status(self, job: str | None) -> list[str]:
+    def status(self, job: str | None, pool: PoolInfo | None = None) -> list[str]:
+        """Lines of one TrainJob or every one; with ``pool``, only the pool's
+        (:meth:`job_pool`) and then its nodes with their readiness."""
         client = self.client
         jobs = [client.get(job)] if job else client.list()
-        if not jobs:
-            return [f"no TrainJobs in namespace {client.namespace}"]
+        if pool is not None:
+            jobs = [found for found in jobs if self.job_pool(found) == pool.name]
         lines = []
         for found in jobs:
             trainer = found.get("spec", {}).get("trainer", {})
@@ -110,6 +212,15 @@ class EksBackend(JobBackend):
             lines.append(f"{found['metadata']['name']:<40} {job_state(found):<10} "
                          f"nodes={trainer.get('numNodes')}"
                          + (f" code={code[:12]}" if code else ""))
+        if not jobs:
+            where = f" of pool {pool.name}" if pool is not None else ""
+            lines.append(f"no TrainJobs{where} in namespace {client.namespace}")
+        if pool is not None:
+            nodes = client.nodes(self.pool_nodes_selector(pool))
+            ready = sum(1 for _, ok in nodes if ok)
+            lines.append(f"pool {pool.name} ({pool.instance_type}): {len(nodes)} nodes, "
+                         f"{ready} ready")
+            lines.extend(f"  {name:<40} {'Ready' if ok else 'NotReady'}" for name, ok in nodes)
         return lines
 
     def state(self, job: str) -> JobState:
@@ -122,11 +233,15 @@ class EksBackend(JobBackend):
     def cancel(self, job: str) -> None:
         self.client.delete(job)
 
-    def scale(self, nodes: int) -> str:
-        result = scale_eks_nodes(self.session, self.outputs, nodes)
+    def scale(self, nodes: int, pool: PoolInfo | None = None) -> str:
+        """Scale ``pool``'s node groups (the main pool's without one:
+        :func:`~trn_ultracluster.cli.backends.eks_scale.scale_eks_nodes`)."""
+        result = scale_eks_nodes(self.session, self.outputs, nodes, pool,
+                                 main=self.is_main(pool))
         names = result.nodegroups
         where = names[0] if len(names) == 1 else (
             f"{len(names)} node groups ("
             + ", ".join(f"{n}: {size}" for n, size in zip(names, result.sizes)) + ")")
-        return (f"{where}: {result.before} -> {result.after} nodes "
+        prefix = f"pool {pool.name}: " if pool is not None else ""
+        return (f"{prefix}{where}: {result.before} -> {result.after} nodes "
                 "(new nodes join in a few minutes; watch with kubectl get nodes)")

@@ -28,12 +28,15 @@ from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.cli.launch import bash_word
 from trn_ultracluster.cli.node_script import NodeContext, node_script
 from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.orchestrators.eks.manifests import (
     PROJECT_LABEL,
     TRAINER_API_VERSION,
     TRAINER_NODE,
-    neuron_processes_per_node,
-    neuron_resource_requirements,
+)
+from trn_ultracluster.orchestrators.eks.pools import (
+    pool_resource_requirements,
+    processes_per_node,
 )
 
 __all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "job_state", "train_job",
@@ -85,6 +88,8 @@ UltraServer on EKS", deploy/eks/ultraserver.rst: labels ``ultraserver-server-id-
 RUNTIME_PATCH_MANAGER = "trn-ultracluster/ultraserver"
 """``spec.runtimePatches[].manager`` of the job CLI's patch (Trainer 2.3.0 CRD: 1-253
 characters, the key of the patch list)."""
+POOL_PATCH_MANAGER = "trn-ultracluster/pool"
+"""``spec.runtimePatches[].manager`` of the patch that selects a job's node pool."""
 
 
 def ultraserver_affinity(job_name: str, nodes: int, spec: InstanceSpec) -> dict[str, Any] | None:
@@ -138,23 +143,41 @@ def ultraserver_affinity(job_name: str, nodes: int, spec: InstanceSpec) -> dict[
     }
 
 
+def pod_patch(manager: str, pod_spec: dict[str, Any]) -> dict[str, Any]:
+    """One ``spec.runtimePatches`` item (Trainer 2.3.0 CRD): ``pod_spec`` patched into the pod
+    template of the runtime's :data:`TRAINER_NODE` job, for this TrainJob only. Trainer
+    merges it into the runtime's JobSet spec with a strategic merge patch (kubeflow/trainer
+    v2.3.0 ``pkg/runtime/core/trainingruntime.go``, ``mergeRuntimePatches``): a
+    ``nodeSelector`` adds its keys to the runtime's, an ``affinity`` is set."""
+    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {
+        "replicatedJobs": [{"name": TRAINER_NODE, "template": {
+            "spec": {"template": {"spec": pod_spec}}}}]}}}}
+
+
 def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
-              runtime: str) -> dict[str, Any]:
+              runtime: str, pool_selector: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The ``TrainJob`` manifest of a checked job (a dict ready for the API or ``kubectl
     apply``).
 
     Args:
-        job: the job (name, nodes, program, image, environment, time limit).
-        spec: catalog entry of the stack's instance type: processes per node
-            (``logical_neuron_cores``) and resources per node come from it.
+        job: the job (name, nodes, program, image, environment, time limit, pool).
+        spec: catalog entry of the job's pool's instance type: processes per node
+            (``logical_neuron_cores``; 1 on a CPU type) and resources per node
+            (:func:`~trn_ultracluster.orchestrators.eks.pools.pool_resource_requirements`:
+            NeuronCores and EFA on a Trainium type, CPU and memory on a CPU type) come from it.
         namespace: the stack's training namespace (output ``EksTrainingNamespace``).
-        runtime: the stack's ClusterTrainingRuntime (output ``EksTrainingRuntimeName``).
+        runtime: the ClusterTrainingRuntime of the job's pool (output
+            ``EksTrainingRuntimeName`` for the main pool).
+        pool_selector: node labels the job's pods require besides the runtime's
+            (``{"trn-ultracluster/pool": "trn2"}``), through ``spec.runtimePatches``;
+            ``None``: none.
 
     The time limit becomes ``spec.activeDeadlineSeconds``: seconds the TrainJob may be
     active (from its start, reset on resume) before its pods are stopped and it fails with
     ``DeadlineExceeded`` (Trainer 2.3.0 CRD). On an UltraServer type the pods are placed by
     UltraServer (:func:`ultraserver_affinity`) through ``spec.runtimePatches`` (Trainer 2.3.0
-    CRD: per-job patches of the runtime's pod template, ``affinity`` among the fields).
+    CRD: per-job patches of the runtime's pod template, ``affinity`` among the fields). A job
+    of a pool carries the label ``trn-ultracluster/pool`` (``status --pool`` selects it).
 
     Raises:
         CliError: a node count that does not fit whole UltraServers.
@@ -163,8 +186,8 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
         "image": job.image,
         "command": container_command(job),
         "numNodes": job.nodes,
-        "numProcPerNode": job.launch.nproc_per_node or neuron_processes_per_node(spec),
-        "resourcesPerNode": neuron_resource_requirements(spec),
+        "numProcPerNode": job.launch.nproc_per_node or processes_per_node(spec),
+        "resourcesPerNode": pool_resource_requirements(spec),
     }
     job_spec: dict[str, Any] = {
         "runtimeRef": {"apiGroup": TRAINER_GROUP, "kind": "ClusterTrainingRuntime",
@@ -173,13 +196,18 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
     }
     if job.time_limit_s is not None:
         job_spec["activeDeadlineSeconds"] = job.time_limit_s
+    patches = []
     affinity = ultraserver_affinity(job.name, job.nodes, spec)
     if affinity is not None:  # the runtime's pod template, patched for this job only
-        job_spec["runtimePatches"] = [{"manager": RUNTIME_PATCH_MANAGER, "trainingRuntimeSpec": {
-            "template": {"spec": {"replicatedJobs": [{"name": TRAINER_NODE, "template": {
-                "spec": {"template": {"spec": {"affinity": affinity}}}}}]}}}}]
-    metadata: dict[str, Any] = {"name": job.name, "namespace": namespace,
-                                "labels": {PROJECT_LABEL: "trn-ultracluster"}}
+        patches.append(pod_patch(RUNTIME_PATCH_MANAGER, {"affinity": affinity}))
+    if pool_selector:
+        patches.append(pod_patch(POOL_PATCH_MANAGER, {"nodeSelector": dict(pool_selector)}))
+    if patches:
+        job_spec["runtimePatches"] = patches
+    labels = {PROJECT_LABEL: "trn-ultracluster"}
+    if job.pool is not None:
+        labels[POOL_LABEL] = job.pool.name
+    metadata: dict[str, Any] = {"name": job.name, "namespace": namespace, "labels": labels}
     if job.launch.code is not None:
         metadata["annotations"] = {CODE_ANNOTATION: job.launch.code.sha256}
     return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob", "metadata": metadata,
@@ -245,6 +273,18 @@ class TrainJobClient:
         found = self._call("list TrainJobs", self.custom.list_namespaced_custom_object,
                            TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL)
         return list(found.get("items", []))
+
+    def nodes(self, label_selector: str) -> list[tuple[str, bool]]:
+        """The cluster's nodes that match ``label_selector`` (Kubernetes label selector
+        syntax, ``key=value`` or ``key in (a,b)``), as ``(name, ready)`` in name order;
+        ``ready``: the node's ``Ready`` condition is ``True`` (Kubernetes API, ``NodeStatus``
+        ``conditions``)."""
+        found = self._call("list nodes", self.core.list_node, label_selector=label_selector)
+        nodes = []
+        for node in found.items:
+            conditions = {c.type: c.status for c in (node.status.conditions or [])}
+            nodes.append((node.metadata.name, conditions.get("Ready") == "True"))
+        return sorted(nodes)
 
     def get(self, name: str) -> dict[str, Any]:
         """One TrainJob."""

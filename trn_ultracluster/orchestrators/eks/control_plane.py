@@ -29,13 +29,16 @@ from trn_ultracluster.config import EksConfig
 from trn_ultracluster.config.facts import CNI_WARM_IP_TARGET, DEFAULT_KUBERNETES_VERSION
 from trn_ultracluster.constructs.names import stack_unique_name
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.nag import acknowledge
-from trn_ultracluster.orchestrators.base import Foundation, NodeShape
+from trn_ultracluster.orchestrators.base import Foundation, NodeShape, PoolFoundation
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.kubectl import place_kubectl_functions
 from trn_ultracluster.orchestrators.eks.nag import acknowledge_eks
 from trn_ultracluster.orchestrators.eks.node_updates import follow_control_plane
 from trn_ultracluster.orchestrators.eks.observability import container_insights
+from trn_ultracluster.orchestrators.eks.pools import pool_training_runtime
+from trn_ultracluster.orchestrators.eks.training_objects import add_training_objects
 from trn_ultracluster.orchestrators.eks.versions import (
     ADMIN_POLICY,
     CONTROL_PLANE_LOG_GROUP,
@@ -129,9 +132,10 @@ class EksCluster(Construct):
       associations, kube-proxy, eks-pod-identity-agent, coredns. EKS does not install its
       self-managed copies (``bootstrap_self_managed_addons=False``).
     - Helm: Kubeflow Trainer (with JobSet), plus the subclass's device plugins.
-    - Kubernetes objects: the training namespace, a static FSx PV + PVC, and the subclass's
-      Neuron ``ClusterTrainingRuntime`` (applied after the Trainer chart, which brings its
-      CRDs).
+    - Kubernetes objects: the training namespace, a static FSx PV + PVC, the subclass's
+      Neuron ``ClusterTrainingRuntime`` of the main pool and one runtime per other node pool
+      (:meth:`pool_training_runtime_manifest`), each applied after the Trainer chart, which
+      brings its CRDs, and after the build of the image it names.
 
     Attributes:
         cluster: the ``aws_eks_v2.Cluster``.
@@ -140,6 +144,7 @@ class EksCluster(Construct):
         system_nodegroup: the system node group.
         trainer_chart: the Kubeflow Trainer release.
         namespace, fsx_volume, training_runtime: the Kubernetes objects.
+        pool_runtimes: pool name -> the runtime of each pool other than the main one.
         fsx_claim_name: the FSx PersistentVolume and claim's name (:func:`.manifests.fsx_volume_name`).
     """
 
@@ -250,7 +255,7 @@ class EksCluster(Construct):
         self.device_plugin_charts()
         self.trainer_chart = self.chart("KubeflowTrainerChart", TRAINER_CHART, {},
                                         wait=True, create_namespace=True)
-        self._kubernetes_objects()
+        add_training_objects(self)
         self.metric_source = container_insights(
             self, self.cluster, version=settings.addon_versions.amazon_cloudwatch_observability,
             after=[self.addons["eks_pod_identity_agent"], self.system_nodegroup],
@@ -277,6 +282,20 @@ class EksCluster(Construct):
         """The Neuron ``ClusterTrainingRuntime`` the stack applies after the Trainer chart
         (:func:`~trn_ultracluster.orchestrators.eks.manifests.neuron_training_runtime`)."""
         raise NotImplementedError
+
+    def pool_training_runtime_manifest(self, pool: PoolFoundation) -> k8s.Manifest:
+        """The ``ClusterTrainingRuntime`` of ``pool``, a pool other than the main one
+        (:func:`~trn_ultracluster.orchestrators.eks.pools.pool_training_runtime`, named
+        :func:`~trn_ultracluster.orchestrators.eks.pools.pool_runtime_name`): the pool's
+        image, Neuron stack and resources, selecting the nodes labelled
+        ``trn-ultracluster/pool`` = its name (its nodes must carry the label). Default: that
+        label alone, no JobSet restarts; a subclass may select more (HyperPod's health
+        label) or restart."""
+        return pool_training_runtime(pool.pool.instance, pool_name=pool.pool.name,
+                                     image=pool.training_image.image_uri,
+                                     stack=pool.pool.neuron_stack,
+                                     node_selector={POOL_LABEL: pool.pool.name},
+                                     fsx_claim=self.fsx_claim_name)
 
     # --- parts -------------------------------------------------------------------------
 
@@ -375,36 +394,6 @@ class EksCluster(Construct):
         chart.node.add_dependency(self.system_nodegroup)
         chart.node.add_dependency(self.addons["coredns"])
         return chart
-
-    def _kubernetes_objects(self) -> None:
-        base, namespace = self.props.foundation, self.props.settings.training_namespace
-        capacity = self.props.fsx_capacity_gib
-        self.namespace = self.cluster.add_manifest("TrainingNamespace", k8s.namespace(namespace))
-        # An EFA-enabled file system replaces the other (constructs/storage.py): its volume
-        # and claim get other names and another construct, so CloudFormation creates them
-        # beside the old ones and deletes those (k8s.FSX_EFA_VOLUME_NAME says why).
-        efa = base.fsx_efa_mode != "off"
-        volume = self.fsx_claim_name = k8s.fsx_volume_name(efa)
-        self.fsx_volume = self.cluster.add_manifest(
-            "FsxVolumeEfa" if efa else "FsxVolume",
-            k8s.fsx_persistent_volume(
-                file_system_id=base.file_system.file_system_id,
-                dns_name=base.file_system.dns_name,
-                mount_name=base.file_system.mount_name,
-                storage_capacity_gib=capacity,
-                name=volume,
-            ),
-            k8s.fsx_persistent_volume_claim(namespace_name=namespace,
-                                            name=volume, volume_name=volume),
-        )
-        self.fsx_volume.node.add_dependency(self.namespace)
-        self.fsx_volume.node.add_dependency(self.addons["aws_fsx_csi_driver"])
-        self.training_runtime = self.cluster.add_manifest(
-            "NeuronTrainingRuntime", self.training_runtime_manifest())
-        # The ClusterTrainingRuntime CRD and its validating webhook come with the chart; the
-        # image it names exists once the build is done (the tag is known before).
-        self.training_runtime.node.add_dependency(self.trainer_chart)
-        self.training_runtime.node.add_dependency(base.training_image.build)
 
     def cluster_outputs(self) -> dict[OutputKey, str]:
         """The outputs of the EKS cluster: name, ARN, kubeconfig command, namespace, PVC,

@@ -29,6 +29,7 @@ Sources of the names used below:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,11 +126,11 @@ def trainium_node_labels(spec: InstanceSpec) -> dict[str, str]:
     return {EFA_NODE_LABEL: "true"} if spec.supports_efa else {}
 
 
-def efa_plugin_values(instance_type_label: str,
+def efa_plugin_values(instance_type_labels: str | Sequence[str],
                       *extra_tolerations: dict[str, str]) -> dict[str, Any]:
     """Values of the EFA device plugin chart: run only on nodes labelled
-    :data:`EFA_NODE_LABEL` whose :data:`INSTANCE_TYPE_LABEL` is ``instance_type_label``, and
-    tolerate :data:`NEURON_TAINT` (plus ``extra_tolerations``).
+    :data:`EFA_NODE_LABEL` whose :data:`INSTANCE_TYPE_LABEL` is one of
+    ``instance_type_labels``, and tolerate :data:`NEURON_TAINT` (plus ``extra_tolerations``).
 
     The chart's DaemonSet also requires the instance-type label to be in its
     ``supportedInstanceLabels.values`` (``templates/daemonset.yaml``, node affinity). The
@@ -141,16 +142,19 @@ def efa_plugin_values(instance_type_label: str,
     version lists.
 
     Args:
-        instance_type_label: the value of :data:`INSTANCE_TYPE_LABEL` on the Trainium nodes:
-            the EC2 type on EKS node groups, the ``ml.`` name on HyperPod nodes.
+        instance_type_labels: the values of :data:`INSTANCE_TYPE_LABEL` on the Trainium nodes
+            with EFA (one, or one per node pool, in order, each once): the EC2 type on EKS
+            node groups, the ``ml.`` name on HyperPod nodes.
         extra_tolerations: more pod tolerations (HyperPod's health-check taint).
 
     Returns:
         ``nodeSelector``, ``supportedInstanceLabels`` and ``tolerations``, the chart's values.
     """
+    labels = ([instance_type_labels] if isinstance(instance_type_labels, str)
+              else list(dict.fromkeys(instance_type_labels)))
     return {"nodeSelector": {EFA_NODE_LABEL: "true"},
             "supportedInstanceLabels": {"keys": [INSTANCE_TYPE_LABEL],
-                                        "values": [instance_type_label]},
+                                        "values": labels},
             "tolerations": [NEURON_TAINT.toleration(), *extra_tolerations]}
 
 
@@ -263,7 +267,8 @@ def fsx_persistent_volume_claim(*, namespace_name: str, name: str = FSX_PVC_NAME
 def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStackName,
                             node_selector: dict[str, str] | None = None,
                             max_restarts: int | None = None,
-                            fsx_claim: str = FSX_PVC_NAME) -> Manifest:
+                            fsx_claim: str = FSX_PVC_NAME,
+                            name: str = TRAINING_RUNTIME_NAME) -> Manifest:
     """``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) for torchrun on whole Trainium nodes.
 
     Each node's pod requests all chips and all EFA interfaces of the node
@@ -286,26 +291,46 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStac
         stack: the image's Neuron training stack (its environment, :func:`neuron_container_env`).
         node_selector: node labels the pods require.
         max_restarts: JobSet restarts after a failure (``None``: the field is left out).
+        name: the runtime's name (default :data:`TRAINING_RUNTIME_NAME`, the main pool's;
+            another pool's: :func:`~trn_ultracluster.orchestrators.eks.pools.pool_runtime_name`).
     """
     container = {
         "name": TRAINER_NODE,
         "image": image,
         "env": neuron_container_env(spec, stack),
         "resources": neuron_resource_requirements(spec),
-        "volumeMounts": [
-            {"name": "fsx", "mountPath": FSX_MOUNT_PATH},
-            {"name": "dshm", "mountPath": "/dev/shm"},
-        ],
+        "volumeMounts": training_volume_mounts(),
     }
     pod_spec = {
         "nodeSelector": node_selector or {INSTANCE_TYPE_LABEL: spec.name},
         "tolerations": [NEURON_TAINT.toleration()],
         "containers": [container],
-        "volumes": [
-            {"name": "fsx", "persistentVolumeClaim": {"claimName": fsx_claim}},
-            {"name": "dshm", "emptyDir": {"medium": "Memory"}},
-        ],
+        "volumes": training_volumes(fsx_claim),
     }
+    return training_runtime(name, pod_spec, max_restarts)
+
+
+def training_volume_mounts() -> list[dict[str, str]]:
+    """The trainer container's mounts: the FSx claim at :data:`FSX_MOUNT_PATH`, the memory
+    volume at ``/dev/shm`` (:func:`training_volumes`)."""
+    return [{"name": "fsx", "mountPath": FSX_MOUNT_PATH},
+            {"name": "dshm", "mountPath": "/dev/shm"}]
+
+
+def training_volumes(fsx_claim: str) -> list[dict[str, Any]]:
+    """The training pod's volumes: the FSx claim ``fsx_claim`` and a memory ``emptyDir`` for
+    ``/dev/shm`` (the data loaders' shared memory)."""
+    return [{"name": "fsx", "persistentVolumeClaim": {"claimName": fsx_claim}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+
+
+def training_runtime(name: str, pod_spec: dict[str, Any],
+                     max_restarts: int | None = None) -> Manifest:
+    """A torch ``ClusterTrainingRuntime`` (Kubeflow Trainer 2.3.0) named ``name``: one
+    replicated job :data:`TRAINER_NODE` whose pods are ``pod_spec``, marked as the trainer
+    (``trainer.kubeflow.org/trainjob-ancestor-step: trainer``: the TrainJob's ``numNodes``,
+    image, command and ``resourcesPerNode`` go there), with JobSet
+    ``failurePolicy.maxRestarts`` ``max_restarts`` (``None``: left out)."""
     jobset_spec: dict[str, Any] = {
         "replicatedJobs": [
             {
@@ -325,7 +350,7 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStac
         "apiVersion": TRAINER_API_VERSION,
         "kind": "ClusterTrainingRuntime",
         "metadata": {
-            **_metadata(TRAINING_RUNTIME_NAME),
+            **_metadata(name),
             "labels": {PROJECT_LABEL: "trn-ultracluster", "trainer.kubeflow.org/framework": "torch"},
         },
         "spec": {
@@ -333,4 +358,3 @@ def neuron_training_runtime(spec: InstanceSpec, *, image: str, stack: NeuronStac
             "template": {"spec": jobset_spec},
         },
     }
-
