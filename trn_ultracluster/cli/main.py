@@ -161,7 +161,10 @@ POOL_HELP = {
                   "(default: the stack's only Trainium pool)",
     "status": "only this pool's jobs, and its nodes (default: every pool)",
 }
-"""``--pool`` of each command that takes it."""
+"""``--pool`` of each command that takes it. The quoted words are sbatch(1)'s for
+``--partition`` (https://slurm.schedmd.com/sbatch.html#OPT_partition); TorchX's Slurm scheduler
+takes the same choice as its run option ``partition`` ("The partition to run the job in.",
+``torchx/schedulers/slurm_scheduler.py``)."""
 
 
 def _pool_option(p: argparse.ArgumentParser, command: str) -> None:

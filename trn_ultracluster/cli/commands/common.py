@@ -74,7 +74,7 @@ def backend_pool(outputs: StackOutputs, pool: PoolInfo | None) -> PoolInfo | Non
     (the backend's main pool, as before pools existed) on an older stack, whose one pool
     :meth:`StackOutputs.pools` made up from its other outputs: its nodes carry no pool label
     and its Slurm partition is not named after it, so a backend must not select by it."""
-    return pool if OutputKey.POOLS.value in outputs.values else None
+    return pool if outputs.values.get(OutputKey.POOLS.value) else None
 
 
 def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBackend, *,
