@@ -30,8 +30,9 @@ STANDALONE_GROUP = "TrnUltraCluster-StandaloneNodes-ABC123"
 def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge",
                    neuron_stack: str = "xla") -> dict[str, str]:
     """Every output key a stack of ``orchestrator`` has, with plausible values (its job
-    backend has the orchestrator's name)."""
-    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS}
+    backend has the orchestrator's name); ``Pools`` is left to :func:`write_outputs` and
+    :func:`create_stack`, which derive it from the final values (:func:`shorthand_pools`)."""
+    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS if k.value != "Pools"}
     values.update({
         "Region": REGION, "ComputeAzId": "usw2-az4", "InstanceType": instance_type,
         "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "16",
@@ -62,10 +63,54 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
     return values
 
 
+SHORTHAND_DETAILS = {
+    "eks": {"node_groups": "EksTrainiumNodegroupName"},
+    "hyperpod-eks": {"node_groups": "EksTrainiumNodegroupName",
+                     "instance_groups": "HyperPodWorkerGroupNames"},
+    "hyperpod-slurm": {"instance_groups": "HyperPodWorkerGroupNames"},
+    "standalone": {"auto_scaling_groups": "StandaloneAutoScalingGroupName"},
+}
+"""Per orchestrator: the keys of a pool's place in the ``Pools`` output (the orchestrator's
+``pool_details``) and the older output that names the same thing for the one pool."""
+
+
+def shorthand_pools(values: dict[str, str]) -> str:
+    """The ``Pools`` output of a stack of the one-pool shorthand, made from its other
+    outputs in ``values``, in the shape the stack writes (``TrnUltraClusterStack._pools_output``,
+    :func:`~trn_ultracluster.contracts.pools.parse_pools`): the pool ``trainium`` of
+    ``InstanceType`` and ``NodeCount*``, the stack's Neuron stack and image, and where its
+    nodes are (the Slurm partition ``trainium``, the default of ``hyperpod.worker_groups``)."""
+    from trn_ultracluster.contracts.catalog import CATALOG
+
+    orchestrator = values.get("JobBackend") or values.get("Orchestrator", "")
+    item = {"name": "trainium", "instance_type": values["InstanceType"],
+            "accelerated": values["InstanceType"] in CATALOG,
+            "nodes": {"min": int(values.get("NodeCountMin", 0)),
+                      "desired": int(values.get("NodeCountDesired", 0)),
+                      "max": int(values.get("NodeCountMax", 0))},
+            "neuron_stack": values.get("NeuronStack", ""),
+            "image_uri": values.get("TrainingImageUri", "")}
+    if orchestrator == "hyperpod-slurm":
+        item["partition"] = "trainium"
+    for key, output in SHORTHAND_DETAILS.get(orchestrator, {}).items():
+        item[key] = values.get(output, "")
+    return json.dumps([item])
+
+
+def with_pools(values: dict[str, str | None]) -> dict[str, str]:
+    """``values`` as a stack of this version has them: with a ``Pools`` output
+    (:func:`shorthand_pools`) unless one is given; a key whose value is ``None`` is left out
+    (``"Pools": None``: a stack deployed before the output)."""
+    out = {k: v for k, v in values.items() if v is not None}
+    if "Pools" not in values and "InstanceType" in out:
+        out["Pools"] = shorthand_pools(out)
+    return out
+
+
 def write_outputs(tmp_path: Path, values: dict[str, str], stack: str = "TrnUltraCluster") -> Path:
-    """An outputs file as ``cdk deploy --outputs-file`` writes it."""
+    """An outputs file as ``cdk deploy --outputs-file`` writes it (:func:`with_pools`)."""
     path = tmp_path / "outputs.json"
-    path.write_text(json.dumps({stack: values}))
+    path.write_text(json.dumps({stack: with_pools(values)}))
     return path
 
 
@@ -96,10 +141,10 @@ def shellcheck() -> str:
 
 
 def create_stack(values: dict[str, str], name: str = "TrnUltraCluster") -> None:
-    """A CloudFormation stack (moto) with these outputs."""
+    """A CloudFormation stack (moto) with these outputs (:func:`with_pools`)."""
     template = {
         "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {k: {"Value": v} for k, v in values.items()},
+        "Outputs": {k: {"Value": v} for k, v in with_pools(values).items()},
     }
     boto3.client("cloudformation", region_name=REGION).create_stack(
         StackName=name, TemplateBody=json.dumps(template))

@@ -10,7 +10,7 @@ import moto
 import pytest
 from botocore.exceptions import ClientError
 
-from tests.cli.helpers import REGION, outputs_values, run
+from tests.cli.helpers import REGION, outputs_values, run, with_pools
 from trn_ultracluster.cli.aws import aws_errors, make_session
 from trn_ultracluster.cli.errors import CliError, ExitCode
 
@@ -57,7 +57,7 @@ def test_unknown_aws_profile(capsys, monkeypatch):
 def test_aws_region_is_honoured(capsys, monkeypatch):
     """--region, else AWS_REGION, else AWS_DEFAULT_REGION / the AWS config."""
     template = {"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-                "Outputs": {k: {"Value": v} for k, v in outputs_values("eks").items()}}
+                "Outputs": {k: {"Value": v} for k, v in with_pools(outputs_values("eks")).items()}}
     boto3.client("cloudformation", region_name="eu-west-1").create_stack(
         StackName="TrnUltraCluster", TemplateBody=json.dumps(template))
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-2")

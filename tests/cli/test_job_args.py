@@ -1,5 +1,5 @@
 """The checks of ``submit`` and ``smoke-test`` arguments, made once before any backend gets
-the job: node count within the stack (and 1 without EFA), a recipe that runs with
+the job: node count within the pool (and 1 without EFA), a recipe that runs with
 ``train``, data and output directories on the shared file system, the job name, and options
 every backend honours (``--env`` and ``--time``)."""
 
@@ -38,8 +38,9 @@ def submit(capsys, tmp_path, orchestrator="eks", *extra, dry_run=True, **options
 
 @pytest.mark.parametrize("orchestrator", ["eks", "hyperpod-slurm"])
 @pytest.mark.parametrize("options, message", [
-    ({"--nodes": "17"}, "--nodes must be between 1 and the stack's NodeCountMax (16), got 17"),
-    ({"--nodes": "0"}, "--nodes must be between 1 and the stack's NodeCountMax (16), got 0"),
+    ({"--nodes": "17"}, "--nodes 17 is more than pool trainium (trn1.32xlarge) holds: its "
+                        "nodes.max is 16"),
+    ({"--nodes": "0"}, "--nodes must be at least 1, got 0"),
     ({"--recipe": "gpt-5"}, "--recipe must be one of bert-large, bert-tiny, llama-1b, llama-8b, "
                             "llama-tiny, got: 'gpt-5'"),
     ({"--recipe": "llama-8b"}, "recipe llama-8b uses tensor parallelism 32 / pipeline "

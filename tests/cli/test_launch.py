@@ -31,8 +31,9 @@ def test_precompile_steps_below_one_are_rejected(capsys, tmp_path, steps):
     assert f"error: --precompile-steps must be at least 1, got: {steps}" in err
 
 
-def _submit(capsys, tmp_path, stack, *argv, instance_type="trn2.48xlarge"):
-    path = write_outputs(tmp_path, outputs_values("eks", instance_type, neuron_stack=stack))
+def _submit(capsys, tmp_path, stack, *argv, instance_type="trn2.48xlarge", **values):
+    path = write_outputs(tmp_path, {**outputs_values("eks", instance_type, neuron_stack=stack),
+                                    **values})
     return run(capsys, "submit", "--outputs-file", str(path), "--dry-run", "--name", "job-a",
                "--steps", "10", "--data-dir", "/fsx/d", *argv)
 
@@ -73,5 +74,10 @@ def test_precompile_is_refused_on_the_native_stack(capsys, tmp_path):
 
 
 def test_an_unknown_neuron_stack_output_is_a_stack_error(capsys, tmp_path):
+    """The pool's Neuron stack (output Pools), or on a stack older than that output, the
+    stack's (output NeuronStack)."""
     code, _, err = _submit(capsys, tmp_path, "jax", "--recipe", "llama-tiny")
+    assert code == ExitCode.STACK
+    assert "output Pools: pool trainium's neuron_stack = 'jax' is not one of xla, native" in err
+    code, _, err = _submit(capsys, tmp_path, "jax", "--recipe", "llama-tiny", Pools=None)
     assert code == ExitCode.STACK and "output NeuronStack = 'jax' is not one of xla, native" in err

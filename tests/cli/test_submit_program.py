@@ -291,8 +291,9 @@ def test_the_snapshot_is_printed_uploaded_once_and_new_when_edited(capsys, tmp_p
         assert code == 0, err
         sha = re.search(r"^code: \S+ -> snapshot ([0-9a-f]{64}) \(2 files, \d+ bytes\)$",
                         err, re.M).group(1)
-        assert out == (f"submitted {name} (2 x trn1.32xlarge; code {sha[:12]}); watch: "
-                       f"trn-ultracluster status {name}; logs: trn-ultracluster logs {name}\n")
+        assert out == (f"submitted {name} (2 x trn1.32xlarge; code {sha[:12]}) on pool "
+                       f"trainium; watch: trn-ultracluster status {name}; logs: "
+                       f"trn-ultracluster logs {name}\n")
         return sha, err
 
     first, err = submit_once("job-a")

@@ -3,7 +3,7 @@ checked job they give (:class:`JobRequest`), which every job backend translates.
 
 Each check raises :class:`CliError` (USAGE) with the fix, so a job that cannot run never
 reaches the cluster: the recipe must run with ``trn_train train``, the directories must be
-on the shared file system every node mounts, the node count must fit the stack (and be 1
+on the shared file system every node mounts, the node count must fit the pool (and be 1
 without EFA), the job name must suit every orchestrator, and options are honoured by every
 backend (``--env``, ``--time``) or rejected, never dropped. The checks live here only:
 backends trust a :class:`JobRequest`.
@@ -124,16 +124,33 @@ def check_shared_dir(option: str, path: str) -> str:
     return normal
 
 
-def check_nodes(nodes: int, most: int) -> None:
-    """``1 <= nodes <= most`` (the stack's ``NodeCountMax``).
+def check_nodes(nodes: int, pool: PoolInfo, *, least: int = 1, scaling: bool = False) -> None:
+    """``least <= nodes <= pool.nodes_max``: a job's nodes (``submit``, ``smoke-test``: at
+    least 1) or a pool's desired size (``scale``: at least 0) fit the pool as deployed.
+
+    Args:
+        nodes: ``--nodes``.
+        pool: the pool (``--pool``, or the only Trainium pool).
+        least: the fewest nodes allowed.
+        scaling: the count is ``scale``'s (the fix then says how to allow more).
 
     Raises:
-        CliError: out of range.
+        CliError: (USAGE) fewer than ``least``; more than the pool's ``nodes.max`` (the
+            message names the pool and its maximum, the fix the other pools and ``scale``).
     """
-    if not 1 <= nodes <= most:
-        raise CliError(f"--nodes must be between 1 and the stack's NodeCountMax ({most}), "
-                       f"got {nodes}", "raise nodes.max and deploy to allow more nodes"
-                       if nodes > most else "leave --nodes out for the stack's default")
+    if nodes < least:
+        raise CliError(f"--nodes must be at least {least}, got {nodes}",
+                       "leave --nodes out for the pool's nodes.desired" if least else
+                       f"--nodes 0 stops every node of pool {pool.name}")
+    if nodes > pool.nodes_max:
+        more = (f"give --nodes {pool.nodes_max} or fewer, or raise the pool's nodes.max in the "
+                "configuration and deploy" if scaling else
+                f"run it on {pool.nodes_max} nodes or fewer, on a larger pool (--pool NAME; "
+                "`trn-ultracluster pools` lists them), or raise the pool's nodes.max in the "
+                f"configuration and deploy (then `trn-ultracluster scale --pool {pool.name} "
+                "--nodes N` where nodes are sized by hand)")
+        raise CliError(f"--nodes {nodes} is more than pool {pool.name} ({pool.instance_type}) "
+                       f"holds: its nodes.max is {pool.nodes_max}", more)
 
 
 def check_env(items: Iterable[str]) -> dict[str, str]:
@@ -188,7 +205,7 @@ class JobRequest:
 
     Attributes:
         name: job name (:func:`~trn_ultracluster.cli.launch.validate_job_name`).
-        nodes: Trainium nodes, at least 1; 1 on an instance type without EFA.
+        nodes: nodes of its pool, at least 1; 1 on a Trainium type without EFA.
         launch: what to run.
         image: training image URI.
         env: extra environment of the training processes (names as :data:`ENV_NAME_RE`).
@@ -217,22 +234,25 @@ class JobRequest:
 
 def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, image: str,
                 env: Mapping[str, str] | None = None, time_limit: str | None = None,
-                output_dir: str = "", data_bucket: str = "") -> JobRequest:
+                output_dir: str = "", data_bucket: str = "",
+                pool: PoolInfo | None = None) -> JobRequest:
     """Check what every backend relies on and return the job.
 
     Args:
         name: job name.
-        nodes: node count (``submit`` checks it against the stack with :func:`check_nodes`).
-        spec: catalog entry of the stack's instance type (EFA or not).
-        launch: the program.
+        nodes: node count (``submit`` checks it against the pool with :func:`check_nodes`).
+        spec: catalog entry of the pool's instance type (Trainium or CPU; EFA or not).
+        launch: the program; torchrun without ``nproc_per_node`` gets one process per
+            logical NeuronCore of ``spec``, or one per node on a CPU type (which has none).
         image: training image URI.
         env: environment from :func:`check_env`.
         time_limit: ``--time``, or ``None``.
-        output_dir, data_bucket: as :class:`JobRequest`.
+        output_dir, data_bucket, pool: as :class:`JobRequest`.
 
     Raises:
         CliError: (USAGE) a bad ``--time``, job name or image reference, fewer than 1
-            node, or more than one node on a type without EFA.
+            node, or more than one node on a Trainium type without EFA (its collectives need
+            EFA; a CPU type's multi-node programs talk TCP, e.g. torch's gloo backend).
     """
     check_image(image)
     seconds = time_limit_seconds(time_limit) if time_limit is not None else None
@@ -242,11 +262,11 @@ def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, im
         raise CliError(str(err), ARGUMENTS_FIX) from None
     if nodes < 1:
         raise CliError(f"--nodes must be at least 1, got: {nodes}", ARGUMENTS_FIX)
-    if nodes > 1 and not spec.supports_efa:
+    if nodes > 1 and spec.accelerated and not spec.supports_efa:
         raise CliError(f"{spec.name} has no EFA: multi-node jobs need an EFA instance type",
                        ARGUMENTS_FIX)
     if launch.nproc_per_node is None and launch.launcher == "torchrun":
-        launch = replace(launch, nproc_per_node=spec.logical_neuron_cores)
+        launch = replace(launch, nproc_per_node=spec.logical_neuron_cores or 1)
     submitted = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return JobRequest(name, nodes, launch, image, dict(env or {}), time_limit, seconds,
-                      output_dir, data_bucket, submitted)
+                      output_dir, data_bucket, submitted, pool)

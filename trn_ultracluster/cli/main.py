@@ -38,7 +38,8 @@ config), or from --outputs-file (the JSON of `cdk deploy --outputs-file`).
 Run `trn-ultracluster COMMAND --help` for a command's options."""
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "preflight": preflight.preflight, "plan": plan.plan, "estimate": estimate.estimate, "outputs": stack.outputs, "data": stack.data,
+    "preflight": preflight.preflight, "plan": plan.plan, "estimate": estimate.estimate,
+    "outputs": stack.outputs, "pools": stack.pools, "data": stack.data,
     "submit": jobs.submit, "status": jobs.status, "logs": jobs.logs, "cancel": jobs.cancel,
     "scale": stack.scale, "shell": stack.shell, "smoke-test": smoke_test.smoke_test,
 }
@@ -138,13 +139,36 @@ def _cluster_options(p: argparse.ArgumentParser) -> None:
 def _job_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="job name (default: <script, module or recipe>-<UTC time>); "
                                   "RFC 1035 label")
-    p.add_argument("--image", help="container image (default: the stack's TrainingImageUri)")
+    p.add_argument("--image", help="container image (default: the pool's training image, "
+                                   "else the stack's TrainingImageUri)")
     p.add_argument("--dry-run", action="store_true",
                    help=f"print the job ({_per_backend('dry_run')}); change nothing")
     p.add_argument("--time", dest="time_limit",
                    help="time limit in Slurm's format, e.g. 2-00:00:00, or 90 for 90 minutes "
                         f"({_per_backend('time_limit')})")
     _cluster_options(p)
+
+
+POOL_HELP = {
+    "submit": "the node pool to run on, as sbatch's --partition (\"request a specific "
+              "partition for the resource allocation\"; TorchX's Slurm run option "
+              "`partition`); default: the stack's only Trainium pool, or an error listing the "
+              "pools when it has several (`trn-ultracluster pools` lists them). A CPU pool "
+              "runs a PROGRAM (not --recipe or --precompile), under torchrun with 1 process "
+              "per node unless --nproc-per-node or --launcher none",
+    "scale": "the node pool to size (default: the stack's only Trainium pool)",
+    "smoke-test": "the Trainium pool whose NeuronCores and EFA to test, between 2 of its nodes "
+                  "(default: the stack's only Trainium pool)",
+    "status": "only this pool's jobs, and its nodes (default: every pool)",
+}
+"""``--pool`` of each command that takes it. The quoted words are sbatch(1)'s for
+``--partition`` (https://slurm.schedmd.com/sbatch.html#OPT_partition); TorchX's Slurm scheduler
+takes the same choice as its run option ``partition`` ("The partition to run the job in.",
+``torchx/schedulers/slurm_scheduler.py``)."""
+
+
+def _pool_option(p: argparse.ArgumentParser, command: str) -> None:
+    p.add_argument("--pool", metavar="NAME", help=POOL_HELP[command])
 
 
 def _command(sub: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -210,6 +234,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "are missing.")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    p = _command(sub, "pools", parents=[common], help="list the stack's node pools",
+                 description="List the node pools of the stack (its Pools output), as sinfo "
+                             "lists partitions: name (* marks the pool submit, scale and "
+                             "smoke-test use without --pool), instance type, Trainium or CPU, "
+                             "nodes min/desired/max as deployed, Neuron training stack, and "
+                             "the Slurm partition, EKS node groups, Auto Scaling groups or "
+                             "HyperPod instance groups that hold its nodes. docs/pools.md.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
     p = _command(sub, "data", parents=[common], help="stage a dataset to the shared storage",
                  description="Upload a file or directory to the stack's S3 data bucket; "
                              "the data repository association shows it on FSx.")
@@ -229,8 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
                              "current directory. --recipe runs the bundled trainer "
                              "(`python -m trn_train train`) instead, with more `train` flags "
                              "after `--`. docs/your-code.md lists the environment every job "
-                             "gets.")
-    p.add_argument("--nodes", type=int, help="nodes (default: the stack's NodeCountDesired)")
+                             "gets. --pool chooses the node pool (docs/pools.md): a CPU pool "
+                             "runs data preparation and tools, e.g. `--pool cpu --launcher "
+                             "none -- python -m trn_train prepare-data ...`.")
+    _pool_option(p, "submit")
+    p.add_argument("--nodes", type=int,
+                   help="nodes of the pool (default: its nodes.desired, at least 1; at most "
+                        "its nodes.max)")
     p.add_argument("--workdir", metavar="DIR",
                    help="the directory your program runs in on every node (default: the "
                         "current directory; not with --recipe, whose trainer is in the image)")
@@ -247,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "own workers")
     p.add_argument("--nproc-per-node", type=_integer_from(1), metavar="N",
                    help="torchrun processes per node (default: the instance type's logical "
-                        "NeuronCores)")
+                        "NeuronCores; 1 on a CPU pool)")
     p.add_argument("--output-dir", help=f"the job's output directory TRN_OUTPUT_DIR, under "
                                         f"{FSX_MOUNT_PATH} (default: "
                                         f"{jobs.DEFAULT_OUTPUT_ROOT}/<name>)")
@@ -283,16 +321,20 @@ def build_parser() -> argparse.ArgumentParser:
         p = _command(sub, name, parents=[common], help=text, description=text.capitalize() + ".")
         p.add_argument("job", nargs="?" if name == "status" else None,
                        help=_per_backend("job"))
+        if name == "status":
+            _pool_option(p, "status")
         if name == "logs":
             p.add_argument("--tail", type=_integer_from(1), help="last N lines only (N >= 1)")
         _cluster_options(p)
 
     p = _command(sub, "scale", parents=[common],
-                 help="set the number of Trainium nodes (EKS, standalone)",
-                 description="Set the desired size of the EKS Trainium node group (e.g. "
-                             "once a Capacity Block is active) or of the standalone nodes' "
-                             "Auto Scaling group; 0 stops paying for idle nodes.")
-    p.add_argument("--nodes", type=int, required=True, help="desired nodes, 0..NodeCountMax")
+                 help="set the number of nodes of a pool (EKS, standalone)",
+                 description="Set the desired size of a pool's EKS node groups (e.g. once a "
+                             "Capacity Block is active) or of its standalone Auto Scaling "
+                             "groups; 0 stops paying for idle nodes.")
+    _pool_option(p, "scale")
+    p.add_argument("--nodes", type=int, required=True,
+                   help="desired nodes, 0 to the pool's nodes.max")
 
     p = _command(sub, "shell", parents=[common], help="open a shell on a node (standalone)",
                  description="Open a Session Manager shell on a standalone node (`aws ssm "
@@ -303,8 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--print", action="store_true", help="print the command instead of running it")
 
     p = _command(sub, "smoke-test", parents=[common], help="2-node all-reduce over EFA",
-                 description="All-reduce over every NeuronCore of 2 nodes; reports bus "
-                             "bandwidth against the instance's network bandwidth.")
+                 description="All-reduce over every NeuronCore of 2 nodes of one Trainium "
+                             "pool; reports bus bandwidth against the instance's network "
+                             "bandwidth.")
+    _pool_option(p, "smoke-test")
     _job_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return")
     p.add_argument("--timeout", type=_positive_seconds, default=smoke_test.SMOKE_TIMEOUT_S,

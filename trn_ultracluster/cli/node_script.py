@@ -210,9 +210,10 @@ trn_use_pip() {
 
 
 def job_record(*, name: str, launch: Launch, image: str, nodes: int,
-               submitted: str) -> dict[str, object]:
+               submitted: str, pool: str | None = None) -> dict[str, object]:
     """The job record (:data:`JOB_RECORD_FILE`) as the CLI knows it; node 0 adds ``started``
-    and ``run_id``."""
+    and ``run_id``. ``pool``: the node pool's name (``None`` on a stack without pools in its
+    outputs)."""
     return {"name": name, "program": list(launch.program), "launcher": launch.launcher,
             "precompile_program": (None if launch.precompile_program is None
                                    else list(launch.precompile_program)),
@@ -220,7 +221,7 @@ def job_record(*, name: str, launch: Launch, image: str, nodes: int,
             "requirements_sha256": (None if launch.requirements is None else
                                     hashlib.sha256(launch.requirements.encode()).hexdigest()),
             "setup": launch.user_setup,
-            "image": image, "nodes": nodes, "submitted": submitted}
+            "image": image, "nodes": nodes, "pool": pool, "submitted": submitted}
 
 
 _RECORD_PROGRAM = ('import base64, datetime, json, os, sys; '
@@ -250,7 +251,7 @@ def node_script(job: JobRequest, node: NodeContext) -> str:
     """
     name, launch, image, env = job.name, job.launch, job.image, job.env
     record = job_record(name=name, launch=launch, image=image, nodes=job.nodes,
-                        submitted=job.submitted)
+                        submitted=job.submitted, pool=job.pool.name if job.pool else None)
     lines = [
         f"export TRN_JOB_NAME={bash_word(name)} TRN_NODE_RANK={node.rank} "
         f"TRN_NNODES={node.nnodes}",

@@ -68,7 +68,9 @@ def test_scale_waits_for_an_active_block(capsys, tmp_path, monkeypatch, state, c
 def test_scale_stays_within_the_stack_max(capsys, tmp_path, nodes):
     path = write_outputs(tmp_path, _eks_outputs())
     code, _, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", nodes)
-    assert code == ExitCode.USAGE and "between 0 and the stack's NodeCountMax (4)" in err
+    assert code == ExitCode.USAGE
+    assert ("--nodes must be at least 0, got -1" if nodes == "-1" else
+            "--nodes 5 is more than pool trainium (trn1.32xlarge) holds: its nodes.max is 4") in err
 
 
 def _cluster_of(groups: dict[str, dict[str, int]]):

@@ -359,7 +359,7 @@ def test_scale_sets_the_groups_desired_capacity(capsys, tmp_path, monkeypatch):
         AutoScalingGroupNames=[STANDALONE_GROUP])["AutoScalingGroups"][0]
     assert group["DesiredCapacity"] == 0
     code, _, err = run(capsys, "scale", "--outputs-file", str(path), "--nodes", "3")
-    assert code == ExitCode.USAGE and "NodeCountMax (2), got 3" in err
+    assert code == ExitCode.USAGE and "--nodes 3 is more than pool trainium" in err
 
 
 @moto.mock_aws

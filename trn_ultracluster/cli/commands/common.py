@@ -1,5 +1,6 @@
 """What the commands share: the stack outputs of the command line, a session in the stack's
-Region, the stack's job backend, and a checked job translated by it."""
+Region, the stack's job backend, the node pool ``--pool`` names, and a checked job translated
+by the backend."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from typing import Any
 
 from trn_ultracluster.cli.backends import JobBackend, open_backend
 from trn_ultracluster.cli.backends.base import RenderedJob
-from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import ARGUMENTS_FIX, job_request
 from trn_ultracluster.cli.launch import Launch
 from trn_ultracluster.cli.stack_outputs import StackOutputs, load_outputs
+from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.pools import PoolInfo
 
-__all__ = ["backend", "load", "render_job", "stack_session"]
+__all__ = ["backend", "backend_pool", "load", "pool_spec", "render_job", "stack_session"]
 
 
 def load(args: argparse.Namespace) -> StackOutputs:
@@ -53,22 +56,45 @@ def backend(args: argparse.Namespace, outputs: StackOutputs) -> JobBackend:
     return open_backend(outputs, args, lambda: stack_session(args, outputs))
 
 
+def pool_spec(pool: PoolInfo) -> InstanceSpec:
+    """The catalog entry of ``pool``'s instance type (Trainium or CPU).
+
+    Raises:
+        CliError: (STACK) a type this CLI's catalogs lack (a stack of a newer version).
+    """
+    try:
+        return get_any_instance(pool.instance_type)
+    except UnknownInstanceTypeError as err:
+        raise CliError(f"pool {pool.name}: {err}", "upgrade the CLI to the stack's version",
+                       ExitCode.STACK) from None
+
+
+def backend_pool(outputs: StackOutputs, pool: PoolInfo | None) -> PoolInfo | None:
+    """The pool to give a job backend: ``pool`` on a stack with the ``Pools`` output; ``None``
+    (the backend's main pool, as before pools existed) on an older stack, whose one pool
+    :meth:`StackOutputs.pools` made up from its other outputs: its nodes carry no pool label
+    and its Slurm partition is not named after it, so a backend must not select by it."""
+    return pool if outputs.values.get(OutputKey.POOLS.value) else None
+
+
 def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBackend, *,
-               name: str, nodes: int, launch: Launch,
+               name: str, nodes: int, launch: Launch, pool: PoolInfo,
                env: dict[str, str] | None = None, output_dir: str = "") -> RenderedJob:
-    """Check the job (:func:`job_request`: ``--time``, the name, the nodes) and translate it
-    with ``backend``; nothing is sent. The image is ``--image`` or the stack's
-    ``TrainingImageUri``; ``output_dir`` is the job's ``TRN_OUTPUT_DIR``.
+    """Check the job (:func:`job_request`: ``--time``, the name, the nodes, on ``pool``'s
+    instance type) and translate it with ``backend``; nothing is sent. The image is
+    ``--image``, else the pool's training image, else the stack's ``TrainingImageUri``;
+    ``output_dir`` is the job's ``TRN_OUTPUT_DIR``; the job's pool is :func:`backend_pool`.
 
     Raises:
         CliError: USAGE for what the checks or the backend reject; STACK for a missing
-            output.
+            output or a pool type this CLI does not know.
     """
-    job = job_request(name=name, nodes=nodes, spec=backend.spec, launch=launch,
-                      image=outputs.get(OutputKey.TRAINING_IMAGE_URI) if args.image is None
-                      else args.image, env=env,
-                      time_limit=args.time_limit, output_dir=output_dir,
-                      data_bucket=outputs.values.get(OutputKey.DATA_BUCKET_NAME.value, ""))
+    image = args.image if args.image is not None else (
+        pool.image_uri or outputs.get(OutputKey.TRAINING_IMAGE_URI))
+    job = job_request(name=name, nodes=nodes, spec=pool_spec(pool), launch=launch,
+                      image=image, env=env, time_limit=args.time_limit, output_dir=output_dir,
+                      data_bucket=outputs.values.get(OutputKey.DATA_BUCKET_NAME.value, ""),
+                      pool=backend_pool(outputs, pool))
     try:
         return backend.render(job)
     except ValueError as err:

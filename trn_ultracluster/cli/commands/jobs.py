@@ -1,6 +1,9 @@
 """Job commands: ``submit``, ``status``, ``logs`` and ``cancel``, through the stack's job
 backend. ``submit`` runs the user's program (``-- PROGRAM [ARGS]``) in a snapshot of its
-working directory, or the bundled trainer (``--recipe``), on the same job path."""
+working directory, or the bundled trainer (``--recipe``), on the same job path, in one node
+pool (``--pool``, default: the only Trainium pool). On a CPU pool it runs programs only (the
+bundled trainer and ``--precompile`` need NeuronCores), under torchrun with one process per
+node unless ``--nproc-per-node`` or ``--launcher none``."""
 
 from __future__ import annotations
 
@@ -33,6 +36,9 @@ from trn_ultracluster.cli.launch import (
 )
 from trn_ultracluster.cli.node_script import JOB_VARIABLES
 from trn_ultracluster.cli.stack_outputs import StackOutputs
+from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.neuron_stack import NEURON_STACKS, NeuronStackName
+from trn_ultracluster.contracts.pools import PoolInfo
 from trn_ultracluster.cli.workdir import (
     Snapshot,
     check_program,
@@ -90,17 +96,57 @@ def _check_env_names(env: dict[str, str]) -> None:
                        "count, --nproc-per-node the processes")
 
 
-def _warn_stack_env(env: dict[str, str], outputs: StackOutputs) -> None:
-    """Warn when ``--env`` replaces what the stack sets for its instance type and Neuron
-    stack (:func:`~trn_ultracluster.contracts.neuron_env.neuron_environment`):
+def _warn_stack_env(env: dict[str, str], spec: InstanceSpec, stack: NeuronStackName) -> None:
+    """Warn when ``--env`` replaces what the stack sets for a Trainium pool's instance type
+    and Neuron stack (:func:`~trn_ultracluster.contracts.neuron_env.neuron_environment`):
     ``NEURON_CC_FLAGS`` without ``--cache_dir`` drops the shared compile cache, which
-    ``--precompile`` fills."""
-    stack_env = neuron_environment(outputs.instance_spec(), outputs.neuron_stack)
+    ``--precompile`` fills. Nothing on a CPU pool, whose programs use no Neuron compiler."""
+    if not spec.accelerated:
+        return
+    stack_env = neuron_environment(spec, stack)
     for name in sorted(set(env) & set(stack_env)):
         hint = (" and it has no --cache_dir: the shared compile cache on FSx is not used"
                 if name == "NEURON_CC_FLAGS" and "--cache_dir" not in env[name] else "")
         print(f"warning: --env {name} replaces the stack's value for this job ({stack_env[name]})"
               f"{hint} (docs/your-code.md)", file=sys.stderr)
+
+
+def _pool_stack(pool: PoolInfo, outputs: StackOutputs) -> NeuronStackName:
+    """The Neuron training stack of a Trainium pool: its own (``Pools`` output), else the
+    stack's ``NeuronStack`` (the main image's).
+
+    Raises:
+        CliError: (STACK) a stack this CLI does not know (a stack of a newer version).
+    """
+    if not pool.neuron_stack:
+        return outputs.neuron_stack
+    if pool.neuron_stack not in NEURON_STACKS:
+        raise CliError(f"output {OutputKey.POOLS.value}: pool {pool.name}'s neuron_stack = "
+                       f"{pool.neuron_stack!r} is not one of {', '.join(NEURON_STACKS)}",
+                       "upgrade the CLI to the stack's version", ExitCode.STACK)
+    return pool.neuron_stack  # type: ignore[return-value]
+
+
+def _check_pool_program(args: argparse.Namespace, pool: PoolInfo, pools: tuple[PoolInfo, ...],
+                        ) -> None:
+    """On a CPU pool, only a program runs: ``--recipe`` (the bundled trainer) and
+    ``--precompile`` need NeuronCores.
+
+    Raises:
+        CliError: (USAGE) either on a CPU pool; the fix names the Trainium pools.
+    """
+    if pool.accelerated:
+        return
+    trainium = ", ".join(f"--pool {p.name}" for p in pools if p.accelerated)
+    where = f"pool {pool.name} is a CPU pool ({pool.instance_type}, no NeuronCores)"
+    if args.recipe is not None:
+        raise CliError(f"--recipe runs the bundled trainer on NeuronCores, and {where}",
+                       f"train on a Trainium pool ({trainium}); on pool {pool.name} run a "
+                       "program, e.g. --launcher none -- python -m trn_train prepare-data ...")
+    if args.precompile or args.precompile_args is not None or args.precompile_steps is not None:
+        raise CliError(f"--precompile runs neuron_parallel_compile, which compiles for "
+                       f"NeuronCores, and {where}", f"leave --precompile out on pool "
+                       f"{pool.name}, or run on a Trainium pool ({trainium})")
 
 
 def _words_after_dashes(words: list[str]) -> list[str]:
@@ -110,7 +156,7 @@ def _words_after_dashes(words: list[str]) -> list[str]:
 
 
 def _recipe_program(args: argparse.Namespace, words: list[str], outputs: StackOutputs,
-                    output_dir: str, requirements: str | None) -> Launch:
+                    pool: PoolInfo, output_dir: str, requirements: str | None) -> Launch:
     """``--recipe``: the bundled trainer, ``python -m trn_train train`` from the image;
     words after ``--`` are more ``train`` flags."""
     if words and not words[0].startswith("-"):
@@ -127,13 +173,13 @@ def _recipe_program(args: argparse.Namespace, words: list[str], outputs: StackOu
     if args.precompile_args is not None:
         raise CliError("--precompile-args is for your own program; with --recipe the trial run "
                        "is --precompile-steps N", ARGUMENTS_FIX)
-    stack = outputs.neuron_stack
+    stack = _pool_stack(pool, outputs)
     check_train_recipe(args.recipe, stack)
     try:
         launch = trn_train_launch(recipe=args.recipe, data_dir=check_shared_dir(
                                       "--data-dir", args.data_dir),
                                   output_dir=output_dir, steps=args.steps,
-                                  instance_type=outputs.get(OutputKey.INSTANCE_TYPE),
+                                  instance_type=pool.instance_type,
                                   backend=stack, extra_args=tuple(words),
                                   precompile_steps=_precompile_steps(args))
     except ValueError as err:
@@ -143,7 +189,7 @@ def _recipe_program(args: argparse.Namespace, words: list[str], outputs: StackOu
 
 
 def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutputs,
-                  requirements: str | None, snapshot: Snapshot) -> Launch:
+                  pool: PoolInfo, requirements: str | None, snapshot: Snapshot) -> Launch:
     """``submit -- PROGRAM [ARGS]``: the user's program in its working directory snapshot."""
     for option in ("steps", "data_dir", "precompile_steps"):
         if getattr(args, option) is not None:
@@ -153,7 +199,7 @@ def _user_program(args: argparse.Namespace, words: list[str], outputs: StackOutp
     precompile = args.precompile or args.precompile_args is not None
     if precompile:
         try:
-            check_precompile_stack(outputs.neuron_stack)
+            check_precompile_stack(_pool_stack(pool, outputs))
         except ValueError as err:
             raise CliError(str(err), ARGUMENTS_FIX) from None
     link = outputs.data_bucket_on_fsx()
@@ -281,18 +327,19 @@ def submit(args: argparse.Namespace) -> int:
         snapshot, words = _pack(args, words)
     try:
         outputs = common.load(args)
-        nodes = args.nodes if args.nodes is not None else max(
-            outputs.int_value(OutputKey.NODE_COUNT_DESIRED), 1)
-        check_nodes(nodes, outputs.int_value(OutputKey.NODE_COUNT_MAX))
+        pool = outputs.pool(args.pool)
+        _check_pool_program(args, pool, outputs.pools())
+        nodes = args.nodes if args.nodes is not None else max(pool.nodes_desired, 1)
+        check_nodes(nodes, pool)
         name = args.name or default_job_name(args.recipe or _program_name(words))
         output_dir = output_dir or default_output_dir(outputs, name)
-        launch = (_recipe_program(args, words, outputs, output_dir, requirements)
+        launch = (_recipe_program(args, words, outputs, pool, output_dir, requirements)
                   if snapshot is None else
-                  _user_program(args, words, outputs, requirements, snapshot))
-        _warn_stack_env(env, outputs)
+                  _user_program(args, words, outputs, pool, requirements, snapshot))
+        _warn_stack_env(env, common.pool_spec(pool), _pool_stack(pool, outputs))
         backend = common.backend(args, outputs)
         job = common.render_job(args, outputs, backend, name=name, nodes=nodes,
-                                launch=launch, env=env, output_dir=output_dir)
+                                launch=launch, pool=pool, env=env, output_dir=output_dir)
         if snapshot is not None:
             print(f"code: {snapshot.source} -> snapshot {snapshot.sha256} ({snapshot.files} "
                   f"files, {snapshot.bytes} bytes)", file=sys.stderr)
@@ -310,15 +357,18 @@ def submit(args: argparse.Namespace) -> int:
         if snapshot is not None:
             snapshot.cleanup()
     code = f"; code {snapshot.sha256[:12]}" if snapshot is not None else ""
-    print(f"submitted {handle} ({nodes} x {outputs.get(OutputKey.INSTANCE_TYPE)}{code}); "
+    print(f"submitted {handle} ({nodes} x {pool.instance_type}{code}) on pool {pool.name}; "
           f"watch: trn-ultracluster status {handle}; logs: trn-ultracluster logs {handle}")
     return ExitCode.OK
 
 
 def status(args: argparse.Namespace) -> int:
-    """One job, or every job (saying so when there is none)."""
+    """One job, or every job (saying so when there is none); with ``--pool``, those of one
+    pool and its nodes (a pool that does not exist is an error listing the pools)."""
     outputs = common.load(args)
-    for line in common.backend(args, outputs).status(args.job):
+    pool = outputs.pool(args.pool) if args.pool is not None else None
+    for line in common.backend(args, outputs).status(args.job,
+                                                     common.backend_pool(outputs, pool)):
         print(line)
     return ExitCode.OK
 

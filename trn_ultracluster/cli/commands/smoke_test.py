@@ -1,5 +1,6 @@
-"""``smoke-test``: run the 2-node all-reduce through the stack's job backend, wait for it and
-judge its log (or judge a saved log); :mod:`trn_ultracluster.cli.smoke` has the benchmark
+"""``smoke-test``: run the 2-node all-reduce on a Trainium pool (``--pool``, default: the only
+one) through the stack's job backend, wait for it and judge its log against the pool's
+instance type (or judge a saved log); :mod:`trn_ultracluster.cli.smoke` has the benchmark
 and the verdict."""
 
 from __future__ import annotations
@@ -43,9 +44,15 @@ def _wait(backend: JobBackend, handle: str, timeout: float) -> str:
 
 
 def smoke_test(args: argparse.Namespace) -> int:
-    """Run (or judge) the 2-node all-reduce."""
+    """Run (or judge) the 2-node all-reduce within one Trainium pool.
+
+    Raises:
+        CliError: USAGE: ``--pool`` names no pool or a CPU pool, no ``--pool`` with several
+            Trainium pools, a pool type without EFA or a pool of fewer than 2 nodes.
+    """
     outputs = common.load(args)
-    spec = outputs.instance_spec()
+    pool = outputs.pool(args.pool, accelerated_only=True)
+    spec = common.pool_spec(pool)
     if args.from_log:
         from trn_ultracluster.cli.files import read_text
 
@@ -54,12 +61,18 @@ def smoke_test(args: argparse.Namespace) -> int:
     else:
         if not spec.supports_efa:
             efa_types = ", ".join(sorted(n for n, s in CATALOG.items() if s.supports_efa))
-            raise CliError(f"{spec.name} has no EFA: the 2-node smoke test needs an EFA type",
-                           f"use one of {efa_types}", ExitCode.USAGE)
+            raise CliError(f"pool {pool.name}'s {spec.name} has no EFA: the 2-node smoke test "
+                           "needs an EFA type", f"use one of {efa_types}", ExitCode.USAGE)
+        if pool.nodes_max < SMOKE_NODES:
+            raise CliError(f"the smoke test runs on {SMOKE_NODES} nodes, and pool {pool.name} "
+                           f"has at most {pool.nodes_max} (its nodes.max)", "raise the pool's "
+                           f"nodes.max to {SMOKE_NODES} and deploy, or test another pool "
+                           "(--pool NAME)")
         name = args.name or default_job_name("smoke-allreduce")
         backend = common.backend(args, outputs)
         job = common.render_job(args, outputs, backend, name=name, nodes=SMOKE_NODES,
-                                launch=backend.smoke_launch(name))
+                                launch=backend.smoke_launch(
+                                    name, common.backend_pool(outputs, pool)), pool=pool)
         if args.dry_run:
             print(job.text, end="")
             return ExitCode.OK

@@ -1,19 +1,22 @@
-"""Commands about the deployed stack: ``outputs``, ``data`` (stage a dataset), ``scale``
-(the Trainium node count) and ``shell`` (a Session Manager shell on a node), where the job
-backend allows them."""
+"""Commands about the deployed stack: ``outputs``, ``pools`` (its node pools), ``data`` (stage
+a dataset), ``scale`` (a pool's node count) and ``shell`` (a Session Manager shell on a node),
+where the job backend allows them."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
 
 from trn_ultracluster.cli.commands import common
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.job_args import check_nodes
 from trn_ultracluster.contracts.outputs import DESCRIPTIONS
+from trn_ultracluster.contracts.pools import PoolError, PoolInfo, choose_pool
 
-__all__ = ["DEFAULT_DATA_PREFIX", "data", "outputs", "scale", "shell"]
+__all__ = ["DEFAULT_DATA_PREFIX", "data", "outputs", "pools", "pools_table", "scale", "shell"]
 
 DEFAULT_DATA_PREFIX = "datasets"
 """Default S3 key prefix of ``data`` (``<prefix>/<source name>``)."""
@@ -62,10 +65,70 @@ def data(args: argparse.Namespace) -> int:
 
 
 def scale(args: argparse.Namespace) -> int:
-    """Set the number of Trainium nodes through the stack's job backend."""
+    """Set the number of nodes of a pool (``--pool``, default: the only Trainium pool) through
+    the stack's job backend, once the count is within the pool's ``nodes.max``."""
     found = common.load(args)
-    print(common.backend(args, found).scale(args.nodes))
+    pool = found.pool(args.pool)
+    check_nodes(args.nodes, pool, least=0, scaling=True)
+    print(common.backend(args, found).scale(args.nodes, common.backend_pool(found, pool)))
     return ExitCode.OK
+
+
+POOL_COLUMNS = ("POOL", "TYPE", "KIND", "NODES", "NEURON", "WHERE")
+"""``pools``' columns: the name (``*`` after the default pool, as ``sinfo`` marks the
+default partition: sinfo(1), "PARTITION ... the suffix '*' identifies the default
+partition"), the instance type, ``trainium`` or ``cpu``, nodes min/desired/max as deployed,
+the Neuron training stack, and what holds the nodes on the stack's orchestrator."""
+
+
+def _where(pool: PoolInfo) -> str:
+    """The orchestrator's names for a pool's nodes (what the stack's ``Pools`` output gives)."""
+    parts = [("partition", (pool.partition,) if pool.partition else ()),
+             ("node groups", pool.node_groups), ("Auto Scaling groups", pool.auto_scaling_groups),
+             ("instance groups", pool.instance_groups)]
+    return "; ".join(f"{label} {','.join(names)}" for label, names in parts if names) or "-"
+
+
+def pools_table(pools: tuple[PoolInfo, ...]) -> list[str]:
+    """The lines ``pools`` prints: a header (:data:`POOL_COLUMNS`), one row per pool, and
+    what ``--pool`` chooses when it is left out."""
+    try:
+        default: str | None = choose_pool(pools, None).name
+    except PoolError:
+        default = None
+    rows = [POOL_COLUMNS] + [
+        (p.name + ("*" if p.name == default else ""), p.instance_type,
+         "trainium" if p.accelerated else "cpu",
+         f"{p.nodes_min}/{p.nodes_desired}/{p.nodes_max}", p.neuron_stack or "-", _where(p))
+        for p in pools]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(POOL_COLUMNS) - 1)]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
+             for row in rows]
+    trainium = [p.name for p in pools if p.accelerated]
+    lines.append("* default of submit, scale and smoke-test without --pool" if default else
+                 f"no default pool: {len(trainium)} Trainium pools ({', '.join(trainium)}), "
+                 "so submit, scale and smoke-test need --pool NAME")
+    return lines
+
+
+def pools(args: argparse.Namespace) -> int:
+    """Print the stack's node pools (``--json``: as the ``Pools`` output holds them)."""
+    found = common.load(args)
+    listed = found.pools()
+    if args.json:
+        print(json.dumps([_pool_json(p) for p in listed], indent=2))
+        return ExitCode.OK
+    print(f"stack {found.stack_name} ({found.source}): nodes min/desired/max as deployed")
+    for line in pools_table(listed):
+        print(line.rstrip())
+    return ExitCode.OK
+
+
+def _pool_json(pool: PoolInfo) -> dict[str, object]:
+    """One pool in the shape :func:`~trn_ultracluster.contracts.pools.parse_pools` reads."""
+    item = dataclasses.asdict(pool)
+    item["nodes"] = {k: item.pop(f"nodes_{k}") for k in ("min", "desired", "max")}
+    return item
 
 
 def shell(args: argparse.Namespace) -> int:
