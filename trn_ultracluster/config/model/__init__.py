@@ -304,11 +304,19 @@ class ClusterConfig(FrozenModel):
     @property
     def hyperpod_worker_groups(self) -> tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...]:
         """HyperPod's worker groups and the pool of each: without ``pools``, the
-        ``hyperpod.worker_groups`` of the one pool; with ``pools``, one worker group per pool,
-        named after it, in the partition of its name, of ``nodes.desired`` instances."""
+        ``hyperpod.worker_groups`` of the one pool; with ``pools``, one worker group per pool
+        in the Slurm partition of its name, of ``nodes.desired`` instances, named after the
+        pool, except the main pool's, which keeps the default worker group's name
+        (``workers``): HyperPod identifies an instance group by its name, so a renamed group
+        is a new group whose nodes replace the old ones (``UpdateCluster`` takes the full list
+        of instance groups; SageMaker API reference, ``UpdateCluster``), and moving a
+        one-pool stack to ``pools`` (the main pool named ``trainium``, the default partition)
+        then changes nothing on HyperPod."""
         if not self.pools:
             return tuple((g, self.main_pool) for g in self.hyperpod.worker_groups)
-        return tuple((HyperPodWorkerGroupConfig(name=p.name, partition=p.name,
+        main = HyperPodConfig().worker_groups[0].name
+        return tuple((HyperPodWorkerGroupConfig(name=main if p.index == 0 else p.name,
+                                                partition=p.name,
                                                 instance_count=p.nodes.desired), p)
                      for p in self.node_pools)
 
@@ -334,8 +342,9 @@ class ClusterConfig(FrozenModel):
         plan = self.address_plan
         if self.pools:
             out: dict[str, tuple[network_plan.Group, ...]] = {}
-            for name, count in counts.items():
-                groups = plan.pool(name).groups
+            for group, pool in self.hyperpod_worker_groups:
+                name, count = group.name, counts[group.name]
+                groups = plan.pool(pool.name).groups
                 sizes = network_plan.spread(min(count, sum(g.nodes for g in groups)),
                                             [g.nodes for g in groups])
                 parts = tuple(network_plan.Group(n, g.subnet)
