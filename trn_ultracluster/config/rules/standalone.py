@@ -67,7 +67,9 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "'/opt/aws_neuronx_venv_pytorch_2_9_nxd_training'", DOC_NEURON_DLAMI)
     if (sa.runtime == "dlami-venv" and sa.ami_id is None and sa.ami_ssm_parameter is None
             and NATIVE in stacks):
-        yield from _native_venv_needs_its_dlami()
+        native = [p.name for p in c.node_pools if p.neuron_stack == NATIVE]
+        yield from _native_venv_needs_its_dlami(
+            f" (pool{'s' if len(native) > 1 else ''} {', '.join(native)})" if c.pools else "")
     if not ROOT_DEVICE_RE.match(sa.root_device_name):
         yield ConfigIssue("standalone.root_device_name", sa.root_device_name,
                           "must be a device name like '/dev/sda1' or '/dev/xvda'",
@@ -82,7 +84,7 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
             README_STANDALONE)
 
 
-def _native_venv_needs_its_dlami() -> Iterator[ConfigIssue]:
+def _native_venv_needs_its_dlami(pools: str = "") -> Iterator[ConfigIssue]:
     """``runtime: dlami-venv`` on the native stack needs the torch-neuronx DLAMI named: the
     nodes' default AMI there is the Neuron Base DLAMI (``NATIVE_STACK.base_dlami_parameter``),
     which has the driver and EFA but no framework environment, and the torch-neuronx DLAMI's
@@ -90,10 +92,11 @@ def _native_venv_needs_its_dlami() -> Iterator[ConfigIssue]:
     ``dlami_name``; the DLAMI guide's "SSM Parameter Prefix" table at v2.32.0 predates it).
     ``get-parameters-by-path --recursive`` lists every parameter below a path (botocore's SSM
     model, GetParametersByPath ``Recursive``: "Retrieve all parameters within a
-    hierarchy")."""
+    hierarchy"). ``pools``: which pools run the native stack, for the message ("" without
+    ``pools``)."""
     yield ConfigIssue(
         "standalone.runtime", "dlami-venv",
-        f"must be 'container' on the native stack unless standalone.ami_id or "
+        f"must be 'container' on the native stack{pools} unless standalone.ami_id or "
         f"standalone.ami_ssm_parameter names the \"{NATIVE_STACK.dlami_name}\" DLAMI (Neuron "
         f"SDK {NATIVE_STACK.sdk_release}), which has {NATIVE_STACK.venv}: without them the "
         f"nodes boot the Neuron Base DLAMI ({NATIVE_STACK.base_dlami_parameter}), which has "
