@@ -108,7 +108,8 @@ def preflight(args: argparse.Namespace) -> int:
     account, checks = run_preflight(session, config, subprocess.run,
                                     stack_name=args.stack_name or config.stack_name,
                                     only=args.only)
-    print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
+    nodes = " + ".join(f"{p.instance_type} x {p.nodes.max}" for p in config.node_pools)
+    print(f"preflight: {nodes} in {config.compute_az_id} "
           f"({config.region}), orchestrator {config.orchestrator}, account {account}")
     print(format_table(checks))
     if args.only is None:
