@@ -50,6 +50,17 @@ user changes to change the file system. The rules are of three kinds:
   the mode is in the nodes' launch template, where that change would roll every node, so
   ``true`` past a limit is an error there (``config.rules.fsx.fsx_efa``), not a downgrade.
 
+**Node pools.** The file system's clients are every pool's nodes. Each Trainium pool has its
+own ``client`` rule (field ``pools[i].instance_type``), the limits count the pools whose type
+is a client (field ``pools``: 1,024 connections across them, their nodes in the file system's
+block), and each pool's nodes get their own mode (:meth:`FsxEfaPlan.pool_mode`; ``mode`` is
+the main pool's). CPU pools have no EFA: they have no ``client`` rule, never set up Lustre
+over EFA and mount the file system over TCP (mode ``off``) whatever ``fsx.efa`` says. So
+``true`` means EFA on every Trainium node (a Trainium pool of a type that cannot be a client is
+an error, as the shorthand's type is), and ``required`` -- a node fails its set-up when its
+Lustre traffic is not over EFA -- applies to the client pools' nodes only: a CPU node given
+``required`` would fail every set-up, so the orchestrators must give each pool its own mode.
+
 Two rules hold by construction and are not checked here: the clients are in the file
 system's Availability Zone (the nodes and the file system share the compute AZ,
 ``ClusterConfig.compute_az_id``), and the client OS and kernel, which each node checks at

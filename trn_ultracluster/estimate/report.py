@@ -57,8 +57,24 @@ class Line:
         return self.hourly * self.item.running
 
 
+class _Priced:
+    """Hourly totals of priced ``lines`` (a dataclass field of the class that mixes it in)."""
+
+    lines: Sequence[Line]
+
+    @property
+    def idle_usd(self) -> float:
+        """USD per hour with every group at its minimum."""
+        return sum(line.idle_usd for line in self.lines)
+
+    @property
+    def running_usd(self) -> float:
+        """USD per hour with every group at its maximum."""
+        return sum(line.running_usd for line in self.lines)
+
+
 @dataclass(frozen=True)
-class PoolCost:
+class PoolCost(_Priced):
     """What one node pool's nodes cost, from its priced lines.
 
     Attributes:
@@ -76,16 +92,6 @@ class PoolCost:
     lines: tuple[Line, ...]
 
     @property
-    def idle_usd(self) -> float:
-        """USD per hour with its groups at their minimum."""
-        return sum(line.idle_usd for line in self.lines)
-
-    @property
-    def running_usd(self) -> float:
-        """USD per hour with its groups at their maximum."""
-        return sum(line.running_usd for line in self.lines)
-
-    @property
     def prepaid(self) -> bool:
         """Its nodes are paid up front (a Capacity Block or a training plan)."""
         return bool(self.lines) and all(line.item.prepaid for line in self.lines)
@@ -98,7 +104,7 @@ class PoolCost:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(_Priced):
     """The estimate of one template.
 
     Attributes:
@@ -132,16 +138,6 @@ class Estimate:
     def shared(self) -> list[Line]:
         """The lines no pool owns: control planes, system nodes, NAT gateways, file systems."""
         return [line for line in self.lines if line.item.pool is None]
-
-    @property
-    def idle_usd(self) -> float:
-        """USD per hour with every group at its minimum."""
-        return sum(line.idle_usd for line in self.lines)
-
-    @property
-    def running_usd(self) -> float:
-        """USD per hour with every group at its maximum."""
-        return sum(line.running_usd for line in self.lines)
 
     @property
     def complete(self) -> bool:
