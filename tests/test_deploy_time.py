@@ -86,6 +86,6 @@ def test_hyperpod_profile_creates_cluster_and_file_system_in_parallel(synth):
 
 def test_the_queue_timeout_the_estimate_names_is_the_image_builds():
     from trn_ultracluster.constructs.training_image import BUILD_QUEUED_TIMEOUT
-    from trn_ultracluster.deploy_time import BUILD_QUEUED_MINUTES
+    from trn_ultracluster.contracts.quotas import IMAGE_BUILD_QUEUED_MINUTES
 
-    assert BUILD_QUEUED_TIMEOUT.to_minutes() == BUILD_QUEUED_MINUTES
+    assert BUILD_QUEUED_TIMEOUT.to_minutes() == IMAGE_BUILD_QUEUED_MINUTES

@@ -20,7 +20,8 @@ concurrency allows it: the builds share one CodeBuild project (``cdklabs.deploy-
 ``SingletonProject``) without a concurrent build limit, whose builds "run concurrently" and
 "are queued if the number of running builds reaches the concurrent build limit for the
 platform and compute type" (CodeBuild user guide, "Builds in AWS CodeBuild"); the stack's
-queue timeout is :data:`BUILD_QUEUED_MINUTES` minutes, so a queued second build fails rather than waits (``preflight``
+queue timeout is 5 minutes
+(:data:`trn_ultracluster.contracts.quotas.IMAGE_BUILD_QUEUED_MINUTES`), so a queued second build fails rather than waits (``preflight``
 checks the quota: ``config.quota_needs``). :func:`concurrent_image_builds` counts them.
 
 Besides the template's edges, :data:`RUNTIME_WAITS` models waits the template cannot show:
@@ -37,15 +38,12 @@ from typing import Any
 
 from trn_ultracluster.template_graph import dependencies
 
-__all__ = ["BUILD_QUEUED_MINUTES", "CREATE_MINUTES", "IMAGE_BUILD", "CriticalPath", "Minutes", "RUNTIME_WAITS",
+__all__ = ["CREATE_MINUTES", "IMAGE_BUILD", "CriticalPath", "Minutes", "RUNTIME_WAITS",
            "concurrent_image_builds", "create_minutes", "critical_path", "runtime_waits"]
 
 IMAGE_BUILD = "Custom::CDKContainerImageBuild"
 """The resource type of a training image build (``cdklabs.deploy-time-build``)."""
-BUILD_QUEUED_MINUTES = 5
-"""The training image build's CodeBuild ``QueuedTimeoutInMinutes``
-(``trn_ultracluster.constructs.training_image.BUILD_QUEUED_TIMEOUT``, which imports the CDK
-and so is not imported here; tests/test_deploy_time.py checks that the two agree)."""
+
 
 
 @dataclass(frozen=True)

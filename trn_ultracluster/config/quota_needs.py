@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trn_ultracluster.config.model import ClusterConfig, Pool
-from trn_ultracluster.contracts.quotas import QUOTAS, QuotaNeed
-from trn_ultracluster.deploy_time import BUILD_QUEUED_MINUTES
+from trn_ultracluster.contracts.quotas import IMAGE_BUILD_QUEUED_MINUTES, QUOTAS, QuotaNeed
 
 __all__ = ["quota_needs"]
 
@@ -45,7 +44,7 @@ def quota_needs(c: ClusterConfig) -> list[QuotaNeed]:
     - more than one Neuron stack among the pools, built in CodeBuild: one training image each,
       built at the same time (their builds do not depend on each other), against CodeBuild's
       concurrent builds of the Linux/Large compute type; a build that waits in the queue
-      longer than :data:`~trn_ultracluster.deploy_time.BUILD_QUEUED_MINUTES` is removed from it and fails the deploy
+      longer than :data:`~trn_ultracluster.contracts.quotas.IMAGE_BUILD_QUEUED_MINUTES` is removed from it and fails the deploy
       (CodeBuild user guide, "Builds in AWS CodeBuild": "A build in a queue that does not
       start after the number of minutes specified in its time out value is removed from the
       queue"). One image (the shorthand, one stack) needs no check.
@@ -98,7 +97,7 @@ def quota_needs(c: ClusterConfig) -> list[QuotaNeed]:
         needs.append(_need(
             "codebuild_large_builds", builds,
             f"{builds} training images ({', '.join(c.neuron_stacks)}) built at once on one "
-            f"CodeBuild project; a build queued past its {BUILD_QUEUED_MINUTES}-minute queue "
+            f"CodeBuild project; a build queued past its {IMAGE_BUILD_QUEUED_MINUTES}-minute queue "
             "timeout fails the deploy"))
     return needs
 

@@ -39,7 +39,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QUOTAS", "Quota", "QuotaNeed", "console_url"]
+__all__ = ["IMAGE_BUILD_QUEUED_MINUTES", "QUOTAS", "Quota", "QuotaNeed", "console_url"]
+
+IMAGE_BUILD_QUEUED_MINUTES = 5
+"""The training image build's CodeBuild ``QueuedTimeoutInMinutes``
+(``trn_ultracluster.constructs.training_image.BUILD_QUEUED_TIMEOUT``, which imports the CDK and
+so is not imported here; tests/test_deploy_time.py checks that the two agree): a build that
+waits longer for the ``codebuild_large_builds`` quota fails the deploy."""
 
 
 @dataclass(frozen=True)

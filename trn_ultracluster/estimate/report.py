@@ -9,12 +9,8 @@ from typing import Any
 
 from collections.abc import Sequence
 
-from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
-from trn_ultracluster.deploy_time import (
-    BUILD_QUEUED_MINUTES,
-    concurrent_image_builds,
-    critical_path,
-)
+from trn_ultracluster.contracts.quotas import IMAGE_BUILD_QUEUED_MINUTES, QuotaNeed, console_url
+from trn_ultracluster.deploy_time import concurrent_image_builds, critical_path
 from trn_ultracluster.estimate.bill import BillItem, FileSystemThroughput, bill_of_materials
 from trn_ultracluster.estimate.lustre import (
     NO_EFA_PRICE,
@@ -205,7 +201,7 @@ def _builds(est: Estimate) -> str:
         return ""
     return (f"; its {est.image_builds} training image builds run at once, which needs "
             f"CodeBuild's concurrent Linux/Large builds quota of at least {est.image_builds} "
-            f"(a build queued past its {BUILD_QUEUED_MINUTES}-minute queue timeout fails the "
+            f"(a build queued past its {IMAGE_BUILD_QUEUED_MINUTES}-minute queue timeout fails the "
             "deploy; preflight checks it)")
 
 
