@@ -82,3 +82,10 @@ def test_hyperpod_profile_creates_cluster_and_file_system_in_parallel(synth):
     # start (network first), not 15 min after FSx
     assert path.finish[cluster] < path.finish[fs] + CREATE_MINUTES["AWS::SageMaker::Cluster"].minutes
     assert path.finish[cluster] >= path.finish[fs] + 2  # its nodes still wait for FSx
+
+
+def test_the_queue_timeout_the_estimate_names_is_the_image_builds():
+    from trn_ultracluster.constructs.training_image import BUILD_QUEUED_TIMEOUT
+    from trn_ultracluster.contracts.quotas import IMAGE_BUILD_QUEUED_MINUTES
+
+    assert BUILD_QUEUED_TIMEOUT.to_minutes() == IMAGE_BUILD_QUEUED_MINUTES

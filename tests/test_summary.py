@@ -36,3 +36,31 @@ def test_an_efa_enabled_file_system_says_what_a_node_on_tcp_does(default, tmp_pa
         "powers off before it joins (its node group replaces it); one found on TCP after it "
         "joined logs an ERROR and reports 0 in node_fsx_lustre_over_efa (a joined Kubernetes "
         "node is not failed) (README \"FSx for Lustre over EFA\")")
+
+
+def test_the_summary_lists_each_pool_with_its_cost(default, tmp_path):
+    """Three pools in the Pools output: one line each (type, node counts, EFA interfaces from
+    the catalog, Neuron stack, and the hourly cost of its billed nodes: only the default's
+    node group, which is the trn1.32xlarge pool's by its type)."""
+    from tests.estimate import pools_output
+
+    template = copy.deepcopy(default.template)
+    template["Outputs"]["Pools"] = pools_output({})
+    (tmp_path / "manifest.json").write_text(json.dumps({"artifacts": {"TrnUltraCluster": {
+        "type": "aws:cloudformation:stack",
+        "properties": {"templateFile": "TrnUltraCluster.template.json"}}}}))
+    (tmp_path / "TrnUltraCluster.template.json").write_text(json.dumps(template))
+    lines = summarize(tmp_path).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("pools:"))
+    assert lines[start:start + 3] == [
+        "pools:          trn1: trn1.32xlarge, nodes 0 / 1 / 4, 8 EFA interfaces, $0.00/h idle, "
+        "$21.50/h running",
+        "                trn2: trn2.48xlarge, nodes 0 / 0 / 2, 16 EFA interfaces",
+        "                cpu: m7i.8xlarge, nodes 0 / 1 / 3, no EFA (CPU)"]
+
+
+def test_the_default_summary_lists_its_one_pool(default):
+    (line,) = [row for row in summarize(default.outdir).splitlines()
+               if row.startswith("pools:")]
+    assert line == ("pools:          trainium: trn1.32xlarge, nodes 0 / 1 / 1, 8 EFA interfaces, "
+                    "Neuron stack xla")

@@ -12,6 +12,18 @@ published figure exists the entry says so and gives our estimate. There is no AW
 here: nothing in this module is measured, and the totals are estimates for planning, not
 promises.
 
+Training image builds (``Custom::CDKContainerImageBuild``, one per Neuron stack of the node
+pools, and the user's image, which depends on the stack's) are counted like any resource: the
+builds of different stacks depend on nothing of each other, so they run at once and a second
+Neuron stack adds no time to the critical path. That holds while the account's CodeBuild
+concurrency allows it: the builds share one CodeBuild project (``cdklabs.deploy-time-build``'s
+``SingletonProject``) without a concurrent build limit, whose builds "run concurrently" and
+"are queued if the number of running builds reaches the concurrent build limit for the
+platform and compute type" (CodeBuild user guide, "Builds in AWS CodeBuild"); the stack's
+queue timeout is 5 minutes
+(:data:`trn_ultracluster.contracts.quotas.IMAGE_BUILD_QUEUED_MINUTES`), so a queued second build fails rather than waits (``preflight``
+checks the quota: ``config.quota_needs``). :func:`concurrent_image_builds` counts them.
+
 Besides the template's edges, :data:`RUNTIME_WAITS` models waits the template cannot show:
 HyperPod Slurm nodes' lifecycle script waits for the file system to be AVAILABLE (it finds it
 by its tag, so that CloudFormation creates both in parallel). HyperPod on EKS has no such
@@ -26,8 +38,12 @@ from typing import Any
 
 from trn_ultracluster.template_graph import dependencies
 
-__all__ = ["CREATE_MINUTES", "CriticalPath", "Minutes", "RUNTIME_WAITS", "create_minutes",
-           "critical_path", "runtime_waits"]
+__all__ = ["CREATE_MINUTES", "IMAGE_BUILD", "CriticalPath", "Minutes", "RUNTIME_WAITS",
+           "concurrent_image_builds", "create_minutes", "critical_path", "runtime_waits"]
+
+IMAGE_BUILD = "Custom::CDKContainerImageBuild"
+"""The resource type of a training image build (``cdklabs.deploy-time-build``)."""
+
 
 
 @dataclass(frozen=True)
@@ -76,7 +92,7 @@ CREATE_MINUTES: dict[str, Minutes] = {
     "AWS::AutoScaling::AutoScalingGroup": Minutes(
         4, f"{_ESTIMATE} (the standalone nodes launch; their setup, which pulls the image, "
            "runs after CloudFormation is done with the group: its time is not in the stack's)"),
-    "Custom::CDKContainerImageBuild": Minutes(
+    IMAGE_BUILD: Minutes(
         20, f"{_ESTIMATE}: CodeBuild pulls the Neuron base image (several GB), installs the "
             "training program and pushes to ECR (README, 'Training image')"),
     "Custom::AWSCDK-EKS-HelmChart": Minutes(
@@ -202,3 +218,20 @@ def critical_path(template: dict[str, Any]) -> CriticalPath:
         name = waited if waited is not None else before
     steps.reverse()
     return CriticalPath(finish[last], steps, finish)
+
+
+def concurrent_image_builds(template: dict[str, Any]) -> int:
+    """How many image builds of ``template`` start at once: those that depend, directly or
+    not, on no other image build (the user's image, built on the stack's, waits for it)."""
+    resources = template["Resources"]
+    graph = dependencies(template)
+    builds = {name for name, r in resources.items() if r["Type"] == IMAGE_BUILD}
+
+    def upstream(name: str, seen: set[str]) -> set[str]:
+        for dep in graph[name]:
+            if dep not in seen:
+                seen.add(dep)
+                upstream(dep, seen)
+        return seen
+
+    return sum(1 for b in builds if not (upstream(b, set()) & builds))

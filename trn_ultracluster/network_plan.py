@@ -532,16 +532,26 @@ def plan(*, vpc_cidr: str, az_count: int, pools: Sequence[PoolDemand] | None = N
         pools=tuple(PoolPlan(p.name, p.nodes, p.per_node, tuple(groups))
                     for p, groups in zip(pools, placed, strict=True)))
     if result.nau > NAU_MAX:
-        others = result.nau - services_nau - pools[0].nodes * first.nau
-        most = max(0, (NAU_MAX - services_nau - others) // max(first.nau, 1))
-        each = (f"of {first.nau} NAU units ({first.rule})" if len(pools) == 1
-                else f"({result.per_pool_rule})")
-        raise PlanError(f"{total} nodes {each} need {result.nau:,} NAU "
-                        f"units, above the {NAU_MAX:,} one VPC may have (Network Address "
-                        f"Usage, quota L-BB24F6E5, at its maximum): at most {most} nodes"
-                        + ("" if len(pools) == 1 else f" in pool {pools[0].name!r}"),
-                        "nau", most)
+        if len(pools) == 1:
+            most = max(0, (NAU_MAX - services_nau) // max(first.nau, 1))
+            raise PlanError(f"{total} nodes of {first.nau} NAU units ({first.rule}) need "
+                            f"{result.nau:,} NAU units, above the {NAU_MAX:,} one VPC may have "
+                            f"(Network Address Usage, quota L-BB24F6E5, at its maximum): at "
+                            f"most {most} nodes", "nau", most)
+        raise PlanError(_pools_nau_message(result, pools), "nau")
     return result
+
+
+def _pools_nau_message(result: AddressPlan, pools: Sequence[PoolDemand]) -> str:
+    """Why several pools need more NAU than a VPC may have, and by how much: the excess and
+    how many fewer nodes of the pool that takes the most NAU would fit."""
+    excess = result.nau - NAU_MAX
+    big = max(pools, key=lambda p: p.nodes * p.per_node.nau)
+    fewer = -(-excess // max(big.per_node.nau, 1))
+    return (f"{result.nodes} nodes ({result.per_pool_rule}) need {result.nau:,} NAU units, "
+            f"above the {NAU_MAX:,} one VPC may have (Network Address Usage, quota L-BB24F6E5, "
+            f"at its maximum): {excess:,} too many, e.g. {fewer:,} fewer nodes in pool "
+            f"{big.name!r} ({big.per_node.nau} NAU each)")
 
 
 def largest_cluster(fits: Callable[[int], bool], upper: int) -> int:

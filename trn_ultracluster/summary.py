@@ -1,9 +1,9 @@
 """One-screen summary of a synthesized TrnUltraCluster cloud assembly.
 
 ``python -m trn_ultracluster.summary [cdk.out]`` prints where the template and the cdk-nag
-report are, the resources by type, and the cluster's shape (instance type, node counts,
-AZ ID, EFA interfaces per node, whether the file system is EFA-enabled), read from the
-template itself.
+report are, the resources by type, and the cluster's shape (the main pool's instance type and
+node counts, each node pool, AZ ID, EFA interfaces per node, whether the file system is
+EFA-enabled), read from the template itself.
 """
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trn_ultracluster.cloud_assembly import AssemblyError, assembly_stack
+from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.estimate.pools import template_pools
+
+if TYPE_CHECKING:
+    from trn_ultracluster.estimate.report import Estimate
 
 __all__ = ["efa_interfaces_per_node", "main", "summarize"]
 
@@ -42,17 +47,38 @@ def _output(template: dict[str, Any], key: OutputKey) -> Any:
     return template.get("Outputs", {}).get(key.value, {}).get("Value", "?")
 
 
-def _estimate_line(template: dict[str, Any]) -> str:
+def _estimate_line(est: Estimate) -> str:
     """One line of :mod:`trn_ultracluster.estimate` with the offline table (synth makes no
     AWS call)."""
-    from trn_ultracluster.estimate import OfflinePrices, estimate
-
-    region = template["Outputs"]["Region"]["Value"]
-    est = estimate(template, OfflinePrices(region))
     partial = "" if est.complete else ", some items unpriced"
     return (f"estimate:       ${est.idle_usd:,.2f}/h idle, ${est.running_usd:,.2f}/h running "
             f"(offline table{partial}; itemized: trn-ultracluster estimate); first deploy "
             f"~{est.deploy_minutes:.0f} min")
+
+
+def _pool_lines(template: dict[str, Any], est: Estimate) -> list[str]:
+    """One line per node pool of the ``Pools`` output: type, node counts (min / desired /
+    max), EFA interfaces per node (the catalog's, which its launch template has one per
+    network card of), Neuron stack, and its hourly cost when the template has several pools;
+    none for a template synthesized before pools."""
+    costs = {p.name: p for p in est.pools} if len(est.pools) > 1 else {}
+    lines = []
+    for i, pool in enumerate(template_pools(template)):
+        try:
+            efa = get_any_instance(pool.instance_type).efa_interfaces
+        except UnknownInstanceTypeError:
+            efa = None
+        what = ("no EFA (CPU)" if not pool.accelerated else
+                "EFA interfaces unknown" if efa is None else
+                f"{efa} EFA interfaces" if efa else "no EFA")
+        stack = f", Neuron stack {pool.neuron_stack}" if pool.neuron_stack else ""
+        cost = costs.get(pool.name)
+        money = ("" if cost is None or not cost.lines else
+                 f", ${cost.idle_usd:,.2f}/h idle, ${cost.running_usd:,.2f}/h running")
+        head = "pools:          " if i == 0 else " " * 16
+        lines.append(f"{head}{pool.name}: {pool.instance_type}, nodes {pool.nodes_min} / "
+                     f"{pool.nodes_desired} / {pool.nodes_max}, {what}{stack}{money}")
+    return lines
 
 
 def summarize(outdir: Path) -> str:
@@ -61,6 +87,7 @@ def summarize(outdir: Path) -> str:
     Raises:
         AssemblyError: no synthesized stack in ``outdir`` (run synth first).
     """
+    from trn_ultracluster.estimate import OfflinePrices, estimate
     from trn_ultracluster.estimate.lustre import efa_summary
 
     stack = assembly_stack(outdir)
@@ -70,6 +97,7 @@ def summarize(outdir: Path) -> str:
     resources = template["Resources"]
     by_type = Counter(r["Type"] for r in resources.values())
     report = outdir / "validation-report.json"
+    est = estimate(template, OfflinePrices(template["Outputs"]["Region"]["Value"]))
     lines = [
         f"template:       {path} ({len(text.encode()) / 1000:.0f} kB of "
         f"{CFN_TEMPLATE_LIMIT_BYTES // 1000} kB, {len(resources)} of {CFN_RESOURCE_LIMIT} resources)",
@@ -82,13 +110,14 @@ def summarize(outdir: Path) -> str:
             _output(template, OutputKey.NODE_COUNT_DESIRED),
             _output(template, OutputKey.NODE_COUNT_MAX),
         ),
+        *_pool_lines(template, est),
         f"compute AZ ID:  {_output(template, OutputKey.COMPUTE_AZ_ID)}",
         f"EFA per node:   {efa_interfaces_per_node(template)} interfaces",
         f"FSx over EFA:   {efa_summary(template)} (README \"FSx for Lustre over EFA\")",
         f"orchestrator:   {_output(template, OutputKey.ORCHESTRATOR)}",
         f"Neuron stack:   {_output(template, OutputKey.NEURON_STACK)} (python -m trn_train train "
         f"--backend {_output(template, OutputKey.NEURON_STACK)}; README \"Training stacks\")",
-        _estimate_line(template),
+        _estimate_line(est),
         "",
         "resources by type:",
     ]

@@ -145,3 +145,24 @@ def test_preflight_skips_an_estimate_of_another_efa_setting(capsys, monkeypatch,
     assert ("was synthesized from another configuration: EfaEnabled true (configuration: "
             "false)") in out
     assert "total per hour" not in out
+
+
+@moto.mock_aws
+def test_preflight_skips_an_estimate_of_other_pools(capsys, monkeypatch, default):
+    """The same main pool, but the configuration has a CPU pool the template has not: the
+    pools of the Pools output are compared too."""
+    from trn_ultracluster.cli import preflight
+
+    bootstrap()
+    real = preflight.run_preflight
+    monkeypatch.setattr(preflight, "run_preflight", lambda s, c, r, **kw: real(
+        Session(**{"service-quotas": quota_client(c)}), c, docker_ok, **kw))
+    monkeypatch.chdir(REPO_ROOT)
+    pools = ("[{name: trainium, instance_type: trn1.32xlarge}, "
+             "{name: cpu, instance_type: m7i.8xlarge}]")
+    code, out, _ = run(capsys, "preflight", "-c", f"pools={pools}", "--cdk-out",
+                       str(default.outdir))
+    assert code == 0, out
+    assert "preflight: trn1.32xlarge x 1 + m7i.8xlarge x 1 in usw2-az4" in out
+    assert ("was synthesized from another configuration: Pools trainium: trn1.32xlarge x 1 "
+            "(configuration: trainium: trn1.32xlarge x 1, cpu: m7i.8xlarge x 1)") in out

@@ -237,7 +237,7 @@ def test_preflight_without_bootstrap_or_docker():
                                            ("scheduled", "use2-az3", False),
                                            ("active", "use2-az1", False)])
 def test_preflight_capacity_block(state, az, ok):
-    from trn_ultracluster.cli.preflight import _capacity
+    from trn_ultracluster.cli.preflight_capacity import capacity_checks
 
     ec2 = boto3.client("ec2", region_name="us-east-2")
     rid = "cr-0123456789abcdef0"
@@ -247,7 +247,7 @@ def test_preflight_capacity_block(state, az, ok):
             "AvailabilityZoneId": az, "State": state, "TotalInstanceCount": 4,
             "ReservationType": "capacity-block"}]}, {"CapacityReservationIds": [rid]})
         config = preflight_config(**yaml.safe_load((REPO_ROOT / "profiles" / "trn2.yaml").read_text()))
-        check = _capacity(SimpleNamespace(client=lambda _: ec2), config)
+        (check,) = capacity_checks(SimpleNamespace(client=lambda _: ec2), config)
     assert check.ok is ok, check.detail
     if state != "active":
         assert check.detail == (f"{rid}: state is scheduled: a future-dated reservation, "
@@ -263,10 +263,10 @@ ODCR = {"capacity": {"type": "capacity-reservation", "reservation_id": RID,
 
 
 def _odcr_check(config, **fields):
-    """``_capacity`` of ``config`` against an On-Demand Capacity Reservation that fits the
+    """The capacity check of ``config`` against an On-Demand Capacity Reservation that fits the
     default preflight configuration (2 x trn1.32xlarge in usw2-az4, in placement group
     odcr-pg), with ``fields`` changed (None: left out)."""
-    from trn_ultracluster.cli.preflight import _capacity
+    from trn_ultracluster.cli.preflight_capacity import capacity_checks
 
     reservation = {"CapacityReservationId": RID, "InstanceType": "trn1.32xlarge",
                    "AvailabilityZoneId": "usw2-az4", "AvailabilityZone": "us-west-2d",
@@ -280,7 +280,8 @@ def _odcr_check(config, **fields):
         stub.add_response("describe_capacity_reservations",
                           {"CapacityReservations": [reservation]},
                           {"CapacityReservationIds": [RID]})
-        return _capacity(SimpleNamespace(client=lambda _: ec2), config)
+        (check,) = capacity_checks(SimpleNamespace(client=lambda _: ec2), config)
+        return check
 
 
 @pytest.mark.parametrize("config, fields, detail", [
@@ -531,3 +532,145 @@ def test_preflight_only_runs_the_named_checks():
                               stack_name="TrnUltraCluster", only=[FSX_EFA_CHECK])
     assert [(c.name, c.ok) for c in checks] == [(FSX_EFA_CHECK, False)]
     assert CHECKS[-1] == FSX_EFA_CHECK
+
+
+# --- pools ----------------------------------------------------------------------------------
+
+POOLS = [{"name": "trn1", "instance_type": "trn1.32xlarge",
+          "nodes": {"min": 0, "desired": 2, "max": 2}},
+         {"name": "big", "instance_type": "trn1n.32xlarge",
+          "nodes": {"min": 0, "desired": 0, "max": 1}},
+         {"name": "cpu", "instance_type": "m7i.8xlarge",
+          "nodes": {"min": 0, "desired": 1, "max": 3}}]
+"""Three pools in usw2-az4, which offers all three types (moto's offerings snapshot)."""
+
+
+def pools_config(*pools, **overrides):
+    """A valid configuration of ``pools`` (default :data:`POOLS`) in usw2-az4, with
+    ``overrides``."""
+    from trn_ultracluster.config import parse_config
+
+    raw = {"az_ids": ["usw2-az4", "usw2-az1"], "pools": list(pools or POOLS), **overrides}
+    return parse_config(raw).config
+
+
+@moto.mock_aws
+def test_preflight_checks_every_pools_type_and_each_vcpu_quota():
+    """Trainium pools share the Trn vCPU quota; a CPU pool counts against the Standard one."""
+    from trn_ultracluster.cli.preflight import format_table, run_preflight
+
+    bootstrap()
+    config = pools_config()
+    _, checks = run_preflight(Session(**{"service-quotas": quota_client(config)}), config,
+                              docker_ok)
+    by_name = {c.name: c for c in checks}
+    assert [c.name for c in checks][:3] == ["instance type offered trn1.32xlarge",
+                                           "instance type offered trn1n.32xlarge",
+                                           "instance type offered m7i.8xlarge"]
+    assert all(c.ok for c in checks), format_table(checks)
+    assert by_name["quota trn_vcpus"].detail.startswith(
+        "ec2 'Running On-Demand Trn instances' (L-2C3B7624): need 384 (trn1: 2 x trn1.32xlarge "
+        "x 128 + big: 1 x trn1n.32xlarge x 128 vCPUs)")
+    assert by_name["quota standard_vcpus"].detail.startswith(
+        "ec2 'Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances' (L-1216C47A): "
+        "need 96 (cpu: 3 x m7i.8xlarge x 32 vCPUs)")
+    assert "trn1: 1 + big: 1 + cpu: 1 node groups + the system node group" in \
+        by_name["quota eks_nodegroups_per_cluster"].detail
+    assert by_name["capacity"].detail == "on-demand (no reservation configured)"
+
+
+@moto.mock_aws
+def test_preflight_fails_a_pool_whose_type_the_compute_az_does_not_offer():
+    from trn_ultracluster.cli.preflight import run_preflight
+
+    config = pools_config(*POOLS, {"name": "trn2", "instance_type": "trn2.48xlarge",
+                                   "nodes": {"min": 0, "desired": 0, "max": 1}})
+    _, checks = run_preflight(Session(), config, docker_ok, only=["instance type offered"])
+    assert [(c.name, c.ok) for c in checks] == [
+        ("instance type offered trn1.32xlarge", True), ("instance type offered trn1n.32xlarge", True),
+        ("instance type offered m7i.8xlarge", True), ("instance type offered trn2.48xlarge", False)]
+    assert checks[-1].detail == "trn2.48xlarge is not offered in usw2-az4"
+    assert checks[-1].fix == ("trn2.48xlarge is not offered in us-west-2: pick another Region's "
+                              "AZ IDs (catalog hint: use2-az1, use2-az2, use2-az3)")
+
+
+def test_hyperpod_quotas_of_each_pool_type_are_found_by_name():
+    config = pools_config(orchestrator="hyperpod-slurm")
+    checks = quota_checks(config)
+    names = [n for n in checks if n.startswith("hyperpod_instances")]
+    assert names == ["hyperpod_instances ml.trn1.32xlarge for cluster usage",
+                     "hyperpod_instances ml.trn1n.32xlarge for cluster usage",
+                     "hyperpod_instances ml.m7i.8xlarge for cluster usage"]
+    cpu = checks["hyperpod_instances ml.m7i.8xlarge for cluster usage"]
+    assert cpu.ok and cpu.detail.startswith("sagemaker 'ml.m7i.8xlarge for cluster usage' "
+                                            "(L-BYNAME): need 1 (the worker group of pool cpu)")
+    assert "trn_vcpus" not in checks and "standard_vcpus" not in checks
+
+
+def _pool_capacity(config, reservation):
+    """The capacity checks of ``config`` against one stubbed reservation ``RID``."""
+    from trn_ultracluster.cli.preflight_capacity import capacity_checks
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_capacity_reservations",
+                          {"CapacityReservations": [{
+                              "CapacityReservationId": RID, "AvailabilityZoneId": "usw2-az4",
+                              "State": "active", "ReservationType": "default",
+                              **reservation}]},
+                          {"CapacityReservationIds": [RID]})
+        checks = capacity_checks(SimpleNamespace(client=lambda _: ec2), config)
+        stub.assert_no_pending_responses()
+    return checks
+
+
+def test_pools_on_one_reservation_are_checked_together():
+    """Two trn1 pools on the top-level reservation: one DescribeCapacityReservations, which
+    must hold both pools' nodes.max; the on-demand CPU pool takes no reservation."""
+    trn1b = {"name": "trn1b", "instance_type": "trn1.32xlarge",
+             "nodes": {"min": 0, "desired": 0, "max": 2}}
+    pools = [POOLS[0], trn1b, {**POOLS[2], "capacity": {"type": "on-demand"}}]
+    config = pools_config(*pools, capacity={"type": "capacity-reservation",
+                                            "reservation_id": RID}, placement_group=False)
+    (check,) = _pool_capacity(config, {"InstanceType": "trn1.32xlarge",
+                                       "TotalInstanceCount": 3})
+    assert (check.name, check.ok) == ("capacity trn1, trn1b", False)
+    assert check.detail == f"{RID}: it holds 3 instances, the pools trn1, trn1b take up to 4 (nodes.max)"
+    assert check.fix == ("lower their nodes.max to 3 in all, or use a reservation of at least 4 "
+                         "instances")
+    (ok,) = _pool_capacity(config, {"InstanceType": "trn1.32xlarge", "TotalInstanceCount": 4})
+    assert ok.ok and ok.detail == f"{RID} active in usw2-az4: 4 x trn1.32xlarge"
+
+
+def test_a_pools_own_reservation_is_named_by_its_own_keys():
+    own = {"name": "big", "instance_type": "trn1n.32xlarge",
+           "nodes": {"min": 0, "desired": 0, "max": 2},
+           "capacity": {"type": "capacity-reservation", "reservation_id": RID,
+                        "placement_group_name": "odcr-pg"}}
+    config = pools_config(POOLS[0], own, POOLS[2])
+    (check,) = _pool_capacity(config, {"InstanceType": "trn1.32xlarge", "TotalInstanceCount": 1,
+                                       "PlacementGroupArn": PG_ARN + "other-pg"})
+    assert check.name == "capacity big" and not check.ok
+    assert check.detail == (f"{RID}: it holds trn1.32xlarge, pool big uses trn1n.32xlarge; it "
+                            "holds 1 instances, pools[1].nodes.max is 2; it was created in "
+                            "placement group other-pg, pools[1].capacity.placement_group_name "
+                            "is odcr-pg")
+    assert check.fix == ("set pools[1].instance_type: trn1.32xlarge; lower pools[1].nodes.max "
+                         "to 1, or use a reservation of at least 2 instances; set "
+                         "pools[1].capacity.placement_group_name: other-pg")
+
+
+def test_two_neuron_stacks_need_two_concurrent_image_builds():
+    """trn1 (xla) and trn2 (native) pools: two training images built at once, which CodeBuild
+    runs together only within the account's concurrent Linux/Large builds (found by code)."""
+    config = pools_config(POOLS[0], {"name": "trn2", "instance_type": "trn2.48xlarge",
+                                     "nodes": {"min": 0, "desired": 0, "max": 1}},
+                          az_ids=["use2-az3", "use2-az1"])
+    assert config.neuron_stacks == ("xla", "native")
+    check = quota_checks(config, {"codebuild_large_builds": 1})["codebuild_large_builds"]
+    assert not check.ok
+    assert check.detail == (
+        "codebuild 'Concurrently running builds for Linux/Large environment' (L-4DDC4A99): need "
+        "2 (2 training images (xla, native) built at once on one CodeBuild project; a build "
+        "queued past its 5-minute queue timeout fails the deploy), have 1 (applied)")
+    assert "codebuild_large_builds" not in quota_checks(pools_config())  # one stack: no check

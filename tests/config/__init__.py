@@ -44,3 +44,21 @@ def check_one_error(overrides: dict[str, Any], message: str) -> None:
 def warnings_about(overrides: dict[str, Any], field: str) -> list[str]:
     """The warning lines about ``field`` of a valid configuration."""
     return [str(w) for w in load(overrides).warnings if w.field == field]
+
+
+# --- node pools -------------------------------------------------------------------------
+
+TRN1_POOL = {"name": "trn1", "instance_type": "trn1.32xlarge",
+             "nodes": {"min": 0, "desired": 1, "max": 2}}
+TRN2_POOL = {"name": "trn2", "instance_type": "trn2.48xlarge",
+             "nodes": {"min": 0, "desired": 0, "max": 4}, "efa_interface_layout": "efa-only"}
+CPU_POOL = {"name": "cpu", "instance_type": "m7i.8xlarge",
+            "nodes": {"min": 0, "desired": 1, "max": 2}}
+"""The pools of ``profiles/mixed.yaml``, as ``pools`` items."""
+CAPACITY_BLOCK = {"type": "capacity-block", "reservation_id": "cr-0123456789abcdef0"}
+
+
+def with_pools(*pools: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """``-c`` overrides of a cluster of ``pools`` (items of ``pools``, changed copies of
+    :data:`TRN1_POOL` ...) in use2-az3, which offers trn1 and trn2, with ``overrides``."""
+    return {"az_ids": "use2-az3,use2-az1", "pools": [dict(p) for p in pools], **overrides}

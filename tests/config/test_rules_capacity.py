@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error, load, warnings_about
+from tests.config import (
+    CAPACITY_BLOCK,
+    CPU_POOL,
+    TRN1_POOL,
+    TRN2_POOL,
+    check_one_error,
+    errors,
+    load,
+    warnings_about,
+    with_pools,
+)
 
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
@@ -67,3 +77,62 @@ def test_placement_group_name_of_255_printable_ascii_characters_is_valid():
 @pytest.mark.parametrize("case, overrides, field, message", WARNINGS, ids=[c[0] for c in WARNINGS])
 def test_warning_gives_one_exact_message(case, overrides, field, message):
     assert warnings_about(overrides, field) == [message]
+
+
+# --- per pool ---------------------------------------------------------------------------
+
+RID = "cr-0123456789abcdef0"
+ODCR_DOC = "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html"
+
+
+def test_a_pools_own_capacity_is_checked_under_its_own_key():
+    check_one_error(with_pools(TRN1_POOL, {**TRN2_POOL, "capacity": {
+        "type": "capacity-reservation", "reservation_id": "cr-x"}, "placement_group": False}),
+        "error: pools[1].capacity.reservation_id = 'cr-x': must be 'cr-' followed by 8 or 17 hex "
+        "digits (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/resource-ids.html)")
+    check_one_error(with_pools(TRN1_POOL, {**TRN2_POOL, "capacity": {
+        "type": "capacity-reservation"}, "placement_group": False}),
+        "error: pools[1].capacity.reservation_id = None: must be set (cr-...) when "
+        f"pools[1].capacity.type is 'capacity-reservation' (see {ODCR_DOC})")
+
+
+def test_one_reservation_holds_one_instance_type():
+    """A pool that takes the top-level reservation of another type cannot launch into it."""
+    check_one_error(
+        with_pools(TRN1_POOL, TRN2_POOL, **{"capacity.type": "capacity-reservation",
+                                            "capacity.reservation_id": RID,
+                                            "capacity.placement_group_name": "pg"}),
+        f"error: capacity.reservation_id = '{RID}': must not be the reservation of pool 'trn1' "
+        "(trn1.32xlarge) for pool 'trn2' (trn2.48xlarge): a reservation holds one instance type; "
+        "give pools[1] a capacity of its own (e.g. {type: on-demand}) (see " + ODCR_DOC + ")")
+    # two pools of one type may share it (preflight checks it holds both pools' nodes)
+    load(with_pools(TRN1_POOL, {**TRN1_POOL, "name": "trn1b"}, CPU_POOL | {"capacity": {
+        "type": "on-demand"}}, **{"capacity.type": "capacity-reservation",
+                                  "capacity.reservation_id": RID,
+                                  "capacity.placement_group_name": "pg"}))
+
+
+def test_a_capacity_block_pool_needs_no_placement_group_and_starts_at_0_on_eks():
+    block = {**TRN2_POOL, "capacity": CAPACITY_BLOCK, "placement_group": False,
+             "nodes": {"min": 0, "desired": 2, "max": 4}}
+    config = with_pools(TRN1_POOL, block)
+    (warning,) = warnings_about(config, "pools[1].nodes")
+    assert warning.startswith("warning: pools[1].nodes = {'min': 0, 'desired': 2}: should be 0 "
+                              "with a Capacity Block")
+    assert "run `trn-ultracluster scale --pool trn2 --nodes N`" in warning
+    assert warnings_about(config, "nodes") == []  # the main pool is on-demand
+
+
+def test_a_reservation_pool_is_told_about_its_own_placement_group():
+    odcr = {"type": "capacity-reservation", "reservation_id": RID}
+    (warning,) = warnings_about(with_pools(TRN1_POOL, {**TRN2_POOL, "capacity": odcr}),
+                                "pools[1].capacity.placement_group_name")
+    assert warning.endswith("if the reservation is in no group, set pools[1].placement_group: "
+                            "false to launch into the reservation alone (see "
+                            "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html)")
+    assert errors(with_pools(TRN1_POOL, {**TRN2_POOL, "placement_group": False, "capacity": {
+        **odcr, "placement_group_name": "pg"}})) == [
+        "error: pools[1].capacity.placement_group_name = 'pg': must be null when "
+        "pools[1].placement_group is false (the nodes then launch into no placement group); set "
+        "pools[1].placement_group: true to launch them into this group (see "
+        "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html)"]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error, warnings_about
+from tests.config import (
+    CPU_POOL,
+    TRN1_POOL,
+    TRN2_POOL,
+    check_one_error,
+    warnings_about,
+    with_pools,
+)
 
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
@@ -46,3 +53,20 @@ def test_node_update_config_none_on_reserved_capacity_is_quiet():
 @pytest.mark.parametrize("case, overrides, field, message", WARNINGS, ids=[c[0] for c in WARNINGS])
 def test_warning_gives_one_exact_message(case, overrides, field, message):
     assert warnings_about(overrides, field) == [message]
+
+
+def test_an_efa_only_pool_needs_a_vpc_cni_that_handles_it():
+    check_one_error(with_pools(TRN1_POOL, TRN2_POOL, CPU_POOL,
+                               **{"eks.addon_versions.vpc_cni": "v1.18.0-eksbuild.1"}),
+                    "error: eks.addon_versions.vpc_cni = 'v1.18.0-eksbuild.1': must be v1.19.0 "
+                    "or newer with pools[1].efa_interface_layout 'efa-only' (older CNIs fail on "
+                    "interfaces without an IP address) (see "
+                    "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html)")
+
+
+def test_node_update_config_none_applies_where_any_pool_is_on_reserved_capacity():
+    odcr = {**TRN2_POOL, "placement_group": False, "capacity": {
+        "type": "capacity-reservation", "reservation_id": "cr-0123456789abcdef0"}}
+    none = {"eks.node_update_config": "none"}
+    assert warnings_about(with_pools(TRN1_POOL, odcr, **none), "eks.node_update_config") == []
+    assert warnings_about(with_pools(TRN1_POOL, TRN2_POOL, **none), "eks.node_update_config")

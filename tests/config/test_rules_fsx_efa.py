@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import STYLE, errors, load, warnings_about
+from tests.config import (
+    CPU_POOL,
+    STYLE,
+    TRN1_POOL,
+    TRN2_POOL,
+    errors,
+    load,
+    warnings_about,
+    with_pools,
+)
 from trn_ultracluster.config.facts import (
     FSX_EFA_CAPACITY_STEP_GIB,
     FSX_EFA_CLIENT_TYPES,
@@ -347,3 +356,69 @@ def test_client_interfaces_follow_the_guides_default_table(name, interfaces):
     network cards", 1 for "Other instances with a single network card"."""
     assert client_interfaces(CATALOG[name]) == interfaces
     assert 512 * client_interfaces(CATALOG["trn1.32xlarge"]) == FSX_EFA_MAX_CONNECTIONS
+
+
+# --- pools: the file system's clients are every pool's nodes -----------------------------
+
+def _pools(*pools, **overrides):
+    return with_pools(*pools, **{k: v for k, v in SMALLEST.items()
+                                 if k.startswith("fsx.")}, **overrides)
+
+
+def test_each_pool_gets_its_own_mode_and_cpu_pools_mount_over_tcp():
+    """true asks EFA of every Trainium client: the trn1 pools' nodes require it; a CPU pool
+    (no EFA) is never a client and mounts over TCP (mode off), so true fails none of its
+    nodes; the reason says so."""
+    efa = plan(_pools(TRN1_POOL, {**TRN1_POOL, "name": "trn1b"}, CPU_POOL,
+                      **{"fsx.efa": "true"}))
+    assert efa.clients == ("trn1", "trn1b") and efa.cpu_pools == ("cpu",)
+    assert [efa.pool_mode(p) for p in ("trn1", "trn1b", "cpu")] == ["required", "required",
+                                                                     "off"]
+    assert efa.mode == "required"  # the main pool's
+    assert efa.reason == "on: fsx.efa is true; the CPU pool cpu (no EFA) mounts it over TCP"
+    assert [r.field for r in efa.rules if r.kind == "client"] == ["pools[0].instance_type",
+                                                                  "pools[1].instance_type"]
+
+
+def test_a_trainium_pool_that_cannot_be_a_client_is_named_by_its_own_key():
+    assert errors(_pools(TRN1_POOL, TRN2_POOL, CPU_POOL, **{"fsx.efa": "true"})) == [
+        "error: pools[1].instance_type = 'trn2.48xlarge': must be one of trn1.32xlarge, "
+        "trn1n.32xlarge: clients of an EFA-enabled file system are Nitro v4 or newer instances "
+        "with EFA, excluding the trn2 instance family" + true_suffix("pools[1].instance_type")
+        + f" (see {CLIENTS_PAGE})"]
+    fast = {**_pools(TRN1_POOL, TRN2_POOL, CPU_POOL), **{k: v for k, v in FAST.items()
+                                                         if k.startswith("fsx.")}}
+    efa = plan(fast)
+    assert efa.enabled and [efa.pool_mode(p) for p in ("trn1", "trn2", "cpu")] == [
+        "preferred", "off", "off"]
+    assert efa.reason.endswith("; the CPU pool cpu (no EFA) mounts it over TCP; those pools' "
+                               "nodes mount it over TCP: pools[1].instance_type must be one of "
+                               "trn1.32xlarge, trn1n.32xlarge: clients of an EFA-enabled file "
+                               "system are Nitro v4 or newer instances with EFA, excluding the "
+                               "trn2 instance family")
+    (warning,) = warnings_about(fast, "pools[1].instance_type")
+    assert warning.startswith("warning: pools[1].instance_type = 'trn2.48xlarge': should be a "
+                              "client type to use the EFA-enabled file system")
+
+
+def test_efa_connections_count_the_client_pools_only():
+    """1,024 connections across all clients: two trn1 pools of 300 nodes bind 1,200; the
+    CPU pool binds none. On eks (mode in the launch template) true past it is an error."""
+    def config(orchestrator, cpu_max=2):
+        return _pools({**TRN1_POOL, "nodes": {"min": 0, "desired": 0, "max": 300}},
+                      {**TRN1_POOL, "name": "trn1b", "nodes": {"min": 0, "desired": 0,
+                                                               "max": 300}},
+                      {**CPU_POOL, "nodes": {"min": 0, "desired": 0, "max": cpu_max}},
+                      **{"fsx.efa": "true", "orchestrator": orchestrator})
+
+    efa = plan(config("hyperpod-slurm", cpu_max=600))
+    assert efa.connections == 1200 and efa.pool_mode("trn1") == "preferred"
+    (warning,) = warnings_about(config("hyperpod-slurm", cpu_max=600), "pools")
+    assert warning.startswith(
+        "warning: pools = {'trn1': 300, 'trn1b': 300}: should need at most 1,024 EFA "
+        "connections in all for every node to reach the file system over EFA: each node of an "
+        "EFA client pool binds EFA interfaces to Lustre (nodes.max x interfaces: trn1: 300 x 2, "
+        "trn1b: 300 x 2), each one of the file system's 1,024 EFA connections (1,200 needed;")
+    (error,) = [e for e in errors(config("eks")) if e.startswith("error: pools =")]
+    assert "Keep the client pools' nodes.max within the limit, or set fsx.efa to false" in error
+    assert STYLE.match(error)

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error, load, warnings_about
+from tests.config import (
+    CPU_POOL,
+    TRN1_POOL,
+    TRN2_POOL,
+    check_one_error,
+    load,
+    warnings_about,
+    with_pools,
+)
 
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
@@ -73,3 +81,14 @@ def test_az_where_type_was_never_seen_is_a_warning_not_an_error():
     assert warning.field == "az_ids[0]" and warning.severity == "warning"
     assert "has been seen offered (" in str(warning)
     assert "preflight" in str(warning)
+
+
+def test_every_trainium_pools_type_is_looked_up_in_the_compute_az():
+    """usw2-az4 offers trn1.32xlarge but no trn2.48xlarge (catalog az_ids_seen): one warning,
+    naming the trn2 pool; the CPU pool is left to preflight (no AZ IDs recorded)."""
+    config = with_pools(TRN1_POOL, TRN2_POOL, CPU_POOL, az_ids="usw2-az4,usw2-az1")
+    assert warnings_about(config, "az_ids[0]") == [
+        "warning: az_ids[0] = 'usw2-az4': should be an AZ ID where trn2.48xlarge (pool trn2) has "
+        "been seen offered (use2-az1, use2-az2, use2-az3): run `preflight` to check your account "
+        "(see https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html)"]
+    assert warnings_about(with_pools(TRN1_POOL, TRN2_POOL, CPU_POOL), "az_ids[0]") == []

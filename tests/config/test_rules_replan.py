@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import STYLE, load
+from tests.config import (
+    CPU_POOL,
+    STYLE,
+    TRN1_POOL,
+    load,
+    with_pools,
+)
 
 EKS_2000 = {"nodes.max": 2000}
 """2,000 trn1.32xlarge on eks: seven node groups over three compute subnets."""
@@ -57,3 +63,24 @@ def test_standalone_names_its_own_fields_and_consequence():
     assert warning.startswith("warning: instance_type = 'trn1.32xlarge': should ")
     assert "and so should efa_interface_layout (efa): they set" in warning
     assert "VPCZoneIdentifier" in warning
+
+
+def test_pools_over_several_subnets_name_what_moves_the_later_pools():
+    """The pools fill the subnets in order: the trn1 pool's nodes.max decides where the CPU
+    pool's groups go, so growing it would move them (checked on the plan)."""
+    def pools(trn1_max):
+        return with_pools({**TRN1_POOL, "nodes": {"min": 0, "desired": 0, "max": trn1_max}},
+                          {**CPU_POOL, "nodes": {"min": 0, "desired": 0, "max": 100}},
+                          vpc_cidr="10.0.0.0/20")
+
+    loaded, (warning,) = _resplit(pools(20))
+    assert STYLE.match(warning), warning
+    assert warning.startswith(
+        "warning: pools = ['trn1', 'cpu']: should change on a running cluster only after "
+        "`trn-ultracluster plan` (or with `make deploy`) in what decides where their groups go: "
+        "each pool's instance_type and efa_interface_layout, eks.pod_ips_per_node (16), the "
+        "nodes.max of every pool but the last (trn1: 20) and the pools' order.")
+    assert "a pool added after the last moves none" in warning
+    before = loaded.config.address_plan.pool("cpu").groups
+    after = load(pools(40)).config.address_plan.pool("cpu").groups
+    assert [g.subnet for g in before] == [0, 1, 2] and [g.subnet for g in after] == [1, 2]

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error, load, warnings_about
+from tests.config import (
+    CAPACITY_BLOCK,
+    CPU_POOL,
+    TRN1_POOL,
+    TRN2_POOL,
+    check_one_error,
+    load,
+    warnings_about,
+    with_pools,
+)
 
 BIG_EKS = {"nodes.max": "2000", "efa_interface_layout": "efa"}
 
@@ -84,3 +93,48 @@ def test_file_system_too_slow_for_the_cluster_is_a_warning():
     assert "should give each of the 64 nodes at least 10 MB/s, not 4.6" in warning
     assert "640 MB/s in all" in warning
     assert warnings_about({"nodes.max": "16"}, "fsx.storage_capacity_gib") == []
+
+
+# --- per pool ---------------------------------------------------------------------------
+
+def test_quota_warnings_name_each_pools_part():
+    config = with_pools({**TRN1_POOL, "nodes": {"min": 0, "desired": 0, "max": 300}},
+                        {**CPU_POOL, "nodes": {"min": 0, "desired": 0, "max": 3000}})
+    (enis,) = warnings_about(config, "quotas.network_interfaces")
+    assert enis.startswith("warning: quotas.network_interfaces = 5000: should be at least 5,400 "
+                           "for trn1: 300 x 8 + cpu: 3,000 x 1 interfaces in use2-az3")
+
+
+def test_the_control_plane_counts_every_pools_nodes():
+    big = with_pools({**TRN1_POOL, "nodes": {"min": 0, "desired": 0, "max": 3000}},
+                     {**CPU_POOL, "nodes": {"min": 0, "desired": 0, "max": 2100}},
+                     **{"quotas.vpc_network_address_usage": "256000",
+                        "quotas.network_interfaces": "100000"})
+    (warning,) = warnings_about(big, "pools")[-1:]
+    assert warning.startswith("warning: pools = {'trn1': 3000, 'cpu': 2100}: should be at most "
+                              "5,000 on one Kubernetes cluster (the pools' nodes.max together: "
+                              "5,100)")
+    assert warnings_about(big, "nodes.max") == []
+
+
+def test_capacity_blocks_per_pool_and_shared():
+    block = {**TRN2_POOL, "capacity": CAPACITY_BLOCK, "placement_group": False}
+    (warning,) = warnings_about(with_pools(TRN1_POOL, {**block, "nodes": {
+        "min": 0, "desired": 0, "max": 68}}), "pools[1].nodes.max")
+    assert warning.startswith("warning: pools[1].nodes.max = 68: should be at most 64 with "
+                              "pools[1].capacity.type 'capacity-block'")
+    two = with_pools(TRN1_POOL, {**block, "nodes": {"min": 0, "desired": 0, "max": 40}},
+                     {**block, "name": "trn2b", "nodes": {"min": 0, "desired": 0, "max": 40}})
+    assert warnings_about(two, "pools[2].capacity.reservation_id") == [
+        "warning: pools[2].capacity.reservation_id = 'cr-0123456789abcdef0': should hold the "
+        "pools that share it: trn2, trn2b take up to 80 instances together, and one Capacity "
+        "Block holds up to 64 (see https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/"
+        "capacity-blocks-launch.html)"]
+
+
+def test_the_file_systems_clients_are_every_pools_nodes():
+    """6 nodes of three pools share 293 MB/s: the CPU nodes read the file system too."""
+    config = with_pools({**TRN1_POOL, "nodes": {"min": 0, "desired": 0, "max": 20}},
+                        {**CPU_POOL, "nodes": {"min": 0, "desired": 0, "max": 10}})
+    (warning,) = warnings_about(config, "fsx.storage_capacity_gib")
+    assert "should give each of the 30 nodes at least 10 MB/s, not 9.8" in warning

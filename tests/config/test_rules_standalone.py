@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.config import check_one_error, errors, load, warnings_about
+from tests.config import (
+    CAPACITY_BLOCK,
+    TRN1_POOL,
+    TRN2_POOL,
+    check_one_error,
+    errors,
+    load,
+    warnings_about,
+    with_pools,
+)
 from trn_ultracluster.config.facts import NATIVE_STACK, NEURON_DLAMI_LATEST_PARAMETER, XLA_STACK
 
 TRN2 = {'orchestrator': 'standalone', 'instance_type': 'trn2.48xlarge', 'az_ids': ['use2-az3', 'use2-az1']}
@@ -103,3 +112,17 @@ def test_an_unknown_instance_type_gets_its_own_error_not_a_crash():
     lines = errors({'orchestrator': 'standalone', 'instance_type': 'trn9.big',
                     'standalone.runtime': 'dlami-venv'})
     assert any(line.startswith("error: instance_type = 'trn9.big'") for line in lines), lines
+
+
+def test_standalone_pools_on_a_capacity_block_and_the_native_stack():
+    check_one_error(with_pools(TRN1_POOL, {**TRN2_POOL, "capacity": CAPACITY_BLOCK,
+                                           "placement_group": False},
+                               orchestrator="standalone"),
+                    "error: pools[1].capacity.type = 'capacity-block': must be 'on-demand' or "
+                    "'capacity-reservation' with orchestrator 'standalone': this project does "
+                    "not launch an Auto Scaling group into a Capacity Block (see "
+                    "docs/standalone.md)")
+    (error,) = errors(with_pools(TRN1_POOL, TRN2_POOL, orchestrator="standalone",
+                                 **{"standalone.runtime": "dlami-venv"}))
+    assert error.startswith("error: standalone.runtime = 'dlami-venv': must be 'container' on "
+                            "the native stack (pool trn2) unless standalone.ami_id")

@@ -3,7 +3,14 @@ user's Dockerfile built on the stack's image (``training_image.user_dockerfile``
 
 from __future__ import annotations
 
-from tests.config import check_one_error, errors, warnings_about
+from tests.config import (
+    TRN1_POOL,
+    TRN2_POOL,
+    check_one_error,
+    errors,
+    warnings_about,
+    with_pools,
+)
 from trn_ultracluster.config import load_config
 
 
@@ -158,3 +165,21 @@ def test_an_unreadable_path_is_a_config_error(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "is_dir", refused)
     found = errors({USER: str(path)})
     assert len(found) == 1 and "must be a readable path" in found[0] and "Permission" in found[0]
+
+
+def test_each_pools_neuron_stack_is_checked_where_it_is_set():
+    torch = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+    check_one_error(with_pools({**TRN1_POOL, "neuron_stack": "native"}, TRN2_POOL),
+                    "error: pools[0].neuron_stack = 'native': must be 'auto' or 'xla' on "
+                    "trn1.32xlarge (pool trn1): TorchNeuron, the native stack, supports "
+                    f"Trainium2 and Trainium3 only (Neuron SDK 2.33.0) (see {torch})")
+    # two trn1 pools that take training_image.neuron_stack: one error naming both
+    check_one_error(with_pools(TRN1_POOL, {**TRN1_POOL, "name": "trn1b"}, TRN2_POOL,
+                               **{"training_image.neuron_stack": "native"}),
+                    "error: training_image.neuron_stack = 'native': must be 'auto' or 'xla' on "
+                    "trn1.32xlarge (pools trn1, trn1b): TorchNeuron, the native stack, "
+                    f"supports Trainium2 and Trainium3 only (Neuron SDK 2.33.0) (see {torch})")
+    (warning,) = warnings_about(with_pools(TRN1_POOL, {**TRN2_POOL, "neuron_stack": "xla"}),
+                                "pools[1].neuron_stack")
+    assert warning.startswith("warning: pools[1].neuron_stack = 'xla': should be 'auto' "
+                              "(native) on trn2.48xlarge (pool trn2): the XLA stack is frozen")

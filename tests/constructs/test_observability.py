@@ -263,3 +263,74 @@ def test_lustre_over_efa_is_read_from_the_stacks_namespace_on_eks_too():
     assert alarm["Metrics"][0]["Expression"].endswith("WHERE ClusterName = 'k'")
     assert "(fsx.efa mode preferred)" in alarm["AlarmDescription"]
     assert len(o.alarms) == 4
+
+
+# --- several node pools ------------------------------------------------------------------
+
+def _dashboard(namespace, pools):
+    """The dashboard widgets of an Observability of ``pools`` on ``namespace``'s metrics."""
+    import aws_cdk as cdk
+
+    from trn_ultracluster.config.model import ObservabilityConfig
+    from trn_ultracluster.constructs.observability import (
+        MetricSource,
+        Observability,
+        ObservabilityProps,
+    )
+    from trn_ultracluster.contracts.metrics import NODE_DIMENSIONS
+
+    stack = cdk.Stack(cdk.App(), "S")
+    source = MetricSource(namespace=namespace, cluster_dimensions={"ClusterName": "k"},
+                          node_dimensions=NODE_DIMENSIONS, training_namespace="T/k")
+    Observability(stack, "Observability", ObservabilityProps(
+        metric_source=source, file_system_id="fs-1", fsx_capacity_gib=1200,
+        settings=ObservabilityConfig(), pools=pools))
+    s = Synth(cdk.assertions.Template.from_stack(stack).to_json(), None, stack, None, ())
+    return json.loads(body(s))["widgets"]
+
+
+
+def _mixed():
+    from trn_ultracluster.constructs.pool_widgets import PoolView
+
+    return [PoolView("trn1", "trn1.32xlarge", True), PoolView("dev", "trn1.32xlarge", True),
+            PoolView("trn2", "trn2.48xlarge", True), PoolView("cpu", "m7i.8xlarge", False)]
+
+
+def test_container_insights_pools_get_a_line_per_instance_type():
+    """The per-core and per-interface sets carry InstanceType: one AVG / SUM per type, two
+    pools of one type on one line; the CPU pool has no Neuron or EFA metric."""
+    widgets = {w["properties"].get("title", ""): w for w in _dashboard("ContainerInsights",
+                                                                        _mixed())}
+    util = widgets["NeuronCore utilization per instance type (%)"]["properties"]["metrics"]
+    assert [m[0]["label"] for m in util] == ["trn1.32xlarge (pools trn1, dev)",
+                                             "trn2.48xlarge (pool trn2)"]
+    assert util[1][0]["expression"] == (
+        "AVG(SEARCH('{ContainerInsights,ClusterName,InstanceType,InstanceId,NodeName,"
+        "NeuronDevice,NeuronCore} MetricName=\"node_neuroncore_utilization\" ClusterName=\"k\" "
+        "InstanceType=\"trn2.48xlarge\"', 'Average', 300))")
+    (rx, _) = widgets["EFA received per instance type (bytes/s)"]["properties"]["metrics"]
+    assert rx[0]["expression"].startswith(
+        "SUM(SEARCH('{ContainerInsights,ClusterName,NodeName,InstanceId,InstanceType,"
+        "NetworkInterfaceId} MetricName=\"node_efa_rx_bytes\" ClusterName=\"k\" "
+        "InstanceType=\"trn1.32xlarge\"'")
+    assert "EFA sent per instance type (bytes/s)" in widgets
+    notes = [w["properties"]["markdown"] for w in widgets.values() if w["type"] == "text"]
+    assert any("CPU pool cpu: no Neuron or EFA metrics." in n for n in notes)
+
+
+def test_the_node_exporters_pools_get_a_note_not_graphs():
+    widgets = _dashboard("TrnUltraCluster/Neuron", _mixed())
+    titles = [w["properties"].get("title", "") for w in widgets]
+    assert not any("per instance type" in t for t in titles)
+    (note,) = [w["properties"]["markdown"] for w in widgets if w["type"] == "text"]
+    assert note.startswith("Pools: trn1 (trn1.32xlarge), dev (trn1.32xlarge), trn2 "
+                           "(trn2.48xlarge), cpu (m7i.8xlarge). This orchestrator's node "
+                           "metrics carry no pool or instance type dimension")
+
+
+def test_one_pool_keeps_the_dashboard_as_it_was():
+    from trn_ultracluster.constructs.pool_widgets import PoolView
+
+    one = [PoolView("trainium", "trn1.32xlarge", True)]
+    assert _dashboard("ContainerInsights", one) == _dashboard("ContainerInsights", [])

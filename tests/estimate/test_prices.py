@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import ANY, Stubber
 
+from trn_ultracluster.contracts.catalog import CPU_CATALOG
 from trn_ultracluster.estimate.prices import OFFLINE, OfflinePrices, PriceListPrices
 
 
@@ -53,6 +54,25 @@ def test_ec2_instance_price_from_the_price_list(live):
     price = prices.price(("ec2", "trn1.32xlarge"))
     assert (price.usd, price.unit, price.verified) == (21.5, "hour", True)
     assert prices.price(("ec2", "trn1.32xlarge")) is price  # cached: no second request
+
+
+@pytest.mark.parametrize("instance_type", sorted(CPU_CATALOG))
+def test_every_cpu_pool_type_has_an_offline_price_and_a_live_one(live, instance_type):
+    """The CPU catalog's types are priced like the Trainium ones: an offline us-east-1 row
+    (third-party tables, unverified) and the Price List API's On-Demand Linux product, asked
+    for with the instance type's own filter."""
+    offline = OFFLINE[("ec2", instance_type)]
+    assert offline.unit == "hour" and not offline.verified and 0.5 < offline.usd < 5
+    prices, stub = live
+    filters = [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in (
+        ("regionCode", "us-west-2"), ("instanceType", instance_type),
+        ("operatingSystem", "Linux"), ("tenancy", "Shared"), ("preInstalledSw", "NA"),
+        ("capacitystatus", "Used"), ("licenseModel", "No License required"))]
+    stub.add_response("get_products", {"PriceList": [
+        product(f"USW2-BoxUsage:{instance_type}", "1.2345")]},
+        {"ServiceCode": "AmazonEC2", "FormatVersion": "aws_v1", "Filters": filters})
+    price = prices.price(("ec2", instance_type))
+    assert (price.usd, price.verified) == (1.2345, True)
 
 
 def test_eks_and_nat_gateway_prices_pick_their_usage_type(live):

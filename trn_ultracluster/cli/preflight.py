@@ -2,12 +2,14 @@
 
 Checks (each a :class:`Check` with the fix for a failure):
 
-1. the instance type is offered in the compute AZ ID (EC2 ``DescribeInstanceTypeOfferings``
-   with ``LocationType=availability-zone-id``);
-2. each account quota the configuration needs at ``nodes.max``
+1. every pool's instance type is offered in the compute AZ ID (EC2
+   ``DescribeInstanceTypeOfferings`` with ``LocationType=availability-zone-id``), one check
+   per type;
+2. each account quota the configuration needs with every pool at its ``nodes.max``
    (:func:`~trn_ultracluster.config.quota_needs.quota_needs`: NAU, CIDR blocks, network
-   interfaces; EKS nodes per node group and node groups; On-Demand Trn vCPUs; HyperPod
-   "ml.<type> for cluster usage"; FSx Persistent_2 GiB) is at least that: the applied value
+   interfaces; EKS nodes per node group and node groups; On-Demand vCPUs of each instance
+   family's quota, Trn and Standard; HyperPod "ml.<type> for cluster usage" per pool type;
+   FSx Persistent_2 GiB) is at least that: the applied value
    by quota code (Service Quotas ``GetServiceQuota``, AWS's default with
    ``GetAWSDefaultServiceQuota`` where no value is applied), by name (``ListServiceQuotas``)
    where :data:`~trn_ultracluster.contracts.quotas.QUOTAS` has no code; a failure names the
@@ -16,11 +18,13 @@ Checks (each a :class:`Check` with the fix for a failure):
    "Bootstrapping", https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping.html);
 4. with ``training_image.build: local``, Docker answers (``docker info``): the CDK CLI builds
    the training image locally (the default builds it in CodeBuild and needs no Docker);
-5. with ``capacity.type`` ``capacity-reservation`` / ``capacity-block``: the reservation is
-   ``active`` and not past its end date, in the compute AZ ID, of the instance type, holds
-   at least ``nodes.max`` instances (EC2 ``DescribeCapacityReservations``; a Capacity
-   Block has ``ReservationType capacity-block``), and a Capacity Reservation is in the
-   nodes' placement group (``PlacementGroupArn`` names ``capacity.placement_group_name``);
+5. for each reservation the pools launch into (``capacity.type`` ``capacity-reservation`` /
+   ``capacity-block``, top-level or a pool's own): it is ``active`` and not past its end
+   date, in the compute AZ ID, of the pools' instance type, holds at least their
+   ``nodes.max`` together (EC2 ``DescribeCapacityReservations``; a Capacity Block has
+   ``ReservationType capacity-block``), and a Capacity Reservation is in each pool's
+   placement group (``PlacementGroupArn`` names ``capacity.placement_group_name``):
+   :mod:`trn_ultracluster.cli.preflight_capacity`;
 6. the stack (``--stack-name``): absent (the deploy creates it), or in a state a deploy can
    update; a stack whose creation failed (``ROLLBACK_COMPLETE``) can only be deleted, one in
    progress must finish first, ``UPDATE_ROLLBACK_FAILED`` needs its rollback continued
@@ -41,38 +45,29 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
-from trn_ultracluster.cli.errors import CliError
+from trn_ultracluster.cli.check import Check, guarded
+from trn_ultracluster.cli.preflight_capacity import RESERVATION_STATES, capacity_checks
 from trn_ultracluster.cli.stack_outputs import USABLE_STATES
 from trn_ultracluster.config import ClusterConfig
-from trn_ultracluster.config.quota_needs import quota_needs
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
+from trn_ultracluster.config.quota_needs import quota_needs
+from trn_ultracluster.contracts.catalog import get_any_instance
 from trn_ultracluster.contracts.outputs import FSX_EFA_OFF, STACK_NAME, OutputKey
 from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
 
-__all__ = ["CHECKS", "Check", "format_table", "run_preflight"]
+__all__ = ["CHECKS", "RESERVATION_STATES", "Check", "format_table", "run_preflight"]
 
 BOOTSTRAP_STACK = "CDKToolkit"
 FSX_EFA_CHECK = "FSx over EFA"
+OFFERING_CHECK = "instance type offered"
 
 
-@dataclass(frozen=True)
-class Check:
-    """One preflight result: name, pass/fail, what was found, the fix when failed, and a
-    warning that does not fail it."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
-    warning: str = ""
-
-
-def _offering(session: Any, config: ClusterConfig) -> Check:
-    az, itype = config.compute_az_id, config.instance_type
+def _offering(session: Any, config: ClusterConfig, itype: str, name: str) -> Check:
+    """Whether ``itype`` is offered in the compute AZ ID; if not, where in the Region it is."""
+    az = config.compute_az_id
     with aws_errors("DescribeInstanceTypeOfferings"):
         ec2 = session.client("ec2")
         found = ec2.describe_instance_type_offerings(
@@ -81,16 +76,26 @@ def _offering(session: Any, config: ClusterConfig) -> Check:
                      {"Name": "instance-type", "Values": [itype]}],
         )["InstanceTypeOfferings"]
         if found:
-            return Check("instance type offered", True, f"{itype} is offered in {az}")
+            return Check(name, True, f"{itype} is offered in {az}")
         elsewhere = ec2.describe_instance_type_offerings(
             LocationType="availability-zone-id",
             Filters=[{"Name": "instance-type", "Values": [itype]}],
         )["InstanceTypeOfferings"]
     others = sorted({o["Location"] for o in elsewhere})
+    seen = get_any_instance(itype).az_ids_seen
     fix = (f"set az_ids to start with one of {', '.join(others)}" if others else
            f"{itype} is not offered in {config.region}: pick another Region's AZ IDs "
-           f"(catalog hint: {', '.join(config.instance.az_ids_seen) or 'none recorded'})")
-    return Check("instance type offered", False, f"{itype} is not offered in {az}", fix)
+           f"(catalog hint: {', '.join(seen) or 'none recorded'})")
+    return Check(name, False, f"{itype} is not offered in {az}", fix)
+
+
+def _offerings(session: Any, config: ClusterConfig) -> list[Check]:
+    """One check per instance type of the pools (each pool's type, once), each failing alone
+    when AWS cannot answer: ``instance type offered``, with several types
+    ``instance type offered <type>``. Every pool's nodes live in the compute AZ ID."""
+    types = list(dict.fromkeys(p.instance_type for p in config.node_pools))
+    names = {t: OFFERING_CHECK if len(types) == 1 else f"{OFFERING_CHECK} {t}" for t in types}
+    return [guarded(names[t], _offering, session, config, t, names[t]) for t in types]
 
 
 _NO_SUCH_QUOTA = "NoSuchResourceException"
@@ -147,12 +152,14 @@ def _configured(config: ClusterConfig, key: str) -> int | None:
     return getattr(config.quotas, key, None)
 
 
-def _quota_check(client: Any, config: ClusterConfig, need: QuotaNeed) -> Check:
+def _quota_check(client: Any, config: ClusterConfig, need: QuotaNeed,
+                 name: str | None = None) -> Check:
     """``need`` against the account's value: passed when the value is at least ``need.need``;
     failed with the quota code and its Service Quotas console page otherwise, or when the
-    quota is not found. Warns when ``quotas.<key>`` differs from the account's value."""
+    quota is not found. Warns when ``quotas.<key>`` differs from the account's value. The
+    check is named ``name`` (default ``quota <key>``)."""
     q, region = need.quota, config.region
-    name = f"quota {q.key}"
+    name = name or f"quota {q.key}"
     found = _by_code(client, q.service, q.code) if q.code else _by_name(client, need)
     label = f"{q.service} {need.name!r}"
     if found is None:
@@ -174,10 +181,18 @@ def _quota_check(client: Any, config: ClusterConfig, need: QuotaNeed) -> Check:
 
 def _quotas(session: Any, config: ClusterConfig) -> list[Check]:
     """One check per quota the configuration needs (:func:`quota_needs`), each failing alone
-    when AWS cannot answer it."""
+    when AWS cannot answer it; named ``quota <key>``, and ``quota <key> <name>`` where one key
+    is needed for several names (HyperPod's "ml.<type> for cluster usage" per pool type)."""
     client = session.client("service-quotas")
-    return [_guarded(f"quota {need.quota.key}", _quota_check, client, config, need)
-            for need in quota_needs(config)]
+    needs = quota_needs(config)
+    keys = [n.quota.key for n in needs]
+    checks = []
+    for need in needs:
+        name = f"quota {need.quota.key}"
+        if keys.count(need.quota.key) > 1:
+            name += f" {need.name}"
+        checks.append(guarded(name, _quota_check, client, config, need, name))
+    return checks
 
 
 def _bootstrap(session: Any, config: ClusterConfig) -> Check:
@@ -214,168 +229,6 @@ def _docker(runner: Callable[..., Any], config: ClusterConfig) -> Check:
     if done.returncode != 0:
         return Check("Docker", False, f"docker info failed: {done.stderr.strip()[:200]}", fix)
     return Check("Docker", True, f"Docker server {done.stdout.strip()}")
-
-
-RESERVATION_STATES: dict[str, str] = {
-    "active": "the capacity is available for use",
-    "expired": "it reached its end date; the capacity is released",
-    "cancelled": "it was cancelled; the capacity is released",
-    "pending": "the request succeeded, the capacity is still being provisioned",
-    "failed": "the request failed (invalid parameters, capacity or instance limits)",
-    "scheduled": "a future-dated reservation, delivered on its start date",
-    "payment-pending": "a Capacity Block whose upfront payment is not processed yet",
-    "payment-failed": "a Capacity Block whose payment was not processed in 12 hours; released",
-    "assessing": "EC2 is assessing the future-dated request",
-    "delayed": "EC2 cannot deliver the future-dated capacity by its start date",
-    "unsupported": "EC2 cannot support the future-dated request; it will not be delivered",
-    "cancelling": "it is being cancelled; the capacity is released",
-    "unavailable": "not described in the EC2 API reference",
-}
-"""``State`` of a Capacity Reservation -> what it means: botocore's EC2 model (1.44.8),
-``CapacityReservation.State`` (shape ``CapacityReservationState``) and its documentation;
-only ``active`` can take instances (EC2 user guide, "Launch instances into an existing
-Capacity Reservation", https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-reservations-launch.html)."""
-_WAIT_STATES = frozenset({"pending", "scheduled", "assessing", "delayed", "payment-pending"})
-"""States that may still become ``active`` (the rest are released, failed or refused)."""
-_PLACEMENT_GROUP_ARN = ":placement-group/"
-"""A placement group's ARN ends in ``:placement-group/<name>`` (Service Authorization
-Reference, Amazon EC2 resource types: ``arn:${Partition}:ec2:${Region}:${Account}:
-placement-group/${PlacementGroupName}``)."""
-
-Problem = tuple[str, str]
-"""What is wrong with a reservation, and the fix."""
-
-
-def _read_reservation(session: Any, config: ClusterConfig) -> dict[str, Any] | None:
-    """The ``CapacityReservation`` of ``capacity.reservation_id`` (EC2
-    ``DescribeCapacityReservations``), or None when the Region has none of that ID."""
-    from botocore.exceptions import ClientError
-
-    rid = config.capacity.reservation_id or ""
-    with aws_errors("DescribeCapacityReservations"):
-        try:
-            found = session.client("ec2").describe_capacity_reservations(
-                CapacityReservationIds=[rid])["CapacityReservations"]
-        except ClientError as err:
-            if not error_code(err).startswith("InvalidCapacityReservationId"):
-                raise
-            found = []
-    return found[0] if found else None
-
-
-def _state_problems(r: dict[str, Any], now: datetime) -> list[Problem]:
-    """The reservation is ``active`` (:data:`RESERVATION_STATES`) and its ``EndDate`` (absent
-    when unlimited) has not passed; EC2 sets ``expired`` at the end date (botocore's EC2
-    model, ``CapacityReservation.EndDate``), so an active reservation past it is ending."""
-    state, rid = r["State"], r["CapacityReservationId"]
-    again = "reserve the capacity again and set capacity.reservation_id to the new reservation"
-    if state != "active":
-        meaning = RESERVATION_STATES.get(state, "a state this tool does not know")
-        fix = (f"wait until it is active (aws ec2 describe-capacity-reservations "
-               f"--capacity-reservation-ids {rid}), then run preflight again"
-               if state in _WAIT_STATES else again)
-        return [(f"state is {state}: {meaning} (must be active)", fix)]
-    end = r.get("EndDate")
-    if end is not None and (end if end.tzinfo else end.replace(tzinfo=timezone.utc)) <= now:
-        return [(f"its end date {end:%Y-%m-%d %H:%M} UTC has passed", again)]
-    return []
-
-
-def _fit_problems(r: dict[str, Any], config: ClusterConfig) -> list[Problem]:
-    """The reservation matches the nodes: AZ ID, instance type, kind (a Capacity Block has
-    ``ReservationType capacity-block``), and ``TotalInstanceCount`` >= ``nodes.max``. An
-    instance launches into a reservation only with matching attributes (EC2 user guide,
-    "Launch instances into an existing Capacity Reservation")."""
-    problems = []
-    az, itype, total = r.get("AvailabilityZoneId"), r["InstanceType"], r["TotalInstanceCount"]
-    if az != config.compute_az_id:
-        problems.append((f"it is in {az}, compute AZ is {config.compute_az_id}",
-                         f"set az_ids to start with {az}"))
-    if itype != config.instance_type:
-        problems.append((f"it holds {itype}, config uses {config.instance_type}",
-                         f"set instance_type: {itype}"))
-    kind = r.get("ReservationType", "default")
-    if kind != ("capacity-block" if config.capacity.type == "capacity-block" else "default"):
-        want = "capacity-block" if kind == "capacity-block" else "capacity-reservation"
-        problems.append((f"it is a {kind} reservation, capacity.type is {config.capacity.type}",
-                         f"set capacity.type: {want}"))
-    if total < config.nodes.max:
-        problems.append((f"it holds {total} instances, nodes.max is {config.nodes.max}",
-                         f"lower nodes.max to {total}, or use a reservation of at least "
-                         f"{config.nodes.max} instances"))
-    return problems
-
-
-def _reservation_group(r: dict[str, Any]) -> str | None:
-    """Name of the cluster placement group the reservation was created in
-    (``PlacementGroupArn``), or None."""
-    arn = r.get("PlacementGroupArn")
-    return arn.split(_PLACEMENT_GROUP_ARN, 1)[-1] if arn else None
-
-
-def _placement_problems(r: dict[str, Any], config: ClusterConfig) -> list[Problem]:
-    """An On-Demand Capacity Reservation created in a cluster placement group takes only
-    launches into that group ("you must also specify the ARN of the cluster placement group
-    in which to launch the instance"; placement group ARN is one of the matching attributes),
-    and a reservation cannot be moved into or out of a group (EC2 user guide, "Capacity
-    Reservations in cluster placement groups",
-    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html). So the nodes'
-    group must be the reservation's: ``capacity.placement_group_name``. A reservation in
-    no group with the stack's own group is allowed (the configuration warns about it)."""
-    group, named = _reservation_group(r), config.capacity.placement_group_name
-    if group == named:
-        return []
-    if group is None:
-        return [(f"it is in no placement group, capacity.placement_group_name is {named}",
-                 f"remove capacity.placement_group_name, or create a reservation in {named} "
-                 "(an existing reservation cannot be moved into a placement group)")]
-    fix = f"set capacity.placement_group_name: {group}"
-    if named is not None:
-        return [(f"it was created in placement group {group}, "
-                 f"capacity.placement_group_name is {named}", fix)]
-    if config.uses_placement_group:
-        return [(f"it was created in placement group {group}, the stack would launch the "
-                 "nodes into a new group of its own", fix)]
-    if not config.instance.supports_efa:  # a single node without EFA gets no placement group
-        return [(f"it was created in placement group {group}, and {config.instance_type} nodes "
-                 "(no EFA) launch into no placement group",
-                 "use a reservation created in no placement group")]
-    return [(f"it was created in placement group {group}, the nodes launch into no "
-             "placement group", f"set placement_group: true and capacity.placement_group_name: "
-             f"{group}")]
-
-
-def _capacity(session: Any, config: ClusterConfig) -> Check:
-    """The configured reservation can serve the nodes: found, ``active``, not past its end
-    date, in the compute AZ ID, of the instance type, of the configured kind, at least
-    ``nodes.max`` instances, and (``capacity-reservation``) in the nodes' placement group.
-
-    ``InstanceMatchCriteria`` is not checked: the launch template targets the reservation
-    by ID, which an ``open`` reservation accepts and a ``targeted`` one requires ("only
-    accepts instances that have matching attributes ... and explicitly target the Capacity
-    Reservation", botocore's EC2 model, ``CapacityReservation.InstanceMatchCriteria``).
-
-    Returns:
-        A passed check, or a failed one listing every problem (``; ``) and their fixes.
-    """
-    cap = config.capacity
-    if cap.type == "on-demand":
-        return Check("capacity", True, "on-demand (no reservation configured)")
-    r = _read_reservation(session, config)
-    if r is None:
-        return Check("capacity", False, f"{cap.reservation_id} not found in {config.region}",
-                     "check capacity.reservation_id and the Region (az_ids)")
-    problems = _state_problems(r, datetime.now(timezone.utc)) + _fit_problems(r, config)
-    if cap.type == "capacity-reservation":
-        problems += _placement_problems(r, config)
-    if problems:
-        return Check("capacity", False,
-                     f"{cap.reservation_id}: " + "; ".join(p for p, _ in problems),
-                     "; ".join(dict.fromkeys(fix for _, fix in problems)))
-    group = _reservation_group(r)
-    return Check("capacity", True, f"{cap.reservation_id} active in {config.compute_az_id}: "
-                 f"{r['TotalInstanceCount']} x {r['InstanceType']}"
-                 + (f" in placement group {group}" if group else ""))
 
 
 def _describe_stack(session: Any, stack_name: str) -> dict[str, Any] | None:
@@ -442,16 +295,7 @@ def _file_system_efa(session: Any, config: ClusterConfig, stack_name: str) -> Ch
         "\"FSx for Lustre over EFA\")")
 
 
-def _guarded(name: str, check: Callable[..., Check], *args: Any) -> Check:
-    """``check(*args)``, or a failed :class:`Check` with the error when AWS could not answer
-    (denied, throttled, a service error), so the other checks still run."""
-    try:
-        return check(*args)
-    except CliError as err:
-        return Check(name, False, err.message, err.fix)
-
-
-CHECKS = ("instance type offered", "quotas", "CDK bootstrap", "Docker", "capacity", "stack",
+CHECKS = (OFFERING_CHECK, "quotas", "CDK bootstrap", "Docker", "capacity", "stack",
           FSX_EFA_CHECK)
 """The checks by name, in order (``quotas``: one check per quota; ``--only`` takes these)."""
 
@@ -481,15 +325,14 @@ def run_preflight(session: Any, config: ClusterConfig,
     with aws_errors("GetCallerIdentity"):
         account = session.client("sts").get_caller_identity()["Account"]
     runs: dict[str, Callable[[], list[Check]]] = {
-        "instance type offered": lambda: [
-            _guarded("instance type offered", _offering, session, config)],
+        OFFERING_CHECK: lambda: _offerings(session, config),
         "quotas": lambda: _quotas(session, config),
-        "CDK bootstrap": lambda: [_guarded("CDK bootstrap", _bootstrap, session, config)],
+        "CDK bootstrap": lambda: [guarded("CDK bootstrap", _bootstrap, session, config)],
         "Docker": lambda: [_docker(runner, config)],
-        "capacity": lambda: [_guarded("capacity", _capacity, session, config)],
-        "stack": lambda: [_guarded("stack", _stack, session, config, stack_name)],
+        "capacity": lambda: capacity_checks(session, config),
+        "stack": lambda: [guarded("stack", _stack, session, config, stack_name)],
         FSX_EFA_CHECK: lambda: [
-            _guarded(FSX_EFA_CHECK, _file_system_efa, session, config, stack_name)],
+            guarded(FSX_EFA_CHECK, _file_system_efa, session, config, stack_name)],
     }
     return account, [c for name in CHECKS if only is None or name in only
                      for c in runs[name]()]

@@ -50,6 +50,17 @@ user changes to change the file system. The rules are of three kinds:
   the mode is in the nodes' launch template, where that change would roll every node, so
   ``true`` past a limit is an error there (``config.rules.fsx.fsx_efa``), not a downgrade.
 
+**Node pools.** The file system's clients are every pool's nodes. Each Trainium pool has its
+own ``client`` rule (field ``pools[i].instance_type``), the limits count the pools whose type
+is a client (field ``pools``: 1,024 connections across them, their nodes in the file system's
+block), and each pool's nodes get their own mode (:meth:`FsxEfaPlan.pool_mode`; ``mode`` is
+the main pool's). CPU pools have no EFA: they have no ``client`` rule, never set up Lustre
+over EFA and mount the file system over TCP (mode ``off``) whatever ``fsx.efa`` says. So
+``true`` means EFA on every Trainium node (a Trainium pool of a type that cannot be a client is
+an error, as the shorthand's type is), and ``required`` -- a node fails its set-up when its
+Lustre traffic is not over EFA -- applies to the client pools' nodes only: a CPU node given
+``required`` would fail every set-up, so the orchestrators must give each pool its own mode.
+
 Two rules hold by construction and are not checked here: the clients are in the file
 system's Availability Zone (the nodes and the file system share the compute AZ,
 ``ClusterConfig.compute_az_id``), and the client OS and kernel, which each node checks at
@@ -80,9 +91,10 @@ from trn_ultracluster.config.facts import (
     FSX_EFA_RECOMMENDED_MB_S,
     FSX_SCRATCH_MB_S_TIB,
 )
-from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.model import ClusterConfig, Pool
+from trn_ultracluster.config.model.pools import SHORTHAND_POOL
 from trn_ultracluster.config.rules.scale import plannable
-from trn_ultracluster.contracts.catalog import CATALOG, InstanceSpec
+from trn_ultracluster.contracts.catalog import CATALOG, CPU_CATALOG, InstanceSpec
 from trn_ultracluster.network_plan import PlanError
 
 __all__ = ["MODE_IN_LAUNCH_TEMPLATE", "EfaMode", "EfaRule", "FsxEfaPlan", "RuleKind",
@@ -150,9 +162,13 @@ class FsxEfaPlan:
         gains: whether the file system's throughput is above
             :data:`~trn_ultracluster.config.facts.FSX_EFA_RECOMMENDED_MB_S` (a scratch
             type's at its baseline, :data:`~trn_ultracluster.config.facts.FSX_SCRATCH_MB_S_TIB`).
-        interfaces_per_client: EFA interfaces each node binds to LNet
+        interfaces_per_client: EFA interfaces each node of the main pool binds to LNet
             (:func:`client_interfaces`).
-        connections: EFA connections of ``nodes.max`` nodes (limit 1,024).
+        connections: EFA connections of every client pool's ``nodes.max`` nodes (limit 1,024).
+        main_pool: the main pool's name (whose nodes :attr:`mode` is).
+        clients: the pools whose type may be a client of an EFA-enabled file system (their
+            ``client`` rule holds); every other pool's nodes mount it over TCP.
+        cpu_pools: the CPU pools: no EFA at all, so they always mount it over TCP.
     """
 
     setting: bool | Literal["auto"]
@@ -161,6 +177,9 @@ class FsxEfaPlan:
     gains: bool
     interfaces_per_client: int
     connections: int
+    main_pool: str = SHORTHAND_POOL
+    clients: tuple[str, ...] = ()
+    cpu_pools: tuple[str, ...] = ()
 
     @property
     def failed(self) -> tuple[EfaRule, ...]:
@@ -171,22 +190,31 @@ class FsxEfaPlan:
         """The rules of ``kinds`` that do not hold."""
         return tuple(r for r in self.failed if r.kind in kinds)
 
-    @property
-    def mode(self) -> EfaMode:
-        """What the nodes do (:data:`EfaMode`): ``off`` when the file system is not
-        EFA-enabled or ``instance_type`` cannot be its client; ``required`` for ``true``
-        while every node-count limit holds; else ``preferred``."""
-        if not self.enabled or self.failed_of("client"):
+    def pool_mode(self, pool: str) -> EfaMode:
+        """What the nodes of pool ``pool`` do (:data:`EfaMode`): ``off`` when the file system
+        is not EFA-enabled or the pool's type cannot be its client (a CPU pool never can: no
+        EFA); ``required`` for ``true`` while every node-count limit holds; else
+        ``preferred``. Each pool's nodes must get their own: a CPU node set to ``required``
+        would fail its set-up."""
+        if not self.enabled or pool not in self.clients:
             return "off"
         if self.setting is True and not self.failed_of("limit"):
             return "required"
         return "preferred"
 
     @property
+    def mode(self) -> EfaMode:
+        """What the main pool's nodes do (:meth:`pool_mode`): ``off`` when the file system is
+        not EFA-enabled or ``instance_type`` cannot be its client; ``required`` for ``true``
+        while every node-count limit holds; else ``preferred``."""
+        return self.pool_mode(self.main_pool)
+
+    @property
     def reason(self) -> str:
         """Why it is on or off, one sentence fragment (estimate, summary, warnings, the
         ``FsxEfa`` output's description): with ``auto`` off by a rule, every file-system rule
-        that does not hold; when on, what the client type and node-count limits leave of it."""
+        that does not hold; when on, what the client types and node-count limits leave of it
+        (and, with CPU pools, that they mount it over TCP)."""
         if self.setting is False:
             return "off: fsx.efa is false"
         if self.setting is True:
@@ -200,16 +228,24 @@ class FsxEfaPlan:
         else:
             head = (f"on (auto): the file system meets every rule of EFA-enabled file systems "
                     f"and its throughput is above {FSX_EFA_RECOMMENDED_MB_S:,} MB/s")
-        if self.failed_of("client"):
-            return (f"{head}; the nodes mount it over TCP: "
-                    + "; ".join(f"{r.field} {r.needs}" for r in self.failed_of("client")))
+        if self.cpu_pools:
+            many = len(self.cpu_pools) > 1
+            head += (f"; the CPU pool{'s' if many else ''} {', '.join(self.cpu_pools)} (no "
+                     f"EFA) mount{'' if many else 's'} it over TCP")
+        failed = self.failed_of("client")
+        if failed and failed[0].field == "instance_type":  # the one pool of the shorthand
+            return f"{head}; the nodes mount it over TCP: " + "; ".join(
+                f"{r.field} {r.needs}" for r in failed)
+        parts = [head]
+        if failed:
+            parts.append("those pools' nodes mount it over TCP: " + "; ".join(
+                f"{r.field} {r.needs}" for r in failed))
         if self.failed_of("limit"):
-            return (f"{head}; mode preferred, a node that cannot use EFA falls back to TCP: "
-                    + "; ".join(f"{r.field} {r.needs}" for r in self.failed_of("limit")))
-        return head
+            parts.append("mode preferred, a node that cannot use EFA falls back to TCP: "
+                         + "; ".join(f"{r.field} {r.needs}" for r in self.failed_of("limit")))
+        return "; ".join(parts)
 
-
-def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
+def _file_system_rules(c: ClusterConfig) -> list[EfaRule]:
     fsx = c.fsx
     rules = [EfaRule(
         "deployment", "file-system", fsx.deployment_type == FSX_EFA_DEPLOYMENT_TYPE,
@@ -234,55 +270,102 @@ def _rules(c: ClusterConfig, interfaces: int) -> tuple[EfaRule, ...]:
             f"minimum without EFA; steps: "
             + ", ".join(f"{s:,} GiB at {t}" for t, s in FSX_EFA_CAPACITY_STEP_GIB.items())
             + ")", DOC_FSX_EFA_CAPACITY))
-    rules.append(EfaRule(
-        "client", "client", c.instance_type in FSX_EFA_CLIENT_TYPES, "instance_type",
-        c.instance_type,
+    return rules
+
+
+def _client_rule(pool: Pool) -> EfaRule:
+    return EfaRule(
+        "client", "client", pool.instance_type in FSX_EFA_CLIENT_TYPES,
+        pool.key("instance_type"), pool.instance_type,
         "must be one of " + ", ".join(sorted(FSX_EFA_CLIENT_TYPES)) + ": clients of an "
         "EFA-enabled file system are Nitro v4 or newer instances with EFA, excluding the trn2 "
-        "instance family", DOC_FSX_EFA_CLIENTS))
-    connections = c.nodes.max * interfaces
-    rules.append(EfaRule(
-        "connections", "limit", connections <= FSX_EFA_MAX_CONNECTIONS, "nodes.max",
-        c.nodes.max,
-        f"should be at most {FSX_EFA_MAX_CONNECTIONS // max(interfaces, 1):,} for every node to "
-        f"reach the file system over EFA: each node binds {interfaces} EFA interface(s) to "
-        f"Lustre, each one of the file system's {FSX_EFA_MAX_CONNECTIONS:,} EFA connections "
-        f"({connections:,} needed; what happens past the limit is not documented)",
-        DOC_FSX_EFA_CLIENTS))
-    beside = _nodes_beside_file_system(c)
-    if beside is not None:
+        "instance family", DOC_FSX_EFA_CLIENTS)
+
+
+def _interfaces(pool: Pool) -> int:
+    spec = CATALOG.get(pool.instance_type)
+    return client_interfaces(spec) if spec is not None else 0
+
+
+def _limit_rules(c: ClusterConfig, clients: list[Pool]) -> list[EfaRule]:
+    """The node-count limits over the EFA clients: one pool's (the shorthand, as it always
+    was: named ``nodes.max``) or every client pool's together (named ``pools``)."""
+    if not c.pools:
+        interfaces, nodes = _interfaces(c.main_pool), c.nodes.max
+        connections = nodes * interfaces
+        rules = [EfaRule(
+            "connections", "limit", connections <= FSX_EFA_MAX_CONNECTIONS, "nodes.max", nodes,
+            f"should be at most {FSX_EFA_MAX_CONNECTIONS // max(interfaces, 1):,} for every "
+            f"node to reach the file system over EFA: each node binds {interfaces} EFA "
+            f"interface(s) to Lustre, each one of the file system's "
+            f"{FSX_EFA_MAX_CONNECTIONS:,} EFA connections ({connections:,} needed; what happens "
+            "past the limit is not documented)", DOC_FSX_EFA_CLIENTS)]
+        beside = _beside_file_system(c, [c.main_pool])
+        if beside is not None:
+            rules.append(EfaRule(
+                "address-block", "limit", beside >= nodes, "nodes.max", nodes,
+                f"should be at most {beside:,} for every node to reach the file system over "
+                f"EFA: clients use the same Availability Zone and /16 CIDR as the file system, "
+                f"and vpc_cidr {c.vpc_cidr} holds {beside:,} of the {nodes:,} nodes (the "
+                "address plan puts the others in secondary blocks); a larger primary block "
+                "(at most a /16) holds more", DOC_FSX_EFA))
+        return rules
+    value = {p.name: p.nodes.max for p in clients}
+    connections = sum(p.nodes.max * _interfaces(p) for p in clients)
+    each = ", ".join(f"{p.name}: {p.nodes.max} x {_interfaces(p)}" for p in clients) or "none"
+    rules = [EfaRule(
+        "connections", "limit", connections <= FSX_EFA_MAX_CONNECTIONS, "pools", value,
+        f"should need at most {FSX_EFA_MAX_CONNECTIONS:,} EFA connections in all for every "
+        f"node to reach the file system over EFA: each node of an EFA client pool binds "
+        f"EFA interfaces to Lustre (nodes.max x interfaces: {each}), each one of the file "
+        f"system's {FSX_EFA_MAX_CONNECTIONS:,} EFA connections ({connections:,} needed; what "
+        "happens past the limit is not documented); CPU pools and pools of other types take "
+        "none (they mount it over TCP)", DOC_FSX_EFA_CLIENTS)]
+    beside = _beside_file_system(c, clients)
+    if beside is not None and clients:
+        total = sum(p.nodes.max for p in clients)
         rules.append(EfaRule(
-            "address-block", "limit", beside >= c.nodes.max, "nodes.max", c.nodes.max,
-            f"should be at most {beside:,} for every node to reach the file system over EFA: "
-            f"clients use the same Availability Zone and /16 CIDR as the file system, and "
-            f"vpc_cidr {c.vpc_cidr} holds {beside:,} of the {c.nodes.max:,} nodes (the address "
-            "plan puts the others in secondary blocks); a larger primary block (at most a /16) "
-            "holds more", DOC_FSX_EFA))
-    return tuple(rules)
+            "address-block", "limit", beside >= total, "pools", value,
+            f"should keep every node of the EFA client pools in vpc_cidr {c.vpc_cidr} for "
+            f"every node to reach the file system over EFA: clients use the same "
+            f"Availability Zone and /16 CIDR as the file system, and it holds {beside:,} of "
+            f"their {total:,} nodes (the address plan fills the compute subnets pool by pool, "
+            "in order, and puts the rest in secondary blocks); a larger primary block (at "
+            "most a /16), or the client pools listed first, holds more", DOC_FSX_EFA))
+    return rules
 
 
-def _nodes_beside_file_system(c: ClusterConfig) -> int | None:
-    """Nodes the address plan puts in the file system's block; ``None`` when the plan cannot
-    be made (its own rule reports why)."""
+def _beside_file_system(c: ClusterConfig, pools: list[Pool]) -> int | None:
+    """Nodes of ``pools`` the address plan puts in the file system's block; ``None`` when the
+    plan cannot be made (its own rule reports why)."""
     if not plannable(c):
         return None
     try:
-        return c.address_plan.nodes_beside_file_system
+        plan = c.address_plan
     except PlanError:
         return None
+    primary = {i for i, s in enumerate(plan.compute_subnets) if s.block == plan.vpc_cidr}
+    return sum(g.nodes for p in pools for g in plan.pool(p.name).groups if g.subnet in primary)
 
 
 def plan_fsx_efa(c: ClusterConfig) -> FsxEfaPlan:
     """Decide ``fsx.efa`` for ``c`` (see the module docstring).
+
+    The file-system rules come first, then one ``client`` rule per Trainium pool (named by
+    its ``instance_type`` key), then the node-count limits over the pools whose type is a
+    client. CPU pools have no ``client`` rule: they have no EFA, are never clients, and mount
+    the file system over TCP whatever ``fsx.efa`` says (:meth:`FsxEfaPlan.pool_mode` is
+    ``off`` for them).
 
     Returns:
         The plan; ``enabled`` is ``True`` for ``fsx.efa: true`` even where a rule fails (the
         configuration is then invalid and the rule ``fsx_efa`` reports each failure), and for
         ``auto`` depends only on the ``file-system`` rules and the throughput.
     """
-    spec = CATALOG.get(c.instance_type)
-    interfaces = client_interfaces(spec) if spec is not None else 0
-    rules = _rules(c, interfaces)
+    trainium = [p for p in c.node_pools if p.instance_type not in CPU_CATALOG]
+    client_rules = [_client_rule(p) for p in trainium]
+    clients = [p for p, r in zip(trainium, client_rules, strict=True) if r.ok]
+    rules = (*_file_system_rules(c), *client_rules, *_limit_rules(c, clients))
     throughput = c.fsx.throughput_mb_s
     if throughput is None:  # a scratch type: its baseline decides whether auto says why
         throughput = (c.fsx.storage_capacity_gib / 1024
@@ -291,5 +374,10 @@ def plan_fsx_efa(c: ClusterConfig) -> FsxEfaPlan:
     setting = c.fsx.efa
     enabled = setting is True or (setting == "auto" and gains and all(
         r.ok for r in rules if r.kind == "file-system"))
+    connections = (c.nodes.max * _interfaces(c.main_pool) if not c.pools else
+                   sum(p.nodes.max * _interfaces(p) for p in clients))
     return FsxEfaPlan(setting=setting, enabled=enabled, rules=rules, gains=gains,
-                      interfaces_per_client=interfaces, connections=c.nodes.max * interfaces)
+                      interfaces_per_client=_interfaces(c.main_pool), connections=connections,
+                      main_pool=c.main_pool.name, clients=tuple(p.name for p in clients),
+                      cpu_pools=tuple(p.name for p in c.node_pools
+                                      if p.instance_type in CPU_CATALOG))

@@ -41,7 +41,7 @@ Sources of the AWS facts used here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -56,6 +56,7 @@ from constructs import Construct
 
 from trn_ultracluster.config import ObservabilityConfig
 from trn_ultracluster.config.fsx_efa import EfaMode
+from trn_ultracluster.constructs.pool_widgets import PoolView, pool_rows
 from trn_ultracluster.contracts.metrics import (
     NODE_DIMENSIONS,
     NODE_METRICS_NAMESPACE,
@@ -123,6 +124,10 @@ class ObservabilityProps:
             (:attr:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.mode`); other than ``off``,
             the dashboard shows each node's result and an alarm reports a fall back to TCP.
             Default ``off``.
+        pools: the node pools (:class:`~trn_ultracluster.constructs.pool_widgets.PoolView`),
+            main first; with more than one, the dashboard adds what tells them apart
+            (:func:`~trn_ultracluster.constructs.pool_widgets.pool_rows`). Default: none (one
+            pool: the dashboard as it always was).
     """
 
     metric_source: MetricSource | None
@@ -130,6 +135,7 @@ class ObservabilityProps:
     fsx_capacity_gib: int
     settings: ObservabilityConfig
     fsx_efa_mode: EfaMode = "off"
+    pools: Sequence[PoolView] = ()
 
 
 def dashboard_url(region: str, dashboard_name: str) -> str:
@@ -158,7 +164,9 @@ class Observability(Construct):
       bytes received and sent; the cluster's Neuron errors and ECC events and its Trainium
       node count; FSx read and write throughput and free capacity; with ``fsx_efa_mode``
       other than ``off``, each node's Lustre over EFA (1) or TCP (0); the training
-      program's tokens/s and MFU; the alarms' states.
+      program's tokens/s and MFU; with several node pools, what tells them apart
+      (:mod:`~trn_ultracluster.constructs.pool_widgets`: per instance type on Container
+      Insights, else a note that the node metrics are not per pool); the alarms' states.
     - With ``metric_source.training_logs``: two metric filters turn the training program's
       JSON lines into ``TokensPerSecond`` and ``MFU``.
 
@@ -368,6 +376,8 @@ class Observability(Construct):
                                 left=[self._training(source, TrainingMetric.MFU)],
                                 left_y_axis=cw.YAxisProps(min=0, max=1))],
             ]
+            rows += pool_rows(self.props.pools, source.namespace,
+                              dict(source.cluster_dimensions), width, GRAPH_PERIOD)
         else:
             rows.append([cw.TextWidget(
                 width=2 * width, height=2,

@@ -49,6 +49,12 @@ Sources (each fact below names one or more of these keys, joined by `` + ``):
   for trn1.2xlarge (it does not list trn1.32xlarge in use1-az4, which the 2026-08 record
   does); for trn2.3xlarge at commit 0af643a5 (files regenerated 2026-08-01), where it is the
   only record. One account's view: capacity sold only as Capacity Blocks may be missing.
+- ``service-quotas-ec2``: the On-Demand vCPU quota of the type's family, as
+  :mod:`trn_ultracluster.contracts.quotas` records it: "Running On-Demand Trn instances"
+  (L-2C3B7624) for the trn types, "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z)
+  instances" (L-1216C47A) for the m, c and r types of :data:`CPU_CATALOG` (quota names of the EC2
+  user guide, "Amazon EC2 service quotas", On-Demand instance quotas; the codes as public quota
+  dumps record them, not read on an AWS page).
 - ``karpenter-vpclimits``: aws/karpenter-provider-aws ``zz_generated.vpclimits.go``
   (network cards and interfaces per card, generated from DescribeInstanceTypes). It has only
   the trn1 types (v1.14.1).
@@ -198,6 +204,7 @@ _TRN1_SOURCES = (
     ("peak_bf16_tflops_per_chip", "neuron-trainium"),
     ("hyperpod_instance_type", "botocore-sagemaker"),
     ("az_ids_seen", "offerings-2026-08"),
+    ("vcpu_quota", "service-quotas-ec2"),
 )
 _TRN2_SOURCES = (
     ("chips, neuron_cores, logical_neuron_core_config, accelerator_memory_gib", "neuron-trn2"),
@@ -207,6 +214,7 @@ _TRN2_SOURCES = (
     ("peak_bf16_tflops_per_chip", "neuron-trainium2"),
     ("hyperpod_instance_type", "botocore-sagemaker"),
     ("az_ids_seen", "offerings-2026-08"),
+    ("vcpu_quota", "service-quotas-ec2"),
 )
 
 TRN1_32XLARGE = InstanceSpec(
@@ -273,6 +281,7 @@ TRN2_3XLARGE = InstanceSpec(
         ("ultraserver_nodes", "neuron-trn2"),
         ("hyperpod_instance_type", "botocore-sagemaker"),
         ("az_ids_seen", "offerings-moto"),
+        ("vcpu_quota", "service-quotas-ec2"),
     ),
 )
 
@@ -300,6 +309,7 @@ CATALOG: dict[str, InstanceSpec] = {
                 ("peak_bf16_tflops_per_chip", "neuron-trainium"),
                 ("hyperpod_instance_type", "botocore-sagemaker"),
                 ("az_ids_seen", "offerings-moto"),
+                ("vcpu_quota", "service-quotas-ec2"),
             ),
         ),
         TRN1_32XLARGE,
@@ -332,6 +342,7 @@ CATALOG: dict[str, InstanceSpec] = {
                 ("network_bandwidth_gbps, vcpus, memory_gib, ultraserver_nodes", "neuron-trn2"),
                 ("peak_bf16_tflops_per_chip", "neuron-trainium2"),
                 ("hyperpod_instance_type", "botocore-sagemaker"),
+                ("vcpu_quota", "service-quotas-ec2"),
             ),
         ),
     )
@@ -349,7 +360,7 @@ def _cpu(name: str, vcpus: int, memory_gib: int, bandwidth_gbps: float,
         sources=(("vcpus, memory_gib, network_cards, efa_interfaces, network_bandwidth_gbps",
                   "moto-instance-types"),
                  ("hyperpod_instance_type", "botocore-sagemaker"),
-                 ("vcpu_quota", "service-quotas-standard")))
+                 ("vcpu_quota", "service-quotas-ec2")))
 
 
 CPU_CATALOG: dict[str, InstanceSpec] = {spec.name: spec for spec in (
@@ -370,7 +381,7 @@ Sources: ``moto-instance-types`` (``VCpuInfo.DefaultVCpus``, ``MemoryInfo.SizeIn
 ``NetworkInfo.MaximumNetworkCards`` 1, ``EfaSupported`` false, ``NetworkPerformance``);
 ``botocore-sagemaker`` (``ml.m7i.4xlarge``, ``ml.m7i.8xlarge``, ``ml.m7i.16xlarge``,
 ``ml.c6i.8xlarge``, ``ml.r7i.8xlarge`` in ``ClusterInstanceType``, botocore 1.44.8);
-``service-quotas-standard``: EC2 user guide, "Amazon EC2 service quotas", On-Demand
+``service-quotas-ec2``: EC2 user guide, "Amazon EC2 service quotas", On-Demand
 instance quotas: "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"
 (L-1216C47A), in vCPUs. ``az_ids_seen`` is left empty: general-purpose types are offered
 in every AZ ``preflight`` checks, which re-checks the offering live."""

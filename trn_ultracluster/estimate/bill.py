@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trn_ultracluster.contracts.hyperpod import CONTROLLER_GROUP, LOGIN_GROUP
+from trn_ultracluster.contracts.pools import PoolInfo
+from trn_ultracluster.estimate.pools import resource_pool, template_pools
 from trn_ultracluster.estimate.prices import PriceKey
 
 __all__ = ["Bill", "BillItem", "FileSystemThroughput", "bill_of_materials", "is_true"]
@@ -29,6 +32,8 @@ class BillItem:
             shown, left out of the totals.
         fallback: a key priced instead when ``key`` has no price, as a lower bound (the EC2
             price of an ``ml.`` instance type).
+        pool: the node pool whose nodes these are (:func:`~.pools.resource_pool`); ``None``
+            for what the pools share (control plane, system nodes, NAT, file system).
     """
 
     label: str
@@ -37,6 +42,7 @@ class BillItem:
     running: float
     prepaid: bool = False
     fallback: PriceKey | None = None
+    pool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,7 +53,8 @@ class FileSystemThroughput:
         label: the file system's logical id, shortened.
         capacity_gib: ``StorageCapacity``, GiB.
         per_unit_mb_s_tib: ``PerUnitStorageThroughput``, MB/s per TiB.
-        nodes: the Trainium nodes that share it (output ``NodeCountMax``).
+        nodes: the nodes that share it: every pool's ``nodes.max`` (output ``Pools``; a
+            template without it: ``NodeCountMax``).
         deployment_type: ``LustreConfiguration.DeploymentType``.
         efa_enabled: ``LustreConfiguration.EfaEnabled`` (absent: ``False``, the API's
             default).
@@ -82,12 +89,15 @@ class Bill:
         items: its lines.
         notes: what the estimate does not price, and prepaid capacity.
         throughput: the FSx for Lustre file systems that have a per-unit throughput.
+        pools: the template's node pools (:func:`~.pools.template_pools`), ``()`` for a
+            template synthesized before pools.
     """
 
     region: str
     items: list[BillItem]
     notes: list[str]
     throughput: list[FileSystemThroughput]
+    pools: tuple[PoolInfo, ...] = ()
 
 
 def _short(logical_id: str) -> str:
@@ -117,9 +127,9 @@ def _is_capacity_block(data: dict[str, Any]) -> bool:
 
 
 def _instance_item(label: str, instance_type: str, low: float, high: float,
-                   data: dict[str, Any]) -> BillItem:
+                   data: dict[str, Any], pool: str | None) -> BillItem:
     return BillItem(f"{label}: {instance_type}", ("ec2", instance_type), low, high,
-                    prepaid=_is_capacity_block(data))
+                    prepaid=_is_capacity_block(data), pool=pool)
 
 
 def bill_of_materials(template: dict[str, Any]) -> Bill:
@@ -133,29 +143,34 @@ def bill_of_materials(template: dict[str, Any]) -> Bill:
     items: list[BillItem] = []
     notes: list[str] = []
     throughput: list[FileSystemThroughput] = []
-    nodes = int(template["Outputs"].get("NodeCountMax", {}).get("Value", 0))
+    pools = template_pools(template)
+    nodes = (sum(p.nodes_max for p in pools) if pools else
+             int(template["Outputs"].get("NodeCountMax", {}).get("Value", 0)))
     for name, resource in resources.items():
         kind, props = resource["Type"], resource.get("Properties", {})
         if kind == "AWS::EKS::Nodegroup":
             data = _launch_template_data(resources, props.get("LaunchTemplate"))
             scaling = props["ScalingConfig"]
             for instance_type in props.get("InstanceTypes") or [data.get("InstanceType")]:
-                items.append(_instance_item(f"EKS node group {_short(name)}", instance_type,
-                                            scaling["MinSize"], scaling["MaxSize"], data))
+                items.append(_instance_item(
+                    f"EKS node group {_short(name)}", instance_type, scaling["MinSize"],
+                    scaling["MaxSize"], data, resource_pool(pools, name, resource, instance_type)))
         elif kind == "AWS::AutoScaling::AutoScalingGroup":
             data = _launch_template_data(resources, props.get("LaunchTemplate"))
-            items.append(_instance_item(f"Auto Scaling group {_short(name)}",
-                                        data.get("InstanceType"), int(props["MinSize"]),
-                                        int(props["MaxSize"]), data))
+            instance_type = data.get("InstanceType")
+            items.append(_instance_item(
+                f"Auto Scaling group {_short(name)}", instance_type, int(props["MinSize"]),
+                int(props["MaxSize"]), data, resource_pool(pools, name, resource, instance_type)))
         elif kind == "AWS::SageMaker::Cluster":
             for group in props["InstanceGroups"]:
-                ml_type = group["InstanceType"]
+                ml_type, group_name = group["InstanceType"], group["InstanceGroupName"]
                 plan = bool(group.get("TrainingPlanArn"))
+                ec2_type = ml_type.removeprefix("ml.")
                 items.append(BillItem(
-                    f"HyperPod instance group {group['InstanceGroupName']}: {ml_type}",
+                    f"HyperPod instance group {group_name}: {ml_type}",
                     ("sagemaker-cluster", ml_type), group["InstanceCount"],
-                    group["InstanceCount"], prepaid=plan,
-                    fallback=("ec2", ml_type.removeprefix("ml."))))
+                    group["InstanceCount"], prepaid=plan, fallback=("ec2", ec2_type),
+                    pool=_hyperpod_pool(pools, name, resource, ec2_type, group_name)))
         elif kind == "AWS::EKS::Cluster":
             items.append(BillItem(f"EKS control plane {_short(name)}", ("eks", "cluster"), 1, 1))
             # AWS::EKS::Cluster ControlPlaneScalingConfig.Tier, "standard" when absent
@@ -185,4 +200,21 @@ def bill_of_materials(template: dict[str, Any]) -> Bill:
     notes.append("not priced: data processed by NAT gateways (per GB), S3 storage and "
                  "requests, EBS root volumes, CloudWatch, ECR storage, data transfer, and "
                  "the one-time CodeBuild image build")
-    return Bill(region, items, notes, throughput)
+    return Bill(region, items, notes, throughput, pools)
+
+
+def _hyperpod_pool(pools: tuple[PoolInfo, ...], name: str, resource: dict[str, Any],
+                   ec2_type: str, group_name: str) -> str | None:
+    """The pool of a HyperPod instance group: :func:`~.pools.resource_pool` by its name; a
+    worker group split over several compute subnets is ``<pool>``, ``<pool>-2`` ... (its pool's
+    ``instance_groups`` may be tokens); the controller and login groups belong to none."""
+    if group_name in (CONTROLLER_GROUP, LOGIN_GROUP):
+        return None
+    found = resource_pool(pools, name, resource, ec2_type, group_name)
+    if found is not None:
+        return found
+    for pool in pools:
+        if pool.instance_type == ec2_type and (group_name == pool.name or group_name.startswith(
+                f"{pool.name}-")):
+            return pool.name
+    return None

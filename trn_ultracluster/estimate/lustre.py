@@ -33,6 +33,7 @@ from trn_ultracluster.config.facts import (
 )
 from trn_ultracluster.contracts.outputs import OutputKey, fsx_efa_reason
 from trn_ultracluster.estimate.bill import FileSystemThroughput, is_true
+from trn_ultracluster.estimate.pools import template_pools
 from trn_ultracluster.estimate.prices import Price, PriceSource
 
 __all__ = ["Ceiling", "FileSystemEfa", "NODES_ON_TCP", "efa_ceiling", "efa_enabled",
@@ -211,6 +212,10 @@ class FileSystemEfa:
             client of an EFA-enabled file system (not in
             :data:`~trn_ultracluster.config.facts.FSX_EFA_CLIENT_TYPES`): the estimate then
             shows no EFA figures; ``None`` when it can, or is not known.
+        tcp_pools: with several pools, those whose type cannot be a client of an
+            EFA-enabled file system (``"trn2 (trn2.48xlarge)"``, a CPU pool ``"cpu
+            (m7i.8xlarge, no EFA)"``): their nodes mount it over TCP whatever ``fsx.efa``
+            says.
     """
 
     fs: FileSystemThroughput
@@ -220,6 +225,7 @@ class FileSystemEfa:
     step_gib: int | None
     price: Price | None
     client: str | None = None
+    tcp_pools: tuple[str, ...] = ()
 
 
 def file_system_efa(template: dict[str, Any], fs: FileSystemThroughput,
@@ -231,12 +237,16 @@ def file_system_efa(template: dict[str, Any], fs: FileSystemThroughput,
     step = (FSX_EFA_CAPACITY_STEP_GIB.get(fs.per_unit_mb_s_tib)
             if fs.deployment_type == FSX_EFA_DEPLOYMENT_TYPE else None)
     instance_type = _output(template, OutputKey.INSTANCE_TYPE)
+    pools = template_pools(template)
+    tcp_pools = tuple(f"{p.name} ({p.instance_type}{'' if p.accelerated else ', no EFA'})"
+                      for p in pools if p.instance_type not in FSX_EFA_CLIENT_TYPES
+                      ) if len(pools) > 1 else ()
     return FileSystemEfa(
         fs=fs, reason=reason or template_reason(fs, mode), tcp=tcp_ceiling(fs),
         efa=efa_ceiling(fs), step_gib=step,
         price=prices.price(("fsx-lustre", f"{fs.deployment_type}/{fs.per_unit_mb_s_tib}")),
         client=(instance_type if instance_type and instance_type not in FSX_EFA_CLIENT_TYPES
-                else None))
+                else None), tcp_pools=tcp_pools)
 
 
 def _gbps_text(value: float) -> str:
@@ -264,6 +274,9 @@ def format_file_system_efa(e: FileSystemEfa) -> list[str]:
     else:
         efa = f"over EFA up to {_gbps_text(e.efa.gbps)} Gbps ({e.efa.bound})"
     out.append(f"  one client: {tcp}; {efa}")
+    if e.tcp_pools and e.efa is not None:
+        out.append(f"  over TCP (no EFA client): pool{'s' if len(e.tcp_pools) > 1 else ''} "
+                   + ", ".join(e.tcp_pools))
     if e.step_gib is None:
         out.append(f"  EFA-enabled file systems are {FSX_EFA_DEPLOYMENT_TYPE} only (this one is "
                    f"{fs.deployment_type})")

@@ -84,6 +84,12 @@ OFFLINE: dict[PriceKey, Price] = {
     ("ec2", "m5.xlarge"): Price(0.192, "hour", _THIRD_PARTY_EC2),
     ("ec2", "m5.4xlarge"): Price(0.768, "hour", _THIRD_PARTY_EC2),
     ("ec2", "c5.xlarge"): Price(0.17, "hour", _THIRD_PARTY_EC2),
+    # The CPU pools' types (contracts/catalog.py CPU_CATALOG), same kind of source.
+    ("ec2", "m7i.4xlarge"): Price(0.8064, "hour", _THIRD_PARTY_EC2),
+    ("ec2", "m7i.8xlarge"): Price(1.6128, "hour", _THIRD_PARTY_EC2),
+    ("ec2", "m7i.16xlarge"): Price(3.2256, "hour", _THIRD_PARTY_EC2),
+    ("ec2", "c6i.8xlarge"): Price(1.36, "hour", _THIRD_PARTY_EC2),
+    ("ec2", "r7i.8xlarge"): Price(2.1168, "hour", _THIRD_PARTY_EC2),
     ("eks", "cluster"): Price(
         0.10, "hour", "AWS Containers blog, 'Amazon EKS extended support for Kubernetes "
         "versions pricing': standard support $0.10 per cluster per hour (extended support "
@@ -101,8 +107,11 @@ OFFLINE: dict[PriceKey, Price] = {
     ("fsx-lustre", "PERSISTENT_2/500"): Price(0.340, "GB-month", _UNCONFIRMED_FSX),
     ("fsx-lustre", "PERSISTENT_2/1000"): Price(0.600, "GB-month", _UNCONFIRMED_FSX),
 }
-"""The offline table: :data:`OFFLINE_REGION` list prices as of :data:`OFFLINE_DATE`. There
-is no offline price for trn2 instances or for SageMaker ``ml.`` instances: the estimate then
+"""The offline table: :data:`OFFLINE_REGION` list prices as of :data:`OFFLINE_DATE`. The CPU
+pools' types (m7i.4xlarge $0.8064, m7i.8xlarge $1.6128, m7i.16xlarge $3.2256, c6i.8xlarge
+$1.36, r7i.8xlarge $2.1168 per hour) are quoted alike by several public price tables found
+with code search (2026-11-27), not read on AWS's pricing page: unverified, as the Trainium
+rows. There is no offline price for trn2 instances or for SageMaker ``ml.`` instances: the estimate then
 shows the EC2 price of the same type as a lower bound (``ml.`` instances cost more than the
 EC2 instance) or none. For trn2.3xlarge no public price with a source was found (searched
 2026-11), and it was not seen offered in us-east-1 at all (catalog ``az_ids_seen``)."""

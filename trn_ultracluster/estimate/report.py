@@ -9,8 +9,8 @@ from typing import Any
 
 from collections.abc import Sequence
 
-from trn_ultracluster.contracts.quotas import QuotaNeed, console_url
-from trn_ultracluster.deploy_time import critical_path
+from trn_ultracluster.contracts.quotas import IMAGE_BUILD_QUEUED_MINUTES, QuotaNeed, console_url
+from trn_ultracluster.deploy_time import concurrent_image_builds, critical_path
 from trn_ultracluster.estimate.bill import BillItem, FileSystemThroughput, bill_of_materials
 from trn_ultracluster.estimate.lustre import (
     NO_EFA_PRICE,
@@ -20,7 +20,7 @@ from trn_ultracluster.estimate.lustre import (
 )
 from trn_ultracluster.estimate.prices import HOURS_PER_MONTH, Price, PriceSource
 
-__all__ = ["Estimate", "Line", "estimate", "format_estimate"]
+__all__ = ["Estimate", "Line", "PoolCost", "estimate", "format_estimate"]
 
 
 @dataclass(frozen=True)
@@ -53,8 +53,54 @@ class Line:
         return self.hourly * self.item.running
 
 
+class _Priced:
+    """Hourly totals of priced ``lines`` (a dataclass field of the class that mixes it in)."""
+
+    lines: Sequence[Line]
+
+    @property
+    def idle_usd(self) -> float:
+        """USD per hour with every group at its minimum."""
+        return sum(line.idle_usd for line in self.lines)
+
+    @property
+    def running_usd(self) -> float:
+        """USD per hour with every group at its maximum."""
+        return sum(line.running_usd for line in self.lines)
+
+
 @dataclass(frozen=True)
-class Estimate:
+class PoolCost(_Priced):
+    """What one node pool's nodes cost, from its priced lines.
+
+    Attributes:
+        name: the pool's name.
+        instance_type: its instance type.
+        nodes_idle, nodes_running: its nodes at the groups' minimum / maximum (HyperPod: its
+            instance groups' counts, both).
+        lines: its priced lines.
+    """
+
+    name: str
+    instance_type: str
+    nodes_idle: float
+    nodes_running: float
+    lines: tuple[Line, ...]
+
+    @property
+    def prepaid(self) -> bool:
+        """Its nodes are paid up front (a Capacity Block or a training plan)."""
+        return bool(self.lines) and all(line.item.prepaid for line in self.lines)
+
+    @property
+    def unpriced(self) -> bool:
+        """A line of it has no price of its own (none, or a lower bound)."""
+        return any(not line.item.prepaid and (line.price is None or line.lower_bound)
+                   for line in self.lines)
+
+
+@dataclass(frozen=True)
+class Estimate(_Priced):
     """The estimate of one template.
 
     Attributes:
@@ -67,6 +113,10 @@ class Estimate:
         quota_increases: the quotas whose need is above AWS's default (or whose default
             differs per account), in the order given.
         fsx_efa: EFA for each file system of ``throughput``, in the same order.
+        pools: each node pool's cost (:class:`PoolCost`), in the pools' order; empty for a
+            template without the ``Pools`` output.
+        image_builds: training image builds that run at once during the first deploy
+            (:func:`~trn_ultracluster.deploy_time.concurrent_image_builds`).
     """
 
     region: str
@@ -77,16 +127,13 @@ class Estimate:
     throughput: list[FileSystemThroughput]
     quota_increases: list[QuotaNeed]
     fsx_efa: list[FileSystemEfa] = field(default_factory=list)
+    pools: list[PoolCost] = field(default_factory=list)
+    image_builds: int = 1
 
     @property
-    def idle_usd(self) -> float:
-        """USD per hour with every group at its minimum."""
-        return sum(line.idle_usd for line in self.lines)
-
-    @property
-    def running_usd(self) -> float:
-        """USD per hour with every group at its maximum."""
-        return sum(line.running_usd for line in self.lines)
+    def shared(self) -> list[Line]:
+        """The lines no pool owns: control planes, system nodes, NAT gateways, file systems."""
+        return [line for line in self.lines if line.item.pool is None]
 
     @property
     def complete(self) -> bool:
@@ -129,8 +176,14 @@ def estimate(template: dict[str, Any], prices: PriceSource,
     efa = [file_system_efa(template, fs, prices) for fs in bill.throughput]
     if any(e.step_gib is not None for e in efa):
         notes.append(NO_EFA_PRICE)
+    pools = [PoolCost(p.name, p.instance_type,
+                      sum(ln.item.idle for ln in lines if ln.item.pool == p.name),
+                      sum(ln.item.running for ln in lines if ln.item.pool == p.name),
+                      tuple(ln for ln in lines if ln.item.pool == p.name))
+             for p in bill.pools]
     return Estimate(bill.region, lines, prices.name, critical_path(template).total_minutes,
-                    notes, bill.throughput, [n for n in needs if n.above_default], efa)
+                    notes, bill.throughput, [n for n in needs if n.above_default], efa, pools,
+                    concurrent_image_builds(template))
 
 
 def _usd(value: float) -> str:
@@ -140,6 +193,43 @@ def _usd(value: float) -> str:
 def _unit_usd(value: float) -> str:
     """Unit prices keep their cents' fractions: $0.045, $0.192, $21.50."""
     return f"${value:,.3f}" if value < 1 else f"${value:,.2f}"
+
+
+def _builds(est: Estimate) -> str:
+    """What the deploy time assumes of several training image builds (one per Neuron stack)."""
+    if est.image_builds < 2:
+        return ""
+    return (f"; its {est.image_builds} training image builds run at once, which needs "
+            f"CodeBuild's concurrent Linux/Large builds quota of at least {est.image_builds} "
+            f"(a build queued past its {IMAGE_BUILD_QUEUED_MINUTES}-minute queue timeout fails the "
+            "deploy; preflight checks it)")
+
+
+def _pool_lines(est: Estimate) -> list[str]:
+    """One line per pool (idle: its groups at their minimum; running: at their maximum) and
+    one for what they share, when the template has more than one pool (with one, the node
+    lines above are the pool)."""
+    if len(est.pools) < 2:
+        return []
+    out = []
+    for pool in est.pools:
+        if not pool.lines:
+            out.append(f"pool {pool.name} ({pool.instance_type}): no nodes of it in this "
+                       "template")
+            continue
+        nodes = (f"{pool.nodes_idle:g}" if pool.nodes_idle == pool.nodes_running
+                 else f"{pool.nodes_idle:g}-{pool.nodes_running:g}")
+        if pool.prepaid:
+            cost = "prepaid"
+        else:
+            mark = " (incomplete: see notes)" if pool.unpriced else ""
+            cost = f"idle {_usd(pool.idle_usd)}/h, running {_usd(pool.running_usd)}/h{mark}"
+        out.append(f"pool {pool.name} ({pool.instance_type} x {nodes}): {cost}")
+    shared = est.shared
+    out.append(f"shared by the pools (control plane, system nodes, NAT, file system): idle "
+               f"{_usd(sum(ln.idle_usd for ln in shared))}/h, running "
+               f"{_usd(sum(ln.running_usd for ln in shared))}/h")
+    return out
 
 
 def format_estimate(est: Estimate) -> str:
@@ -170,8 +260,9 @@ def format_estimate(est: Estimate) -> str:
     out += [f"total per hour: idle {_usd(est.idle_usd)}, running {_usd(est.running_usd)}"
             f"{total}; per 30 days: idle {_usd(est.idle_usd * 720)}, running "
             f"{_usd(est.running_usd * 720)}",
+            *_pool_lines(est),
             f"first deploy: about {est.deploy_minutes:.0f} min (critical path of the "
-            "template; benchmarks/deploy_time.py prints it)"]
+            "template; benchmarks/deploy_time.py prints it)" + _builds(est)]
     for i, fs in enumerate(est.throughput):
         share = ("" if fs.per_node_mb_s is None else
                  f", {fs.per_node_mb_s:,.1f} MB/s per node at {fs.nodes:,} nodes")

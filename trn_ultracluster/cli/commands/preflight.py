@@ -62,6 +62,7 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
     from trn_ultracluster.cli.commands.estimate import estimate_text, load_template
     from trn_ultracluster.config.quota_needs import quota_needs
     from trn_ultracluster.estimate.lustre import efa_enabled
+    from trn_ultracluster.estimate.pools import template_pools
 
     try:
         template = load_template(args.cdk_out)
@@ -71,6 +72,11 @@ def _print_estimate(args: argparse.Namespace, config: Any, session: Any) -> None
     found = {k: str(v.get("Value")) for k, v in template["Outputs"].items()}
     expected = {"Region": config.region, "InstanceType": config.instance_type,
                 "NodeCountMax": str(config.nodes.max), "Orchestrator": config.orchestrator}
+    pools = template_pools(template)
+    if pools:  # a template synthesized before pools has none to compare
+        found["Pools"] = ", ".join(f"{p.name}: {p.instance_type} x {p.nodes_max}" for p in pools)
+        expected["Pools"] = ", ".join(f"{p.name}: {p.instance_type} x {p.nodes.max}"
+                                      for p in config.node_pools)
     # the file system's EFA, which the configuration decides (fsx.efa and what auto reads)
     found["EfaEnabled"] = str(efa_enabled(template)).lower()
     expected["EfaEnabled"] = str(plan_fsx_efa(config).enabled).lower()
@@ -108,7 +114,8 @@ def preflight(args: argparse.Namespace) -> int:
     account, checks = run_preflight(session, config, subprocess.run,
                                     stack_name=args.stack_name or config.stack_name,
                                     only=args.only)
-    print(f"preflight: {config.instance_type} x {config.nodes.max} in {config.compute_az_id} "
+    nodes = " + ".join(f"{p.instance_type} x {p.nodes.max}" for p in config.node_pools)
+    print(f"preflight: {nodes} in {config.compute_az_id} "
           f"({config.region}), orchestrator {config.orchestrator}, account {account}")
     print(format_table(checks))
     if args.only is None:

@@ -25,7 +25,7 @@ from trn_ultracluster.config.facts import (
     VPC_CNI_MIN_FOR_EFA_ONLY,
 )
 from trn_ultracluster.config.model import ClusterConfig
-from trn_ultracluster.contracts.catalog import CATALOG
+from trn_ultracluster.contracts.catalog import CATALOG, CPU_CATALOG
 
 __all__ = ["EKS_ORCHESTRATORS", "eks"]
 
@@ -89,12 +89,14 @@ def _addons(c: ClusterConfig) -> Iterator[ConfigIssue]:
                               DOC_EKS_ADDONS)
     cni = eks.addon_versions.vpc_cni
     match = ADDON_VERSION_RE.match(cni or "")
-    if (c.efa_interface_layout == "efa-only" and match
+    efa_only = [p for p in c.node_pools if p.efa_interface_layout == "efa-only"
+                and (not c.pools or p.instance_type not in CPU_CATALOG)]
+    if (efa_only and match
             and tuple(int(g) for g in match.groups()) < VPC_CNI_MIN_FOR_EFA_ONLY):
         need = ".".join(map(str, VPC_CNI_MIN_FOR_EFA_ONLY))
         yield ConfigIssue("eks.addon_versions.vpc_cni", cni,
-                          f"must be v{need} or newer with efa_interface_layout 'efa-only' "
-                          "(older CNIs fail on interfaces without an IP address)",
+                          f"must be v{need} or newer with {efa_only[0].key('efa_interface_layout')} "
+                          "'efa-only' (older CNIs fail on interfaces without an IP address)",
                           DOC_EKS_ADDONS)
 
 
@@ -127,7 +129,7 @@ def _node_update_config(c: ClusterConfig) -> Iterator[ConfigIssue]:
     :func:`trn_ultracluster.orchestrators.eks.node_updates.node_update`)."""
     if c.eks.node_update_config != "none":
         return
-    if c.orchestrator != "eks" or c.capacity.type == "on-demand":
+    if c.orchestrator != "eks" or all(p.capacity.type == "on-demand" for p in c.node_pools):
         where = ("HyperPod runs the nodes of hyperpod-eks" if c.orchestrator != "eks"
                  else "on-demand node groups never get an UpdateConfig")
         yield ConfigIssue("eks.node_update_config", "none",

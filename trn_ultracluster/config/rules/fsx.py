@@ -25,7 +25,7 @@ from trn_ultracluster.config.facts import (
 )
 from trn_ultracluster.config.fsx_efa import MODE_IN_LAUNCH_TEMPLATE, plan_fsx_efa
 from trn_ultracluster.config.model import ClusterConfig
-from trn_ultracluster.contracts.catalog import CATALOG
+from trn_ultracluster.contracts.catalog import CATALOG, CPU_CATALOG
 
 __all__ = ["data_removal", "fsx_capacity", "fsx_data_repository", "fsx_efa", "fsx_throughput",
            "fsx_version"]
@@ -144,9 +144,20 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
 
     A node-count limit with ``true`` on an orchestrator of :data:`MODE_IN_LAUNCH_TEMPLATE` is
     an error instead: the mode it would drop to is in the nodes' launch template, so a grow
-    across the limit would roll every node (issue 29: a grow changes no launch template)."""
-    if c.instance_type not in CATALOG:
-        return  # instance_type's own rule reports it
+    across the limit would roll every node (issue 29: a grow changes no launch template).
+
+    With ``pools`` the file system's clients are every pool's nodes: each Trainium pool has
+    its own ``client`` rule (``pools[i].instance_type``), and the node-count limits count the
+    pools whose type is a client (named ``pools``). CPU pools have no EFA: whatever
+    ``fsx.efa`` says, their nodes mount the file system over TCP (mode ``off``: they never set
+    up Lustre over EFA, so ``true``, which makes the Trainium clients' mode ``required``,
+    asks nothing of them and fails none of them). ``true`` therefore means "EFA on every
+    Trainium node"; a CPU pool beside an EFA-enabled file system reaches fewer, larger
+    storage servers over TCP than it would without EFA (README "FSx for Lustre over EFA"),
+    which is what its data-preparation jobs get."""
+    known = CATALOG.keys() | (CPU_CATALOG.keys() if c.pools else set())
+    if any(p.instance_type not in known for p in c.node_pools):
+        return  # instance_type's (pools[i].instance_type's) own rule reports it
     plan = plan_fsx_efa(c)
     if plan.setting is True:
         for rule in plan.failed_of("file-system", "client"):
@@ -184,8 +195,9 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 "one node reaches less of it over TCP than of the same file system without "
                 "EFA; set fsx.efa to false for a file system without EFA (on a deployed stack, "
                 f"that replaces it: {README_FSX_EFA})", rule.doc, severity="warning")
-    if plan.enabled and not plan.failed_of("client"):
+    if plan.enabled and plan.clients:
         for rule in plan.failed_of("limit"):
+            what = "nodes.max" if rule.field == "nodes.max" else "the client pools' nodes.max"
             if plan.setting is True and c.orchestrator in MODE_IN_LAUNCH_TEMPLATE:
                 yield ConfigIssue(
                     rule.field, rule.value,
@@ -195,7 +207,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                     "that cannot use EFA would fail its set-up (mode required), and the mode "
                     "the stack would give them instead (preferred) is a new launch template "
                     "version, which rolls every Trainium node of a running cluster. Keep "
-                    "nodes.max within the limit, or set fsx.efa to false (a file system "
+                    f"{what} within the limit, or set fsx.efa to false (a file system "
                     "without EFA: on a deployed stack that replaces the file system and "
                     f"deletes what it holds beyond its S3 export; {README_FSX_EFA})", rule.doc)
                 continue

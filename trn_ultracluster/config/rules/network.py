@@ -57,16 +57,27 @@ def az_ids(c: ClusterConfig) -> Iterator[ConfigIssue]:
 
 
 def az_offers_instance(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    spec = CATALOG.get(c.instance_type)
-    if spec is None or not c.az_ids or c.az_ids[0] in spec.az_ids_seen:
+    """Each Trainium pool's type has been seen offered in the compute AZ ID (catalog
+    ``az_ids_seen``, a hint: ``preflight`` checks the account), a warning per type that has
+    not. CPU pools are left to ``preflight``: the CPU catalog records no AZ IDs, its
+    general-purpose types being offered in the AZs that offer Trainium (catalog
+    ``CPU_CATALOG``)."""
+    if not c.az_ids:
         return
-    yield ConfigIssue(
-        "az_ids[0]", c.az_ids[0],
-        f"should be an AZ ID where {c.instance_type} has been seen offered "
-        f"({', '.join(spec.az_ids_seen) or 'none recorded'}): run `preflight` to check your "
-        "account",
-        DOC_AZ_IDS, severity="warning",
-    )
+    for itype in dict.fromkeys(p.instance_type for p in c.node_pools):
+        spec = CATALOG.get(itype)
+        if spec is None or c.az_ids[0] in spec.az_ids_seen:
+            continue
+        names = [p.name for p in c.node_pools if p.instance_type == itype]
+        what = itype if not c.pools else (
+            f"{itype} (pool{'s' if len(names) > 1 else ''} {', '.join(names)})")
+        yield ConfigIssue(
+            "az_ids[0]", c.az_ids[0],
+            f"should be an AZ ID where {what} has been seen offered "
+            f"({', '.join(spec.az_ids_seen) or 'none recorded'}): run `preflight` to check your "
+            "account",
+            DOC_AZ_IDS, severity="warning",
+        )
 
 
 def vpc_cidr(c: ClusterConfig) -> Iterator[ConfigIssue]:

@@ -101,9 +101,10 @@ def cpu_pool_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
         if capacity.type == "capacity-block":
             field = (f"pools[{i}].capacity.type" if pool.capacity is not None
                      else "capacity.type")
+            fix = ("set it to on-demand" if pool.capacity is not None else
+                   "give the pool its own capacity: {type: on-demand}")
             yield ConfigIssue(
                 field, "capacity-block",
                 f"must not be capacity-block for the CPU pool {pool.name!r} "
                 f"({pool.instance_type}): Capacity Blocks for ML hold accelerated instances "
-                "only; give the pool its own capacity: {type: on-demand}",
-                DOC_CAPACITY_BLOCKS)
+                f"only; {fix}", DOC_CAPACITY_BLOCKS)

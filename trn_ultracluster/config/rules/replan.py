@@ -64,6 +64,9 @@ def resplit(c: ClusterConfig) -> Iterator[ConfigIssue]:
     split = ", ".join(f"subnet {s}: {sum(g.nodes for g in plan.groups if g.subnet == s)} nodes "
                       f"in {sum(1 for g in plan.groups if g.subnet == s)} group(s)"
                       for s in subnets)
+    if c.pools:
+        yield _pools_resplit(c, plan, subnets, split)
+        return
     others = " and ".join(f"{f} ({_value(c, f)})" for f in fields[1:])
     yield ConfigIssue(
         fields[0], _value(c, fields[0]),
@@ -72,4 +75,27 @@ def resplit(c: ClusterConfig) -> Iterator[ConfigIssue]:
         f"({plan.per_node.rule}), which split the {len(plan.groups)} Trainium groups over "
         f"{len(subnets)} compute subnets ({split}); a change re-splits them: "
         f"{_WHAT_HAPPENS[c.orchestrator]}",
+        README_SCALE, severity="warning")
+
+
+def _pools_resplit(c: ClusterConfig, plan: network_plan.AddressPlan, subnets: list[int],
+                   split: str) -> ConfigIssue:
+    """With ``pools``: the pools fill the compute subnets in order, the first pool first
+    (:func:`trn_ultracluster.network_plan.plan`), so what sets a pool's addresses per node, and
+    the ``nodes.max`` of every pool before the last (its nodes take room the next pool's
+    groups would have), move the later pools' groups too; a pool added at the end moves
+    none."""
+    per_pool = [f for f in FIELDS[c.orchestrator] if not f.startswith("eks.")]
+    shared = [f"{f} ({_value(c, f)})" for f in FIELDS[c.orchestrator] if f.startswith("eks.")]
+    earlier = ", ".join(f"{p.name}: {p.nodes.max}" for p in c.node_pools[:-1])
+    what = ", ".join([f"each pool's {' and '.join(per_pool)}", *shared]
+                     + ([f"the nodes.max of every pool but the last ({earlier}) and the pools' "
+                         "order"] if earlier else []))
+    return ConfigIssue(
+        "pools", [p.name for p in c.node_pools],
+        f"should change on a running cluster only after `trn-ultracluster plan` (or with "
+        f"`make deploy`) in what decides where their groups go: {what}. The pools fill the "
+        f"compute subnets in order ({plan.per_pool_rule}), which puts the {len(plan.groups)} "
+        f"groups of the pools in {len(subnets)} compute subnets ({split}); a change re-splits "
+        f"them (a pool added after the last moves none): {_WHAT_HAPPENS[c.orchestrator]}",
         README_SCALE, severity="warning")

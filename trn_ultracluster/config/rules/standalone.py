@@ -24,6 +24,7 @@ from trn_ultracluster.config.facts import (
     XLA_STACK,
 )
 from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.rules.pool_keys import capacity_key
 from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.contracts.neuron_stack import NATIVE
 
@@ -34,10 +35,11 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if c.orchestrator != "standalone":
         return
     sa = c.standalone
-    # The Neuron stack follows the instance family; an unknown type has none
-    # (compute.instance_type_known reports it).
-    stack = c.neuron_stack if c.instance_type in CATALOG else None
-    venv = sa.resolved(stack).dlami_venv if stack is not None else sa.dlami_venv
+    # The Neuron stack follows each Trainium pool's family; an unknown type has none
+    # (compute.instance_type_known / pools.pool_types report it), nor has a CPU pool.
+    stacks = list(dict.fromkeys(p.neuron_stack for p in c.node_pools
+                                if p.instance_type in CATALOG))
+    venvs = [sa.resolved(stack).dlami_venv for stack in stacks] or [sa.dlami_venv]
     if sa.ami_id is not None and not AMI_ID_RE.match(sa.ami_id):
         yield ConfigIssue("standalone.ami_id", sa.ami_id,
                           "must be 'ami-' followed by 8 or 17 hex digits", DOC_RESOURCE_IDS)
@@ -47,8 +49,9 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
                               "must be null when standalone.ami_id is set (one AMI source)",
                               README_STANDALONE)
         yield from _ssm_parameter_name(sa.ami_ssm_parameter)
+        venv = XLA_STACK.venv
         if (sa.ami_ssm_parameter == NEURON_DLAMI_LATEST_PARAMETER and sa.runtime == "dlami-venv"
-                and venv == XLA_STACK.venv):
+                and venv in venvs):
             yield ConfigIssue(
                 "standalone.ami_ssm_parameter", sa.ami_ssm_parameter,
                 f"should be null (the SDK {XLA_STACK.sdk_release} DLAMI) with "
@@ -63,21 +66,25 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
                           "must be an absolute path of letters, digits and '_.+-' like "
                           "'/opt/aws_neuronx_venv_pytorch_2_9_nxd_training'", DOC_NEURON_DLAMI)
     if (sa.runtime == "dlami-venv" and sa.ami_id is None and sa.ami_ssm_parameter is None
-            and stack == NATIVE):
-        yield from _native_venv_needs_its_dlami()
+            and NATIVE in stacks):
+        native = [p.name for p in c.node_pools if p.neuron_stack == NATIVE]
+        yield from _native_venv_needs_its_dlami(
+            f" (pool{'s' if len(native) > 1 else ''} {', '.join(native)})" if c.pools else "")
     if not ROOT_DEVICE_RE.match(sa.root_device_name):
         yield ConfigIssue("standalone.root_device_name", sa.root_device_name,
                           "must be a device name like '/dev/sda1' or '/dev/xvda'",
                           DOC_DEVICE_NAMES)
-    if c.capacity.type == "capacity-block":
+    fields = dict.fromkeys(capacity_key(c, p, "type") for p in c.node_pools
+                           if p.capacity.type == "capacity-block")
+    for field in fields:
         yield ConfigIssue(
-            "capacity.type", c.capacity.type,
+            field, "capacity-block",
             "must be 'on-demand' or 'capacity-reservation' with orchestrator 'standalone': "
             "this project does not launch an Auto Scaling group into a Capacity Block",
             README_STANDALONE)
 
 
-def _native_venv_needs_its_dlami() -> Iterator[ConfigIssue]:
+def _native_venv_needs_its_dlami(pools: str = "") -> Iterator[ConfigIssue]:
     """``runtime: dlami-venv`` on the native stack needs the torch-neuronx DLAMI named: the
     nodes' default AMI there is the Neuron Base DLAMI (``NATIVE_STACK.base_dlami_parameter``),
     which has the driver and EFA but no framework environment, and the torch-neuronx DLAMI's
@@ -85,10 +92,11 @@ def _native_venv_needs_its_dlami() -> Iterator[ConfigIssue]:
     ``dlami_name``; the DLAMI guide's "SSM Parameter Prefix" table at v2.32.0 predates it).
     ``get-parameters-by-path --recursive`` lists every parameter below a path (botocore's SSM
     model, GetParametersByPath ``Recursive``: "Retrieve all parameters within a
-    hierarchy")."""
+    hierarchy"). ``pools``: which pools run the native stack, for the message ("" without
+    ``pools``)."""
     yield ConfigIssue(
         "standalone.runtime", "dlami-venv",
-        f"must be 'container' on the native stack unless standalone.ami_id or "
+        f"must be 'container' on the native stack{pools} unless standalone.ami_id or "
         f"standalone.ami_ssm_parameter names the \"{NATIVE_STACK.dlami_name}\" DLAMI (Neuron "
         f"SDK {NATIVE_STACK.sdk_release}), which has {NATIVE_STACK.venv}: without them the "
         f"nodes boot the Neuron Base DLAMI ({NATIVE_STACK.base_dlami_parameter}), which has "

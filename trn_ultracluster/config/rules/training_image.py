@@ -13,6 +13,7 @@ from trn_ultracluster.config.facts import (
     README_TRAINING_STACKS,
 )
 from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.rules.pool_keys import neuron_stack_key
 from trn_ultracluster.contracts.catalog import CATALOG
 from trn_ultracluster.contracts.neuron_stack import XLA, default_stack, supported_stacks
 
@@ -20,27 +21,36 @@ __all__ = ["neuron_stack", "user_image"]
 
 
 def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    """``training_image.neuron_stack`` must be one the instance family runs: ``native``
+    """Each Trainium pool's Neuron stack (its ``neuron_stack``, or
+    ``training_image.neuron_stack``) must be one its instance family runs: ``native``
     (TorchNeuron) is for Trainium2 and newer only ("supported on Trainium 2 (trn2) and
     Trainium 3 (trn3) instances", Neuron docs, torch/index.rst, DOC_TORCHNEURON). ``xla``
     where the family's default is ``native`` is a warning: that stack is frozen at Neuron
-    SDK 2.30 (README "Training stacks")."""
-    spec = CATALOG.get(c.instance_type)
-    chosen = c.training_image.neuron_stack
-    if spec is None or chosen == "auto":
-        return
-    allowed = supported_stacks(spec)
-    if chosen not in allowed:
-        yield ConfigIssue(
-            "training_image.neuron_stack", chosen,
-            f"must be {one_of(['auto', *allowed])} on {spec.name}: TorchNeuron, the native "
-            "stack, supports Trainium2 and Trainium3 only (Neuron SDK 2.33.0)", DOC_TORCHNEURON)
-    elif chosen == XLA and default_stack(spec) != XLA:
-        yield ConfigIssue(
-            "training_image.neuron_stack", chosen,
-            f"should be 'auto' (native) on {spec.name}: the XLA stack is frozen at Neuron SDK "
-            "2.30, the last release with a PyTorch/XLA training image; it gets no fixes",
-            README_TRAINING_STACKS, severity="warning")
+    SDK 2.30 (README "Training stacks"). The message names the key the stack comes from,
+    once for the pools of one type that take it; CPU pools have none
+    (``pools.cpu_pool_settings``)."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+    for pool in c.node_pools:
+        if pool.instance_type in CATALOG and pool.neuron_stack_setting != "auto":
+            key = (neuron_stack_key(c, pool), pool.neuron_stack_setting, pool.instance_type)
+            found.setdefault(key, []).append(pool.name)
+    for (field, chosen, itype), names in found.items():
+        spec = CATALOG[itype]
+        where = spec.name if not c.pools else (
+            f"{spec.name} (pool{'s' if len(names) > 1 else ''} {', '.join(names)})")
+        allowed = supported_stacks(spec)
+        if chosen not in allowed:
+            yield ConfigIssue(
+                field, chosen,
+                f"must be {one_of(['auto', *allowed])} on {where}: TorchNeuron, the native "
+                "stack, supports Trainium2 and Trainium3 only (Neuron SDK 2.33.0)",
+                DOC_TORCHNEURON)
+        elif chosen == XLA and default_stack(spec) != XLA:
+            yield ConfigIssue(
+                field, chosen,
+                f"should be 'auto' (native) on {where}: the XLA stack is frozen at Neuron SDK "
+                "2.30, the last release with a PyTorch/XLA training image; it gets no fixes",
+                README_TRAINING_STACKS, severity="warning")
 
 
 _LOCAL_BUILD = (
