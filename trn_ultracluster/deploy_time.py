@@ -13,16 +13,16 @@ here: nothing in this module is measured, and the totals are estimates for plann
 promises.
 
 Training image builds (``Custom::CDKContainerImageBuild``, one per Neuron stack of the node
-pools, and the user's image, which depends on the stack's) are counted like any resource: the
-builds of different stacks depend on nothing of each other, so they run at once and a second
-Neuron stack adds no time to the critical path. That holds while the account's CodeBuild
-concurrency allows it: the builds share one CodeBuild project (``cdklabs.deploy-time-build``'s
-``SingletonProject``) without a concurrent build limit, whose builds "run concurrently" and
-"are queued if the number of running builds reaches the concurrent build limit for the
-platform and compute type" (CodeBuild user guide, "Builds in AWS CodeBuild"); the stack's
-queue timeout is 5 minutes
-(:data:`trn_ultracluster.contracts.quotas.IMAGE_BUILD_QUEUED_MINUTES`), so a queued second build fails rather than waits (``preflight``
-checks the quota: ``config.quota_needs``). :func:`concurrent_image_builds` counts them.
+pools, and the user's image, which depends on the stack's) are counted like any resource, from
+the template's edges: the stack makes each further Neuron stack's build wait for the one
+before (``stacks/cluster.py``), so a second Neuron stack adds a whole build to the critical
+path. It does so because the builds share one CodeBuild project (``cdklabs.deploy-time-build``'s
+``SingletonProject``) without a concurrent build limit, whose builds "are queued if the number
+of running builds reaches the concurrent build limit for the platform and compute type"
+(CodeBuild user guide, "Builds in AWS CodeBuild"), and the stack's queue timeout is 5 minutes
+(:data:`trn_ultracluster.contracts.quotas.IMAGE_BUILD_QUEUED_MINUTES`): two builds at once in
+an account whose concurrency is 1 would fail the deploy. :func:`concurrent_image_builds`
+counts the builds that start at once.
 
 Besides the template's edges, :data:`RUNTIME_WAITS` models waits the template cannot show:
 HyperPod Slurm nodes' lifecycle script waits for the file system to be AVAILABLE (it finds it

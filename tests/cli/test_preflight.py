@@ -660,17 +660,11 @@ def test_a_pools_own_reservation_is_named_by_its_own_keys():
                          "pools[1].capacity.placement_group_name: other-pg")
 
 
-def test_two_neuron_stacks_need_two_concurrent_image_builds():
-    """trn1 (xla) and trn2 (native) pools: two training images built at once, which CodeBuild
-    runs together only within the account's concurrent Linux/Large builds (found by code)."""
+def test_two_neuron_stacks_need_no_codebuild_concurrency_check():
+    """trn1 (xla) and trn2 (native) pools: two training images, built one after the other
+    (stacks/cluster.py), so no concurrent-build quota is needed beyond one build."""
     config = pools_config(POOLS[0], {"name": "trn2", "instance_type": "trn2.48xlarge",
                                      "nodes": {"min": 0, "desired": 0, "max": 1}},
                           az_ids=["use2-az3", "use2-az1"])
     assert config.neuron_stacks == ("xla", "native")
-    check = quota_checks(config, {"codebuild_large_builds": 1})["codebuild_large_builds"]
-    assert not check.ok
-    assert check.detail == (
-        "codebuild 'Concurrently running builds for Linux/Large environment' (L-4DDC4A99): need "
-        "2 (2 training images (xla, native) built at once on one CodeBuild project; a build "
-        "queued past its 5-minute queue timeout fails the deploy), have 1 (applied)")
-    assert "codebuild_large_builds" not in quota_checks(pools_config())  # one stack: no check
+    assert not [k for k in quota_checks(config) if "codebuild" in k]

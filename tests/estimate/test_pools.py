@@ -169,7 +169,7 @@ def test_two_neuron_stacks_build_two_images_at_once():
     text = format_estimate(estimate(template, OfflinePrices("us-east-1")))
     assert ("its 2 training image builds run at once, which needs CodeBuild's concurrent "
             "Linux/Large builds quota of at least 2 (a build queued past its 5-minute queue "
-            "timeout fails the deploy; preflight checks it)") in text
+            "timeout fails the deploy; this stack builds its images one after the other)") in text
 
 
 def test_the_estimate_names_the_pools_that_mount_an_efa_file_system_over_tcp():

@@ -102,3 +102,17 @@ def test_each_neuron_stack_in_use_gets_its_own_training_image(synth):
     assert len(repos) == 2
     assert any(k.startswith("TrainingImageRepository") for k in repos)
     assert any(k.startswith("TrainingImageNativeRepository") for k in repos)
+
+
+def test_the_second_image_build_waits_for_the_first(synth):
+    """The builds share one CodeBuild project; a build queued longer than the 5-minute queue
+    timeout fails the deploy, so the native image's build depends on the xla one's and only
+    one runs at a time, whatever the account's concurrent-build quota."""
+    from trn_ultracluster.deploy_time import IMAGE_BUILD, concurrent_image_builds
+
+    template = _mixed(synth, "eks").template
+    builds = {k: r for k, r in template["Resources"].items() if r["Type"] == IMAGE_BUILD}
+    [native] = [k for k in builds if k.startswith("TrainingImageNativeBuild")]
+    [main] = [k for k in builds if k.startswith("TrainingImageBuild")]
+    assert main in builds[native]["DependsOn"]
+    assert concurrent_image_builds(template) == 1

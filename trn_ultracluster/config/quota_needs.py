@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from trn_ultracluster.config.model import ClusterConfig, Pool
-from trn_ultracluster.contracts.quotas import IMAGE_BUILD_QUEUED_MINUTES, QUOTAS, QuotaNeed
+from trn_ultracluster.contracts.quotas import QUOTAS, QuotaNeed
 
 __all__ = ["quota_needs"]
 
@@ -41,13 +41,9 @@ def quota_needs(c: ClusterConfig) -> list[QuotaNeed]:
     - ``hyperpod-*``: SageMaker "ml.<type> for cluster usage" for each pool type (the
       instances of the worker groups of its pools);
     - an FSx ``PERSISTENT_2`` file system: its GiB against the Region's Persistent_2 quota;
-    - more than one Neuron stack among the pools, built in CodeBuild: one training image each,
-      built at the same time (their builds do not depend on each other), against CodeBuild's
-      concurrent builds of the Linux/Large compute type; a build that waits in the queue
-      longer than :data:`~trn_ultracluster.contracts.quotas.IMAGE_BUILD_QUEUED_MINUTES` is removed from it and fails the deploy
-      (CodeBuild user guide, "Builds in AWS CodeBuild": "A build in a queue that does not
-      start after the number of minutes specified in its time out value is removed from the
-      queue"). One image (the shorthand, one stack) needs no check.
+    - nothing for the training image builds: with several Neuron stacks the stack builds
+      their images one after the other (``stacks/cluster.py``), so one CodeBuild build runs
+      at a time as with one image.
 
     Without ``pools`` each ``why`` reads as it always did (one pool, no names); with pools it
     names each pool's part.
@@ -92,13 +88,6 @@ def quota_needs(c: ClusterConfig) -> list[QuotaNeed]:
     if c.fsx.deployment_type == "PERSISTENT_2":
         needs.append(_need("fsx_lustre_persistent_2_gib", c.fsx.storage_capacity_gib,
                            "fsx.storage_capacity_gib"))
-    builds = len(c.neuron_stacks)
-    if builds > 1 and c.training_image.build == "codebuild":
-        needs.append(_need(
-            "codebuild_large_builds", builds,
-            f"{builds} training images ({', '.join(c.neuron_stacks)}) built at once on one "
-            f"CodeBuild project; a build queued past its {IMAGE_BUILD_QUEUED_MINUTES}-minute queue "
-            "timeout fails the deploy"))
     return needs
 
 

@@ -26,13 +26,6 @@ Sources of the codes, defaults and maxima:
   them by name (``ListServiceQuotas``).
 - FSx: "Lustre Persistent_2 storage capacity" (GiB per Region), L-8F1B9C74, default 100,800 in
   the larger Regions (FSx for Lustre user guide, "Quotas"); the code from public quota dumps.
-- CodeBuild: "Concurrently running builds for Linux/Large environment", L-4DDC4A99 (the
-  training image builds' compute type, BUILD_GENERAL1_LARGE): name and code as public quota
-  dumps record them (found with code search; values seen there range from 0 applied in a new
-  account to 300), so the default is taken as differing per account. A project without a
-  concurrent build limit queues builds past it (CodeBuild user guide, "Builds in AWS
-  CodeBuild": "builds are queued if the number of running builds reaches the concurrent build
-  limit for the platform and compute type").
 """
 
 from __future__ import annotations
@@ -45,7 +38,10 @@ IMAGE_BUILD_QUEUED_MINUTES = 5
 """The training image build's CodeBuild ``QueuedTimeoutInMinutes``
 (``trn_ultracluster.constructs.training_image.BUILD_QUEUED_TIMEOUT``, which imports the CDK and
 so is not imported here; tests/test_deploy_time.py checks that the two agree): a build that
-waits longer for the ``codebuild_large_builds`` quota fails the deploy."""
+waits longer in CodeBuild's queue (the account's concurrent Linux/Large builds, CodeBuild user
+guide, "Builds in AWS CodeBuild": "builds are queued if the number of running builds reaches
+the concurrent build limit for the platform and compute type") fails the deploy; the stack
+therefore builds several images one after the other."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +94,6 @@ QUOTAS: dict[str, Quota] = {q.key: q for q in (
           "instances"),
     Quota("fsx_lustre_persistent_2_gib", "fsx", "L-8F1B9C74",
           "Lustre Persistent_2 storage capacity", 100_800, None, "GiB per Region"),
-    Quota("codebuild_large_builds", "codebuild", "L-4DDC4A99",
-          "Concurrently running builds for Linux/Large environment", None, None,
-          "builds running at once"),
 )}
 """Quota key -> :class:`Quota`."""
 

@@ -202,7 +202,7 @@ def _builds(est: Estimate) -> str:
     return (f"; its {est.image_builds} training image builds run at once, which needs "
             f"CodeBuild's concurrent Linux/Large builds quota of at least {est.image_builds} "
             f"(a build queued past its {IMAGE_BUILD_QUEUED_MINUTES}-minute queue timeout fails the "
-            "deploy; preflight checks it)")
+            "deploy; this stack builds its images one after the other)")
 
 
 def _pool_lines(est: Estimate) -> list[str]:

@@ -38,12 +38,17 @@ class PoolFoundation:
         plan: its part of the address plan: its node groups, each in one compute subnet.
         training_image: the image its jobs run: the image of its Neuron stack, the main
             image for a CPU pool.
+        fsx_efa_mode: what its nodes do about Lustre over EFA
+            (:meth:`~trn_ultracluster.config.fsx_efa.FsxEfaPlan.pool_mode`): ``off`` for a
+            pool whose type is no EFA client of the file system (a CPU pool always), which
+            mounts over TCP.
     """
 
     pool: Pool
     launch: PoolLaunch
     plan: PoolPlan
     training_image: TrainingImage
+    fsx_efa_mode: EfaMode = "off"
 
     @property
     def shape(self) -> NodeShape:

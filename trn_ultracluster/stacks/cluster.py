@@ -11,6 +11,7 @@ from trn_ultracluster.constructs.efa import LAUNCH_TAG, UNTAGGED_RESOURCE_TYPES,
 from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
 from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
+from trn_ultracluster.constructs.pool_widgets import PoolView
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
 from trn_ultracluster.contracts.outputs import (
@@ -106,12 +107,20 @@ class TrnUltraClusterStack(Stack):
                                    user_build=config.training_image.user_build if i == 0
                                    else None))
             for i, stack in enumerate(config.neuron_stacks)}
+        # One image build at a time: both builds run on the CodeBuild project's Linux/Large
+        # compute, and a build queued longer than BUILD_QUEUED_TIMEOUT fails the deploy
+        # (constructs/training_image.py), which an account whose concurrent-build quota is 1
+        # would hit with two builds at once; in turn, the second build takes its full time.
+        images = list(self.training_images.values())
+        for before, after in zip(images, images[1:]):
+            after.base_build.node.add_dependency(before.build)
         self.training_image = self.training_images[config.neuron_stack]
         plan = config.address_plan
         self.pools = tuple(
             PoolFoundation(pool, launch, plan.pool(pool.name),
                            self.training_images.get(pool.neuron_stack or "",
-                                                    self.training_image))
+                                                    self.training_image),
+                           self.fsx_efa.pool_mode(pool.name))
             for pool, launch in zip(config.node_pools, launches, strict=True))
         self.orchestrator = self._orchestrator()
         self.observability = Observability(self, "Observability", ObservabilityProps(
@@ -119,7 +128,9 @@ class TrnUltraClusterStack(Stack):
             file_system_id=self.storage.file_system.file_system_id,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             settings=config.observability,
-            fsx_efa_mode=self.fsx_efa.mode))
+            fsx_efa_mode=self.fsx_efa.mode,
+            pools=tuple(PoolView(p.name, p.instance_type, p.accelerated)
+                        for p in config.node_pools)))
         # Every taggable resource but the placement group (Tags create-only there:
         # constructs/efa.py UNTAGGED_RESOURCE_TYPES); updating a tag elsewhere is in place.
         # The launch template's data carries none of them (a new version rolls EKS nodes):
