@@ -30,8 +30,10 @@ STANDALONE_GROUP = "TrnUltraCluster-StandaloneNodes-ABC123"
 def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge",
                    neuron_stack: str = "xla") -> dict[str, str]:
     """Every output key a stack of ``orchestrator`` has, with plausible values (its job
-    backend has the orchestrator's name)."""
-    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS}
+    backend has the orchestrator's name), except ``Pools``: without it the stack's one pool
+    comes from ``InstanceType`` and ``NodeCount*`` (a stack deployed before pools), so a test
+    that changes those changes the pool; ``"value-of-Pools"`` is no pool list."""
+    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS if k.value != "Pools"}
     values.update({
         "Region": REGION, "ComputeAzId": "usw2-az4", "InstanceType": instance_type,
         "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "16",
