@@ -30,10 +30,8 @@ STANDALONE_GROUP = "TrnUltraCluster-StandaloneNodes-ABC123"
 def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarge",
                    neuron_stack: str = "xla") -> dict[str, str]:
     """Every output key a stack of ``orchestrator`` has, with plausible values (its job
-    backend has the orchestrator's name), except ``Pools``: without it the stack's one pool
-    comes from ``InstanceType`` and ``NodeCount*`` (a stack deployed before pools), so a test
-    that changes those changes the pool; ``"value-of-Pools"`` is no pool list."""
-    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS if k.value != "Pools"}
+    backend has the orchestrator's name; ``Pools``: :func:`pools_value`, one pool)."""
+    values = {k.value: f"value-of-{k.value}" for k in FOUNDATION_KEYS}
     values.update({
         "Region": REGION, "ComputeAzId": "usw2-az4", "InstanceType": instance_type,
         "NodeCountMin": "0", "NodeCountDesired": "2", "NodeCountMax": "16",
@@ -61,7 +59,24 @@ def outputs_values(orchestrator: str = "eks", instance_type: str = "trn1.32xlarg
         values.update({k.value: f"value-of-{k.value}" for k in HYPERPOD_KEYS})
         values.update({"HyperPodClusterName": "trn-ultracluster", "HyperPodClusterArn": CLUSTER_ARN,
                        "HyperPodControllerGroupName": "controller"})
+    values["Pools"] = pools_value(values)
     return values
+
+
+def pools_value(values: dict[str, str]) -> str:
+    """The ``Pools`` output of a one-pool stack with ``values``' ``InstanceType``,
+    ``NodeCount*``, ``NeuronStack`` and ``TrainingImageUri`` (the shape the stack writes,
+    :func:`~trn_ultracluster.contracts.pools.parse_pools`), its pool named as a configuration
+    without ``pools`` names it; a standalone stack's pool has its
+    ``StandaloneAutoScalingGroupName`` groups. A test that changes those values calls it
+    again."""
+    pool = {"name": "trainium", "instance_type": values["InstanceType"], "accelerated": True,
+            "nodes": {key: int(values[f"NodeCount{key.title()}"])
+                      for key in ("min", "desired", "max")},
+            "neuron_stack": values["NeuronStack"], "image_uri": values["TrainingImageUri"]}
+    if values.get("JobBackend") == "standalone":
+        pool["auto_scaling_groups"] = values["StandaloneAutoScalingGroupName"]
+    return json.dumps([pool])
 
 
 def write_outputs(tmp_path: Path, values: dict[str, str], stack: str = "TrnUltraCluster") -> Path:

@@ -21,6 +21,7 @@ from tests.cli.helpers import (
     StubSession,
     dry_run,
     outputs_values,
+    pools_value,
     run,
     shellcheck,
     write_outputs,
@@ -43,6 +44,7 @@ NODES = [Node("i-0000000000000000a", "10.0.1.10"), Node("i-0000000000000000b", "
 def standalone_outputs(tmp_path, **values):
     found = outputs_values("standalone")
     found.update({"NodeCountMax": "2", "NodeCountDesired": "2", **values})
+    found["Pools"] = pools_value(found)
     return write_outputs(tmp_path, found)
 
 
