@@ -190,10 +190,10 @@ def test_scripts_name_job_variables_by_contract_member_only():
         assert not copies, f"{path.name} names {copies}"
 
 
-def test_rendered_user_data_is_shellcheck_clean(tmp_path, single, small):
-    for s in (single, small):
+def test_rendered_user_data_is_shellcheck_clean(tmp_path, single, small, mixed):
+    for s, prefix in ((single, ""), (small, ""), (mixed, "EfaLaunchTemplateCpu")):
         path = tmp_path / "user-data.sh"
-        path.write_text(user_data(s.template))
+        path.write_text(user_data(s.template, prefix))
         done = subprocess.run([shellcheck(), str(path)], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout
 

@@ -7,6 +7,7 @@ groups as they were."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -99,6 +100,8 @@ def test_a_one_pool_stack_has_no_pool_tag_and_its_outputs_name_its_groups(synth)
     StandaloneAutoScalingGroupName, and in the Pools output."""
     s = synth(orchestrator="standalone")
     groups = s.resources(GROUP)
+    # the logical id of a deployed one-pool stack's group, from before pools
+    assert list(groups) == ["StandaloneNodesAE63DFB8"]
     assert [pool_tag(g) for g in groups.values()] == [None] * len(groups)
     names = resolve(s.output("StandaloneAutoScalingGroupName"), s.template)
     (pool,) = parse_pools(resolve(s.output("Pools"), s.template))
@@ -210,3 +213,28 @@ def test_pool_settings():
             cpu.root_device_name) == ("container", None, None, None, CPU_ROOT_DEVICE)
     named = section.model_copy(update={"dlami_venv": "/opt/my_venv"})
     assert pool_settings(named, config.node_pools[1]).dlami_venv == "/opt/my_venv"
+
+
+def test_on_a_dlami_venv_stack_the_cpu_pool_still_runs_containers(synth):
+    """``runtime: dlami-venv`` with a pinned AMI: the Trainium pools boot it and fetch the
+    training program, each with its Neuron stack's venv; the CPU pool boots Amazon Linux 2023,
+    fetches no program and runs jobs in the training image."""
+    s = synth(profile_path("mixed"), orchestrator="standalone",
+              **{"standalone.runtime": "dlami-venv", "standalone.ami_id": "ami-0123456789abcdef0"})
+    files = {pool: node_file(s, f"EfaLaunchTemplate{suffix}")
+             for pool, suffix in (("trn1", ""), ("trn2", "Trn2"), ("cpu", "Cpu"))}
+    assert {p: (f["node"]["runtime"], f["node"]["venv"]) for p, f in files.items()} == {
+        "trn1": ("dlami-venv", XLA_STACK.venv), "trn2": ("dlami-venv", NATIVE_STACK.venv),
+        "cpu": ("container", None)}
+    programs = {p: re.search(r"^PROGRAM_URL='([^']*)'$", user_data(s.template, prefix),
+                             flags=re.M).group(1)
+                for p, prefix in (("trn1", "EfaLaunchTemplate"), ("cpu", "EfaLaunchTemplateCpu"))}
+    assert programs["trn1"].startswith("s3://") and programs["cpu"] == ""
+    images = {name: launch_template_of(s, next(iter(groups.values())))[1]["ImageId"]
+              for name, groups in groups_by_pool(s).items()}
+    assert images["trn1"] == images["trn2"] == "ami-0123456789abcdef0"
+    assert s.template["Parameters"][images["cpu"]["Ref"]]["Default"] == CPU_AMI_PARAMETER
+    # the CPU pool's group waits for the image it pulls; the venv pools' groups for no build
+    builds = {name: [d for g in groups.values() for d in g["DependsOn"] if "Build" in d]
+              for name, groups in groups_by_pool(s).items()}
+    assert builds == {"trn1": [], "trn2": [], "cpu": [s.ref_id("TrainingImageBuild")]}
