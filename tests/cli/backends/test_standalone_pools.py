@@ -28,7 +28,7 @@ from trn_ultracluster.cli.job_args import job_request
 from trn_ultracluster.cli.launch import NO_LAUNCHER, Launch
 from trn_ultracluster.cli.stack_outputs import outputs_from_file
 from trn_ultracluster.contracts.catalog import get_any_instance
-from trn_ultracluster.contracts.pools import PoolInfo, parse_pools
+from trn_ultracluster.contracts.pools import PoolInfo
 from trn_ultracluster.contracts.standalone import job_dir
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/trn:abc"

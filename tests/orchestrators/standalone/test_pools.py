@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -26,6 +27,7 @@ from trn_ultracluster.orchestrators.standalone.ami import (
     pool_settings,
 )
 from trn_ultracluster.orchestrators.standalone.cluster import node_groups
+from trn_ultracluster.orchestrators.standalone.node import pool_efa_settings
 
 GROUP = "AWS::AutoScaling::AutoScalingGroup"
 LAUNCH_TEMPLATE = "AWS::EC2::LaunchTemplate"
@@ -238,3 +240,19 @@ def test_on_a_dlami_venv_stack_the_cpu_pool_still_runs_containers(synth):
     builds = {name: [d for g in groups.values() for d in g["DependsOn"] if "Build" in d]
               for name, groups in groups_by_pool(s).items()}
     assert builds == {"trn1": [], "trn2": [], "cpu": [s.ref_id("TrainingImageBuild")]}
+
+
+def test_lustre_over_efa_is_for_the_pools_whose_type_can_be_an_efa_client():
+    """With fsx.efa required, the main pool's nodes follow the stack's plan; another pool of
+    an EFA client type (trn1.32xlarge) too, with its own interface count; trn2 (no EFA client
+    of FSx for Lustre) and a CPU pool mount over TCP."""
+    config = parse_config({"orchestrator": "standalone", "az_ids": ["use2-az3", "use2-az1"],
+                           "pools": [{"name": "main", "instance_type": "trn1.32xlarge"},
+                                     {"name": "dev", "instance_type": "trn1.32xlarge"},
+                                     {"name": "big", "instance_type": "trn2.48xlarge"},
+                                     {"name": "cpu", "instance_type": "m7i.8xlarge"}]}).config
+    foundation = SimpleNamespace(fsx_efa_mode="required", fsx_efa_interfaces=3)
+    modes = {p.name: pool_efa_settings(foundation, SimpleNamespace(pool=p))
+             for p in config.node_pools}
+    assert {n: (m["mode"], m["interfaces"]) for n, m in modes.items()} == {
+        "main": ("required", 3), "dev": ("required", 2), "big": ("off", 0), "cpu": ("off", 0)}
