@@ -21,6 +21,7 @@ from trn_ultracluster.contracts.shared_storage import JOBS_DIR
 
 __all__ = [
     "CANCELLED_FILE",
+    "CPU_RUNTIME",
     "JOB_SCRIPT",
     "NODE_DIR",
     "NODE_LOG",
@@ -38,6 +39,11 @@ __all__ = [
 RUNTIMES = ("container", "dlami-venv")
 """``standalone.runtime`` values: jobs in the training image, or in the DLAMI's Neuron virtual
 environment."""
+CPU_RUNTIME = "container"
+"""How a CPU pool's nodes run jobs, whatever ``standalone.runtime`` says: in the training image
+(the main pool's), which has the training program and its CPU dependencies; the DLAMIs' Neuron
+virtual environments are on Neuron AMIs only, and a CPU node boots Amazon Linux 2023
+(``orchestrators/standalone/ami.py``). The stack and the job CLI both read this."""
 NODE_DIR = "/opt/trn-ultracluster/node"
 """On each node: the node scripts (``node_setup.sh``, ``fsx.sh``, ``lcs.py``) and the stack's
 ``trn_ultracluster.json``, fetched by the user data."""

@@ -210,14 +210,14 @@ def test_nodes_of_the_groups_are_their_in_service_instances_oldest_first():
 def test_many_nodes_are_described_in_batches(monkeypatch):
     """A 2,000-node cluster is asked for in batches of DESCRIBE_IDS_PER_CALL ids (here 2),
     and every node comes back once."""
-    from trn_ultracluster.cli.backends import standalone
+    from trn_ultracluster.cli.backends import standalone_nodes
 
     names = groups_in_two_subnets((2, 1))
     session = boto3.Session(region_name=REGION)
     calls = []
     session.events.register("provide-client-params.ec2.DescribeInstances",
                             lambda params, **_: calls.append(len(params["InstanceIds"])))
-    monkeypatch.setattr(standalone, "DESCRIBE_IDS_PER_CALL", 2)
+    monkeypatch.setattr(standalone_nodes, "DESCRIBE_IDS_PER_CALL", 2)
     assert len({n.instance_id for n in nodes_of_groups(session, names)}) == 3
     assert calls == [2, 1]
 
@@ -263,7 +263,9 @@ def test_too_few_nodes_in_service_says_how_to_scale(capsys, tmp_path, monkeypatc
                        "--nodes", "2", "--recipe", "llama-1b", "--steps", "5", "--data-dir",
                        "/fsx/d")
     assert code == ExitCode.CLUSTER
-    assert "1 node(s) of Auto Scaling group" in err and "scale --nodes 2" in err
+    assert (f"1 node(s) of pool trainium (trn1.32xlarge, Auto Scaling group(s) "
+            f"{STANDALONE_GROUP}) in service, 2 needed") in err
+    assert "scale --nodes 2" in err
 
 
 @pytest.mark.parametrize("status, state, ended", [

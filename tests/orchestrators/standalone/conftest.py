@@ -1,5 +1,6 @@
-"""The two standalone profiles (both on the xla stack) and two trn2.48xlarge configurations (the
-native stack), synthesized once per session (the ``synth`` fixture)."""
+"""The two standalone profiles (both on the xla stack), two trn2.48xlarge configurations (the
+native stack) and profiles/mixed.yaml on standalone (three pools), synthesized once per
+session (the ``synth`` fixture)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,10 @@ def native_venv(synth):
     refuses dlami-venv on the native stack's default AMI)."""
     return synth(**NATIVE, **{"standalone.runtime": "dlami-venv",
                               "standalone.ami_id": NATIVE_AMI_ID})
+
+
+@pytest.fixture(scope="module")
+def mixed(synth):
+    """profiles/mixed.yaml on standalone: trn1.32xlarge main pool ``trn1`` (xla),
+    trn2.48xlarge pool ``trn2`` (native), m7i.8xlarge CPU pool ``cpu``."""
+    return synth(profile_path("mixed"), orchestrator="standalone")

@@ -58,8 +58,12 @@ def resolve(value: Any, template: dict[str, Any]) -> Any:
     return {key: resolve(arg, template)}
 
 
-def user_data(template: dict[str, Any]) -> str:
-    """The launch template's user data as an instance would get it (decoded)."""
-    (lt,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::EC2::LaunchTemplate"]
+def user_data(template: dict[str, Any], prefix: str = "") -> str:
+    """The user data of the template's one launch template (with ``prefix``: of the one whose
+    logical id is ``prefix`` and CDK's 8-character hash, e.g. ``EfaLaunchTemplateCpu``), as an
+    instance would get it (decoded)."""
+    (lt,) = [r for k, r in template["Resources"].items()
+             if r["Type"] == "AWS::EC2::LaunchTemplate"
+             and (k.startswith(prefix) and len(k) == len(prefix) + 8 if prefix else True)]
     encoded = resolve(lt["Properties"]["LaunchTemplateData"]["UserData"], template)
     return base64.b64decode(encoded).decode()

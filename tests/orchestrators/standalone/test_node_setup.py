@@ -3,7 +3,8 @@
 The user data is taken from the synthesized template (its CloudFormation functions given
 plausible values, :mod:`.template_values`) and run with bash, with ``TRN_ROOT`` pointing at a
 temporary directory and a PATH whose ``aws``, ``mount``, ``docker``, ``systemctl``,
-``apt-get``, ``curl``, ``gpg`` and ``sleep`` are stubs that record their arguments. The
+``apt-get``, ``dnf``, ``curl``, ``gpg`` and ``sleep`` are stubs that record their arguments
+(an Ubuntu DLAMI node; a CPU pool's node on Amazon Linux 2023, with ``dnf``). The
 ``aws`` stub copies the S3 assets the user data fetches from the synth's cloud assembly
 (where the CDK CLI would upload them from) and answers the FSx Describe calls with prepared
 answers, as the HyperPod lifecycle tests do.
@@ -11,9 +12,11 @@ answers, as the HyperPod lifecycle tests do.
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -116,7 +119,7 @@ class Node:
     """A fake root with the stubs; ``run_user_data()`` and ``run_setup()`` run the scripts."""
 
     def __init__(self, tmp_path: Path, template: dict, assembly: Path,
-                 stubs: tuple[str, ...] = STUBS):
+                 stubs: tuple[str, ...] = STUBS, launch_template: str = ""):
         self.root, self.bin, self.aws_dir = (tmp_path / "root", tmp_path / "bin",
                                              tmp_path / "aws")
         for d in (self.root / "etc", self.bin, self.aws_dir):
@@ -133,7 +136,7 @@ class Node:
             path.chmod(path.stat().st_mode | stat.S_IEXEC)
         for name, answer in answers().items():
             (self.aws_dir / f"{name}.json").write_text(json.dumps(answer))
-        self.user_data = user_data(template)
+        self.user_data = user_data(template, launch_template)
         self.assembly = assembly
         self.node_dir = self.root / NODE_DIR.lstrip("/")
 
@@ -187,10 +190,10 @@ def test_scripts_name_job_variables_by_contract_member_only():
         assert not copies, f"{path.name} names {copies}"
 
 
-def test_rendered_user_data_is_shellcheck_clean(tmp_path, single, small):
-    for s in (single, small):
+def test_rendered_user_data_is_shellcheck_clean(tmp_path, single, small, mixed):
+    for s, prefix in ((single, ""), (small, ""), (mixed, "EfaLaunchTemplateCpu")):
         path = tmp_path / "user-data.sh"
-        path.write_text(user_data(s.template))
+        path.write_text(user_data(s.template, prefix))
         done = subprocess.run([shellcheck(), str(path)], capture_output=True, text=True)
         assert done.returncode == 0, done.stdout
 
@@ -268,6 +271,97 @@ def test_without_a_lustre_client_it_is_installed_from_the_fsx_repository(tmp_pat
     assert node.calls("apt-get")[-1] == f"apt-get install -y -q lustre-client-modules-{kernel}"
     assert any("fsx-ubuntu-public-key.asc" in c for c in node.calls("curl"))
     assert node.path("/usr/share/keyrings/fsx-ubuntu-public-key.gpg").is_file()
+
+
+AL2023 = 'NAME="Amazon Linux"\nVERSION="2023"\nID="amzn"\nVERSION_ID="2023"\n'
+"""/etc/os-release of Amazon Linux 2023 (the fields node_setup.sh reads)."""
+DNF_STUB = """#!/bin/bash
+# dnf stub: records the call; `install` makes the command a package would bring (a stub).
+echo "dnf $*" >> "$STUB_LOG"
+bin="$(dirname "$0")"
+for package in "$@"; do
+  case "$package" in
+    docker) cp "$bin/systemctl" "$bin/docker" ;;
+    lustre-client) cp "$bin/systemctl" "$bin/mount.lustre" ;;
+  esac
+done
+"""
+
+
+def python39() -> str | None:
+    """A Python 3.9 interpreter (what Amazon Linux 2023's ``python3`` is; not verified on an
+    AMI here), or ``None``: ``python3.9`` on PATH, or a pyenv version."""
+    found = [shutil.which("python3.9"),
+             *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.9*/bin/python3.9")))]
+    for candidate in filter(None, found):
+        done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
+                              capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == "(3, 9)":
+            return candidate
+    return None
+
+
+def path_without(directory: Path, *names: str) -> str:
+    """This machine's PATH without the programs ``names``: ``directory`` with a link to every
+    other program of the PATH's directories (the first of each name), so that a script sees
+    no ``docker`` even where the machine has one."""
+    directory.mkdir()
+    for entry in os.environ["PATH"].split(os.pathsep):
+        if not Path(entry).is_dir():
+            continue
+        for program in Path(entry).iterdir():
+            link = directory / program.name
+            if program.name not in names and not link.exists() and not link.is_symlink():
+                link.symlink_to(program)
+    return str(directory)
+
+
+def cpu_node(tmp_path: Path, mixed, python: str | None = None) -> tuple[Node, dict[str, str]]:
+    """A node of the mixed profile's CPU pool on Amazon Linux 2023: no Lustre client, no
+    Docker (dnf installs them); ``python``: the ``python3`` the scripts run. ``(node, env)``:
+    its environment hides the machine's Docker."""
+    node = Node(tmp_path, mixed.template, mixed.outdir, launch_template="EfaLaunchTemplateCpu",
+                stubs=tuple(s for s in STUBS if s not in ("docker", "mount.lustre")))
+    node.path("/etc/os-release").write_text(AL2023)
+    (node.bin / "dnf").write_text(DNF_STUB)
+    (node.bin / "dnf").chmod(0o755)
+    if python is not None:
+        (node.bin / "python3").symlink_to(python)
+    system = path_without(tmp_path / "system-bin", "docker", "mount.lustre")
+    return node, {"PATH": f"{node.bin}:{system}"}
+
+
+def test_a_cpu_pool_node_on_amazon_linux_installs_lustre_and_docker_and_is_ready(tmp_path,
+                                                                                 mixed):
+    node, env = cpu_node(tmp_path, mixed)
+    result = node.run_user_data(**env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert node.calls("dnf") == ["dnf install -y -q lustre-client", "dnf install -y -q docker"]
+    assert node.calls("apt-get") == [] and node.calls("curl") == []
+    assert node.calls("mount") == [
+        f"mount -t lustre -o relatime,flock {FSX_DNS}@tcp:/{FSX_MOUNT} {node.root}/fsx"]
+    env = node.path("/fsx/.trn-ultracluster/env").read_text().splitlines()
+    assert "export TRN_INSTANCE_TYPE=m7i.8xlarge" in env
+    assert "export TRN_NEURON_CORES_PER_NODE=0" in env
+    assert not [ln for ln in env if "FI_PROVIDER" in ln]
+    # the main pool's training image, pulled by the Docker dnf installed
+    image = next(ln.split("=", 1)[1] for ln in env if ln.startswith("export TRN_TRAINING_IMAGE_URI="))
+    assert "TrainingImageRepository" in image
+    assert node.calls("docker")[-1] == f"docker pull -q {image}"
+    assert not (node.node_dir / "program.zip").exists()
+    assert node.path(READY_FILE).read_text().startswith("runtime=container\n")
+
+
+def test_the_node_scripts_run_with_amazon_linux_2023s_python_3_9(tmp_path, mixed):
+    python = python39()
+    if python is None:
+        pytest.skip("no Python 3.9 interpreter here")
+    node, env = cpu_node(tmp_path, mixed, python)
+    result = node.run_user_data(**env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert node.path(READY_FILE).is_file()
+    assert "export TRN_NEURON_CORES_PER_NODE=0" in node.path(
+        "/fsx/.trn-ultracluster/env").read_text().splitlines()
 
 
 def test_a_failed_mount_fails_the_node_ships_the_log_and_leaves_it_not_ready(node):

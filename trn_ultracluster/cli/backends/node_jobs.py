@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 
 from trn_ultracluster.cli.backends.ssm import OUTPUT_LIMIT
 from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.cli.launch import RENDEZVOUS_PORT, env_file_lines, torchrun_command
+from trn_ultracluster.cli.launch import (
+    RENDEZVOUS_PORT,
+    TORCHRUN,
+    env_file_lines,
+    torchrun_command,
+)
 from trn_ultracluster.cli.node_script import NodeContext, node_script
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, JOBS_DIR
@@ -54,7 +59,8 @@ CHUNK_BYTES = 15000
 :data:`~trn_ultracluster.cli.backends.ssm.OUTPUT_LIMIT` with room for the header line."""
 assert CHUNK_BYTES * 4 // 3 + 100 < OUTPUT_LIMIT
 META_FILE = "job.json"
-"""The job's metadata in its directory: name, nodes, instance type, submit time, instances."""
+"""The job's metadata in its directory: name, nodes, pool, instance type, submit time,
+instances."""
 
 
 @dataclass(frozen=True)
@@ -131,8 +137,13 @@ def job_script(job: JobRequest, spec: InstanceSpec, runtime: Runtime) -> str:
     is the same on every node and does not depend on which instances run it, so
     ``submit --dry-run`` prints exactly what the nodes run.
 
+    ``spec`` is the instance type of the job's pool; a CPU type has no NeuronCores, so there
+    ``torchrun`` needs ``--nproc-per-node`` (or the program runs once per node, ``--launcher
+    none``).
+
     Raises:
-        ValueError: an unknown runtime kind, or ``dlami-venv`` without a virtual environment.
+        ValueError: an unknown runtime kind, ``dlami-venv`` without a virtual environment, or
+            ``torchrun`` on a type without NeuronCores and without ``--nproc-per-node``.
     """
     name, unit = job.name, job_unit(job.name)
     if runtime.kind == "container":
@@ -143,6 +154,10 @@ def job_script(job: JobRequest, spec: InstanceSpec, runtime: Runtime) -> str:
         raise ValueError(f"standalone runtime {runtime.kind!r} (virtual environment "
                          f"{runtime.venv!r}) is not one this job CLI knows: redeploy the stack")
     nproc = job.launch.nproc_per_node or spec.logical_neuron_cores
+    if job.launch.launcher == TORCHRUN and nproc < 1:
+        raise ValueError(f"{spec.name} has no NeuronCores to start one torchrun process on "
+                         "each: give --nproc-per-node N, or run the program once per node with "
+                         "--launcher none")
     torchrun = torchrun_command('"${NNODES}"', nproc, '"${NODE_RANK}"', '"${MASTER_ADDR}"',
                                 '"${MASTER_PORT}"')
     node = NodeContext(rank='"${NODE_RANK}"', nnodes='"${NNODES}"',
@@ -231,6 +246,7 @@ for name in names:
         exits[rank] = int(text) if text.lstrip("-").isdigit() else -1
     active = subprocess.run(["systemctl", "is-active", "--quiet", unit_prefix + name]).returncode == 0
     print(json.dumps({"name": name, "found": True, "nodes": meta.get("nodes", 0),
+                      "pool": meta.get("pool") or "",
                       "submitted": meta.get("submitted", ""), "exits": exits,
                       "code": meta.get("code_sha256") or "",
                       "cancelled": os.path.exists(os.path.join(path, "cancelled")),
@@ -241,8 +257,9 @@ for name in names:
 
 def status_script(name: str | None) -> str:
     """Run on every node: one JSON line per job (``name``, or every job under ``JOBS_DIR``):
-    ``{"name", "found", "nodes", "submitted", "exits": {rank: status}, "cancelled",
-    "active"}``, ``active`` being this node's unit."""
+    ``{"name", "found", "nodes", "pool", "submitted", "exits": {rank: status}, "cancelled",
+    "active"}``, ``active`` being this node's unit and ``pool`` the job's pool (``""`` for a
+    job submitted before pools)."""
     args = " ".join(shlex.quote(a) for a in (JOBS_DIR, job_unit(""), *([name] if name else [])))
     return f"python3 - {args} <<'TRN_STATUS_EOF'\n{_STATUS_PROGRAM.strip()}\nTRN_STATUS_EOF\n"
 
@@ -253,6 +270,8 @@ class JobStatus:
 
     Attributes:
         name, nodes, submitted: from ``job.json``.
+        pool: the pool it runs on, from ``job.json`` (``""``: submitted before pools, on the
+            main pool).
         code: the SHA-256 of the job's working directory snapshot, or "".
         exits: node rank -> exit status, of the nodes whose part ended.
         active_on: instances whose unit of the job runs.
@@ -266,6 +285,7 @@ class JobStatus:
     exits: dict[str, int] = field(default_factory=dict)
     active_on: list[str] = field(default_factory=list)
     cancelled: bool = False
+    pool: str = ""
 
     @property
     def state(self) -> str:
@@ -303,7 +323,8 @@ def job_states(answers: Mapping[str, str]) -> dict[str, JobStatus]:
                 continue
             job = jobs.setdefault(row["name"], JobStatus(row["name"], int(row["nodes"]),
                                                          str(row["submitted"]),
-                                                         str(row.get("code") or "")))
+                                                         str(row.get("code") or ""),
+                                                         pool=str(row.get("pool") or "")))
             job.exits.update({str(k): int(v) for k, v in row["exits"].items()})
             job.cancelled = job.cancelled or bool(row["cancelled"])
             if row["active"]:

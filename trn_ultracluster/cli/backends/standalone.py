@@ -1,121 +1,49 @@
-"""The ``standalone`` job backend: torchrun on the nodes of the stack's Auto Scaling groups,
+"""The ``standalone`` job backend: torchrun on the nodes of a node pool's Auto Scaling groups,
 started through SSM Run Command, without a scheduler.
 
-The stack has one Auto Scaling group per compute subnet its nodes fill (output
-``StandaloneAutoScalingGroupName``, comma separated in fill order; a stack of an earlier
-version names one group). The nodes are the groups' ``InService`` instances, oldest first (the
-first is node 0 and hosts the rendezvous): ``DescribeAutoScalingGroups`` and
-``DescribeInstances`` (their private addresses), both through boto3's paginators. A job's handle is its name; its files live on
-the shared file system (:mod:`.node_jobs`), so ``status`` and ``logs`` work from any node and
-after the job ended. Commands run as root (the SSM agent's user), with
-:func:`~trn_ultracluster.cli.backends.ssm.run_command`.
+Each pool has its own Auto Scaling groups (:mod:`.standalone_nodes` finds a pool's nodes); a
+job runs on the nodes of its pool (``JobRequest.pool``, the main pool without one), the first
+node hosting the rendezvous. A job's handle is its name; its files live on the shared file
+system (:mod:`.node_jobs`), which every pool's nodes mount, so ``status`` and ``logs`` work
+from any node and after the job ended; ``job.json`` records the job's pool. Commands run as
+root (the SSM agent's user), with :func:`~trn_ultracluster.cli.backends.ssm.run_command`.
 """
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
-from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.backends import node_jobs
 from trn_ultracluster.cli.backends.base import BackendTexts, JobBackend, JobState, RenderedJob
 from trn_ultracluster.cli.backends.ssm import run_command
+from trn_ultracluster.cli.backends.standalone_nodes import (
+    Node,
+    StandaloneNodes,
+    describe_groups,
+    nodes_of_groups,
+    pool_groups,
+)
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.cli.launch import validate_job_name
+from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
+from trn_ultracluster.contracts.pools import PoolInfo
+from trn_ultracluster.contracts.standalone import CPU_RUNTIME
 from trn_ultracluster.network_plan import spread
 
-__all__ = ["Node", "StandaloneBackend", "StandaloneNodes", "describe_groups", "group_names",
-           "nodes_of_groups"]
+__all__ = ["Node", "StandaloneBackend", "StandaloneNodes", "nodes_of_groups"]
 
-DESCRIBE_IDS_PER_CALL = 1000
-"""Instance ids per ``DescribeInstances`` call. Its reference gives no limit; EC2's calls that
-state one take "Up to 1000 instance IDs. We recommend breaking up this request into smaller
-batches" (EC2 API reference, ``TerminateInstances``; ``DescribeInstanceCreditSpecifications``:
-"Maximum 1000 explicitly specified instance IDs"), so a 2,000-node cluster is asked in
-batches of that size."""
 COMMAND_TIMEOUT_S = 120
 """How long one Run Command may take (writing files, starting a unit, reading a chunk)."""
 DOC_SESSION_PLUGIN = ("https://docs.aws.amazon.com/systems-manager/latest/userguide/"
                       "session-manager-working-with-install-plugin.html")
 
 
-@dataclass(frozen=True)
-class Node:
-    """One in-service instance of the group (``address``: its primary private IPv4)."""
-
-    instance_id: str
-    address: str
-
-
-def group_names(value: str) -> list[str]:
-    """The Auto Scaling groups named by output ``StandaloneAutoScalingGroupName``: comma
-    separated, in fill order (one name from a stack of an earlier version)."""
-    return [name for name in value.split(",") if name]
-
-
-def describe_groups(session: Any, groups: Sequence[str]) -> list[dict[str, Any]]:
-    """``DescribeAutoScalingGroups`` of ``groups``, in their order. ``MaxRecords`` 100 (the
-    most): more than 50 names need it ("By default, you can only specify up to 50 names",
-    botocore's Auto Scaling model, ``AutoScalingGroupNames``).
-
-    Raises:
-        CliError: (STACK) a group does not exist; as :func:`aws_errors` otherwise.
-    """
-    with aws_errors(f"DescribeAutoScalingGroups {','.join(groups)}"):
-        pages = session.client("autoscaling").get_paginator(
-            "describe_auto_scaling_groups").paginate(
-                AutoScalingGroupNames=list(groups), PaginationConfig={"PageSize": 100})
-        found = {g["AutoScalingGroupName"]: g for page in pages
-                 for g in page["AutoScalingGroups"]}
-    missing = [g for g in groups if g not in found]
-    if missing:
-        raise CliError(f"Auto Scaling group(s) {', '.join(missing)} not found",
-                       "check the stack outputs' Region and that the stack exists",
-                       ExitCode.STACK)
-    return [found[g] for g in groups]
-
-
-def nodes_of_groups(session: Any, groups: Sequence[str]) -> list[Node]:
-    """The groups' ``InService`` instances, oldest first (launch time, then id).
-
-    Raises:
-        CliError: (STACK) a group does not exist; as :func:`aws_errors` otherwise.
-    """
-    ids = [i["InstanceId"] for g in describe_groups(session, groups)
-           for i in g.get("Instances", []) if i.get("LifecycleState") == "InService"]
-    if not ids:
-        return []
-    found = []
-    with aws_errors("DescribeInstances"):
-        paginator = session.client("ec2").get_paginator("describe_instances")
-        for start in range(0, len(ids), DESCRIBE_IDS_PER_CALL):
-            pages = paginator.paginate(InstanceIds=ids[start:start + DESCRIBE_IDS_PER_CALL])
-            found += [i for page in pages for r in page["Reservations"] for i in r["Instances"]]
-    found.sort(key=lambda i: (i.get("LaunchTime") or datetime.min.replace(tzinfo=timezone.utc),
-                              i["InstanceId"]))
-    return [Node(i["InstanceId"], i.get("PrivateIpAddress", "")) for i in found]
-
-
-@dataclass
-class StandaloneNodes:
-    """The nodes and a way to run a script on some of them (``run(instance ids, script) ->
-    {instance id: stdout}``; tests pass a local runner)."""
-
-    nodes: list[Node]
-    run: Any
-
-    def on(self, nodes: list[Node], script: str) -> dict[str, str]:
-        """Run ``script`` on ``nodes``; instance id -> stdout."""
-        return self.run([n.instance_id for n in nodes], script)
-
-
 class StandaloneBackend(JobBackend):
-    """torchrun on every node of the group, each part a systemd unit started with SSM."""
+    """torchrun on every node of a pool's groups, each part a systemd unit started with SSM."""
 
     name = "standalone"
     texts = BackendTexts(
@@ -126,38 +54,64 @@ class StandaloneBackend(JobBackend):
 
     def connect(self) -> StandaloneNodes:
         session = self.session
-        groups = group_names(self.outputs.get(OutputKey.STANDALONE_NODE_GROUP))
 
         def run(instance_ids: list[str], script: str) -> dict[str, str]:
             return run_command(session, instance_ids, script, user=None, poll_s=1,
                                timeout_s=COMMAND_TIMEOUT_S, what="the node")
 
-        return StandaloneNodes(nodes_of_groups(session, groups), run)
+        return StandaloneNodes([], run, find=lambda groups: nodes_of_groups(session, groups))
 
-    def _nodes(self, count: int | None = None) -> list[Node]:
-        """The first ``count`` nodes (all without ``count``).
+    def _pool(self, pool: PoolInfo | None) -> PoolInfo:
+        """``pool``, or the main pool (the first of the stack's pools)."""
+        return pool if pool is not None else self.outputs.pools()[0]
+
+    def _nodes(self, count: int | None = None, pool: PoolInfo | None = None) -> list[Node]:
+        """The first ``count`` in-service nodes of ``pool`` (the main pool without one; all its
+        nodes without ``count``).
 
         Raises:
-            CliError: (CLUSTER) fewer nodes are in service.
+            CliError: (CLUSTER) fewer nodes of the pool are in service, naming the pool.
         """
-        nodes = self.client.nodes
+        chosen = self._pool(pool)
+        groups = pool_groups(self.outputs, chosen)
+        nodes = self.client.of(groups)
         want = count or 1
         if len(nodes) < want:
-            group = self.outputs.get(OutputKey.STANDALONE_NODE_GROUP)
+            flag = f" --pool {chosen.name}" if len(self.outputs.pools()) > 1 else ""
             raise CliError(
-                f"{len(nodes)} node(s) of Auto Scaling group(s) {group} in service, {want} "
-                "needed",
-                f"trn-ultracluster scale --nodes {want}, wait until the nodes have started "
-                "(a few minutes; their setup pulls the image), then retry", ExitCode.CLUSTER)
+                f"{len(nodes)} node(s) of pool {chosen.name} ({chosen.instance_type}, Auto "
+                f"Scaling group(s) {','.join(groups)}) in service, {want} needed",
+                f"trn-ultracluster scale{flag} --nodes {want}, wait until the nodes have "
+                "started (a few minutes; their setup pulls the image), then retry",
+                ExitCode.CLUSTER)
         return nodes[:count] if count else nodes
 
-    def runtime(self) -> node_jobs.Runtime:
-        """The stack's job runtime (outputs ``StandaloneRuntime``, ``StandaloneDlamiVenv``).
+    def _every_node(self) -> list[Node]:
+        """The in-service nodes of every pool (the main pool's first), for what any node can
+        answer or every node must do (``status``, ``logs``, ``cancel``).
+
+        Raises:
+            CliError: (CLUSTER) no pool has a node in service.
+        """
+        found: dict[str, Node] = {}
+        for pool in self.outputs.pools():
+            for node in self.client.of(pool_groups(self.outputs, pool)):
+                found.setdefault(node.instance_id, node)
+        if not found:
+            self._nodes()  # raises: no node in service, and how to start the main pool's
+        return list(found.values())
+
+    def runtime(self, pool: PoolInfo | None = None) -> node_jobs.Runtime:
+        """How ``pool``'s nodes run jobs: a CPU pool's in the training image
+        (:data:`~trn_ultracluster.contracts.standalone.CPU_RUNTIME`); the Trainium pools' as
+        the stack says (outputs ``StandaloneRuntime``, ``StandaloneDlamiVenv``).
 
         Raises:
             CliError: (STACK) a runtime this job CLI does not know, or ``dlami-venv``
                 without a virtual environment: the stack's outputs, not the arguments.
         """
+        if pool is not None and not pool.accelerated:
+            return node_jobs.Runtime(CPU_RUNTIME)
         venv = self.outputs.get(OutputKey.STANDALONE_DLAMI_VENV)
         runtime = node_jobs.Runtime(self.outputs.get(OutputKey.STANDALONE_RUNTIME),
                                     None if venv == NONE else venv)
@@ -170,20 +124,49 @@ class StandaloneBackend(JobBackend):
                 "with this version", ExitCode.STACK)
         return runtime
 
+    def _spec(self, pool: PoolInfo | None) -> InstanceSpec:
+        """The instance type of ``pool``'s nodes (the stack's ``InstanceType`` without one).
+
+        Raises:
+            CliError: (STACK) a type this CLI's catalogs lack (a stack of a newer version).
+        """
+        if pool is None:
+            return self.spec
+        try:
+            return get_any_instance(pool.instance_type)
+        except UnknownInstanceTypeError as err:
+            raise CliError(str(err), "upgrade the CLI to the stack's version",
+                           ExitCode.STACK) from None
+
     def render(self, job: JobRequest) -> RenderedJob:
-        runtime = self.runtime()
+        """The job script of ``job`` on its pool (its instance type, its runtime).
+
+        Raises:
+            CliError: (USAGE) more nodes than the pool's ``nodes.max``.
+            ValueError: ``--image`` on a pool whose nodes run the DLAMI's venv; ``torchrun``
+                without ``--nproc-per-node`` on a pool without NeuronCores.
+        """
+        pool = job.pool
+        if pool is not None and job.nodes > pool.nodes_max:
+            raise CliError(f"--nodes {job.nodes}: pool {pool.name} ({pool.instance_type}) has "
+                           f"at most {pool.nodes_max} nodes (its nodes.max)",
+                           f"ask for at most {pool.nodes_max}, or raise the pool's nodes.max "
+                           "and deploy")
+        runtime = self.runtime(pool)
         if runtime.kind == "dlami-venv" and getattr(self.args, "image", None):
             raise ValueError("--image has no effect on this stack: its nodes run jobs in the "
                              f"DLAMI's virtual environment {runtime.venv} (standalone.runtime "
                              "dlami-venv)")
-        script = node_jobs.job_script(job, self.spec, runtime)
+        script = node_jobs.job_script(job, self._spec(pool), runtime)
         return RenderedJob(job, script, script)
 
     def submit(self, job: RenderedJob) -> str:
         request, script = job.job, job.payload
-        nodes = self._nodes(request.nodes)
-        meta = {"name": request.name, "nodes": request.nodes,
-                "instance_type": self.spec.name, "runtime": self.runtime().kind,
+        pool = self._pool(request.pool)
+        nodes = self._nodes(request.nodes, request.pool)
+        meta = {"name": request.name, "nodes": request.nodes, "pool": pool.name,
+                "instance_type": self._spec(request.pool).name,
+                "runtime": self.runtime(request.pool).kind,
                 "submitted": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "instances": [n.instance_id for n in nodes],
                 "code_sha256": request.launch.code.sha256 if request.launch.code else None}
@@ -214,19 +197,33 @@ class StandaloneBackend(JobBackend):
             raise CliError(str(err), "`status` lists the jobs") from None
 
     def _states(self, job: str | None) -> dict[str, node_jobs.JobStatus]:
+        """Every job (or ``job``) as every pool's nodes see it (each answers for its units)."""
         job = None if job is None else self._checked(job)
-        return node_jobs.job_states(self.client.on(self._nodes(), node_jobs.status_script(job)))
+        return node_jobs.job_states(self.client.on(self._every_node(),
+                                                   node_jobs.status_script(job)))
 
-    def status(self, job: str | None) -> list[str]:
+    def status(self, job: str | None, pool: PoolInfo | None = None) -> list[str]:
+        """Lines of ``job`` or of every job; with ``pool``, a line on the pool's nodes first
+        and only the jobs of that pool (a job submitted before pools is the main pool's)."""
         states = self._states(job)
+        main = self.outputs.pools()[0].name
+        lines = []
+        if pool is not None:
+            count = len(self.client.of(pool_groups(self.outputs, pool)))
+            lines.append(f"pool {pool.name} ({pool.instance_type}): {count} node(s) in service, "
+                         f"nodes.max {pool.nodes_max}")
+            states = {n: s for n, s in states.items() if (s.pool or main) == pool.name}
         if job and job not in states:
-            raise CliError(f"no job named {job} on the nodes' shared file system",
+            where = f" of pool {pool.name}" if pool is not None else ""
+            raise CliError(f"no job named {job}{where} on the nodes' shared file system",
                            "`status` lists the jobs", ExitCode.CLUSTER)
         if not states:
-            return ["no jobs on this stack's nodes yet"]
+            where = f"pool {pool.name}'s" if pool is not None else "this stack's"
+            return lines + [f"no jobs on {where} nodes yet"]
         rows = sorted(states.values(), key=lambda s: (s.submitted, s.name))
-        return [f"{s.name:<40} {s.state:<12} nodes={s.nodes} submitted={s.submitted}"
-                + (f" code={s.code[:12]}" if s.code else "") for s in rows]
+        return lines + [f"{s.name:<40} {s.state:<12} nodes={s.nodes} pool={s.pool or main} "
+                        f"submitted={s.submitted}" + (f" code={s.code[:12]}" if s.code else "")
+                        for s in rows]
 
     def state(self, job: str) -> JobState:
         found = self._states(job).get(job)
@@ -236,7 +233,7 @@ class StandaloneBackend(JobBackend):
 
     def logs(self, job: str, tail_lines: int | None = None) -> str:
         job = self._checked(job)
-        node = self._nodes()[:1]
+        node = self._every_node()[:1]
         size, start, data = node_jobs.parse_log_chunk(
             self.client.on(node, node_jobs.log_chunk_script(job, 0, None, tail_lines))[
                 node[0].instance_id])
@@ -252,25 +249,31 @@ class StandaloneBackend(JobBackend):
 
     def cancel(self, job: str) -> None:
         script = node_jobs.cancel_script(self._checked(job))  # checked before any AWS call
-        self.client.on(self._nodes(), script)
+        self.client.on(self._every_node(), script)
 
-    def scale(self, nodes: int) -> str:
-        """Set the groups' desired capacities (``SetDesiredCapacity``): ``nodes`` spread over
-        them in order, each up to its ``MaxSize`` (:func:`~trn_ultracluster.network_plan.spread`,
-        as the stack spreads ``nodes.desired``), within the stack's min and max."""
-        groups = group_names(self.outputs.get(OutputKey.STANDALONE_NODE_GROUP))
-        most = self.outputs.int_value(OutputKey.NODE_COUNT_MAX)
-        least = self.outputs.int_value(OutputKey.NODE_COUNT_MIN)
+    def scale(self, nodes: int, pool: PoolInfo | None = None) -> str:
+        """Set the desired capacities of ``pool``'s groups (the main pool's without one;
+        ``SetDesiredCapacity``): ``nodes`` spread over them in order, each up to its
+        ``MaxSize`` (:func:`~trn_ultracluster.network_plan.spread`, as the stack spreads
+        ``nodes.desired``), within the pool's ``nodes.min`` and ``nodes.max``.
+
+        Raises:
+            CliError: (USAGE) ``nodes`` outside the pool's min and max, naming the pool;
+                (CLUSTER) more than its groups hold, or a group refuses the count.
+        """
+        chosen = self._pool(pool)
+        groups = pool_groups(self.outputs, chosen)
+        least, most = chosen.nodes_min, chosen.nodes_max
         if not least <= nodes <= most:
-            raise CliError(f"--nodes must be between the stack's NodeCountMin ({least}) and "
-                           f"NodeCountMax ({most}), got {nodes}",
-                           "set nodes.min / nodes.max and deploy to allow it")
+            raise CliError(f"--nodes must be between pool {chosen.name}'s nodes.min ({least}) "
+                           f"and nodes.max ({most}), got {nodes}",
+                           "set the pool's nodes.min / nodes.max and deploy to allow it")
         from botocore.exceptions import ClientError
 
         sizes = [g["MaxSize"] for g in describe_groups(self.session, groups)]
         if nodes > sum(sizes):
-            raise CliError(f"Auto Scaling group(s) {', '.join(groups)} hold at most "
-                           f"{sum(sizes)} nodes, not {nodes}",
+            raise CliError(f"Auto Scaling group(s) {', '.join(groups)} of pool {chosen.name} "
+                           f"hold at most {sum(sizes)} nodes, not {nodes}",
                            "deploy the stack again: it sets the groups from nodes.max",
                            ExitCode.CLUSTER)
         counts = spread(nodes, sizes)
@@ -287,7 +290,7 @@ class StandaloneBackend(JobBackend):
                                    "check the group's min and max (a deploy sets them from "
                                    "nodes)", ExitCode.CLUSTER) from None
         each = ", ".join(f"{g} {c}" for g, c in zip(groups, counts, strict=True))
-        return (f"Auto Scaling group(s) {each}: desired capacity {nodes} "
+        return (f"pool {chosen.name}: Auto Scaling group(s) {each}: desired capacity {nodes} "
                 + ("(no instance runs, nothing is paid for compute)" if nodes == 0 else
                    "(new nodes take a few minutes to start and set up)"))
 

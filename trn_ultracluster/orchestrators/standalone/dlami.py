@@ -1,7 +1,7 @@
 """The standalone nodes' default AMI on the ``xla`` stack: the Neuron DLAMI of the training
 image's SDK release, found at deploy time (custom resource ``Custom::NeuronDlami``, handler in
 ``dlami_lookup/``). (The ``native`` stack boots the Base DLAMI by its SSM parameter instead:
-:func:`.cluster.image_id`.)
+:func:`.ami.image_id`.)
 
 Why not the DLAMI's public SSM parameter: the Neuron DLAMI User Guide documents only
 ``<prefix>/latest/image_id`` ("Support for finding specific Neuron SDK version DLAMIs will be

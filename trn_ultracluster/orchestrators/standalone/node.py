@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,9 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from trn_ultracluster.config import StandaloneConfig
-from trn_ultracluster.config.facts import STACK_RELEASES
+from trn_ultracluster.config.facts import FSX_EFA_CLIENT_TYPES, STACK_RELEASES
+from trn_ultracluster.config.fsx_efa import client_interfaces
 from trn_ultracluster.constructs.training_image import REPO_ROOT, build_context_patterns
-from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.neuron_stack import NATIVE, XLA, NeuronStackName
 from trn_ultracluster.contracts.standalone import (
     NODE_DIR,
@@ -39,7 +40,7 @@ from trn_ultracluster.contracts.standalone import (
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding, managed_policy_finding
 from trn_ultracluster.node_metrics import SCRIPTS as NODE_METRICS_SCRIPTS
 from trn_ultracluster.node_metrics import SETUP_SCRIPT as NODE_METRICS_SETUP
-from trn_ultracluster.orchestrators.base import Foundation
+from trn_ultracluster.orchestrators.base import Foundation, PoolFoundation
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
     LCS_SCRIPT,
@@ -51,8 +52,8 @@ from trn_ultracluster.orchestrators.nodes import (
     node_file,
 )
 
-__all__ = ["NodeBoot", "SCRIPTS", "SSM_CORE_POLICY", "VENV_IMPORTS", "ami_source",
-           "node_settings", "render_user_data", "venv_source"]
+__all__ = ["NodeBoot", "SCRIPTS", "SSM_CORE_POLICY", "VENV_IMPORTS", "node_settings",
+           "pool_efa_settings", "render_user_data", "venv_source"]
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 """``user_data.sh`` (the template) and ``node_setup.sh``."""
@@ -93,21 +94,22 @@ def render_user_data(values: dict[str, str], template: str | None = None) -> str
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
 
 
-def node_settings(settings: StandaloneConfig, stack: NeuronStackName, log_group_name: str,
-                  metrics_cluster: str) -> dict[str, Any]:
+def node_settings(settings: StandaloneConfig, stack: NeuronStackName | None, ami_source: str,
+                  log_group_name: str, metrics_cluster: str) -> dict[str, Any]:
     """The ``node`` section of the node's ``trn_ultracluster.json`` (``lcs.py get node KEY``):
-    ``runtime``, ``venv`` (``settings`` resolved: :meth:`StandaloneConfig.resolved`),
-    ``imports`` (:data:`VENV_IMPORTS` of ``stack``), ``program_dir``, ``ready_file``, ``log``,
-    ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths),
+    ``runtime``, ``venv`` (``settings`` resolved for the node's pool:
+    :func:`~.ami.pool_settings`), ``imports`` (:data:`VENV_IMPORTS` of ``stack``, the pool's
+    Neuron stack; none for a CPU pool, ``stack`` ``None``), ``program_dir``, ``ready_file``,
+    ``log``, ``log_group`` (:mod:`trn_ultracluster.contracts.standalone` names the paths),
     ``metrics_cluster``, the ``ClusterName`` dimension of the node metrics, and for the setup's
-    message when the venv is missing: ``ami_source`` (:func:`ami_source`) and
-    ``venv_source`` (:func:`venv_source`)."""
+    message when the venv is missing: ``ami_source`` (:attr:`~.ami.PoolAmi.source`) and
+    ``venv_source`` (:func:`venv_source`; none for a CPU pool)."""
     return {
         "runtime": settings.runtime,
         "venv": settings.dlami_venv if settings.runtime == "dlami-venv" else None,
-        "ami_source": ami_source(settings, stack),
-        "venv_source": venv_source(stack),
-        "imports": ",".join(VENV_IMPORTS[stack]),
+        "ami_source": ami_source,
+        "venv_source": venv_source(stack) if stack is not None else "",
+        "imports": ",".join(VENV_IMPORTS[stack]) if stack is not None else "",
         "program_dir": PROGRAM_DIR,
         "ready_file": READY_FILE,
         "log": NODE_LOG,
@@ -116,20 +118,20 @@ def node_settings(settings: StandaloneConfig, stack: NeuronStackName, log_group_
     }
 
 
-def ami_source(settings: StandaloneConfig, stack: NeuronStackName) -> str:
-    """Where the nodes' AMI comes from, in words with its configuration key; the default is
-    ``stack``'s (:func:`~trn_ultracluster.orchestrators.standalone.cluster.image_id`)."""
-    if settings.ami_id is not None:
-        return f"standalone.ami_id {settings.ami_id}"
-    if settings.ami_ssm_parameter is not None:
-        return f"standalone.ami_ssm_parameter {settings.ami_ssm_parameter}"
-    release = STACK_RELEASES[stack]
-    if release.base_dlami_parameter is not None:
-        return (f"the default of the {stack} stack: the newest Neuron Base DLAMI (SSM parameter "
-                f"{release.base_dlami_parameter}), standalone.ami_id and "
-                f"standalone.ami_ssm_parameter unset")
-    return (f"the default of the {stack} stack: the {release.dlami_name} DLAMI of Neuron SDK "
-            f"{release.sdk_release}, standalone.ami_id and standalone.ami_ssm_parameter unset")
+def pool_efa_settings(foundation: Foundation, pool: PoolFoundation) -> dict[str, Any]:
+    """The ``fsx.efa`` section of ``pool``'s nodes (:func:`efa_node_settings`): the main pool's
+    is the stack's plan (``foundation.fsx_efa_mode`` and ``fsx_efa_interfaces``); another pool
+    of a type that can be an EFA client of FSx for Lustre
+    (:data:`~trn_ultracluster.config.facts.FSX_EFA_CLIENT_TYPES`: "Nitro v4 or newer instances
+    with EFA, excluding the trn2 instance family") gets the same mode with its own interface
+    count (:func:`~trn_ultracluster.config.fsx_efa.client_interfaces`); any other pool (a CPU
+    pool, trn2, a type without EFA) mode ``off``: its nodes mount over TCP, as the nodes that
+    are not workers do on HyperPod (``fsx.sh`` ``lustre_efa_off_for``)."""
+    if pool.pool.index == 0:
+        return efa_node_settings(foundation.fsx_efa_mode, foundation.fsx_efa_interfaces)
+    if pool.pool.instance_type in FSX_EFA_CLIENT_TYPES:
+        return efa_node_settings(foundation.fsx_efa_mode, client_interfaces(pool.pool.instance))
+    return efa_node_settings("off", 0)
 
 
 def venv_source(stack: NeuronStackName) -> str:
@@ -148,22 +150,32 @@ def venv_source(stack: NeuronStackName) -> str:
 
 
 class NodeBoot(Construct):
-    """Everything a node needs to boot and set itself up.
+    """Everything the nodes of every pool need to boot and set themselves up: one role,
+    instance profile, log group and set of script assets for all pools, and each pool's user
+    data (:meth:`user_data`).
+
+    Args:
+        foundation: the stack's foundation (every pool's training image, the file system's
+            link, ``fsx.efa``).
+        settings: the ``standalone`` section as the main pool uses it (its ``runtime``
+            ``dlami-venv`` uploads the training program).
+        fsx_tag_value: the value of the file system's stack tag (the nodes find it by it).
+        metrics_cluster: the ``ClusterName`` dimension of the node metrics.
 
     Attributes:
         log_group: the nodes' setup logs (the stack's aspect encrypts it, sets its retention
             and keeps or deletes it with ``data_removal_policy``).
-        role: the nodes' IAM role: :data:`SSM_CORE_POLICY`, pull of the training image, the
-            FSx Describe calls of the setup, read and write of the data bucket, write of
-            ``log_group``, read of the node script assets.
-        instance_profile: the role's instance profile (named in the launch template).
-        user_data: the user data text (tokens inside).
+        role: the nodes' IAM role, every pool's: :data:`SSM_CORE_POLICY`, pull of every
+            pool's training image, the FSx Describe calls of the setup, read and write of the
+            data bucket, write of ``log_group``, read of the node script assets.
+        instance_profile: the role's instance profile (named in every pool's launch template).
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, foundation: Foundation,
-                 instance: InstanceSpec, settings: StandaloneConfig, stack: NeuronStackName,
-                 fsx_tag_value: str, metrics_cluster: str) -> None:
+                 settings: StandaloneConfig, fsx_tag_value: str, metrics_cluster: str) -> None:
         super().__init__(scope, construct_id)
+        self._foundation = foundation
+        self._fsx_tag_value, self._metrics_cluster = fsx_tag_value, metrics_cluster
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         self.role = iam.Role(
             self, "Role", assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
@@ -173,38 +185,55 @@ class NodeBoot(Construct):
         grant_fsx_describe(self.role)
         foundation.data_bucket.grant_read_write(self.role)
         self.log_group.grant_write(self.role)
+        # the other pools' images (another Neuron stack's), after the main pool's statements
+        for image in {id(p.training_image): p.training_image for p in foundation.pools
+                      if p.training_image is not foundation.training_image}.values():
+            image.repository.grant_pull(self.role)
         self.instance_profile = iam.InstanceProfile(self, "InstanceProfile", role=self.role)
 
-        urls = {name: self._asset(asset_id, path)
-                for name, asset_id, path in (
-                    ("NODE_SETUP_URL", "NodeSetup", SCRIPTS / NODE_SETUP),
-                    ("FSX_URL", "FsxScript", NODE_SCRIPTS / FSX_SCRIPT),
-                    ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT),
-                    ("LUSTRE_EFA_URL", "LustreEfaScript", NODE_SCRIPTS / LUSTRE_EFA_SCRIPT),
-                    ("METRICS_SETUP_URL", "MetricsSetup",
-                     NODE_METRICS_SCRIPTS / NODE_METRICS_SETUP),
-                    ("METRICS_EXPORTER_URL", "MetricsExporter",
-                     NODE_METRICS_SCRIPTS / NODE_METRICS_EXPORTER))}
-        urls["PROGRAM_URL"] = ""
+        self._urls = {name: self._asset(asset_id, path)
+                      for name, asset_id, path in (
+                          ("NODE_SETUP_URL", "NodeSetup", SCRIPTS / NODE_SETUP),
+                          ("FSX_URL", "FsxScript", NODE_SCRIPTS / FSX_SCRIPT),
+                          ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT),
+                          ("LUSTRE_EFA_URL", "LustreEfaScript",
+                           NODE_SCRIPTS / LUSTRE_EFA_SCRIPT),
+                          ("METRICS_SETUP_URL", "MetricsSetup",
+                           NODE_METRICS_SCRIPTS / NODE_METRICS_SETUP),
+                          ("METRICS_EXPORTER_URL", "MetricsExporter",
+                           NODE_METRICS_SCRIPTS / NODE_METRICS_EXPORTER))}
+        self._program_url = ""
         if settings.runtime == "dlami-venv":
             program = s3_assets.Asset(self, "Program", path=str(REPO_ROOT),
                                       exclude=build_context_patterns(),
                                       ignore_mode=IgnoreMode.DOCKER)
             program.grant_read(self.role)
-            urls["PROGRAM_URL"] = program.s3_object_url
+            self._program_url = program.s3_object_url
+        self._acknowledge(foundation)
+
+    def user_data(self, pool: PoolFoundation, settings: StandaloneConfig, ami_source: str) -> str:
+        """The user data of ``pool``'s nodes (tokens inside): its job environment (its
+        instance type's NeuronCores and EFA interfaces, its training image: :func:`job_environment`),
+        its ``fsx.efa`` section (:func:`pool_efa_settings`) and its ``node`` section
+        (:func:`node_settings` of ``settings``, the section resolved for the pool, and
+        ``ami_source``, where its AMI comes from). Its runtime ``dlami-venv`` fetches the
+        training program, which the main pool's ``dlami-venv`` uploads (a Trainium pool's
+        runtime is the main pool's: :func:`~.ami.pool_settings`)."""
+        foundation = self._foundation
+        env = job_environment(self, pool.pool.instance,
+                              replace(foundation, training_image=pool.training_image))
         data = {
-            **node_file(job_environment(self, instance, foundation), fsx_tag_value,
+            **node_file(env, self._fsx_tag_value,
                         data_repository=foundation.data_repository_path is not None,
-                        efa=efa_node_settings(foundation.fsx_efa_mode,
-                                              foundation.fsx_efa_interfaces)),
-            "node": node_settings(settings, stack, self.log_group.log_group_name,
-                                  metrics_cluster),
+                        efa=pool_efa_settings(foundation, pool)),
+            "node": node_settings(settings, pool.pool.neuron_stack, ami_source,
+                                  self.log_group.log_group_name, self._metrics_cluster),
         }
-        self.user_data = render_user_data({
-            **urls, "NODE_DIR": NODE_DIR, "REGION": Stack.of(self).region,
+        return render_user_data({
+            **self._urls, "NODE_DIR": NODE_DIR, "REGION": Stack.of(self).region,
+            "PROGRAM_URL": self._program_url if settings.runtime == "dlami-venv" else "",
             "CLUSTER_JSON": json.dumps(data, indent=1, sort_keys=True),
         })
-        self._acknowledge(foundation)
 
     def _asset(self, construct_id: str, path: Path) -> str:
         asset = s3_assets.Asset(self, construct_id, path=str(path))

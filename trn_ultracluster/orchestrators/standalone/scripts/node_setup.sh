@@ -6,8 +6,13 @@
 # idempotent: `sudo bash /opt/trn-ultracluster/node/node_setup.sh` on a node gives the same
 # result again. Steps:
 #
+# The nodes of a Trainium pool boot a Neuron DLAMI (Ubuntu); a CPU pool's boot Amazon Linux
+# 2023 (orchestrators/standalone/ami.py). Where they differ (the Lustre client, Docker), the
+# steps follow /etc/os-release's ID: `amzn` is Amazon Linux, anything else Ubuntu.
+#
 # 1. the Lustre client, when the AMI lacks it (FSx for Lustre user guide, "Installing the
-#    Lustre client", Ubuntu: https://docs.aws.amazon.com/fsx/latest/LustreGuide/install-lustre-client.html);
+#    Lustre client", Ubuntu and Amazon Linux 2023:
+#    https://docs.aws.amazon.com/fsx/latest/LustreGuide/install-lustre-client.html);
 # 2. the stack's FSx for Lustre file system, found by its tag, waited for (with its S3 link's
 #    metadata import) and mounted at /fsx with retries and an fstab entry (with fsx.efa:
 #    LNet over EFA first, its boot unit, and after the mount the check that the traffic
@@ -15,9 +20,9 @@
 #    environment file /fsx/.trn-ultracluster/env (the Neuron/EFA variables, the compile cache
 #    on FSx) and /etc/profile.d: the shared steps of fsx.sh, the same as on HyperPod nodes;
 # 3. the runtime of the jobs (trn_ultracluster.json node.runtime): `container` logs Docker
-#    in to the stack's ECR registry and pulls the training image (installing Docker first if
-#    the AMI has none); `dlami-venv` unpacks the training program and checks that the DLAMI's
-#    virtual environment imports it;
+#    in to the stack's ECR registry and pulls the pool's training image (installing Docker
+#    first if the AMI has none); `dlami-venv` unpacks the training program and checks that the
+#    DLAMI's virtual environment imports it;
 # 4. the node's Neuron and EFA metrics to CloudWatch (the node metrics scripts of HyperPod
 #    Slurm nodes, neuron_metrics.sh --role compute; never fails the node);
 # 5. the ready marker the job CLI checks before it starts a job on this node.
@@ -137,12 +142,24 @@ fail() {
   exit 1
 }
 
-# 1. The Lustre client: mount.lustre and the kernel modules for the running kernel, from the
-# AWS Lustre client repository for this Ubuntu release. (The guide's Ubuntu sections name the
-# focal and jammy repositories; one for this release, VERSION_CODENAME, is not verified.)
+# os_id: ID of /etc/os-release (`amzn` on Amazon Linux, `ubuntu` on Ubuntu).
+# shellcheck source=/dev/null
+os_id() { (. "${ROOT}/etc/os-release" && echo "${ID:-}"); }
+
+# 1. The Lustre client: mount.lustre and the kernel modules for the running kernel. On Amazon
+# Linux 2023 from its own repository ("sudo dnf install -y lustre-client", the guide's Amazon
+# Linux 2023 section); on Ubuntu from the AWS Lustre client repository for this release. (The
+# guide's Ubuntu sections name the focal and jammy repositories; one for this release,
+# VERSION_CODENAME, is not verified.)
 install_lustre_client() {
   if command -v mount.lustre > /dev/null 2>&1; then
     log "Lustre client present"
+    return 0
+  fi
+  if [[ "$(os_id)" == amzn ]]; then
+    log "installing the Lustre client from the Amazon Linux repository, kernel $(uname -r)"
+    retry 3 "${RETRY_DELAY_S}" dnf install -y -q lustre-client \
+      || fail "could not install lustre-client with dnf: the Amazon Linux repository has no Lustre client for this kernel"
     return 0
   fi
   local codename keyring="${ROOT}/usr/share/keyrings/fsx-ubuntu-public-key.gpg"
@@ -165,7 +182,10 @@ install_lustre_client() {
 }
 
 # 3a. Docker, logged in to the stack's registry, with the training image pulled. Docker is
-# installed from Ubuntu's docker.io package if the AMI has none. ECR login: `aws ecr
+# installed if the AMI has none: Amazon Linux 2023's docker package ("AL2023 includes these
+# packages [containerd, docker] in the core repositories", Amazon Linux 2023 user guide,
+# "Using AL2023 based Amazon ECS AMIs", https://docs.aws.amazon.com/linux/al2023/ug/ecs.html),
+# or Ubuntu's docker.io. ECR login: `aws ecr
 # get-login-password | docker login --username AWS --password-stdin <registry>` (ECR user
 # guide, "Private registry authentication",
 # https://docs.aws.amazon.com/AmazonECR/latest/userguide/registry_auth.html).
@@ -178,7 +198,10 @@ setup_container_runtime() {
   registry="$(lcs env-get ECR_REGISTRY)"
   image="$(lcs env-get TRAINING_IMAGE_URI)"
   [[ -n "${registry}" && -n "${image}" ]] || fail "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI"
-  if ! command -v docker > /dev/null 2>&1; then
+  if ! command -v docker > /dev/null 2>&1 && [[ "$(os_id)" == amzn ]]; then
+    log "Docker is not installed; installing Amazon Linux's docker"
+    retry 3 "${RETRY_DELAY_S}" dnf install -y -q docker || fail "could not install docker with dnf"
+  elif ! command -v docker > /dev/null 2>&1; then
     log "Docker is not installed; installing Ubuntu's docker.io"
     # A fresh package list first: the AMI's lists may be stale or cleared.
     retry 3 "${RETRY_DELAY_S}" apt-get update -q || fail "apt-get update failed"
