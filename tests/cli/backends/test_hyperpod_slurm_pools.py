@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.cli.backends.test_hyperpod_slurm import Answers
 from tests.cli.backends.test_slurm import parse_sbatch_options
 from tests.cli.helpers import outputs_values, shellcheck
 from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
@@ -40,17 +41,6 @@ POOLS = [
      "nodes": {"min": 0, "desired": 1, "max": 2}, "neuron_stack": "", "image_uri": MAIN_IMAGE,
      "partition": "cpu", "instance_groups": "cpu,cpu-2"},
 ]
-
-
-class Answers:
-    """A controller transport answering each script with the next text; keeps the scripts."""
-
-    def __init__(self, *answers: str):
-        self.answers, self.scripts = list(answers), []
-
-    def run(self, script: str) -> str:
-        self.scripts.append(script)
-        return self.answers.pop(0)
 
 
 @pytest.fixture

@@ -154,7 +154,7 @@ def lifecycle_node_file(efa_mode: EfaMode, efa_interfaces: int, metrics_cluster:
 
 
 class HyperPodEksOrchestrator(EksCluster):
-    """The shared EKS cluster plus a SageMaker HyperPod cluster of Trainium nodes in it.
+    """The shared EKS cluster plus a SageMaker HyperPod cluster of every pool's nodes in it.
 
     Attributes:
         dependencies_chart: the ``hyperpod-dependencies`` Helm release.

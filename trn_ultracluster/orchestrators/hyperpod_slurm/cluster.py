@@ -146,7 +146,7 @@ class HyperPodProps:
 
 
 class HyperPodSlurmOrchestrator(Construct):
-    """SageMaker HyperPod cluster with Slurm on the Trainium nodes.
+    """SageMaker HyperPod cluster with Slurm on the worker nodes of every pool.
 
     Attributes:
         bucket: the lifecycle bucket (:func:`trn_ultracluster.orchestrators.hyperpod.lifecycle.lifecycle_bucket`).
