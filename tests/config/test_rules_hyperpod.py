@@ -60,3 +60,33 @@ def test_the_same_settings_are_quiet_where_the_launch_template_is_used(field, va
 
     assert warnings_about({"orchestrator": "eks", field: value}, field) == []
     assert warnings_about({"orchestrator": "hyperpod-slurm"}, field) == []  # defaults: quiet
+
+
+MIXED_POOLS = [
+    {"name": "trn1", "instance_type": "trn1.32xlarge", "nodes": {"max": 2}},
+    {"name": "big", "instance_type": "trn1.32xlarge", "nodes": {"max": 2}},
+]
+
+
+@pytest.mark.parametrize("orchestrator", ["hyperpod-slurm", "hyperpod-eks"])
+@pytest.mark.parametrize("field, value, instead", HYPERPOD_UNUSED,
+                         ids=[c[0] for c in HYPERPOD_UNUSED])
+def test_hyperpod_warns_of_a_pools_own_node_settings(orchestrator, field, value, instead):
+    """A pool's own root volume, EFA layout or placement group sets only its launch template
+    (and placement group), which HyperPod does not use either: the warning names the pool's
+    field. Set to any value, it warns (it exists only to differ from the top-level one)."""
+    from tests.config import STYLE, warnings_about
+
+    pools = [MIXED_POOLS[0], {**MIXED_POOLS[1], field: value}]
+    overrides = {"orchestrator": orchestrator, "pools": pools}
+    if orchestrator == "hyperpod-eks":
+        overrides["eks.kubernetes_version"] = "1.34"
+    path = f"pools[1].{field}"
+    (warning,) = warnings_about(overrides, path)
+    assert STYLE.match(warning), warning
+    assert warning.startswith(f"warning: {path} = {value!r}: should be left out with "
+                              f"orchestrator '{orchestrator}': it sets pool big's launch template")
+    assert instead in warning
+    assert warnings_about({**overrides, "orchestrator": "eks", "eks.kubernetes_version": "1.34"},
+                          path) == []
+    assert warnings_about({**overrides, "pools": MIXED_POOLS}, path) == []  # not set: quiet

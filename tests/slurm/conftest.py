@@ -13,6 +13,11 @@ What the session fixture :func:`slurm` sets up, and takes down again at the end:
   (``cred_expire``, which is also how long a requeued job waits before it starts again);
   batch jobs not requeued unless they ask (``JobRequeue=0``: the job script's ``--requeue``
   is what the requeue test relies on, whatever a cluster's default);
+- two partitions, as the stack gives a configuration with ``pools`` one per pool:
+  :data:`PARTITION` (``trn``, the default, both nodes: the Trainium pool) and
+  :data:`CPU_PARTITION` (``cpu``, ``node2`` only: a CPU pool of one node); a node may be in
+  several partitions (slurm.conf man page, ``PartitionName``, ``Nodes``), as every HyperPod
+  node is also in HyperPod's ``dev`` partition;
 - ``slurmctld -D -i`` and one ``slurmd -D -N nodeN`` per node: Debian's build runs several
   node daemons on one host (each node its own port, ``NodeHostname=localhost``), so the two
   nodes are two ``slurmd`` processes here;
@@ -54,6 +59,10 @@ SHIMS = Path(__file__).resolve().parent / "shims"
 REQUIRE_ENV = "TRN_REQUIRE_SLURM"
 NODES = ("node1", "node2")
 PARTITION = "trn"
+"""The default partition, of both nodes (the Trainium pool's)."""
+CPU_PARTITION, CPU_NODES = "cpu", ("node2",)
+"""The second partition and its one node (a CPU pool's)."""
+PARTITIONS = (PARTITION, CPU_PARTITION)
 CRED_EXPIRE_S = 10
 """Job credential lifetime. A requeued job starts again only after it (measured: about
 ``CRED_EXPIRE_S`` + 1 s), so it is short here; Slurm's default is 120 s (slurm.conf man page,
@@ -230,6 +239,7 @@ JobCompType=jobcomp/filetxt
 JobCompLoc={root}/log/jobcomp.txt
 {nodes}
 PartitionName={PARTITION} Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=UP
+PartitionName={CPU_PARTITION} Nodes={",".join(CPU_NODES)} MaxTime=INFINITE State=UP
 """
 
 
@@ -354,8 +364,9 @@ def slurm() -> Iterator[SlurmCluster]:
 def cancel_all_jobs(cluster: SlurmCluster) -> None:
     """Cancel what is still queued or running and wait until it has ended (its processes are
     Slurm's step daemons' children, which outlive slurmd)."""
-    subprocess.run(["scancel", f"--partition={PARTITION}"], env=cluster.env, timeout=30,
-                   check=False)
+    for partition in PARTITIONS:
+        subprocess.run(["scancel", f"--partition={partition}"], env=cluster.env, timeout=30,
+                       check=False)
     wait_until(lambda: not cluster.run("squeue", "-h", "-o", "%i").strip(), 60,
                "jobs ended after scancel", cluster.log_tails)
 

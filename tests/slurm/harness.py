@@ -7,7 +7,6 @@ that submit and wait."""
 from __future__ import annotations
 
 import io
-import io
 import json
 import re
 import subprocess
@@ -22,7 +21,17 @@ from moto import mock_aws
 
 from tests.cli.fake_dra import auto_import
 from tests.cli.helpers import outputs_values, write_outputs
-from tests.slurm.conftest import NODES, PARTITION, REPO, SHIMS, SlurmCluster, wait_until
+from tests.slurm.conftest import (
+    CPU_NODES,
+    CPU_PARTITION,
+    NODES,
+    PARTITION,
+    PARTITIONS,
+    REPO,
+    SHIMS,
+    SlurmCluster,
+    wait_until,
+)
 from trn_ultracluster.cli.backends.hyperpod_slurm import HyperPodSlurmBackend
 from trn_ultracluster.cli.backends.slurm import ENDED_STATES as ENDED  # the CLI's terminal states
 from trn_ultracluster.cli.backends.slurm import SlurmJobs, pyxis_image
@@ -45,6 +54,18 @@ ENV_FILE_IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com#trn-ultracluster:
 """The image the env file names (the one nodes were created with)."""
 CONTAINER_IMAGE = pyxis_image(outputs_values("hyperpod-slurm", INSTANCE_TYPE)["TrainingImageUri"])
 """The stack's current image, which the job CLI exports in the script (and which wins)."""
+CPU_TYPE = "m7i.8xlarge"
+POOLS = [
+    {"name": PARTITION, "instance_type": INSTANCE_TYPE, "accelerated": True,
+     "nodes": {"min": 0, "desired": len(NODES), "max": len(NODES)}, "neuron_stack": "xla",
+     "partition": PARTITION, "instance_groups": PARTITION},
+    {"name": CPU_PARTITION, "instance_type": CPU_TYPE, "accelerated": False,
+     "nodes": {"min": 0, "desired": len(CPU_NODES), "max": len(CPU_NODES)},
+     "neuron_stack": "", "partition": CPU_PARTITION, "instance_groups": CPU_PARTITION},
+]
+"""The stack output ``Pools`` of this cluster: one pool per partition, each pool's
+``nodes.max`` its partition's nodes (the HyperPod Slurm stack's shape:
+``HyperPodSlurmOrchestrator.pool_details``)."""
 JOB_TIMEOUT_S = 240
 ON_THIS_CPU = ("--backend", "native", "--device", "cpu")
 """Extra ``train`` flags of every job here: the stack is trn1's (``NeuronStack`` xla, so the
@@ -64,7 +85,7 @@ def cluster_files(slurm: SlurmCluster) -> Path:
         "TRN_FSX_MOUNT_POINT": FSX_MOUNT_PATH,
         "TRN_NEURON_CACHE_DIR": NEURON_COMPILE_CACHE_DIR,
         "TRN_DEFAULT_PARTITION": PARTITION,
-        "TRN_PARTITIONS": PARTITION,
+        "TRN_PARTITIONS": ",".join(PARTITIONS),
         "TRN_INSTANCE_TYPE": INSTANCE_TYPE,
         **neuron_environment(SPEC, "xla"),
         # what the test needs on the nodes: the shims first, then the project's venv
@@ -90,15 +111,22 @@ def cluster_files(slurm: SlurmCluster) -> Path:
     return env_file
 
 
+def stack_values() -> dict[str, str]:
+    """The outputs of the HyperPod Slurm stack of this cluster, with :data:`POOLS`."""
+    values = outputs_values("hyperpod-slurm", INSTANCE_TYPE)
+    image = values["TrainingImageUri"]
+    values["Pools"] = json.dumps([{**pool, "image_uri": image} for pool in POOLS])
+    return values
+
+
 @pytest.fixture(scope="module")
 def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
     """``cli(command, *argv) -> (exit code, stdout, stderr)``: the job CLI on a HyperPod
-    stack's outputs, reaching this cluster through the local transport (root's jobs), with
-    the 2-core instance spec."""
+    stack's outputs (:func:`stack_values`), reaching this cluster through the local
+    transport (root's jobs), with the 2-core instance spec."""
     from trn_ultracluster.cli import main
 
-    outputs = write_outputs(tmp_path_factory.mktemp("outputs"),
-                            outputs_values("hyperpod-slurm", INSTANCE_TYPE))
+    outputs = write_outputs(tmp_path_factory.mktemp("outputs"), stack_values())
 
     def run(command: str, *argv: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -106,7 +134,7 @@ def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
             code = main.main([command, "--outputs-file", str(outputs), *argv])
         return code, out.getvalue(), err.getvalue()
 
-    values = outputs_values("hyperpod-slurm", INSTANCE_TYPE)
+    values = stack_values()
     with mock_aws(), pytest.MonkeyPatch.context() as patch:
         for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                            ("AWS_DEFAULT_REGION", values["Region"])):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE", "LOGIN_GROUP",
-           "ON_INIT_COMPLETE", "part_group_name"]
+           "NODE_ENV_FILE", "ON_INIT_COMPLETE", "part_group_name"]
 
 CONTROLLER_GROUP = "controller"
 """Instance group of the Slurm controller (``SlurmConfig.NodeType: Controller``; exactly one
@@ -24,6 +24,13 @@ nodes are automatically added to the universal dev partition"), so no group may 
 LIFECYCLE_FILE = "trn_ultracluster.json"
 """The stack's generated input of the lifecycle scripts, next to them in the lifecycle bucket:
 ``{"groups": ..., "fsx": ..., "names": {member: variable}, "env": {variable: value}}``."""
+NODE_ENV_FILE = "/etc/trn-ultracluster/pool.env"
+"""The node's own job environment on a Slurm worker (its local disk, not FSx): what its
+pool's environment changes in the shared ``shared_storage.ENV_FILE`` (the main pool's),
+``export`` and ``unset`` lines that the lifecycle script writes from the lifecycle file's
+``pools`` section; nothing but a comment on the main pool's nodes. Job scripts source it
+after the shared file. ``scripts/on_init_complete.sh`` spells the path once
+(``NODE_ENV_FILE``); the tests check that both agree."""
 ON_INIT_COMPLETE = "on_init_complete.sh"
 """The lifecycle script HyperPod runs on every new or replaced node after its AMI-based
 configuration (``LifeCycleConfig.OnInitComplete``)."""

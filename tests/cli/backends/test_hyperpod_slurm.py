@@ -41,11 +41,12 @@ def test_slurm_status_without_jobs_says_so(capsys, tmp_path, controller):
 
 
 def test_status_lines_and_a_job_not_found(capsys, tmp_path, controller):
-    controller.answers += ["17|job-a|RUNNING|1:02|2|ip-10-0-0-1\n", ""]
+    controller.answers += ["17|job-a|RUNNING|1:02|2|ip-10-0-0-1|trainium|code:0123456789ab\n", ""]
     path = write_outputs(tmp_path, outputs_values("hyperpod-slurm"))
     code, out, _ = run(capsys, "status", "--outputs-file", str(path), "17")
     assert code == 0
-    assert out.split() == ["17", "job-a", "RUNNING", "1:02", "nodes=2", "ip-10-0-0-1"]
+    assert out.split() == ["17", "job-a", "RUNNING", "1:02", "nodes=2", "partition=trainium",
+                           "ip-10-0-0-1", "code=0123456789ab"]
     code, _, err = run(capsys, "status", "--outputs-file", str(path), "18")
     assert code == ExitCode.CLUSTER and "error: Slurm job 18 not found" in err
 

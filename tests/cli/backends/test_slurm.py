@@ -172,9 +172,10 @@ class FakeTransport:
 
 def test_slurm_status_logs_cancel():
     jobs = SlurmJobs(FakeTransport(
-        "17|job-a|RUNNING|1:02|2|ip-10-0-0-1\n", "step 10 loss 7.1\n", "", ""))
+        "17|job-a|RUNNING|1:02|2|ip-10-0-0-1|trainium|\n", "step 10 loss 7.1\n", "", ""))
     assert jobs.status(17) == [{"id": "17", "name": "job-a", "state": "RUNNING", "elapsed": "1:02",
-                                "nodes": "2", "reason": "ip-10-0-0-1", "code": ""}]
+                                "nodes": "2", "reason": "ip-10-0-0-1", "partition": "trainium",
+                                "code": ""}]
     assert jobs.logs(17, 5) == "step 10 loss 7.1\n"
     jobs.cancel(17)
     assert jobs.status() == []
@@ -192,16 +193,17 @@ def test_slurm_status_user_is_a_field():
     assert "squeue -h -u root " in transport.scripts[0]
 
 
-STATUS_FIELDS = "JobID,JobName,State,Elapsed,NNodes,Reason"
+STATUS_FIELDS = "JobID,JobName,State,Elapsed,NNodes,Reason,Partition"
 
 
 @pytest.mark.parametrize("squeue, sacct, sacct_c, expected", [
     # squeue -t all knows the job (running, or ended less than MinJobAge ago): sacct not asked
-    ("17|job-a|COMPLETED|0:20|2|None", "fail", "fail", "COMPLETED"),
+    ("17|job-a|COMPLETED|0:20|2|None|trn|", "fail", "fail", "COMPLETED"),
     # slurmctld forgot it, accounting (slurmdbd) has it
-    ("", "17|job-a|FAILED|00:00:20|2|None", "fail", "FAILED"),
+    ("", "17|job-a|FAILED|00:00:20|2|None|trn", "fail", "FAILED"),
     # no accounting ("accounting storage is disabled"): the jobcomp/filetxt log, newest run last
-    ("", "fail", "17|job-a|PENDING|00:00:04|2|\n17|job-a|COMPLETED|00:00:20|2|", "COMPLETED"),
+    ("", "fail", "17|job-a|PENDING|00:00:04|2||trn\n17|job-a|COMPLETED|00:00:20|2||trn",
+     "COMPLETED"),
     # nothing knows it
     ("", "fail", "fail", None),
 ])
@@ -234,8 +236,9 @@ def test_slurm_status_sources_in_order(tmp_path, squeue, sacct, sacct_c, expecte
 
     rows = SlurmJobs(BashTransport()).status(17)
     assert [r["state"] for r in rows] == ([expected] if expected else [])
+    assert [r["partition"] for r in rows] == (["trn"] if expected else [])
     asked = calls.read_text().splitlines()
-    assert asked[0] == "squeue -h -t all -j 17 -o %i|%j|%T|%M|%D|%R|%k"
+    assert asked[0] == "squeue -h -t all -j 17 -o %i|%j|%T|%M|%D|%R|%P|%k"
     if squeue:
         assert len(asked) == 1
     else:

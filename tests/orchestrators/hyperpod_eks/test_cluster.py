@@ -167,15 +167,15 @@ def test_training_plan_goes_to_the_instance_group():
     from trn_ultracluster.config import parse_config
     from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
         WorkerPart,
-        trainium_group,
+        compute_group,
     )
 
     plan = "arn:aws:sagemaker:us-west-2:123456789012:training-plan/trn-plan-0001"
     config = parse_config({"orchestrator": "hyperpod-eks",
                            "hyperpod": {"training_plan_arn": plan}}).config
-    group = trainium_group(WorkerPart("g", "g", 1, 0), config.instance, config.hyperpod,
-                           vpc_config=None, execution_role="r",
-                           life_cycle_config=aws_sagemaker.CfnCluster.ClusterLifeCycleConfigProperty())
+    group = compute_group(WorkerPart("g", "g", 1, 0, config.main_pool), config.hyperpod,
+                          vpc_config=None, execution_role="r",
+                          life_cycle_config=aws_sagemaker.CfnCluster.ClusterLifeCycleConfigProperty())
     assert Stack().resolve(group.training_plan_arn) == plan
 
 

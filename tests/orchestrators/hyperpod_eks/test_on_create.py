@@ -23,7 +23,11 @@ from tests.orchestrators.lustre_efa_stubs import (
 )
 from trn_ultracluster.contracts.hyperpod import LIFECYCLE_FILE
 from trn_ultracluster.orchestrators.hyperpod_eks.cluster import lifecycle_node_file
-from trn_ultracluster.orchestrators.hyperpod_eks.versions import LIFECYCLE_SCRIPTS, ON_CREATE
+from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
+    LIFECYCLE_SCRIPTS,
+    ON_CREATE,
+    ON_CREATE_NO_EFA,
+)
 from trn_ultracluster.orchestrators.nodes import LCS_SCRIPT, LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
 
 CLUSTER = "TrnUltraCluster-1a2b3c4d"
@@ -37,7 +41,8 @@ class Node:
         self.root, self.bin, self.lnet = tmp_path / "root", tmp_path / "bin", tmp_path / "lnet"
         self.lcs, self.log, self.log_dir = tmp_path / "lcs", tmp_path / "calls.log", tmp_path / "log"
         self.lcs.mkdir()
-        (self.lcs / ON_CREATE).write_text((LIFECYCLE_SCRIPTS / ON_CREATE).read_text())
+        for script in (ON_CREATE, ON_CREATE_NO_EFA):
+            (self.lcs / script).write_text((LIFECYCLE_SCRIPTS / script).read_text())
         for name in (LCS_SCRIPT, LUSTRE_EFA_SCRIPT):
             (self.lcs / name).write_text((NODE_SCRIPTS / name).read_text())
         (self.lcs / LIFECYCLE_FILE).write_text(json.dumps(
@@ -48,8 +53,8 @@ class Node:
                             TRN_LCS_DIR=str(self.lcs), TRN_LOG_DIR=str(self.log_dir),
                             TRN_FAIL_WAIT_S="0", STUB_KERNEL="6.1.155-176.282.amzn2023.x86_64")
 
-    def run(self, **env: str) -> subprocess.CompletedProcess:
-        return subprocess.run(["bash", str(self.lcs / ON_CREATE)], env={**self.env, **env},
+    def run(self, script: str = ON_CREATE, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(self.lcs / script)], env={**self.env, **env},
                               capture_output=True, text=True, timeout=60)
 
     def calls(self, name: str) -> list[str]:
@@ -60,9 +65,27 @@ class Node:
 
 
 def test_script_is_shellcheck_clean():
-    done = subprocess.run([shellcheck(), "-x", str(LIFECYCLE_SCRIPTS / ON_CREATE)],
-                          capture_output=True, text=True)
+    done = subprocess.run([shellcheck(), "-x", str(LIFECYCLE_SCRIPTS / ON_CREATE),
+                           str(LIFECYCLE_SCRIPTS / ON_CREATE_NO_EFA)], capture_output=True,
+                          text=True)
     assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.parametrize("mode", ["required", "preferred"])
+def test_a_cpu_pools_node_mounts_over_tcp_whatever_fsx_efa_says(tmp_path, mode):
+    """The CPU groups' OnCreate (on_create_no_efa.sh) runs on_create.sh as mode off: a node
+    without EFA devices would fail in mode required otherwise."""
+    node = Node(tmp_path, mode, devices=())
+    result = node.run(ON_CREATE_NO_EFA)
+    assert result.returncode == 0, result.stdout + result.stderr
+    log = node.lifecycle_log()
+    assert f"(fsx.efa: {mode}) is for the Trainium nodes: this node of a CPU pool" in log
+    assert "kernel module lnet loaded" in log and log.rstrip().endswith("done")
+    assert node.calls("lnetctl") == [] and node.calls("dnf") == [] and node.calls("aws") == []
+    # the same node through the Trainium groups' OnCreate: mode required fails it
+    if mode == "required":
+        (tmp_path / "trn").mkdir()
+        assert Node(tmp_path / "trn", mode, devices=()).run().returncode != 0
 
 
 def test_mode_off_loads_lustre_and_warns_without_failing(tmp_path):

@@ -268,7 +268,9 @@ def test_job_environment_holds_what_job_scripts_need(hp):
 
     orchestrator = hp.stack.orchestrator
     env = job_environment(orchestrator, orchestrator.props.settings, orchestrator.props.shape.instance,
-                          orchestrator.props.worker_counts, orchestrator.props.foundation)
+                          orchestrator.props.worker_counts,
+                          list(orchestrator.props.partitions.values()),
+                          orchestrator.props.foundation)
     resolved = {k: hp.stack.resolve(v) for k, v in env.items()}
     assert resolved["TRN_NEURON_CORES_PER_NODE"] == "32"
     assert resolved["TRN_EFA_INTERFACES_PER_NODE"] == "8"

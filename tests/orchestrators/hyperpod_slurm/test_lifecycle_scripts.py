@@ -276,7 +276,9 @@ def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | No
         "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
     (root / "home/ubuntu/.bashrc").write_text("# rc\n")
     (root / "opt/ml/config/resource_config.json").write_text(json.dumps(RESOURCES))
-    (lcs_dir / ON_INIT_COMPLETE).write_text((LIFECYCLE_ASSETS / ON_INIT_COMPLETE).read_text())
+    for script in LIFECYCLE_ASSETS.iterdir():  # on_init_complete.sh, pool_env.py
+        if script.is_file():
+            (lcs_dir / script.name).write_text(script.read_text())
     for name in (LCS_SCRIPT, FSX_SCRIPT, LUSTRE_EFA_SCRIPT):  # uploaded beside it (lifecycle.upload_lifecycle_files)
         (lcs_dir / name).write_text((NODE_SCRIPTS / name).read_text())
     (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster or CLUSTER))

@@ -4,9 +4,19 @@ A job is an sbatch script (:mod:`~trn_ultracluster.cli.backends.slurm`) submitte
 Slurm controller, which the CLI reaches through SSM
 (:mod:`~trn_ultracluster.cli.backends.ssm`, ``--ssm-transport``); a job's handle is its
 Slurm job id. The nodes are the cluster's instance groups, sized by the stack.
+
+A job of a pool (``submit --pool``, :attr:`~trn_ultracluster.cli.job_args.JobRequest.pool`)
+runs in the pool's partition (``PoolInfo.partition``; the pool's name, the partition the
+stack gives a pool), on at most the pool's ``nodes.max`` nodes, with the pool's training
+image and one torchrun process per NeuronCore of the pool's type (a CPU pool: one, unless
+``--nproc-per-node``). A job without a pool runs as before pools existed: the stack's
+instance type and image, the cluster's default partition.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from trn_ultracluster.cli.backends.base import (
     BackendOption,
@@ -19,9 +29,14 @@ from trn_ultracluster.cli.backends.slurm import ENDED_STATES, SlurmJobs, sbatch_
 from trn_ultracluster.cli.backends.ssm import controller_target, transport_for
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
+from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.outputs import OutputKey
 
-__all__ = ["HyperPodSlurmBackend"]
+if TYPE_CHECKING:
+    from trn_ultracluster.contracts.catalog import InstanceSpec
+    from trn_ultracluster.contracts.pools import PoolInfo
+
+__all__ = ["HyperPodSlurmBackend", "pool_partition"]
 
 
 def slurm_job_id(job: str) -> int:
@@ -33,6 +48,26 @@ def slurm_job_id(job: str) -> int:
     if not job.isdigit():
         raise CliError(f"Slurm job id must be a number, got {job!r}", "`status` lists the jobs")
     return int(job)
+
+
+def pool_partition(pool: PoolInfo) -> str:
+    """The Slurm partition of ``pool``: the stack's ``partition`` for it, else its name (the
+    partition the stack gives every pool of a configuration with ``pools``)."""
+    return pool.partition or pool.name
+
+
+def check_pool_nodes(nodes: int, pool: PoolInfo) -> None:
+    """A job of ``nodes`` nodes fits in ``pool``.
+
+    Raises:
+        CliError: (USAGE) more than the pool's ``nodes.max``, naming the pool, its maximum
+            and ``--pool``.
+    """
+    if nodes > pool.nodes_max:
+        raise CliError(f"--nodes {nodes} is more than pool {pool.name} ({pool.instance_type}) "
+                       f"holds: its nodes.max is {pool.nodes_max}",
+                       f"submit at most {pool.nodes_max} nodes with --pool {pool.name}, choose "
+                       "another --pool, or raise the pool's nodes.max and deploy")
 
 
 class HyperPodSlurmBackend(JobBackend):
@@ -53,26 +88,71 @@ class HyperPodSlurmBackend(JobBackend):
                                    self.outputs.get(OutputKey.HYPERPOD_CONTROLLER_GROUP))
         return SlurmJobs(transport_for(self.option("ssm_transport"), session, target))
 
+    def pool_spec(self, pool: PoolInfo | None) -> InstanceSpec:
+        """Catalog entry of ``pool``'s type (Trainium or CPU); the stack's (:attr:`spec`) for
+        no pool or a pool of the stack's type.
+
+        Raises:
+            CliError: (STACK) a type this CLI's catalog lacks.
+        """
+        if pool is None or pool.instance_type == self.outputs.get(OutputKey.INSTANCE_TYPE):
+            return self.spec
+        try:
+            return get_any_instance(pool.instance_type)
+        except UnknownInstanceTypeError as err:
+            raise CliError(str(err), "upgrade the CLI to the stack's version",
+                           ExitCode.STACK) from None
+
     def render(self, job: JobRequest) -> RenderedJob:
-        script = sbatch_script(job, self.spec)
+        """The sbatch script; a job of a pool is checked against the pool
+        (:func:`check_pool_nodes`) and runs in its partition, with its image unless
+        ``--image`` named another (the stack's ``TrainingImageUri`` is the main pool's)."""
+        pool = job.pool
+        if pool is not None:
+            check_pool_nodes(job.nodes, pool)
+            if pool.image_uri and job.image == self.outputs.values.get(
+                    OutputKey.TRAINING_IMAGE_URI.value):
+                job = replace(job, image=pool.image_uri)
+        script = sbatch_script(job, self.pool_spec(pool),
+                               pool_partition(pool) if pool is not None else None)
         return RenderedJob(job, script, script)
 
     def submit(self, job: RenderedJob) -> str:
-        return str(self.client.submit(job.job.name, job.payload))
+        pool = job.job.pool
+        return str(self.client.submit(job.job.name, job.payload,
+                                      pool_partition(pool) if pool is not None else None))
 
-    def status(self, job: str | None) -> list[str]:
+    def status(self, job: str | None, pool: PoolInfo | None = None) -> list[str]:
+        """One job or the user's jobs as lines with their partition; with ``pool``, first
+        its partition's nodes by state, then only that partition's jobs.
+
+        Raises:
+            CliError: USAGE for a job id that is not a number or a job not in ``pool``'s
+                partition; CLUSTER for a job Slurm does not know.
+        """
         job_id = slurm_job_id(job) if job else None
         client = self.client
-        rows = client.status(job_id)
+        partition = pool_partition(pool) if pool is not None else None
+        rows = client.status(job_id, partition)
         if job and not rows:
             raise CliError(f"Slurm job {job} not found", "`status` lists the jobs",
                            ExitCode.CLUSTER)
+        lines = []
+        if pool is not None:
+            if job and rows[0]["partition"] != partition:
+                raise CliError(f"Slurm job {job} is in partition {rows[0]['partition']}, not in "
+                               f"pool {pool.name}'s partition {partition}",
+                               "leave --pool out, or name the job's pool")
+            states = ", ".join(f"{n} {state}" for n, state in client.nodes(partition))
+            lines.append(f"pool {pool.name} (partition {partition}, {pool.instance_type}): "
+                         f"{states or 'no nodes'}")
         if not rows:
-            return [f"no Slurm jobs of user {client.user} in the queue (`status <job id>` "
-                    "shows ended jobs)"]
-        return [f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} "
-                f"nodes={r['nodes']} {r['reason']}"
-                + (f" code={r['code']}" if r.get("code") else "") for r in rows]
+            where = f" in partition {partition}" if partition else ""
+            return [*lines, f"no Slurm jobs of user {client.user}{where} in the queue "
+                            "(`status <job id>` shows ended jobs)"]
+        return [*lines, *(f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} "
+                          f"nodes={r['nodes']} partition={r['partition']} {r['reason']}"
+                          + (f" code={r['code']}" if r.get("code") else "") for r in rows)]
 
     def state(self, job: str) -> JobState:
         rows = self.client.status(slurm_job_id(job))
@@ -87,7 +167,7 @@ class HyperPodSlurmBackend(JobBackend):
         job_id = slurm_job_id(job)
         self.client.cancel(job_id)
 
-    def scale(self, nodes: int) -> str:
+    def scale(self, nodes: int, pool: PoolInfo | None = None) -> str:
         raise CliError("scale changes EKS node groups; HyperPod instance groups are sized by "
                        "the stack", "set nodes.desired (or the worker group's instance_count) "
                        "and deploy")

@@ -28,10 +28,14 @@ The script (:func:`sbatch_script`):
   (:func:`~trn_ultracluster.cli.launch.torchrun_command`; ``SLURM_NODEID`` is the node's
   rank in the job, sbatch man page, "OUTPUT ENVIRONMENT VARIABLES"); ``--kill-on-bad-exit``
   ends the step on every node when one node's part fails (srun man page);
+- runs in the partition of the job's pool (``--partition``, ``submit --pool``), else in the
+  cluster's default partition (``TRN_DEFAULT_PARTITION``, added by the submit wrapper);
 - sources :data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`
   (``/fsx/.trn-ultracluster/env``), which the HyperPod lifecycle scripts write from the
   stack (``trn_ultracluster/orchestrators/hyperpod_slurm/scripts``; the variables'
-  names are :class:`~trn_ultracluster.contracts.hyperpod.JobEnv`): it reads
+  names are :class:`~trn_ultracluster.contracts.hyperpod.JobEnv`), then the node's own
+  :data:`~trn_ultracluster.contracts.hyperpod.NODE_ENV_FILE` where it exists (a node of a
+  pool other than the main one: its type's NeuronCores, EFA and Neuron stack); it reads
   ``TRN_CONTAINER_IMAGE``, ``TRN_FSX_MOUNT_POINT`` and, in the submit wrapper,
   ``TRN_DEFAULT_PARTITION``. The same
   file exports the Neuron/EFA environment of
@@ -56,10 +60,11 @@ from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.cli.launch import RENDEZVOUS_PORT, env_file_lines, torchrun_command
 from trn_ultracluster.cli.node_script import NodeContext, node_script
 from trn_ultracluster.contracts.catalog import InstanceSpec
-from trn_ultracluster.contracts.hyperpod import JobEnv
+from trn_ultracluster.contracts.hyperpod import NODE_ENV_FILE, JobEnv
 from trn_ultracluster.contracts.shared_storage import ENV_FILE, JOBS_DIR
 
-__all__ = ["ENDED_STATES", "RENDEZVOUS_PORT", "SlurmJobs", "pyxis_image", "sbatch_script"]
+__all__ = ["ENDED_STATES", "RENDEZVOUS_PORT", "SlurmJobs", "pyxis_image", "processes_per_node",
+           "sbatch_script"]
 
 ENDED_STATES = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
                 "PREEMPTED", "BOOT_FAIL", "DEADLINE")
@@ -80,8 +85,13 @@ NODE_SCRIPT_EOF = "TRN_NODE_SCRIPT_EOF"
 """The here-document delimiter of the node script in the sbatch script: the node script
 holds no line of the user's (:func:`~trn_ultracluster.cli.launch.bash_word`), so no line can
 end it early."""
-STATUS_FIELDS = ("id", "name", "state", "elapsed", "nodes", "reason")
-"""The keys of a row of :meth:`SlurmJobs.status`."""
+STATUS_FIELDS = ("id", "name", "state", "elapsed", "nodes", "reason", "partition")
+"""The keys of a row of :meth:`SlurmJobs.status` (and ``code``)."""
+SQUEUE_FORMAT = "%i|%j|%T|%M|%D|%R|%P|%k"
+"""squeue's columns: :data:`STATUS_FIELDS`, then the comment (``%P``: partition, ``%k``:
+comment; squeue man page, ``-o``)."""
+SACCT_FIELDS = "JobID,JobName,State,Elapsed,NNodes,Reason,Partition"
+"""sacct's columns: :data:`STATUS_FIELDS` (sacct man page, ``--format``)."""
 
 
 def pyxis_image(uri: str) -> str:
@@ -99,7 +109,13 @@ def pyxis_image(uri: str) -> str:
     return f"{registry}#{rest}"
 
 
-def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
+def processes_per_node(job: JobRequest, spec: InstanceSpec) -> int:
+    """torchrun's processes per node: ``--nproc-per-node``, else one per logical NeuronCore
+    of ``spec``, else (a CPU type: no NeuronCores) 1."""
+    return job.launch.nproc_per_node or spec.logical_neuron_cores or 1
+
+
+def sbatch_script(job: JobRequest, spec: InstanceSpec, partition: str | None = None) -> str:
     """The sbatch script of a checked job (bash; passes ``bash -n`` and shellcheck).
 
     Args:
@@ -111,7 +127,10 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
             ``TRN_CONTAINER_IMAGE`` in Pyxis form after the env file: the env file is
             written when a node is created, so after a deploy that rebuilt the image it still
             names the old one until nodes are replaced.
-        spec: catalog entry of the stack's instance type (processes per node).
+        spec: catalog entry of the instance type of the job's nodes (processes per node:
+            :func:`processes_per_node`).
+        partition: the Slurm partition (``--partition``), or ``None`` for the one the
+            submit wrapper gives (the cluster's default).
 
     Raises:
         ValueError: the image names no registry (:func:`pyxis_image`).
@@ -125,11 +144,13 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
         "--open-mode=append",
         "--requeue",
     ]
+    if partition:
+        directives.append(f"--partition={partition}")
     if job.time_limit:
         directives.append(f"--time={job.time_limit}")
     if job.launch.code is not None:
         directives.append(f"--comment=code:{job.launch.code.sha256[:12]}")
-    nproc = job.launch.nproc_per_node or spec.logical_neuron_cores
+    nproc = processes_per_node(job, spec)
     torchrun = torchrun_command('"${SLURM_JOB_NUM_NODES}"', nproc, '"${SLURM_NODEID}"',
                                 '"${MASTER_ADDR}"', '"${MASTER_PORT}"')
     node = NodeContext(rank='"${SLURM_NODEID}"', nnodes='"${SLURM_JOB_NUM_NODES}"',
@@ -147,7 +168,7 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec) -> str:
 {header}
 # Generated by trn-ultracluster submit: {spec.name}, {launcher}.
 set -euo pipefail
-{env_file_lines()}{exports}MASTER_ADDR="$(scontrol show hostnames "${{SLURM_JOB_NODELIST}}" | head -n 1)"
+{env_file_lines()}{node_env_lines()}{exports}MASTER_ADDR="$(scontrol show hostnames "${{SLURM_JOB_NODELIST}}" | head -n 1)"
 MASTER_PORT={RENDEZVOUS_PORT}
 export MASTER_ADDR MASTER_PORT
 echo "job ${{SLURM_JOB_ID}} (restart ${{SLURM_RESTART_COUNT:-0}}): ${{SLURM_JOB_NUM_NODES}} nodes, rendezvous ${{MASTER_ADDR}}:${{MASTER_PORT}}"
@@ -158,6 +179,15 @@ set -euo pipefail
 )"
 {srun} bash -c "${{TRN_NODE_SCRIPT}}"
 """
+
+
+def node_env_lines() -> str:
+    """Bash lines that source the node's own job environment
+    (:data:`~trn_ultracluster.contracts.hyperpod.NODE_ENV_FILE`) where the lifecycle script
+    wrote one, after the shared file: a node of a pool other than the main one gets its
+    pool's values."""
+    return (f"# shellcheck source=/dev/null\n"
+            f"if [[ -r {NODE_ENV_FILE} ]]; then source {NODE_ENV_FILE}; fi\n")
 
 
 @dataclass
@@ -173,16 +203,18 @@ class SlurmJobs:
     transport: Transport
     user: str = SLURM_USER
 
-    def submit(self, job_name: str, script: str) -> int:
-        """Write the script under :data:`JOBS_DIR` and ``sbatch`` it; returns the job id."""
+    def submit(self, job_name: str, script: str, partition: str | None = None) -> int:
+        """Write the script under :data:`JOBS_DIR` and ``sbatch`` it in ``partition`` (the
+        cluster's default partition without one); returns the job id."""
         encoded = base64.b64encode(script.encode()).decode()
         path = f"{JOBS_DIR}/{job_name}.sbatch"
+        where = shlex.quote(partition) if partition else f'"${{{JobEnv.DEFAULT_PARTITION.value}}}"'
         remote = (
             "set -euo pipefail\n"
             f"source {ENV_FILE}\n"
             f"mkdir -p {JOBS_DIR}\n"
             f"echo {encoded} | base64 -d > {path}\n"
-            f"sbatch --parsable --partition=\"${{{JobEnv.DEFAULT_PARTITION.value}}}\" {path}\n"
+            f"sbatch --parsable --partition={where} {path}\n"
         )
         out = self.transport.run(remote).strip().splitlines()
         match = re.match(r"^(\d+)", out[-1]) if out else None
@@ -192,12 +224,14 @@ class SlurmJobs:
                            f"the script is {path} on the cluster", ExitCode.CLUSTER)
         return int(match.group(1))
 
-    def status(self, job_id: int | None = None) -> list[dict[str, str]]:
+    def status(self, job_id: int | None = None,
+               partition: str | None = None) -> list[dict[str, str]]:
         """Jobs (or one job) as ``{"id", "name", "state", "elapsed", "nodes", "reason",
-        "code"}``, ``code`` the first 12 hex digits of the job's snapshot (the sbatch
-        ``--comment``, squeue's ``%k``; "" for other jobs and for sacct's records).
+        "partition", "code"}``, ``code`` the first 12 hex digits of the job's snapshot (the
+        sbatch ``--comment``, squeue's ``%k``; "" for other jobs and for sacct's records).
 
-        Without ``job_id``: :attr:`user`'s pending and running jobs (``squeue -u``).
+        Without ``job_id``: :attr:`user`'s pending and running jobs (``squeue -u``), those of
+        ``partition`` only when given (``squeue -p``).
 
         With ``job_id``, the first source that knows the job:
 
@@ -221,12 +255,14 @@ class SlurmJobs:
 
         A job none of them knows gives ``[]``.
         """
-        fields = "JobID,JobName,State,Elapsed,NNodes,Reason"
+        fields = SACCT_FIELDS
         if job_id is None:
-            remote = f"squeue -h -u {self.user} -o '%i|%j|%T|%M|%D|%R|%k' 2>/dev/null || true\n"
+            only = f" -p {shlex.quote(partition)}" if partition else ""
+            remote = (f"squeue -h -u {self.user}{only} -o '{SQUEUE_FORMAT}' 2>/dev/null "
+                      "|| true\n")
         else:
             remote = (
-                f"rows=\"$(squeue -h -t all -j {job_id} -o '%i|%j|%T|%M|%D|%R|%k' 2>/dev/null)\" "
+                f"rows=\"$(squeue -h -t all -j {job_id} -o '{SQUEUE_FORMAT}' 2>/dev/null)\" "
                 "|| rows=''\n"
                 "if [ -z \"$rows\" ]; then\n"
                 f"  rows=\"$(sacct -n -P -X -j {job_id} -o {fields} 2>/dev/null)\" \\\n"
@@ -236,14 +272,27 @@ class SlurmJobs:
                 "printf '%s\\n' \"$rows\"\n"
             )
         rows: dict[str, dict[str, str]] = {}
+        width = len(STATUS_FIELDS)
         for line in self.transport.run(remote).splitlines():
             parts = line.strip().split("|")
-            if len(parts) in (6, 7) and parts[0].split("_")[0].isdigit():
-                row = dict(zip(STATUS_FIELDS, parts[:6]))
-                comment = parts[6] if len(parts) == 7 else ""
+            if len(parts) in (width, width + 1) and parts[0].split("_")[0].isdigit():
+                row = dict(zip(STATUS_FIELDS, parts[:width]))
+                comment = parts[width] if len(parts) > width else ""
                 row["code"] = comment[len("code:"):] if comment.startswith("code:") else ""
                 rows[parts[0]] = row
         return list(rows.values())  # one row per job; a later record of a job replaces an earlier
+
+    def nodes(self, partition: str) -> list[tuple[int, str]]:
+        """The nodes of ``partition`` by state, ``[(count, state), ...]`` (``sinfo -p``,
+        ``%D`` node count and ``%T`` state, sinfo man page); ``[]`` when Slurm does not know
+        the partition."""
+        remote = f"sinfo -h -p {shlex.quote(partition)} -o '%D|%T' 2>/dev/null || true\n"
+        out = []
+        for line in self.transport.run(remote).splitlines():
+            parts = line.strip().split("|")
+            if len(parts) == 2 and parts[0].isdigit() and parts[1]:
+                out.append((int(parts[0]), parts[1]))
+        return out
 
     def logs(self, job_id: int, tail_lines: int | None = None) -> str:
         """The job's output file (``%x-%j.out`` under :data:`JOBS_DIR`)."""

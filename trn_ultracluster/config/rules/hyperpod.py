@@ -177,11 +177,12 @@ assumes its default)."""
 
 
 _SETS = {
-    "root_volume_gib": "the stack's EFA launch template",
-    "efa_interface_layout": "the stack's EFA launch template",
-    "placement_group": "the stack's EFA launch template and placement group",
+    "root_volume_gib": "launch template",
+    "efa_interface_layout": "launch template",
+    "placement_group": "launch template and placement group",
 }
-"""What each setting of :data:`_HYPERPOD_DOES_INSTEAD` changes in the template."""
+"""What each setting of :data:`_HYPERPOD_DOES_INSTEAD` changes in the template: the stack's
+EFA launch template (and placement group), or a pool's own."""
 
 
 def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -195,19 +196,27 @@ def unused_node_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
     an instance group has no launch template, no root volume size and no placement group;
     its storage is ``InstanceStorageConfigs`` (``EbsVolumeConfig``). ``capacity.*`` needs no
     warning: anything but ``on-demand`` is an error (:func:`hyperpod`), and
-    ``capacity.placement_group_name`` needs a capacity reservation."""
+    ``capacity.placement_group_name`` needs a capacity reservation.
+
+    The same holds for a pool's own ``pools[i].root_volume_gib``, ``efa_interface_layout``
+    and ``placement_group`` (set, whatever the value: a pool's setting exists only to differ
+    from the top-level one): its instance groups are HyperPod's too."""
     if c.orchestrator not in HYPERPOD_ORCHESTRATORS:
         return
     defaults = ClusterConfig.model_fields
-    for field, instead in _HYPERPOD_DOES_INSTEAD.items():
-        value = getattr(c, field)
-        if value != defaults[field].default:
-            yield ConfigIssue(
-                field, value,
-                f"should be left out with orchestrator {c.orchestrator!r}: it sets "
-                f"{_SETS[field]}, which HyperPod does not use, so it changes nothing on the "
-                f"nodes; {instead}",
-                DOC_HYPERPOD_GROUP, severity="warning")
+    set_here = [(field, field, getattr(c, field), "the stack's EFA")
+                for field in _HYPERPOD_DOES_INSTEAD
+                if getattr(c, field) != defaults[field].default]
+    set_here += [(f"pools[{i}].{field}", field, getattr(pool, field), f"pool {pool.name}'s")
+                 for i, pool in enumerate(c.pools)
+                 for field in _HYPERPOD_DOES_INSTEAD if getattr(pool, field) is not None]
+    for path, setting, value, owner in set_here:
+        yield ConfigIssue(
+            path, value,
+            f"should be left out with orchestrator {c.orchestrator!r}: it sets "
+            f"{owner} {_SETS[setting]}, which HyperPod does not use, so it changes nothing "
+            f"on the nodes; {_HYPERPOD_DOES_INSTEAD[setting]}",
+            DOC_HYPERPOD_GROUP, severity="warning")
 
 
 def worker_parts(c: ClusterConfig) -> Iterator[ConfigIssue]:

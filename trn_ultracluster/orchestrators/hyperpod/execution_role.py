@@ -75,9 +75,9 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket,
                    networks: GroupNetworks, *, describe_fsx: bool = False) -> iam.Role:
     """The execution role of every instance group (construct id ``ExecutionRole`` in
     ``scope``): the AWS managed HyperPod instance policy, read of the lifecycle bucket, pull
-    of the training image, the cluster's CloudWatch Logs, and the network-interface actions
-    HyperPod needs in the stack's VPC (:data:`VPC_INTERFACE_ACTIONS`), with the cdk-nag
-    acknowledgments of what stays on ``*``.
+    of every pool's training image, the cluster's CloudWatch Logs, and the network-interface
+    actions HyperPod needs in the stack's VPC (:data:`VPC_INTERFACE_ACTIONS`), with the
+    cdk-nag acknowledgments of what stays on ``*``.
 
     Args:
         networks: the networks of the cluster's instance groups (the same object gives the
@@ -95,7 +95,11 @@ def execution_role(scope: Construct, foundation: Foundation, bucket: s3.IBucket,
         managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(INSTANCE_ROLE_POLICY)],
     )
     bucket.grant_read(role)
-    foundation.training_image.repository.grant_pull(role)
+    # Every pool's training image (one per Neuron stack; the main one first, as before pools).
+    images = {id(i): i for i in (foundation.training_image,
+                                 *(p.training_image for p in foundation.pools))}
+    for image in images.values():
+        image.repository.grant_pull(role)
     if describe_fsx:
         # The lifecycle script finds the file system and waits for its data repository
         # association and the association's import (the shared fsx.sh).

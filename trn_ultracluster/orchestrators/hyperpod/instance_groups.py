@@ -1,5 +1,5 @@
-"""The Trainium instance group and the ``AWS::SageMaker::Cluster`` of both HyperPod
-orchestrators.
+"""The worker instance groups (one or more per node pool, Trainium or CPU) and the
+``AWS::SageMaker::Cluster`` of both HyperPod orchestrators.
 
 Sources of the property names and limits (checked against both by the tests):
 
@@ -21,12 +21,14 @@ from constructs import Construct
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import HyperPodConfig
+from trn_ultracluster.config.model import Pool
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.hyperpod import part_group_name
 from trn_ultracluster.orchestrators.base import Foundation
 
-__all__ = ["WORKER_THREADS_PER_CORE", "GroupNetworks", "Network", "WorkerPart",
-           "group_networks", "hyperpod_cluster", "ml_name", "trainium_group", "worker_parts"]
+__all__ = ["CPU_THREADS_PER_CORE", "WORKER_THREADS_PER_CORE", "GroupNetworks", "Network",
+           "WorkerPart", "compute_group", "group_networks", "hyperpod_cluster", "ml_name",
+           "pool_instance_groups", "worker_parts"]
 
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on the Trainium groups (``ThreadsPerCore`` 1), as the AWS HyperPod
@@ -35,6 +37,16 @@ samples configure their accelerated groups (aws-samples/awsome-distributed-train
 ``create_config``: worker groups ``"ThreadsPerCore": 1``, controller and login groups 2;
 ``1.architectures/7.sagemaker-hyperpod-eks/cfn-templates/nested-stacks/hyperpod-cluster-stack.yaml``:
 ``AcceleratedThreadsPerCore`` default 1)."""
+CPU_THREADS_PER_CORE = 2
+"""Hyperthreading on in a CPU pool's groups (``ThreadsPerCore`` 2): data preparation and
+tools use every vCPU. ``ThreadsPerCore``: "For instance types that support multithreading,
+you can specify 1 for disabling multithreading and 2 for enabling multithreading" (botocore
+1.44.8 SageMaker model, ``ClusterInstanceGroupSpecification``); every type of
+:data:`~trn_ultracluster.contracts.catalog.CPU_CATALOG` supports it
+(``VCpuInfo.DefaultThreadsPerCore`` 2, ``ValidThreadsPerCore`` [1, 2] in moto's copy of EC2
+DescribeInstanceTypes), and the catalog's ``vcpus`` (``DefaultVCpus``) count both threads of
+each core. The AWS HyperPod samples give their CPU controller and login groups 2 (same
+``create_config`` as above)."""
 
 Group = sagemaker.CfnCluster.ClusterInstanceGroupProperty
 
@@ -53,28 +65,55 @@ def ml_name(instance: InstanceSpec) -> str:
 
 @dataclass(frozen=True)
 class WorkerPart:
-    """One Trainium instance group: a part of a worker group in one compute subnet.
+    """One worker instance group: a part of a worker group in one compute subnet.
 
     Attributes:
-        worker_group: the ``hyperpod.worker_groups`` entry it belongs to (its Slurm
-            partition).
+        worker_group: the worker group it belongs to (``hyperpod.worker_groups`` entry, or
+            with ``pools`` the pool's group; its Slurm partition).
         name: the instance group's name (:func:`~trn_ultracluster.contracts.hyperpod.part_group_name`).
         count: its instances.
         subnet: its compute subnet (index of ``Foundation.compute_subnets``).
+        pool: the node pool whose instances it runs (type, Trainium or CPU; index 0 is the
+            main pool).
     """
 
     worker_group: str
     name: str
     count: int
     subnet: int
+    pool: Pool
+
+    @property
+    def instance(self) -> InstanceSpec:
+        """Catalog entry of the pool's instance type."""
+        return self.pool.instance
 
 
-def worker_parts(parts: Mapping[str, Sequence[network_plan.Group]]) -> list[WorkerPart]:
-    """The Trainium instance groups of ``parts`` (worker group -> its groups of the address
+def worker_parts(parts: Mapping[str, Sequence[network_plan.Group]],
+                 pools: Mapping[str, Pool]) -> list[WorkerPart]:
+    """The worker instance groups of ``parts`` (worker group -> its groups of the address
     plan, ``ClusterConfig.hyperpod_worker_parts``), in order: the first part of a worker
-    group keeps its name, so a deployed cluster keeps the group; more are ``<name>-2``, ..."""
-    return [WorkerPart(worker, part_group_name(worker, i), group.nodes, group.subnet)
+    group keeps its name, so a deployed cluster keeps the group; more are ``<name>-2``, ...
+
+    Args:
+        pools: worker group -> its pool (``ClusterConfig.hyperpod_worker_groups``).
+
+    Raises:
+        KeyError: a worker group of ``parts`` has no pool in ``pools``.
+    """
+    return [WorkerPart(worker, part_group_name(worker, i), group.nodes, group.subnet,
+                       pools[worker])
             for worker, groups in parts.items() for i, group in enumerate(groups)]
+
+
+def pool_instance_groups(parts: Sequence[WorkerPart]) -> dict[str, str]:
+    """Pool name -> its instance groups' names, comma-joined, in order (the ``instance_groups``
+    of the stack output ``Pools``, which the reader splits at commas), e.g.
+    ``{"trn1": "trn1", "cpu": "cpu,cpu-2"}``."""
+    names: dict[str, list[str]] = {}
+    for part in parts:
+        names.setdefault(part.pool.name, []).append(part.name)
+    return {pool: ",".join(groups) for pool, groups in names.items()}
 
 
 @dataclass(frozen=True)
@@ -154,39 +193,58 @@ def group_networks(parts: Sequence[WorkerPart], foundation: Foundation) -> Group
                    for part in parts if part.subnet != 0})
 
 
-def trainium_group(part: WorkerPart, instance: InstanceSpec, settings: HyperPodConfig, *,
-                   vpc_config: sagemaker.CfnCluster.VpcConfigProperty | None,
-                   execution_role: str,
-                   life_cycle_config: sagemaker.CfnCluster.ClusterLifeCycleConfigProperty,
-                   slurm_config: sagemaker.CfnCluster.ClusterSlurmConfigProperty | None = None,
-                   kubernetes_config: sagemaker.CfnCluster.ClusterKubernetesConfigProperty | None = None,
-                   ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
-    """One Trainium instance group: ``part.count`` nodes of ``instance``'s ``ml.`` type,
-    :data:`WORKER_THREADS_PER_CORE`, an EBS volume of ``hyperpod.worker_ebs_volume_gib`` GiB
-    (mounted by HyperPod at ``/opt/sagemaker``), ``hyperpod.deep_health_checks`` on start,
-    ``hyperpod.training_plan_arn``, ``vpc_config`` and the orchestrator's ``SlurmConfig`` or
-    ``KubernetesConfig``.
+def compute_group(part: WorkerPart, settings: HyperPodConfig, *,
+                  vpc_config: sagemaker.CfnCluster.VpcConfigProperty | None,
+                  execution_role: str,
+                  life_cycle_config: sagemaker.CfnCluster.ClusterLifeCycleConfigProperty,
+                  slurm_config: sagemaker.CfnCluster.ClusterSlurmConfigProperty | None = None,
+                  kubernetes_config: sagemaker.CfnCluster.ClusterKubernetesConfigProperty | None = None,
+                  ) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+    """One worker instance group: ``part.count`` nodes of its pool's ``ml.`` type, an EBS
+    volume of ``hyperpod.worker_ebs_volume_gib`` GiB (mounted by HyperPod at
+    ``/opt/sagemaker``), ``vpc_config`` and the orchestrator's ``SlurmConfig`` or
+    ``KubernetesConfig``; and by pool:
+
+    - a Trainium pool: :data:`WORKER_THREADS_PER_CORE` and ``hyperpod.deep_health_checks``
+      on start;
+    - a CPU pool: :data:`CPU_THREADS_PER_CORE` and no deep health checks. HyperPod's deep
+      health checks test accelerators and EFA: every check of "List of deep health checks
+      done by SageMaker HyperPod" lists "GPU", "Trainium" or "GPU and Trainium" as its
+      instance type compatibility (SageMaker developer guide, "Deep health checks",
+      https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-deep-health-checks.html;
+      the Slurm page, .../sagemaker-hyperpod-resiliency-slurm-deep-health-checks.html:
+      ``InstanceConnectivity`` "is only supported on instances with multi-node GPU
+      communication capabilities"), so a CPU type has none to run;
+    - the main pool (index 0): ``hyperpod.training_plan_arn``. A training plan reserves
+      instances of one type (botocore 1.44.8 SageMaker model: ``SearchTrainingPlanOfferings``
+      takes an ``InstanceType``, ``ReservedCapacitySummary.InstanceType``), and the
+      configuration's plan is the main pool's (its rules check it against ``nodes``).
 
     Args:
-        part: the group's name, instances (0 to 6758, ``ClusterInstanceCount``) and subnet.
-        instance: catalog entry of the Trainium type.
+        part: the group's name, instances (0 to 6758, ``ClusterInstanceCount``), subnet and
+            pool.
         settings: the ``hyperpod`` configuration section.
         vpc_config: its ``OverrideVpcConfig`` (:meth:`GroupNetworks.override_vpc_config`).
         execution_role: ARN of the instance group's role.
         life_cycle_config: the lifecycle scripts it runs.
         slurm_config: Slurm node type and partition (Slurm only).
         kubernetes_config: Kubernetes labels and taints of its nodes (EKS only).
+
+    Raises:
+        ValueError: the pool's type has no HyperPod name (:func:`ml_name`).
     """
+    accelerated = part.instance.accelerated
     return Group(
         instance_group_name=part.name,
-        instance_type=ml_name(instance),
+        instance_type=ml_name(part.instance),
         instance_count=part.count,
-        threads_per_core=WORKER_THREADS_PER_CORE,
+        threads_per_core=WORKER_THREADS_PER_CORE if accelerated else CPU_THREADS_PER_CORE,
         instance_storage_configs=[sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
             ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
                 volume_size_in_gb=settings.worker_ebs_volume_gib))],
-        on_start_deep_health_checks=list(settings.deep_health_checks) or None,
-        training_plan_arn=settings.training_plan_arn,
+        on_start_deep_health_checks=(list(settings.deep_health_checks) or None) if accelerated
+        else None,
+        training_plan_arn=settings.training_plan_arn if part.pool.index == 0 else None,
         slurm_config=slurm_config,
         kubernetes_config=kubernetes_config,
         execution_role=execution_role,

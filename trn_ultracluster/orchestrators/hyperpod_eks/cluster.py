@@ -12,13 +12,16 @@ managed Trainium node group:
   HyperPod patching RBAC, Neuron device plugin for ``ml.`` types) and the EFA device plugin
   chart with HyperPod's toleration;
 - ``AWS::SageMaker::Cluster`` with ``Orchestrator.Eks.ClusterArn`` = the EKS cluster, one
-  Trainium instance group per compute subnet each ``hyperpod.worker_groups`` entry fills
-  (:func:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.worker_parts`; ``ml.``
-  type, ``nodes`` count, ``ThreadsPerCore`` 1, EBS volume, deep health checks, training plan,
-  ``KubernetesConfig``: the Neuron taint and the EFA label the device plugins and the
-  training runtime expect), ``NodeRecovery``, ``VpcConfig`` = compute subnet 0 + EFA security
-  group (``OverrideVpcConfig`` for a group in another compute subnet); the controllers run on
-  the EKS system node group;
+  worker instance group per compute subnet each worker group fills
+  (:func:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.worker_parts`; with
+  ``pools``, one worker group per pool, of its type; :func:`~trn_ultracluster.orchestrators.
+  hyperpod.instance_groups.compute_group`: ``ml.`` type, count, threads per core, EBS volume,
+  deep health checks and training plan; ``KubernetesConfig``: on Trainium groups the Neuron
+  taint and the EFA label the device plugins and the training runtime expect, and with
+  ``pools`` the pool label :data:`~trn_ultracluster.contracts.pools.POOL_LABEL` on every
+  group), ``NodeRecovery``, ``VpcConfig`` = compute subnet 0 + EFA security group
+  (``OverrideVpcConfig`` for a group in another compute subnet); the controllers run on the
+  EKS system node group;
 - the lifecycle bucket (``sagemaker-`` prefix) with ``scripts/on_create.sh``, the shared node
   scripts (``lcs.py``, ``lustre_efa.sh``: FSx for Lustre over EFA) and the stack's
   ``trn_ultracluster.json`` (:func:`lifecycle_node_file`), and the execution role (shared
@@ -49,7 +52,9 @@ from constructs import Construct
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
 from trn_ultracluster.config.fsx_efa import EfaMode
+from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool
 from trn_ultracluster.contracts.hyperpod import LIFECYCLE_FILE
+from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
 from trn_ultracluster.node_metrics import grant_put_metrics
@@ -59,10 +64,12 @@ from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProp
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART
 from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
 from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
+    WorkerPart,
+    compute_group,
     group_networks,
     hyperpod_cluster,
     ml_name,
-    trainium_group,
+    pool_instance_groups,
     worker_parts,
 )
 from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
@@ -84,6 +91,7 @@ from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     HEALTH_STATUS_LABEL,
     LIFECYCLE_SCRIPTS,
     ON_CREATE,
+    ON_CREATE_NO_EFA,
     SCHEDULABLE,
     UNSCHEDULABLE_TAINT,
 )
@@ -104,10 +112,18 @@ class HyperPodEksProps(EksProps):
             node recovery, EBS volume, training plan, TrainJob restarts).
         worker_parts: each worker group's parts in the address plan, in order
             (``ClusterConfig.hyperpod_worker_parts``).
+        worker_groups: each worker group with its pool, in order
+            (``ClusterConfig.hyperpod_worker_groups``).
+        pool_labels: whether every instance group labels its nodes with their pool
+            (:data:`~trn_ultracluster.contracts.pools.POOL_LABEL`): a configuration with
+            ``pools``. Without, the groups keep the ``KubernetesConfig`` they had before pools
+            existed.
     """
 
     hyperpod: HyperPodConfig = HyperPodConfig()
     worker_parts: dict[str, tuple[network_plan.Group, ...]] | None = None
+    worker_groups: tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...] = ()
+    pool_labels: bool = False
 
 
 def node_selector(shape: NodeShape) -> dict[str, str]:
@@ -138,7 +154,7 @@ def lifecycle_node_file(efa_mode: EfaMode, efa_interfaces: int, metrics_cluster:
 
 
 class HyperPodEksOrchestrator(EksCluster):
-    """The shared EKS cluster plus a SageMaker HyperPod cluster of Trainium nodes in it.
+    """The shared EKS cluster plus a SageMaker HyperPod cluster of every pool's nodes in it.
 
     Attributes:
         dependencies_chart: the ``hyperpod-dependencies`` Helm release.
@@ -149,7 +165,8 @@ class HyperPodEksOrchestrator(EksCluster):
             which the execution role is scoped to.
         role: the instance groups' execution role.
         hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
-        worker_groups: the Trainium instance groups (every part of every worker group).
+        worker_groups: the worker instance groups (every part of every worker group, of
+            every pool).
     """
 
     job_backend = JOB_BACKEND
@@ -168,12 +185,15 @@ class HyperPodEksOrchestrator(EksCluster):
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
             kubernetes_version=config.kubernetes_version,
             hyperpod=config.hyperpod_settings,
-            worker_parts=config.hyperpod_worker_parts))
+            worker_parts=config.hyperpod_worker_parts,
+            worker_groups=config.hyperpod_worker_groups,
+            pool_labels=bool(config.pools)))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodEksProps) -> None:
         super().__init__(scope, construct_id, props)
         base, settings = props.foundation, props.hyperpod
-        self.worker_groups = worker_parts(props.worker_parts or {})
+        self.worker_groups = worker_parts(props.worker_parts or {},
+                                          {g.name: p for g, p in props.worker_groups})
 
         self.bucket = lifecycle_bucket(self, base)
         self.deployment = upload_lifecycle_files(
@@ -183,8 +203,10 @@ class HyperPodEksOrchestrator(EksCluster):
                                                  Stack.of(self).region)},
             # fsx.sh finds and mounts the file system on Slurm and standalone nodes; here the
             # FSx CSI driver mounts it, so the role needs none of fsx.sh's Describe calls; and
-            # lustre_efa.sh only with fsx.efa on.
-            exclude=[FSX_SCRIPT, *([LUSTRE_EFA_SCRIPT] if base.fsx_efa_mode == "off" else [])])
+            # lustre_efa.sh only with fsx.efa on; the CPU groups' entry point only with them.
+            exclude=[FSX_SCRIPT, *([LUSTRE_EFA_SCRIPT] if base.fsx_efa_mode == "off" else []),
+                     *([] if any(not p.instance.accelerated for p in self.worker_groups)
+                       else [ON_CREATE_NO_EFA])])
         self.networks = group_networks(self.worker_groups, base)
         self.role = execution_role(self, base, self.bucket, self.networks)
         add_eks_permissions(self.role, self.cluster, base)
@@ -254,8 +276,22 @@ class HyperPodEksOrchestrator(EksCluster):
                         "S3 asset of this stack, from the CDK bootstrap asset bucket "
                         "(HelmChart chartAsset: grantRead on that bucket, read only).")
         self.efa_chart = self.chart("EfaDevicePluginChart", EFA_PLUGIN_CHART,
-                                    k8s.efa_plugin_values(ml_name(self.props.shape.instance),
-                                                          UNSCHEDULABLE_TAINT.toleration()))
+                                    self._efa_plugin_values())
+
+    def _efa_plugin_values(self) -> dict[str, Any]:
+        """The EFA device plugin's values (:func:`~trn_ultracluster.orchestrators.eks.
+        manifests.efa_plugin_values`, with HyperPod's health-check toleration) for the
+        ``ml.`` types of every EFA pool: the chart's DaemonSet runs only on the instance-type
+        label values its ``supportedInstanceLabels.values`` lists, and each EFA pool's nodes
+        carry their own (a trn2 pool beside a trn1 one). One type, the main pool's, without
+        other EFA pools, as before pools existed."""
+        types = list(dict.fromkeys(
+            [ml_name(self.props.shape.instance),
+             *(ml_name(p.instance) for _, p in self.props.worker_groups
+               if p.instance.supports_efa)]))
+        values = k8s.efa_plugin_values(types[0], UNSCHEDULABLE_TAINT.toleration())
+        values["supportedInstanceLabels"]["values"] = types
+        return values
 
     def node_tolerations(self) -> tuple[dict[str, str], ...]:
         """The Neuron taint and HyperPod's deep-health-check taint (the agents run while a
@@ -273,20 +309,49 @@ class HyperPodEksOrchestrator(EksCluster):
     # --- parts -------------------------------------------------------------------------
 
     def _instance_groups(self) -> list[sagemaker.CfnCluster.ClusterInstanceGroupProperty]:
-        """One Trainium instance group per part of a worker group; its nodes carry the Neuron
-        taint (only pods that tolerate it run there) and, on EFA types, the EFA label."""
-        instance, settings = self.props.shape.instance, self.props.hyperpod
-        taint = k8s.NEURON_TAINT
-        kubernetes = sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
-            labels=k8s.trainium_node_labels(instance) or None,
-            taints=[sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
-                key=taint.key, value=taint.value, effect=taint.effect)])
-        lifecycle = lifecycle_config(self.bucket, on_create=ON_CREATE)
-        return [trainium_group(part, instance, settings,
-                               vpc_config=self.networks.override_vpc_config(part.name),
-                               execution_role=self.role.role_arn, life_cycle_config=lifecycle,
-                               kubernetes_config=kubernetes)
+        """One instance group per part of a worker group, of its pool's type. A group of a
+        CPU pool (no EFA device) runs :data:`~trn_ultracluster.orchestrators.
+        hyperpod_eks.versions.ON_CREATE_NO_EFA` (the lifecycle script with Lustre over TCP,
+        whatever ``fsx.efa`` says); the others :data:`~trn_ultracluster.orchestrators.
+        hyperpod_eks.versions.ON_CREATE`. Each group's ``LifeCycleConfig`` is its own
+        (botocore 1.44.8 SageMaker model, ``ClusterInstanceGroupSpecification.LifeCycleConfig``,
+        required per group)."""
+        settings = self.props.hyperpod
+        return [compute_group(
+                    part, settings,
+                    vpc_config=self.networks.override_vpc_config(part.name),
+                    execution_role=self.role.role_arn,
+                    life_cycle_config=lifecycle_config(
+                        self.bucket, on_create=ON_CREATE if part.instance.accelerated
+                        else ON_CREATE_NO_EFA),
+                    kubernetes_config=self._kubernetes_config(part))
                 for part in self.worker_groups]
+
+    def _kubernetes_config(self, part: WorkerPart,
+                           ) -> sagemaker.CfnCluster.ClusterKubernetesConfigProperty | None:
+        """A group's node labels and taints: on a Trainium pool the Neuron taint (only pods
+        that tolerate it run there) and, on EFA types, the EFA label
+        (:func:`~trn_ultracluster.orchestrators.eks.manifests.trainium_node_labels`); a CPU
+        pool's nodes take any pod, with neither; with :attr:`HyperPodEksProps.pool_labels`,
+        every group's nodes also carry :data:`~trn_ultracluster.contracts.pools.POOL_LABEL`
+        = the pool's name, which a job's node selector names."""
+        labels = dict(k8s.trainium_node_labels(part.instance)) if part.instance.accelerated \
+            else {}
+        if self.props.pool_labels:
+            labels[POOL_LABEL] = part.pool.name
+        taints = ([sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
+            key=k8s.NEURON_TAINT.key, value=k8s.NEURON_TAINT.value,
+            effect=k8s.NEURON_TAINT.effect)] if part.instance.accelerated else None)
+        if not labels and taints is None:
+            return None
+        return sagemaker.CfnCluster.ClusterKubernetesConfigProperty(labels=labels or None,
+                                                                     taints=taints)
+
+    def pool_details(self) -> dict[str, dict[str, object]]:
+        """Pool name -> ``{"instance_groups": its instance groups, comma-joined}`` (merged
+        into the stack output ``Pools``)."""
+        return {pool: {"instance_groups": groups}
+                for pool, groups in pool_instance_groups(self.worker_groups).items()}
 
     def outputs(self) -> dict[OutputKey, str]:
         """The EKS cluster's outputs and the HyperPod cluster's (name, ARN, instance groups,

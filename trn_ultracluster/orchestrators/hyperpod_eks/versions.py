@@ -42,7 +42,8 @@ from trn_ultracluster.orchestrators.eks.manifests import Taint
 
 __all__ = ["DEPENDENCIES_CHART", "DEPENDENCIES_NAMESPACE", "DEPENDENCIES_RELEASE",
            "HEALTH_STATUS_LABEL", "HMA_IMAGE_TAG", "HMA_REPOSITORY", "HYPERPOD_NAMESPACE",
-           "LIFECYCLE_SCRIPTS", "ON_CREATE", "SCHEDULABLE", "UNSCHEDULABLE_TAINT"]
+           "LIFECYCLE_SCRIPTS", "ON_CREATE", "ON_CREATE_NO_EFA", "SCHEDULABLE",
+           "UNSCHEDULABLE_TAINT"]
 
 HEALTH_STATUS_LABEL = "sagemaker.amazonaws.com/node-health-status"
 """HyperPod's node health label (module doc)."""
@@ -73,3 +74,10 @@ ON_CREATE = "on_create.sh"
 """The script HyperPod runs on every new or replaced node (``LifeCycleConfig.OnCreate``, as
 AWS's HyperPod EKS samples use: aws-samples/awsome-distributed-training
 ``1.architectures/7.sagemaker-hyperpod-eks/LifecycleScripts/base-config/on_create.sh``)."""
+ON_CREATE_NO_EFA = "on_create_no_efa.sh"
+"""The ``OnCreate`` of a CPU pool's instance groups: :data:`ON_CREATE` on a node without an
+EFA device, so FSx for Lustre stays on TCP whatever ``fsx.efa`` says (as the Slurm
+controller and login nodes do). A separate entry point because each instance group names its
+own ``LifeCycleConfig.OnCreate`` (botocore 1.44.8 SageMaker model), while how a node of
+HyperPod on EKS would learn its instance group in a lifecycle script (the Slurm script reads
+HyperPod's ``resource_config.json``) is not verified here."""

@@ -3,17 +3,20 @@
 What it creates:
 
 - ``AWS::SageMaker::Cluster`` with a Slurm controller group, an optional login group and one
-  or more Trainium worker groups (one Slurm partition each), in the compute subnets with the
-  EFA security group: a worker group is one instance group per compute subnet it fills
+  or more worker groups (one Slurm partition each), in the compute subnets with the EFA
+  security group: a worker group is one instance group per compute subnet it fills
   (:func:`~trn_ultracluster.orchestrators.hyperpod.instance_groups.worker_parts`), and all
-  of them join its partition;
+  of them join its partition. Without ``pools``, the worker groups are
+  ``hyperpod.worker_groups``, of the one Trainium type; with ``pools``, each pool is one
+  worker group of its own type (Trainium or CPU), named after it, in the partition of its
+  name;
 - a stack-owned, encrypted lifecycle bucket holding our lifecycle scripts (``scripts/``
   beside this module) plus ``trn_ultracluster.json``, generated from the config: the
   instance groups, the tag that finds the stack's FSx file system, and the environment that
-  job scripts read (:mod:`.lifecycle`);
+  job scripts read, the cluster's and each other pool's (:mod:`.lifecycle`);
 - the instance groups' execution role.
 
-The bucket, the upload, the execution role and the Trainium instance group are shared with
+The bucket, the upload, the execution role and the worker instance groups are shared with
 HyperPod on EKS (:mod:`trn_ultracluster.orchestrators.hyperpod`).
 
 Slurm is configured through the API: each instance group has a ``SlurmConfig``
@@ -51,6 +54,7 @@ Sources of the property names and limits (checked against both):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aws_cdk import Aws, Fn, Stack
@@ -59,6 +63,7 @@ from constructs import Construct
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
+from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool
 from trn_ultracluster.contracts.hyperpod import (
     CONTROLLER_GROUP,
     LIFECYCLE_FILE,
@@ -72,9 +77,10 @@ from trn_ultracluster.orchestrators.base import Foundation, NodeShape
 from trn_ultracluster.orchestrators.hyperpod.execution_role import execution_role
 from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
     Group,
+    compute_group,
     group_networks,
     hyperpod_cluster,
-    trainium_group,
+    pool_instance_groups,
     worker_parts,
 )
 from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
@@ -86,6 +92,7 @@ from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
     LIFECYCLE_ASSETS,
     job_environment,
     lifecycle_file,
+    pool_environments,
 )
 from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, efa_node_settings
 
@@ -106,26 +113,40 @@ class HyperPodProps:
 
     Attributes:
         foundation: the foundation's handles (network, node security group, file system,
-            buckets, training image).
-        shape: the Trainium nodes (type, counts, capacity).
+            buckets, training images, pools).
+        shape: the main pool's nodes (type, counts, capacity).
         settings: the ``hyperpod`` configuration section.
         worker_parts: each worker group's parts in the address plan, in order
             (``ClusterConfig.hyperpod_worker_parts``).
+        worker_groups: each worker group with its pool, in order
+            (``ClusterConfig.hyperpod_worker_groups``: with ``pools``, one per pool, named
+            after it, in the partition of its name).
     """
 
     foundation: Foundation
     shape: NodeShape
     settings: HyperPodConfig
     worker_parts: dict[str, tuple[network_plan.Group, ...]]
+    worker_groups: tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...]
 
     @property
     def worker_counts(self) -> dict[str, int]:
         """Instances per worker group, in order."""
         return {name: sum(g.nodes for g in parts) for name, parts in self.worker_parts.items()}
 
+    @property
+    def partitions(self) -> dict[str, str]:
+        """Worker group name -> its Slurm partition, in order."""
+        return {group.name: group.partition for group, _ in self.worker_groups}
+
+    @property
+    def pools(self) -> Mapping[str, Pool]:
+        """Worker group name -> its pool."""
+        return {group.name: pool for group, pool in self.worker_groups}
+
 
 class HyperPodSlurmOrchestrator(Construct):
-    """SageMaker HyperPod cluster with Slurm on the Trainium nodes.
+    """SageMaker HyperPod cluster with Slurm on the worker nodes of every pool.
 
     Attributes:
         bucket: the lifecycle bucket (:func:`trn_ultracluster.orchestrators.hyperpod.lifecycle.lifecycle_bucket`).
@@ -136,7 +157,8 @@ class HyperPodSlurmOrchestrator(Construct):
         role: execution role of every instance group.
         cluster: the ``AWS::SageMaker::Cluster``.
         cluster_name, controller_group: names used in the outputs.
-        worker_groups: the Trainium instance groups (every part of every worker group).
+        worker_groups: the worker instance groups (every part of every worker group, of
+            every pool).
     """
 
     job_backend = JOB_BACKEND
@@ -150,7 +172,8 @@ class HyperPodSlurmOrchestrator(Construct):
             foundation=foundation,
             shape=NodeShape.of(config),
             settings=config.hyperpod_settings,
-            worker_parts=config.hyperpod_worker_parts))
+            worker_parts=config.hyperpod_worker_parts,
+            worker_groups=config.hyperpod_worker_groups))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodProps) -> None:
         super().__init__(scope, construct_id)
@@ -158,16 +181,21 @@ class HyperPodSlurmOrchestrator(Construct):
         settings, base = props.settings, props.foundation
         self.cluster_name = settings.cluster_name
         self.controller_group = CONTROLLER_GROUP
-        self.worker_groups = worker_parts(props.worker_parts)
+        self.worker_groups = worker_parts(props.worker_parts, props.pools)
 
         self.bucket = lifecycle_bucket(self, base)
-        env = job_environment(self, settings, props.shape.instance, props.worker_counts, base)
+        partitions = list(props.partitions.values())
+        env = job_environment(self, settings, props.shape.instance, props.worker_counts,
+                              partitions, base)
+        pools = pool_environments(self, settings, self.worker_groups, props.worker_counts,
+                                  partitions, base)
         self.deployment = upload_lifecycle_files(
             self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], {
             LIFECYCLE_FILE: lifecycle_file(
                 settings, [p.name for p in self.worker_groups], env, Aws.STACK_ID,
                 data_repository=base.data_repository_path is not None,
-                efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces))})
+                efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces),
+                pools=pools)})
         self.networks = group_networks(self.worker_groups, base)
         self.role = execution_role(self, base, self.bucket, self.networks, describe_fsx=True)
         self.metric_source, metrics_policy = node_metrics(self, self.role, self.cluster_name)
@@ -193,6 +221,18 @@ class HyperPodSlurmOrchestrator(Construct):
             OutputKey.HYPERPOD_CONTROLLER_SHELL: self.controller_shell_command(),
             OutputKey.HYPERPOD_LIFECYCLE_BUCKET: self.bucket.bucket_name,
         }
+
+    def pool_details(self) -> dict[str, dict[str, object]]:
+        """Pool name -> ``{"partition": its worker groups' first partition, "instance_groups":
+        its instance groups, comma-joined}`` (merged into the stack output ``Pools``). With
+        ``pools`` a pool's partition is its name; without, the one pool's partition is the
+        first worker group's, the default partition of jobs."""
+        partitions = self.props.partitions
+        first: dict[str, str] = {}
+        for part in self.worker_groups:
+            first.setdefault(part.pool.name, partitions[part.worker_group])
+        return {pool: {"partition": first[pool], "instance_groups": groups}
+                for pool, groups in pool_instance_groups(self.worker_groups).items()}
 
     def controller_shell_command(self) -> str:
         """``aws ssm start-session`` command for a root shell on the controller (token).
@@ -223,9 +263,11 @@ class HyperPodSlurmOrchestrator(Construct):
         the others, at most one); every node is also in HyperPod's ``dev`` partition
         (SageMaker developer guide, "SageMaker HyperPod references", Slurm configuration).
         Every part of a worker group names the worker group's partition, so Slurm sees one
-        partition of all its nodes.
+        partition of all its nodes; with ``pools``, one partition per pool, of its name. Each
+        part has its pool's type (:func:`~trn_ultracluster.orchestrators.hyperpod.
+        instance_groups.compute_group`).
         """
-        settings, instance = self.props.settings, self.props.shape.instance
+        settings = self.props.settings
         Slurm = sagemaker.CfnCluster.ClusterSlurmConfigProperty
         common = dict(execution_role=self.role.role_arn,
                       life_cycle_config=lifecycle_config(self.bucket,
@@ -237,10 +279,10 @@ class HyperPodSlurmOrchestrator(Construct):
             groups.append(Group(instance_group_name=LOGIN_GROUP,
                                 instance_type=settings.login_instance_type, instance_count=1,
                                 slurm_config=Slurm(node_type="Login"), **common))
-        partitions = {g.name: g.partition for g in settings.worker_groups}
+        partitions = self.props.partitions
         for part in self.worker_groups:
-            groups.append(trainium_group(
-                part, instance, settings,
+            groups.append(compute_group(
+                part, settings,
                 vpc_config=self.networks.override_vpc_config(part.name),
                 slurm_config=Slurm(node_type="Compute",
                                    partition_names=[partitions[part.worker_group]]),

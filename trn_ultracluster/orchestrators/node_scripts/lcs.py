@@ -7,6 +7,7 @@ that reads JSON or needs Python:
 
 - ``node-ip``: this node's address in the VPC;
 - ``role ADDRESS``: the node's Slurm role (``controller``, ``login`` or ``compute``);
+- ``group ADDRESS``: the name of the node's instance group;
 - ``fsx-status``: the state of the stack's file system and whether it is EFA-enabled, from
   ``aws fsx describe-file-systems`` JSON on stdin;
 - ``link-status ASSOCIATIONS TASKS``: the state of its data repository association and the
@@ -131,6 +132,21 @@ def _route_source_address() -> str:
         return str(sock.getsockname()[0])
 
 
+def node_group(resource_config: dict[str, Any], address: str) -> str:
+    """Name of the instance group of the node with ``address``.
+
+    Args:
+        resource_config: HyperPod's ``resource_config.json``.
+
+    Raises:
+        LifecycleError: no instance group holds ``address``.
+    """
+    for group in resource_config.get("InstanceGroups", []):
+        if any(i.get("CustomerIpAddress") == address for i in group.get("Instances", [])):
+            return str(group.get("Name"))
+    raise LifecycleError(f"no instance group in the resource config holds address {address}")
+
+
 def node_role(resource_config: dict[str, Any], groups: dict[str, Any], address: str) -> str:
     """Slurm role of the node with ``address``: ``controller``, ``login`` or ``compute``.
 
@@ -141,14 +157,12 @@ def node_role(resource_config: dict[str, Any], groups: dict[str, Any], address: 
     Raises:
         LifecycleError: no instance group holds ``address``.
     """
-    for group in resource_config.get("InstanceGroups", []):
-        if any(i.get("CustomerIpAddress") == address for i in group.get("Instances", [])):
-            if group.get("Name") == groups.get("controller"):
-                return "controller"
-            if group.get("Name") == groups.get("login"):
-                return "login"
-            return "compute"
-    raise LifecycleError(f"no instance group in the resource config holds address {address}")
+    name = node_group(resource_config, address)
+    if name == groups.get("controller"):
+        return "controller"
+    if name == groups.get("login"):
+        return "login"
+    return "compute"
 
 
 def file_system_status(described: dict[str, Any], tag_key: str, tag_value: str) -> str:
@@ -358,8 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster", default="trn_ultracluster.json")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("node-ip")
-    role = sub.add_parser("role")
-    role.add_argument("address")
+    for command in ("role", "group"):
+        sub.add_parser(command).add_argument("address")
     sub.add_parser("fsx-status")
     link = sub.add_parser("link-status")
     link.add_argument("associations")
@@ -411,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
             log = Path(args.log_file)
             text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
             print(json.dumps(log_events(text, int(time.time() * 1000))))
+        elif args.command == "group":
+            print(node_group(load_json(args.resource_config), args.address))
         else:
             groups = load_json(args.cluster).get("groups", {})
             print(node_role(load_json(args.resource_config), groups, args.address))

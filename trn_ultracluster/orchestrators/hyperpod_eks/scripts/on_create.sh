@@ -30,6 +30,8 @@
 # Safe to rerun. Logs to $TRN_LOG_DIR/lifecycle.log (default /var/log/trn-ultracluster), which
 # HyperPod also sends to CloudWatch Logs (/aws/sagemaker/Clusters/<name>/<id>) with stdout.
 #
+# - TRN_NODE_EFA=off (set by on_create_no_efa.sh, the OnCreate of a CPU pool's instance
+#   groups): the node has no EFA device, so it does what mode off does whatever fsx.efa says.
 # Test hooks: TRN_ROOT (passed on to lustre_efa.sh), TRN_LOG_DIR, TRN_LCS_DIR (directory of
 # this script, lcs.py, lustre_efa.sh and trn_ultracluster.json), TRN_FAIL_WAIT_S (default 60).
 set -euo pipefail
@@ -75,6 +77,10 @@ else
 fi
 [[ "$mode" =~ ^(off|preferred|required)$ ]] \
   || fail "fsx.efa mode '$mode' of $CLUSTER_JSON is not off, preferred or required"
+if [[ "${TRN_NODE_EFA:-}" == off && "$mode" != off ]]; then
+  log "FSx for Lustre over EFA (fsx.efa: $mode) is for the Trainium nodes: this node of a CPU pool has no EFA device and mounts over TCP"
+  mode=off
+fi
 
 if [[ "$mode" == off ]]; then
   for module in lnet lustre; do

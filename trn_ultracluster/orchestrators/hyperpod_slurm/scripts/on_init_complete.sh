@@ -13,7 +13,10 @@
 # system by its tag and wait until it is AVAILABLE (CloudFormation creates it alongside the
 # cluster), mount it at /fsx (over EFA when fsx.efa says so, checked after the mount:
 # fsx.sh setup_lustre_efa / check_lustre_efa); home directories on FSx; the /fsx/.trn-ultracluster/env file
-# (stack outputs and the Neuron/EFA environment) and the Neuron compile cache on FSx; Enroot
+# (stack outputs and the Neuron/EFA environment) and the Neuron compile cache on FSx; on a
+# worker of a pool other than the main one, the node's own job environment (its type's
+# NeuronCores, EFA interfaces, Neuron stack and image: pool_env.py, beside this file) in
+# /etc/trn-ultracluster/pool.env, and FSx over TCP on a pool without EFA; Enroot
 # credentials for the stack's ECR registry. It starts no Slurm daemon; on the controller it
 # reports (never fails on) whether slurmctld serves the stack's partitions.
 # docs/hyperpod.md compares each step with AWS's base-config lifecycle scripts.
@@ -42,6 +45,8 @@ source "${LCS_DIR}/fsx.sh"
 LOG_DIR="${ROOT}/var/log/trn-ultracluster"
 LOG_FILE="${LOG_DIR}/lifecycle.log"
 CLUSTER_JSON="${LCS_DIR}/trn_ultracluster.json"
+# The node's own job environment (trn_ultracluster/contracts/hyperpod.py NODE_ENV_FILE).
+NODE_ENV_FILE="/etc/trn-ultracluster/pool.env"
 RESOURCE_CONFIG="${SAGEMAKER_RESOURCE_CONFIG_PATH:-${ROOT}/opt/ml/config/resource_config.json}"
 SLURM_CHECK_S="${TRN_SLURM_CHECK_S:-60}"
 FAIL_LOG_WAIT_S="${TRN_FAIL_LOG_WAIT_S:-60}"
@@ -60,6 +65,7 @@ log() { echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) [trn-ultracluster] $*"; }
 fail() { log "ERROR: $*"; sync; sleep "${FAIL_LOG_WAIT_S}"; exit 1; }
 lcs() { python3 "${LCS_DIR}/lcs.py" --resource-config "${RESOURCE_CONFIG}" \
           --cluster "${CLUSTER_JSON}" "$@"; }
+pools() { python3 "${LCS_DIR}/pool_env.py" --cluster "${CLUSTER_JSON}" "$@"; }
 
 [[ -f "${CLUSTER_JSON}" ]] || fail "${CLUSTER_JSON} not found; the lifecycle bucket is incomplete"
 read_storage_layout
@@ -122,6 +128,21 @@ setup_enroot_credentials() {
 }
 
 
+# write_node_environment GROUP: this node's own job environment (NODE_ENV_FILE, on its
+# local disk): what its pool's environment changes in the shared one (pool_env.py env;
+# only a comment on the main pool's nodes and on the controller and login nodes, GROUP "").
+# Job scripts source it after the shared file, and so do login shells (the profile line).
+write_node_environment() {
+  local file="${ROOT}${NODE_ENV_FILE}" tmp
+  mkdir -p "$(dirname "${file}")"
+  tmp="$(mktemp "${file}.XXXXXX")"
+  pools env "$1" > "${tmp}" || fail "cannot write this node's pool environment (pool_env.py's error is above)"
+  chmod 644 "${tmp}"
+  mv -f "${tmp}" "${file}"
+  echo "if [ -r ${NODE_ENV_FILE} ]; then . ${NODE_ENV_FILE}; fi" >> "${ROOT}/etc/profile.d/trn-ultracluster.sh"
+  log "wrote ${NODE_ENV_FILE}"
+}
+
 # Enroot and Pyxis come with HyperPod's AMI-based configuration; jobs need both
 # (`srun --container-image`). Reported, not installed: a node without them is an AMI
 # problem the log should name.
@@ -176,6 +197,20 @@ main() {
   if [[ "${role}" == controller || "${role}" == login ]]; then
     lustre_efa_off_for "${role}"
   fi
+  # A worker's pool: a pool without EFA (a CPU pool) mounts over TCP too.
+  local group="" pool="-" efa=true found
+  if [[ "${role}" == compute ]]; then
+    group="$(lcs group "${ip}")" || fail "cannot find this node's instance group (lcs.py's error is above)"
+    found="$(pools pool "${group}")" || fail "cannot read the pools of the stack's trn_ultracluster.json (pool_env.py's error is above)"
+    read -r pool efa <<< "${found}"
+    if [[ "${pool}" != - ]]; then
+      log "node ${ip} is in instance group ${group} of pool ${pool}"
+    fi
+    if [[ "${efa}" == false && "${EFA_MODE}" != off ]]; then
+      log "FSx for Lustre over EFA (fsx.efa: ${EFA_MODE}) needs an EFA device: this node of pool ${pool} has none and mounts over TCP"
+      EFA_MODE=off
+    fi
+  fi
   # LNet over EFA first (fsx.efa; nothing in mode off): a node that cannot have it fails
   # before it waits for the file system.
   setup_lustre_efa "$(lcs env-get CLUSTER_NAME)"
@@ -185,6 +220,7 @@ main() {
   check_lustre_efa
   setup_homes
   write_environment
+  write_node_environment "${group}"
   check_container_tools
   bash "${LCS_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(lcs env-get CLUSTER_NAME)" --role "${role}" --jobs-dir "${STATE_DIR}/jobs" || log "WARNING: node metrics are not set up (see above); the node works without them"
   if [[ "${role}" == "controller" ]]; then
