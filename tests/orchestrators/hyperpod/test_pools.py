@@ -48,10 +48,17 @@ def groups(s) -> dict[str, dict[str, Any]]:
     return {g["InstanceGroupName"]: g for g in s.only("AWS::SageMaker::Cluster")["InstanceGroups"]}
 
 
+GROUP_OF = {"trn1": "workers", "trn2": "trn2", "cpu": "cpu"}
+"""Pool -> its instance group: the main pool's keeps the one-pool stack's name ``workers``
+(a renamed instance group is a new one, its nodes replaced), the others are named after the
+pool."""
+
+
 def check_worker_groups(s) -> dict[str, dict[str, Any]]:
-    """What both orchestrators give every pool's group; returns the worker groups."""
-    workers = {n: g for n, g in groups(s).items() if n in POOL_TYPES}
-    assert list(workers) == list(POOL_TYPES)
+    """What both orchestrators give every pool's group; returns pool -> its worker group."""
+    found = groups(s)
+    assert [n for n in found if n not in ("controller", "login")] == list(GROUP_OF.values())
+    workers = {pool: found[group] for pool, group in GROUP_OF.items()}
     for name, group in workers.items():
         pool = s.config.pool(name)
         assert group["InstanceType"] == POOL_TYPES[name]
@@ -85,7 +92,7 @@ def test_slurm_one_compute_group_per_pool_in_its_partition(slurm):
         assert "KubernetesConfig" not in group
     assert [g["SlurmConfig"]["NodeType"] for g in groups(slurm).values()][:2] == [
         "Controller", "Login"]
-    assert slurm.output("HyperPodWorkerGroupNames") == "trn1,trn2,cpu"
+    assert slurm.output("HyperPodWorkerGroupNames") == "workers,trn2,cpu"
 
 
 def test_slurm_create_cluster_request_passes_botocore_validation(slurm):
@@ -96,12 +103,13 @@ def test_slurm_create_cluster_request_passes_botocore_validation(slurm):
 
 def test_slurm_pools_output_names_each_pools_partition_and_groups(slurm):
     assert slurm.stack.orchestrator.pool_details() == {
-        "trn1": {"partition": "trn1", "instance_groups": "trn1"},
+        "trn1": {"partition": "trn1", "instance_groups": "workers"},
         "trn2": {"partition": "trn2", "instance_groups": "trn2"},
         "cpu": {"partition": "cpu", "instance_groups": "cpu"}}
     text = json.dumps(slurm.output("Pools"))
     for name in POOL_TYPES:
-        assert f'\\"partition\\":\\"{name}\\",\\"instance_groups\\":\\"{name}\\"' in text
+        assert (f'\\"partition\\":\\"{name}\\",\\"instance_groups\\":'
+                f'\\"{GROUP_OF[name]}\\"') in text
 
 
 def test_slurm_lifecycle_file_holds_each_other_pools_environment(slurm):
@@ -152,7 +160,7 @@ def big(synth):
 
 def test_a_pool_beyond_one_subnet_is_split_and_the_role_names_every_subnet(big):
     g = groups(big)
-    assert [n for n in g if n not in ("controller", "login")] == ["trn1", "trn2", "trn2-2", "cpu"]
+    assert [n for n in g if n not in ("controller", "login")] == ["workers", "trn2", "trn2-2", "cpu"]
     assert g["trn2"]["InstanceCount"] + g["trn2-2"]["InstanceCount"] == 300
     assert g["trn2-2"]["SlurmConfig"]["PartitionNames"] == ["trn2"]  # one partition per pool
     assert "OverrideVpcConfig" not in g["trn2"]
@@ -195,7 +203,7 @@ def test_eks_create_cluster_request_passes_botocore_validation(eks):
 
 def test_eks_pools_output_and_efa_plugin_cover_every_efa_pool(eks):
     assert eks.stack.orchestrator.pool_details() == {
-        name: {"instance_groups": name} for name in POOL_TYPES}
+        name: {"instance_groups": GROUP_OF[name]} for name in POOL_TYPES}
     (efa,) = [r for r in eks.resources("Custom::AWSCDK-EKS-HelmChart").values()
               if r["Properties"]["Release"] == "aws-efa-k8s-device-plugin"]
     values = json.loads(efa["Properties"]["Values"])
