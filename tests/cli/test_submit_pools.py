@@ -161,3 +161,22 @@ def test_the_cpu_job_is_placed_on_the_cpu_pools_nodes(capsys, tmp_path, orchestr
         assert "aws.amazon.com/neuron" not in printed
         if orchestrator == "eks":
             assert f"{POOL_LABEL}: cpu" in yaml.safe_dump(yaml.safe_load(printed))
+
+
+def test_a_hyperpod_job_is_bounded_by_the_instances_its_pool_runs():
+    """HyperPod runs a fixed count (the pool's nodes.desired, ``instances`` in the Pools
+    output), not up to nodes.max: a job larger is refused before anything is uploaded."""
+    from trn_ultracluster.cli.errors import CliError
+    from trn_ultracluster.cli.job_args import check_nodes
+    from trn_ultracluster.contracts.pools import PoolInfo
+
+    pool = PoolInfo("trn2", "trn2.48xlarge", True, 0, 1, 4, "native", instances=1)
+    check_nodes(1, pool)
+    with pytest.raises(CliError) as err:
+        check_nodes(2, pool)
+    assert str(err.value).startswith(
+        "--nodes 2 is more than pool trn2 (trn2.48xlarge) runs: its instance groups hold 1 "
+        "instance(s) (HyperPod runs the pool's nodes.desired)")
+    check_nodes(4, pool, least=0, scaling=True)  # scale is bounded by nodes.max
+    eks_pool = PoolInfo("trn2", "trn2.48xlarge", True, 0, 1, 4, "native")
+    check_nodes(4, eks_pool)  # nodes that scale: up to nodes.max

@@ -126,7 +126,8 @@ def check_shared_dir(option: str, path: str) -> str:
 
 def check_nodes(nodes: int, pool: PoolInfo, *, least: int = 1, scaling: bool = False) -> None:
     """``least <= nodes <= pool.nodes_max``: a job's nodes (``submit``, ``smoke-test``: at
-    least 1) or a pool's desired size (``scale``: at least 0) fit the pool as deployed.
+    least 1; on HyperPod at most the instances the pool runs, ``PoolInfo.job_nodes_max``) or a
+    pool's desired size (``scale``: at least 0) fit the pool as deployed.
 
     Args:
         nodes: ``--nodes``.
@@ -142,15 +143,24 @@ def check_nodes(nodes: int, pool: PoolInfo, *, least: int = 1, scaling: bool = F
         raise CliError(f"--nodes must be at least {least}, got {nodes}",
                        "leave --nodes out for the pool's nodes.desired" if least else
                        f"--nodes 0 stops every node of pool {pool.name}")
-    if nodes > pool.nodes_max:
-        more = (f"give --nodes {pool.nodes_max} or fewer, or raise the pool's nodes.max in the "
+    most = pool.nodes_max if scaling else pool.job_nodes_max
+    if nodes > most:
+        if not scaling and pool.instances is not None:  # HyperPod: a fixed count of instances
+            raise CliError(
+                f"--nodes {nodes} is more than pool {pool.name} ({pool.instance_type}) runs: "
+                f"its instance groups hold {most} instance(s) (HyperPod runs the pool's "
+                "nodes.desired)",
+                f"run it on {most} nodes or fewer, on another pool (`trn-ultracluster pools` "
+                "lists them), or raise the pool's nodes.desired in the configuration and "
+                "deploy")
+        more = (f"give --nodes {most} or fewer, or raise the pool's nodes.max in the "
                 "configuration and deploy" if scaling else
-                f"run it on {pool.nodes_max} nodes or fewer, on a larger pool (--pool NAME; "
+                f"run it on {most} nodes or fewer, on a larger pool (--pool NAME; "
                 "`trn-ultracluster pools` lists them), or raise the pool's nodes.max in the "
                 f"configuration and deploy (then `trn-ultracluster scale --pool {pool.name} "
                 "--nodes N` where nodes are sized by hand)")
         raise CliError(f"--nodes {nodes} is more than pool {pool.name} ({pool.instance_type}) "
-                       f"holds: its nodes.max is {pool.nodes_max}", more)
+                       f"holds: its nodes.max is {most}", more)
 
 
 def check_env(items: Iterable[str]) -> dict[str, str]:

@@ -16,7 +16,12 @@ from typing import Any
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.files import read_text
-from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_instance
+from trn_ultracluster.contracts.catalog import (
+    InstanceSpec,
+    UnknownInstanceTypeError,
+    get_any_instance,
+    get_instance,
+)
 from trn_ultracluster.contracts.neuron_stack import NEURON_STACKS, XLA, NeuronStackName
 from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
 from trn_ultracluster.contracts.pools import (
@@ -186,6 +191,21 @@ class StackOutputs:
         except PoolError as err:
             raise CliError(str(err), "name one of the pools with --pool NAME",
                            ExitCode.USAGE) from None
+
+    def pool_spec(self, pool: PoolInfo | None) -> InstanceSpec:
+        """The catalog entry of ``pool``'s instance type, Trainium or CPU; for no pool, or a
+        pool of the stack's ``InstanceType`` (the main pool's), :meth:`instance_spec`.
+
+        Raises:
+            CliError: (STACK) a type this CLI's catalogs lack (a stack of a newer version).
+        """
+        if pool is None or pool.instance_type == self.values.get(OutputKey.INSTANCE_TYPE.value):
+            return self.instance_spec()
+        try:
+            return get_any_instance(pool.instance_type)
+        except UnknownInstanceTypeError as err:
+            raise CliError(f"pool {pool.name}: {err}", "upgrade the CLI to the stack's version",
+                           ExitCode.STACK) from None
 
     def int_value(self, key: OutputKey) -> int:
         """An integer output (node counts)."""

@@ -42,6 +42,8 @@ class PoolInfo:
         node_groups: EKS managed node group names (``eks``).
         auto_scaling_groups: Auto Scaling group names (``standalone``).
         instance_groups: HyperPod instance group names (``hyperpod-*``).
+        instances: HyperPod: the instances its instance groups run (``nodes.desired``: HyperPod
+            runs a fixed count, so it bounds a job); ``None`` elsewhere.
         capacity_type: ``on-demand``, ``capacity-reservation`` or ``capacity-block`` where
             the orchestrator reports it (``eks``), else ``""`` (unknown: a job backend uses
             the stack's ``CapacityType`` for the main pool only).
@@ -60,8 +62,15 @@ class PoolInfo:
     node_groups: tuple[str, ...] = field(default=())
     auto_scaling_groups: tuple[str, ...] = field(default=())
     instance_groups: tuple[str, ...] = field(default=())
+    instances: int | None = None
     capacity_type: str = ""
     capacity_reservation_id: str = ""
+
+    @property
+    def job_nodes_max(self) -> int:
+        """The most nodes one job of this pool can have: the instances HyperPod runs, or
+        ``nodes.max`` where the nodes scale (``scale``)."""
+        return self.nodes_max if self.instances is None else self.instances
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> PoolInfo:
@@ -81,6 +90,7 @@ class PoolInfo:
             node_groups=tuple(_names(item.get("node_groups"))),
             auto_scaling_groups=tuple(_names(item.get("auto_scaling_groups"))),
             instance_groups=tuple(_names(item.get("instance_groups"))),
+            instances=None if item.get("instances") is None else int(item["instances"]),
             capacity_type=str(item.get("capacity_type") or ""),
             capacity_reservation_id=str(item.get("capacity_reservation_id") or ""))
 

@@ -103,9 +103,9 @@ def test_slurm_create_cluster_request_passes_botocore_validation(slurm):
 
 def test_slurm_pools_output_names_each_pools_partition_and_groups(slurm):
     assert slurm.stack.orchestrator.pool_details() == {
-        "trn1": {"partition": "trn1", "instance_groups": "workers"},
-        "trn2": {"partition": "trn2", "instance_groups": "trn2"},
-        "cpu": {"partition": "cpu", "instance_groups": "cpu"}}
+        "trn1": {"partition": "trn1", "instance_groups": "workers", "instances": 1},
+        "trn2": {"partition": "trn2", "instance_groups": "trn2", "instances": 0},
+        "cpu": {"partition": "cpu", "instance_groups": "cpu", "instances": 1}}
     text = json.dumps(slurm.output("Pools"))
     for name in POOL_TYPES:
         assert (f'\\"partition\\":\\"{name}\\",\\"instance_groups\\":'
@@ -203,7 +203,8 @@ def test_eks_create_cluster_request_passes_botocore_validation(eks):
 
 def test_eks_pools_output_and_efa_plugin_cover_every_efa_pool(eks):
     assert eks.stack.orchestrator.pool_details() == {
-        name: {"instance_groups": GROUP_OF[name]} for name in POOL_TYPES}
+        name: {"instance_groups": GROUP_OF[name],
+               "instances": eks.config.pool(name).nodes.desired} for name in POOL_TYPES}
     (efa,) = [r for r in eks.resources("Custom::AWSCDK-EKS-HelmChart").values()
               if r["Properties"]["Release"] == "aws-efa-k8s-device-plugin"]
     values = json.loads(efa["Properties"]["Values"])

@@ -37,11 +37,7 @@ from trn_ultracluster.cli.backends.trainjob import (
 )
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.contracts.catalog import (
-    InstanceSpec,
-    UnknownInstanceTypeError,
-    get_any_instance,
-)
+from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.orchestrators.eks.manifests import INSTANCE_TYPE_LABEL
@@ -122,19 +118,12 @@ class EksBackend(JobBackend):
         return pool is None or pool.name == self.outputs.pools()[0].name
 
     def pool_spec(self, pool: PoolInfo | None) -> InstanceSpec:
-        """Catalog entry of ``pool``'s instance type (the main pool's: :attr:`spec`).
+        """Catalog entry of ``pool``'s instance type (:meth:`StackOutputs.pool_spec`).
 
         Raises:
             CliError: (STACK) a type this CLI's catalogs lack (a newer stack).
         """
-        if self.is_main(pool):
-            return self.spec
-        assert pool is not None
-        try:
-            return get_any_instance(pool.instance_type)
-        except UnknownInstanceTypeError as err:
-            raise CliError(str(err), "upgrade the CLI to the stack's version",
-                           ExitCode.STACK) from None
+        return self.outputs.pool_spec(pool)
 
     def pool_runtime(self, pool: PoolInfo | None) -> str:
         """The ClusterTrainingRuntime of ``pool``'s jobs: the stack's (output

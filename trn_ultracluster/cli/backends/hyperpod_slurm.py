@@ -28,8 +28,7 @@ from trn_ultracluster.cli.backends.base import (
 from trn_ultracluster.cli.backends.slurm import ENDED_STATES, SlurmJobs, sbatch_script
 from trn_ultracluster.cli.backends.ssm import controller_target, transport_for
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_any_instance
+from trn_ultracluster.cli.job_args import JobRequest, check_nodes
 from trn_ultracluster.contracts.outputs import OutputKey
 
 if TYPE_CHECKING:
@@ -56,20 +55,6 @@ def pool_partition(pool: PoolInfo) -> str:
     return pool.partition or pool.name
 
 
-def check_pool_nodes(nodes: int, pool: PoolInfo) -> None:
-    """A job of ``nodes`` nodes fits in ``pool``.
-
-    Raises:
-        CliError: (USAGE) more than the pool's ``nodes.max``, naming the pool, its maximum
-            and ``--pool``.
-    """
-    if nodes > pool.nodes_max:
-        raise CliError(f"--nodes {nodes} is more than pool {pool.name} ({pool.instance_type}) "
-                       f"holds: its nodes.max is {pool.nodes_max}",
-                       f"submit at most {pool.nodes_max} nodes with --pool {pool.name}, choose "
-                       "another --pool, or raise the pool's nodes.max and deploy")
-
-
 class HyperPodSlurmBackend(JobBackend):
     """sbatch scripts run through SSM on the HyperPod Slurm controller, as user ``ubuntu``."""
 
@@ -89,27 +74,20 @@ class HyperPodSlurmBackend(JobBackend):
         return SlurmJobs(transport_for(self.option("ssm_transport"), session, target))
 
     def pool_spec(self, pool: PoolInfo | None) -> InstanceSpec:
-        """Catalog entry of ``pool``'s type (Trainium or CPU); the stack's (:attr:`spec`) for
-        no pool or a pool of the stack's type.
+        """Catalog entry of ``pool``'s instance type (:meth:`StackOutputs.pool_spec`).
 
         Raises:
-            CliError: (STACK) a type this CLI's catalog lacks.
+            CliError: (STACK) a type this CLI's catalogs lack (a newer stack).
         """
-        if pool is None or pool.instance_type == self.outputs.get(OutputKey.INSTANCE_TYPE):
-            return self.spec
-        try:
-            return get_any_instance(pool.instance_type)
-        except UnknownInstanceTypeError as err:
-            raise CliError(str(err), "upgrade the CLI to the stack's version",
-                           ExitCode.STACK) from None
+        return self.outputs.pool_spec(pool)
 
     def render(self, job: JobRequest) -> RenderedJob:
         """The sbatch script; a job of a pool is checked against the pool
-        (:func:`check_pool_nodes`) and runs in its partition, with its image unless
+        (:func:`~trn_ultracluster.cli.job_args.check_nodes`) and runs in its partition, with its image unless
         ``--image`` named another (the stack's ``TrainingImageUri`` is the main pool's)."""
         pool = job.pool
         if pool is not None:
-            check_pool_nodes(job.nodes, pool)
+            check_nodes(job.nodes, pool)
             if pool.image_uri and job.image == self.outputs.values.get(
                     OutputKey.TRAINING_IMAGE_URI.value):
                 job = replace(job, image=pool.image_uri)

@@ -28,7 +28,6 @@ from trn_ultracluster.cli.backends.standalone_nodes import (
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.cli.launch import validate_job_name
-from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.outputs import NONE, OutputKey
 from trn_ultracluster.contracts.pools import PoolInfo
 from trn_ultracluster.contracts.standalone import CPU_RUNTIME
@@ -124,20 +123,6 @@ class StandaloneBackend(JobBackend):
                 "with this version", ExitCode.STACK)
         return runtime
 
-    def _spec(self, pool: PoolInfo | None) -> InstanceSpec:
-        """The instance type of ``pool``'s nodes (the stack's ``InstanceType`` without one).
-
-        Raises:
-            CliError: (STACK) a type this CLI's catalogs lack (a stack of a newer version).
-        """
-        if pool is None:
-            return self.spec
-        try:
-            return get_any_instance(pool.instance_type)
-        except UnknownInstanceTypeError as err:
-            raise CliError(str(err), "upgrade the CLI to the stack's version",
-                           ExitCode.STACK) from None
-
     def render(self, job: JobRequest) -> RenderedJob:
         """The job script of ``job`` on its pool (its instance type, its runtime).
 
@@ -157,7 +142,7 @@ class StandaloneBackend(JobBackend):
             raise ValueError("--image has no effect on this stack: its nodes run jobs in the "
                              f"DLAMI's virtual environment {runtime.venv} (standalone.runtime "
                              "dlami-venv)")
-        script = node_jobs.job_script(job, self._spec(pool), runtime)
+        script = node_jobs.job_script(job, self.outputs.pool_spec(pool), runtime)
         return RenderedJob(job, script, script)
 
     def submit(self, job: RenderedJob) -> str:
@@ -165,7 +150,7 @@ class StandaloneBackend(JobBackend):
         pool = self._pool(request.pool)
         nodes = self._nodes(request.nodes, request.pool)
         meta = {"name": request.name, "nodes": request.nodes, "pool": pool.name,
-                "instance_type": self._spec(request.pool).name,
+                "instance_type": self.outputs.pool_spec(request.pool).name,
                 "runtime": self.runtime(request.pool).kind,
                 "submitted": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "instances": [n.instance_id for n in nodes],

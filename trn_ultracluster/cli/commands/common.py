@@ -14,7 +14,6 @@ from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import ARGUMENTS_FIX, job_request
 from trn_ultracluster.cli.launch import Launch
 from trn_ultracluster.cli.stack_outputs import StackOutputs, load_outputs
-from trn_ultracluster.contracts.catalog import InstanceSpec, UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.pools import PoolInfo
 
@@ -56,19 +55,6 @@ def backend(args: argparse.Namespace, outputs: StackOutputs) -> JobBackend:
     return open_backend(outputs, args, lambda: stack_session(args, outputs))
 
 
-def pool_spec(pool: PoolInfo) -> InstanceSpec:
-    """The catalog entry of ``pool``'s instance type (Trainium or CPU).
-
-    Raises:
-        CliError: (STACK) a type this CLI's catalogs lack (a stack of a newer version).
-    """
-    try:
-        return get_any_instance(pool.instance_type)
-    except UnknownInstanceTypeError as err:
-        raise CliError(f"pool {pool.name}: {err}", "upgrade the CLI to the stack's version",
-                       ExitCode.STACK) from None
-
-
 def backend_pool(outputs: StackOutputs, pool: PoolInfo | None) -> PoolInfo | None:
     """The pool to give a job backend: ``pool`` on a stack with the ``Pools`` output; ``None``
     (the backend's main pool, as before pools existed) on an older stack, whose one pool
@@ -91,7 +77,7 @@ def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBack
     """
     image = args.image if args.image is not None else (
         pool.image_uri or outputs.get(OutputKey.TRAINING_IMAGE_URI))
-    job = job_request(name=name, nodes=nodes, spec=pool_spec(pool), launch=launch,
+    job = job_request(name=name, nodes=nodes, spec=outputs.pool_spec(pool), launch=launch,
                       image=image, env=env, time_limit=args.time_limit, output_dir=output_dir,
                       data_bucket=outputs.values.get(OutputKey.DATA_BUCKET_NAME.value, ""),
                       pool=backend_pool(outputs, pool))

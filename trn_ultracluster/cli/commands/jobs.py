@@ -336,7 +336,7 @@ def submit(args: argparse.Namespace) -> int:
         launch = (_recipe_program(args, words, outputs, pool, output_dir, requirements)
                   if snapshot is None else
                   _user_program(args, words, outputs, pool, requirements, snapshot))
-        _warn_stack_env(env, common.pool_spec(pool), _pool_stack(pool, outputs))
+        _warn_stack_env(env, outputs.pool_spec(pool), _pool_stack(pool, outputs))
         backend = common.backend(args, outputs)
         job = common.render_job(args, outputs, backend, name=name, nodes=nodes,
                                 launch=launch, pool=pool, env=env, output_dir=output_dir)

@@ -52,7 +52,7 @@ def smoke_test(args: argparse.Namespace) -> int:
     """
     outputs = common.load(args)
     pool = outputs.pool(args.pool, accelerated_only=True)
-    spec = common.pool_spec(pool)
+    spec = outputs.pool_spec(pool)
     if args.from_log:
         from trn_ultracluster.cli.files import read_text
 

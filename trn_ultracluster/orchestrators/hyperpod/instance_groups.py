@@ -28,7 +28,7 @@ from trn_ultracluster.orchestrators.base import Foundation
 
 __all__ = ["CPU_THREADS_PER_CORE", "WORKER_THREADS_PER_CORE", "GroupNetworks", "Network",
            "WorkerPart", "compute_group", "group_networks", "hyperpod_cluster", "ml_name",
-           "pool_instance_groups", "worker_parts"]
+           "pool_instance_counts", "pool_instance_groups", "worker_parts"]
 
 WORKER_THREADS_PER_CORE = 1
 """Hyperthreading off on the Trainium groups (``ThreadsPerCore`` 1), as the AWS HyperPod
@@ -104,6 +104,16 @@ def worker_parts(parts: Mapping[str, Sequence[network_plan.Group]],
     return [WorkerPart(worker, part_group_name(worker, i), group.nodes, group.subnet,
                        pools[worker])
             for worker, groups in parts.items() for i, group in enumerate(groups)]
+
+
+def pool_instance_counts(parts: Sequence[WorkerPart]) -> dict[str, int]:
+    """Pool name -> the instances of its instance groups (their ``InstanceCount``s summed):
+    what HyperPod runs, as many as the pool's ``nodes.desired``, and so the most nodes a job
+    of the pool can have (the ``instances`` of the stack output ``Pools``)."""
+    counts: dict[str, int] = {}
+    for part in parts:
+        counts[part.pool.name] = counts.get(part.pool.name, 0) + part.count
+    return counts
 
 
 def pool_instance_groups(parts: Sequence[WorkerPart]) -> dict[str, str]:

@@ -69,6 +69,7 @@ from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
     group_networks,
     hyperpod_cluster,
     ml_name,
+    pool_instance_counts,
     pool_instance_groups,
     worker_parts,
 )
@@ -348,9 +349,11 @@ class HyperPodEksOrchestrator(EksCluster):
                                                                      taints=taints)
 
     def pool_details(self) -> dict[str, dict[str, object]]:
-        """Pool name -> ``{"instance_groups": its instance groups, comma-joined}`` (merged
+        """Pool name -> ``{"instance_groups": its instance groups, comma-joined, "instances":
+        their instances}`` (merged
         into the stack output ``Pools``)."""
-        return {pool: {"instance_groups": groups}
+        counts = pool_instance_counts(self.worker_groups)
+        return {pool: {"instance_groups": groups, "instances": counts[pool]}
                 for pool, groups in pool_instance_groups(self.worker_groups).items()}
 
     def outputs(self) -> dict[OutputKey, str]:

@@ -80,6 +80,7 @@ from trn_ultracluster.orchestrators.hyperpod.instance_groups import (
     compute_group,
     group_networks,
     hyperpod_cluster,
+    pool_instance_counts,
     pool_instance_groups,
     worker_parts,
 )
@@ -224,14 +225,16 @@ class HyperPodSlurmOrchestrator(Construct):
 
     def pool_details(self) -> dict[str, dict[str, object]]:
         """Pool name -> ``{"partition": its worker groups' first partition, "instance_groups":
-        its instance groups, comma-joined}`` (merged into the stack output ``Pools``). With
+        its instance groups, comma-joined, "instances": their instances}`` (merged into the stack output ``Pools``). With
         ``pools`` a pool's partition is its name; without, the one pool's partition is the
         first worker group's, the default partition of jobs."""
         partitions = self.props.partitions
         first: dict[str, str] = {}
         for part in self.worker_groups:
             first.setdefault(part.pool.name, partitions[part.worker_group])
-        return {pool: {"partition": first[pool], "instance_groups": groups}
+        counts = pool_instance_counts(self.worker_groups)
+        return {pool: {"partition": first[pool], "instance_groups": groups,
+                       "instances": counts[pool]}
                 for pool, groups in pool_instance_groups(self.worker_groups).items()}
 
     def controller_shell_command(self) -> str:
