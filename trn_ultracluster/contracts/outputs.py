@@ -136,7 +136,7 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.HYPERPOD_CLUSTER_NAME: "SageMaker HyperPod cluster name",
     OutputKey.HYPERPOD_CLUSTER_ARN: "SageMaker HyperPod cluster ARN",
     OutputKey.HYPERPOD_CONTROLLER_GROUP: "Instance group of the Slurm controller",
-    OutputKey.HYPERPOD_WORKER_GROUPS: "HyperPod instance groups of the Trainium nodes, comma separated",
+    OutputKey.HYPERPOD_WORKER_GROUPS: "HyperPod instance groups of every pool's nodes, comma separated",
     OutputKey.HYPERPOD_CONTROLLER_SHELL: "Command that opens a shell on the controller (SSM)",
     OutputKey.HYPERPOD_LIFECYCLE_BUCKET: "Bucket holding the lifecycle scripts",
     OutputKey.STANDALONE_NODE_GROUP: "Auto Scaling group of the Trainium nodes",
