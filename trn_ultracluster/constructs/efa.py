@@ -342,13 +342,13 @@ class Efa(Construct):
 
     @property
     def launch_template_id(self) -> str:
-        """Launch template id (token)."""
-        return self.launch_template.ref
+        """The main pool's launch template id (token)."""
+        return self.pools[""].launch_template_id
 
     @property
     def launch_template_version(self) -> str:
-        """Latest version number of the launch template (token)."""
-        return self.launch_template.attr_latest_version_number
+        """Latest version number of the main pool's launch template (token)."""
+        return self.pools[""].launch_template_version
 
     @property
     def placement_group_name(self) -> str | None:
