@@ -82,8 +82,11 @@ def pools_replace_shorthand(c: ClusterConfig) -> Iterator[ConfigIssue]:
 def cpu_pool_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
     """A CPU pool has no EFA, no NeuronCores and no Capacity Block: a placement group, an EFA
     layout or a Neuron stack set on one is a Trainium-only setting in the wrong place, and
-    Capacity Blocks for ML sell accelerated instances only (EC2 user guide, "Capacity Blocks
-    for ML": "reserve GPU and Trainium instances")."""
+    Capacity Blocks for ML sell accelerated instances only (EC2 API reference,
+    ``CapacityBlock``: "Reserve powerful GPU instances on a future date to support your short
+    duration machine learning (ML) workloads", and UltraServers; ``PurchaseCapacityBlock``:
+    "you ensure GPU capacity is available for machine learning (ML) workloads"; the EC2 user
+    guide's list of the types offered as Capacity Blocks was not read here)."""
     for i, pool in enumerate(c.pools):
         if pool.instance_type not in CPU_CATALOG:
             continue
