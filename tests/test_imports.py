@@ -62,10 +62,18 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
 """Top-level package or module of ``trn_ultracluster`` -> the others it may import from
 (its own modules it always may)."""
 
+_SAME_MANIFESTS = ("the TrainJob the CLI submits is built by the same manifest functions as "
+                   "the stack's training runtime (the module imports only contracts)")
+_SAME_POOLS = ("a pool's TrainJob names the runtime and requests the resources the stack "
+               "gives the pool (orchestrators.eks.pools imports only contracts and manifests)")
 EXCEPTIONS: dict[tuple[str, str], str] = {
     (f"{PACKAGE}.cli.backends.trainjob", f"{PACKAGE}.orchestrators.eks.manifests"):
-        "the TrainJob the CLI submits is built by the same manifest functions as the "
-        "stack's training runtime (the module imports only contracts)",
+        _SAME_MANIFESTS,
+    (f"{PACKAGE}.cli.backends.eks", f"{PACKAGE}.orchestrators.eks.manifests"): _SAME_MANIFESTS,
+    (f"{PACKAGE}.cli.backends.hyperpod_eks", f"{PACKAGE}.orchestrators.eks.manifests"):
+        _SAME_MANIFESTS,
+    (f"{PACKAGE}.cli.backends.trainjob", f"{PACKAGE}.orchestrators.eks.pools"): _SAME_POOLS,
+    (f"{PACKAGE}.cli.backends.eks", f"{PACKAGE}.orchestrators.eks.pools"): _SAME_POOLS,
     (f"{PACKAGE}.estimate.lustre", f"{PACKAGE}.config.facts"):
         "the estimate prints the FSx for Lustre over EFA figures the configuration's rules "
         "check (capacity steps, throughput per client and per storage server, the 10 GB/s): "

@@ -153,7 +153,7 @@ def test_smoke_test_builds_the_job_client_once(capsys, tmp_path, monkeypatch, or
         def create(self, job):
             return job
 
-        def submit(self, name, script):
+        def submit(self, name, script, *partition):
             return 42
 
         def get(self, name):

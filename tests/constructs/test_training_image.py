@@ -319,6 +319,10 @@ def test_the_stack_of_the_configuration_reaches_the_build(each_synth):
         seen.add(stack)
         assert stack == ("native" if s.config.instance_type.startswith("trn2") else "xla"), name
         assert s.output("NeuronStack") == stack, name
-        (build,) = s.resources("Custom::CDKContainerImageBuild").values()
-        assert f"NEURON_STACK={stack}" in json.dumps(build["Properties"]), name
+        builds = [json.dumps(b["Properties"])
+                  for b in s.resources("Custom::CDKContainerImageBuild").values()]
+        # one build per Neuron stack of the pools (profiles/mixed.yaml: xla and native)
+        assert len(builds) == len(s.config.neuron_stacks), name
+        for each in s.config.neuron_stacks:
+            assert sum(f"NEURON_STACK={each}" in b for b in builds) == 1, (name, each)
     assert seen == {"xla", "native"}

@@ -28,9 +28,11 @@ EKS_FSX_EFA = {"orchestrator": "eks", "fsx.efa": "true", "fsx.storage_capacity_g
 context, so the session synthesizes it once)."""
 CONFIGS = {"eks": None, "eks-fsx-efa": EKS_FSX_EFA, "hyperpod-slurm": "ultracluster-16",
            "hyperpod-eks": "hyperpod-eks", "standalone": "single-node",
-           "standalone-dlami-venv": "trn1-2xl", "fsx-efa": FSX_EFA_PROFILE}
-"""One synthesized configuration per orchestrator (and the EFA and DLAMI-venv variants,
-whose nodes run more or other scripts)."""
+           "standalone-dlami-venv": "trn1-2xl", "fsx-efa": FSX_EFA_PROFILE,
+           "hyperpod-eks-pools": {"config": str(profile_path("mixed")),
+                                  "orchestrator": "hyperpod-eks"}}
+"""One synthesized configuration per orchestrator (and the EFA, DLAMI-venv and node-pool
+variants, whose nodes run more or other scripts: a HyperPod on EKS CPU pool's entry script)."""
 SCRIPT_GLOBS = ("trn_ultracluster/orchestrators/**/scripts/*.sh",
                 "trn_ultracluster/orchestrators/node_scripts/*",
                 "trn_ultracluster/node_metrics/scripts/*")

@@ -12,6 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
+from trn_ultracluster.contracts.pools import POOL_LABEL
+
 from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
 from tests.conftest import TRAINER_CRDS
 from trn_ultracluster.contracts.catalog import CATALOG, get_instance
@@ -86,7 +88,9 @@ def test_resources_follow_the_instance_type(capsys, tmp_path, instance_type, pro
     # the same requirements as the stack's ClusterTrainingRuntime container:
     assert trainer["resourcesPerNode"] == neuron_resource_requirements(spec)
     assert job["apiVersion"] == TRAINER_API_VERSION
-    assert job["metadata"]["labels"] == {PROJECT_LABEL: "trn-ultracluster"}
+    # the stack's one pool (its Pools output): status --pool finds the job by it
+    assert job["metadata"]["labels"] == {PROJECT_LABEL: "trn-ultracluster",
+                                         POOL_LABEL: "trainium"}
     script = dry_run(capsys, tmp_path, "hyperpod-slurm", instance_type=instance_type)
     assert f"--nproc-per-node={procs} " in script
 

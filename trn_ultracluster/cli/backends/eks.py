@@ -231,6 +231,7 @@ class EksBackend(JobBackend):
         where = names[0] if len(names) == 1 else (
             f"{len(names)} node groups ("
             + ", ".join(f"{n}: {size}" for n, size in zip(names, result.sizes)) + ")")
-        prefix = f"pool {pool.name}: " if pool is not None else ""
+        prefix = (f"pool {pool.name}: " if pool is not None and len(self.outputs.pools()) > 1
+                  else "")
         return (f"{prefix}{where}: {result.before} -> {result.after} nodes "
                 "(new nodes join in a few minutes; watch with kubectl get nodes)")

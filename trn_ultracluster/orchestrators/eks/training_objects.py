@@ -6,20 +6,20 @@ the EKS cluster (construct ids in the cluster's scope, as before the split)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from aws_cdk import aws_eks_v2 as eks
 
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 
-if TYPE_CHECKING:
-    from trn_ultracluster.orchestrators.eks.control_plane import EksCluster
 
 __all__ = ["add_training_objects"]
 
 
-def add_training_objects(owner: EksCluster) -> None:
-    """Create the training namespace's objects of ``owner`` and set its attributes
+def add_training_objects(owner: Any) -> None:
+    """Create the training namespace's objects of ``owner`` (the
+    :class:`~.control_plane.EksCluster`, not imported here: it imports this module) and set
+    its attributes
     ``namespace``, ``fsx_claim_name``, ``fsx_volume``, ``training_runtime`` (the main pool's,
     :meth:`~.control_plane.EksCluster.training_runtime_manifest`) and ``pool_runtimes`` (pool
     name -> the runtime of every other pool,
