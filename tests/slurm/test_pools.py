@@ -122,3 +122,22 @@ def test_status_of_a_pool_shows_its_nodes_and_its_jobs_only(slurm, backend):
     finally:
         jobs(slurm).cancel(job_id)
         wait_for_end(slurm, job_id)
+
+
+def test_submit_pool_runs_in_the_named_partition_and_refuses_a_job_too_large(slurm, cli):
+    """The command line users type: ``submit --pool cpu`` lands in partition ``cpu`` on its
+    node; ``--nodes 2`` there is refused (exit 2) before any sbatch script is written."""
+    code, out, err = cli("submit", "--pool", CPU_PARTITION, "--nodes", "1", "--launcher",
+                         "none", "--name", "pool-cli", "--", "bash", "-c", REPORT)
+    assert code == 0, err
+    match = re.match(rf"submitted (\d+) \(1 x {CPU_TYPE}[;)]", out)
+    assert match, out
+    job_id = int(match.group(1))
+    assert wait_for_end(slurm, job_id) == "COMPLETED", log_of(job_id)
+    assert reports(log_of(job_id)) == [(CPU_PARTITION, CPU_NODES[0], "1")]
+    code, _, err = cli("submit", "--pool", CPU_PARTITION, "--nodes", "2", "--launcher", "none",
+                       "--name", "pool-cli-big", "--", "bash", "-c", REPORT)
+    assert code == 2 and f"--nodes 2 is more than pool {CPU_PARTITION}" in err, err
+    assert not Path(JOBS_DIR, "pool-cli-big.sbatch").exists()
+    code, _, err = cli("submit", "--pool", "nosuch", "--", "bash", "-c", REPORT)
+    assert code == 2 and "--pool 'nosuch' names no pool of this stack" in err, err
