@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 __all__ = ["POOL_LABEL", "PoolError", "PoolInfo", "choose_pool", "legacy_pool", "parse_pools"]
@@ -71,6 +71,13 @@ class PoolInfo:
         """The most nodes one job of this pool can have: the instances HyperPod runs, or
         ``nodes.max`` where the nodes scale (``scale``)."""
         return self.nodes_max if self.instances is None else self.instances
+
+    def to_json(self) -> dict[str, Any]:
+        """This pool as one item of the ``Pools`` output (:func:`parse_pools` shape, the
+        inverse of :meth:`from_json`; ``pools --json`` prints it)."""
+        item: dict[str, Any] = asdict(self)
+        item["nodes"] = {k: item.pop(f"nodes_{k}") for k in ("min", "desired", "max")}
+        return item
 
     @classmethod
     def from_json(cls, item: Mapping[str, Any]) -> PoolInfo:

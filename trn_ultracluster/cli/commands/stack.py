@@ -5,7 +5,6 @@ where the job backend allows them."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shlex
@@ -116,19 +115,12 @@ def pools(args: argparse.Namespace) -> int:
     found = common.load(args)
     listed = found.pools()
     if args.json:
-        print(json.dumps([_pool_json(p) for p in listed], indent=2))
+        print(json.dumps([p.to_json() for p in listed], indent=2))
         return ExitCode.OK
     print(f"stack {found.stack_name} ({found.source}): nodes min/desired/max as deployed")
     for line in pools_table(listed):
         print(line.rstrip())
     return ExitCode.OK
-
-
-def _pool_json(pool: PoolInfo) -> dict[str, object]:
-    """One pool in the shape :func:`~trn_ultracluster.contracts.pools.parse_pools` reads."""
-    item = dataclasses.asdict(pool)
-    item["nodes"] = {k: item.pop(f"nodes_{k}") for k in ("min", "desired", "max")}
-    return item
 
 
 def shell(args: argparse.Namespace) -> int:
