@@ -19,7 +19,7 @@ BAD_INPUTS = [
     ('unknown orchestrator', {'orchestrator': 'slurm'},
      "error: orchestrator = 'slurm': must be 'eks', 'hyperpod-slurm', 'hyperpod-eks' or 'standalone' (see README.md#configuration)"),
     ('unknown top-level key', {'instance_typo': 'trn1.32xlarge'},
-     "error: instance_typo = 'trn1.32xlarge': must be one of the known keys here: az_ids, capacity, data_removal_policy, efa_interface_layout, eks, fsx, hyperpod, instance_type, nat_gateways, nodes, observability, orchestrator, placement_group, pools, quotas, root_volume_gib, stack_name, standalone, tags, training_image, vpc_cidr, vpc_secondary_cidrs (see README.md#configuration)"),
+     "error: instance_typo = 'trn1.32xlarge': must be one of the known keys here: az_ids, capacity, data_removal_policy, efa_interface_layout, eks, fsx, hyperpod, instance_type, nat_gateways, nodes, observability, orchestrator, placement_group, pools, quotas, root_volume_gib, scheduling, stack_name, standalone, tags, teams, training_image, vpc_cidr, vpc_secondary_cidrs (see README.md#configuration)"),
     ('unknown nested key', {'fsx.capacity': '1200'},
      'error: fsx.capacity = 1200: must be one of the known keys here: data_compression, data_repository, deployment_type, efa, lustre_version, per_unit_storage_throughput, storage_capacity_gib (see https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html)'),
     ('unknown removal policy', {'data_removal_policy': 'snapshot'},

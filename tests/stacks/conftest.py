@@ -21,8 +21,13 @@ MIXED = {f"mixed-{orchestrator}": {"config": str(REPO_ROOT / "profiles" / "mixed
          for orchestrator in ("hyperpod-slurm", "hyperpod-eks", "standalone")}
 """profiles/mixed.yaml (two Trainium pools and a CPU pool, on eks) on the other orchestrators
 (issue "node pools": it must synthesize and pass cfn-lint, cdk-nag and checkov on all four)."""
-CONFIGS = [None, *PROFILES, *SCALE.values(), *MIXED.values()]
-IDS = ["default", *(p.stem for p in PROFILES), *SCALE, *MIXED]
+TEAMS = {f"teams-{orchestrator}": {"config": str(REPO_ROOT / "profiles" / "teams.yaml"),
+                                   "orchestrator": orchestrator}
+         for orchestrator in ("hyperpod-slurm", "hyperpod-eks")}
+"""profiles/teams.yaml (two teams, on eks) on the other orchestrators with a scheduler (issue
+"teams": each must carry its scheduler's objects and pass cfn-lint, cdk-nag and checkov)."""
+CONFIGS = [None, *PROFILES, *SCALE.values(), *MIXED.values(), *TEAMS.values()]
+IDS = ["default", *(p.stem for p in PROFILES), *SCALE, *MIXED, *TEAMS]
 
 
 def synth_config(synth, config):

@@ -22,11 +22,12 @@ from trn_ultracluster.cli.launch import Launch, validate_job_name
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.pools import PoolInfo
+from trn_ultracluster.contracts.teams import PriorityClassInfo, TeamInfo
 from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_recipe
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 __all__ = ["JobRequest", "check_env", "check_image", "check_nodes", "check_shared_dir",
-           "check_train_recipe", "job_request", "time_limit_seconds"]
+           "check_team_nodes", "check_train_recipe", "job_request", "time_limit_seconds"]
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """Environment names ``--env`` accepts: what bash can export (POSIX "Name": letters, digits
@@ -163,6 +164,31 @@ def check_nodes(nodes: int, pool: PoolInfo, *, least: int = 1, scaling: bool = F
                        f"holds: its nodes.max is {most}", more)
 
 
+def check_team_nodes(nodes: int, pool: PoolInfo, team: TeamInfo | None) -> None:
+    """A team that may not borrow runs at most its quota on ``pool``: its scheduler would hold
+    a larger job forever (Kueue never admits a workload above its ClusterQueue's quota plus
+    what it may borrow; Slurm holds it with ``AssocGrpNodeLimit``; HyperPod task governance is
+    Kueue).
+
+    Raises:
+        CliError: (USAGE) more nodes than the team's quota on the pool, with borrowing off;
+            a quota that is not in whole nodes counts its whole nodes.
+    """
+    if team is None or team.borrow:
+        return
+    quota = team.quota(pool.name)
+    if quota is None:
+        return
+    most = quota.nodes if quota.nodes is not None else 0
+    if nodes > most:
+        raise CliError(
+            f"--nodes {nodes} is more than team {team.name}'s quota on pool {pool.name} "
+            f"({most} node(s)), and the team may not borrow: its scheduler would hold the job "
+            "forever",
+            f"run it on {most} node(s) or fewer, as another team (--team NAME), or raise the "
+            "team's quota (teams[].quota) or set borrow: true and deploy (docs/teams.md)")
+
+
 def check_env(items: Iterable[str]) -> dict[str, str]:
     """``NAME=VALUE`` items as a dict (a later item wins).
 
@@ -227,6 +253,9 @@ class JobRequest:
         submitted: when ``submit`` made the job (UTC, ISO 8601), for the job record.
         pool: the node pool it runs on (``--pool``, or the only Trainium pool); ``None``
             where a caller does not choose one (the backend then uses the main pool).
+        team: the team it runs as (``--team``, or the default team) on a stack with teams;
+            ``None`` on a stack without.
+        priority: its priority class (``--priority``, or the team's); ``None`` without teams.
     """
 
     name: str
@@ -240,12 +269,15 @@ class JobRequest:
     data_bucket: str = ""
     submitted: str = ""
     pool: PoolInfo | None = None
+    team: TeamInfo | None = None
+    priority: PriorityClassInfo | None = None
 
 
 def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, image: str,
                 env: Mapping[str, str] | None = None, time_limit: str | None = None,
                 output_dir: str = "", data_bucket: str = "",
-                pool: PoolInfo | None = None) -> JobRequest:
+                pool: PoolInfo | None = None, team: TeamInfo | None = None,
+                priority: PriorityClassInfo | None = None) -> JobRequest:
     """Check what every backend relies on and return the job.
 
     Args:
@@ -257,7 +289,7 @@ def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, im
         image: training image URI.
         env: environment from :func:`check_env`.
         time_limit: ``--time``, or ``None``.
-        output_dir, data_bucket, pool: as :class:`JobRequest`.
+        output_dir, data_bucket, pool, team, priority: as :class:`JobRequest`.
 
     Raises:
         CliError: (USAGE) a bad ``--time``, job name or image reference, fewer than 1
@@ -279,4 +311,4 @@ def job_request(*, name: str, nodes: int, spec: InstanceSpec, launch: Launch, im
         launch = replace(launch, nproc_per_node=spec.logical_neuron_cores or 1)
     submitted = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return JobRequest(name, nodes, launch, image, dict(env or {}), time_limit, seconds,
-                      output_dir, data_bucket, submitted, pool)
+                      output_dir, data_bucket, submitted, pool, team, priority)

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.backends import BACKENDS
-from trn_ultracluster.cli.commands import estimate, jobs, plan, preflight, smoke_test, stack
+from trn_ultracluster.cli.commands import (
+    estimate,
+    jobs,
+    plan,
+    preflight,
+    smoke_test,
+    stack,
+    teams,
+)
 from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import LAUNCHERS, PRECOMPILE_STEPS, TORCHRUN
 from trn_ultracluster.cli.preflight import CHECKS as PREFLIGHT_CHECKS
@@ -42,6 +50,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "outputs": stack.outputs, "pools": stack.pools, "data": stack.data,
     "submit": jobs.submit, "status": jobs.status, "logs": jobs.logs, "cancel": jobs.cancel,
     "scale": stack.scale, "shell": stack.shell, "smoke-test": smoke_test.smoke_test,
+    "teams": teams.teams, "usage": teams.usage,
 }
 """Command name -> its function (``args`` in, exit status out)."""
 
@@ -243,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "HyperPod instance groups that hold its nodes. docs/pools.md.")
     p.add_argument("--json", action="store_true", help="print JSON")
 
+    teams.add_teams_commands(sub, _command, common)
+
     p = _command(sub, "data", parents=[common], help="stage a dataset to the shared storage",
                  description="Upload a file or directory to the stack's S3 data bucket; "
                              "the data repository association shows it on FSx.")
@@ -266,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "runs data preparation and tools, e.g. `--pool cpu --launcher "
                              "none -- python -m trn_train prepare-data ...`.")
     _pool_option(p, "submit")
+    teams.add_team_options(p)
     p.add_argument("--nodes", type=int,
                    help="nodes of the pool (default: its nodes.desired, at least 1; at most "
                         "its nodes.max)")
@@ -349,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "pool; reports bus bandwidth against the instance's network "
                              "bandwidth.")
     _pool_option(p, "smoke-test")
+    teams.add_team_options(p)
     _job_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return")
     p.add_argument("--timeout", type=_positive_seconds, default=smoke_test.SMOKE_TIMEOUT_S,

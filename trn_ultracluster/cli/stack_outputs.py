@@ -31,6 +31,13 @@ from trn_ultracluster.contracts.pools import (
     legacy_pool,
     parse_pools,
 )
+from trn_ultracluster.contracts.teams import (
+    PriorityClassInfo,
+    TeamError,
+    TeamInfo,
+    TeamsInfo,
+    parse_teams,
+)
 from trn_ultracluster.contracts.outputs import (
     DESCRIPTIONS,
     FOUNDATION_KEYS,
@@ -177,6 +184,44 @@ class StackOutputs:
                                                          OutputKey.NODE_COUNT_MAX)],
                             neuron_stack=self.neuron_stack,
                             image_uri=self.values.get(OutputKey.TRAINING_IMAGE_URI.value, "")),)
+
+    def teams(self) -> TeamsInfo:
+        """The stack's teams (output ``Teams``); empty for a stack without teams.
+
+        Raises:
+            CliError: (STACK) the output is not the JSON the stack writes.
+        """
+        try:
+            return parse_teams(self.values.get(OutputKey.TEAMS.value))
+        except ValueError as err:
+            raise CliError(str(err), "redeploy the stack with this version",
+                           ExitCode.STACK) from None
+
+    def team(self, name: str | None, priority: str | None = None,
+             ) -> tuple[TeamInfo, PriorityClassInfo] | None:
+        """The team and priority class a job runs as: ``--team`` (else the default team) and
+        ``--priority`` (else the team's); ``None`` on a stack without teams when neither is
+        given.
+
+        Raises:
+            CliError: (USAGE) ``--team``/``--priority`` on a stack without teams, a team or
+                class that does not exist, or no ``--team`` and no default team; the message
+                lists the teams or classes.
+        """
+        teams = self.teams()
+        if not teams and name is None and priority is None:
+            return None
+        try:
+            if not teams:
+                flag = "--team" if name is not None else "--priority"
+                raise TeamError(f"{flag} {name if name is not None else priority!r}: this "
+                                "stack has no teams (its configuration has no `teams`)")
+            team = teams.team(name)
+            return team, teams.priority(priority, team)
+        except TeamError as err:
+            raise CliError(str(err), "name one of the stack's teams with --team NAME and a "
+                           "class with --priority CLASS (`trn-ultracluster teams` lists them); "
+                           "on a stack without teams leave both out", ExitCode.USAGE) from None
 
     def pool(self, name: str | None, *, accelerated_only: bool = False) -> PoolInfo:
         """The pool ``--pool`` names, or the only Trainium pool

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["DESCRIPTIONS", "EKS_KEYS", "FOUNDATION_KEYS", "FSX_EFA_MODES", "FSX_EFA_OFF",
-           "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS", "NONE", "OutputKey", "STACK_NAME",
+           "HYPERPOD_EKS_KEYS", "HYPERPOD_KEYS", "NONE", "OPTIONAL_KEYS", "OutputKey", "STACK_NAME",
            "STANDALONE_KEYS", "fsx_efa_description", "fsx_efa_reason"]
 
 STACK_NAME = "TrnUltraCluster"
@@ -47,6 +47,7 @@ class OutputKey(str, Enum):
     FSX_DATA_REPOSITORY_PATH = "FsxDataRepositoryPath"
     DATA_BUCKET_ON_FSX = "DataBucketOnFsx"
     POOLS = "Pools"
+    TEAMS = "Teams"
     FSX_EFA = "FsxEfa"
     DATA_BUCKET_NAME = "DataBucketName"
     TRAINING_IMAGE_URI = "TrainingImageUri"
@@ -110,6 +111,9 @@ DESCRIPTIONS: dict[OutputKey, str] = {
     OutputKey.POOLS: ("Node pools as JSON: name, instance type, node counts, Neuron stack, "
                       "training image and where jobs of the pool go (partition, node groups, "
                       "Auto Scaling groups or instance groups)"),
+    OutputKey.TEAMS: ("Teams as JSON (present with teams): quota per pool, borrow and lend, "
+                      "default priority, and where the scheduler puts the team's jobs (Slurm "
+                      "account, namespace and Kueue queues); the priority classes"),
     OutputKey.FSX_EFA: ("FSx for Lustre over EFA: off, preferred (a node may fall back to TCP) "
                         "or required (a fall back to TCP is an error on the node)"),
     OutputKey.DATA_BUCKET_NAME: "S3 bucket for datasets and checkpoints",
@@ -164,9 +168,11 @@ STANDALONE_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k.value.startswith("Standalone")
 )
 """Keys a ``standalone`` stack adds."""
+OPTIONAL_KEYS: tuple[OutputKey, ...] = (OutputKey.TEAMS,)
+"""Keys a stack has only when its configuration asks for them (``Teams``: with ``teams``)."""
 FOUNDATION_KEYS: tuple[OutputKey, ...] = tuple(
     k for k in OutputKey if k not in EKS_KEYS and k not in HYPERPOD_KEYS
-    and k not in STANDALONE_KEYS
+    and k not in STANDALONE_KEYS and k not in OPTIONAL_KEYS
 )
 """Keys every TrnUltraCluster stack has, whatever the orchestrator."""
 

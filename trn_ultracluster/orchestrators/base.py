@@ -170,3 +170,14 @@ class Orchestrator(Protocol):
         ``auto_scaling_groups``, ``instance_groups``; values may be tokens), merged into the
         ``Pools`` output. Optional: the stack reads it with ``getattr``."""
         ...
+
+    def team_details(self) -> dict[str, dict[str, str]]:
+        """With ``teams``: team name -> where its jobs go (keys of
+        :class:`~trn_ultracluster.contracts.teams.TeamInfo`: ``account``, ``namespace``,
+        ``queue``, ``cluster_queue``), merged into the ``Teams`` output. Optional."""
+        ...
+
+    def priority_class_names(self) -> dict[str, str]:
+        """With ``teams``: priority class name -> the name its scheduler knows it by (Slurm
+        QOS, Kueue WorkloadPriorityClass), where it differs. Optional."""
+        ...

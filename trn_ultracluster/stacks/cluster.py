@@ -20,6 +20,7 @@ from trn_ultracluster.contracts.outputs import (
     OutputKey,
     fsx_efa_description,
 )
+from trn_ultracluster.contracts.teams import teams_info
 from trn_ultracluster.nag import skip_library_singleton_functions
 from trn_ultracluster.orchestrators import build as build_orchestrator
 from trn_ultracluster.config.model import Pool
@@ -196,6 +197,17 @@ class TrnUltraClusterStack(Stack):
              **details.get(f.pool.name, {})}
             for f in self.pools])
 
+    def _teams_output(self) -> str:
+        """The ``Teams`` output (with ``teams`` only): a JSON object
+        (:func:`trn_ultracluster.contracts.teams.parse_teams` shape), with where the
+        orchestrator puts each team's jobs (``team_details``) and its scheduler's name of each
+        priority class (``priority_class_names``)."""
+        c = self.config
+        info = teams_info(c.team_list, c.scheduling.priority_classes, c.scheduling.preemption,
+                          getattr(self.orchestrator, "team_details", dict)(),
+                          getattr(self.orchestrator, "priority_class_names", dict)())
+        return self.to_json_string(info.to_json())
+
     def _output(self, key: OutputKey, value: str) -> None:
         description = (fsx_efa_description(self.fsx_efa.reason) if key is OutputKey.FSX_EFA
                        else DESCRIPTIONS[key])
@@ -242,5 +254,7 @@ class TrnUltraClusterStack(Stack):
         }
         values.update(self.orchestrator.outputs())
         values[OutputKey.POOLS] = self._pools_output()
+        if c.teams:
+            values[OutputKey.TEAMS] = self._teams_output()
         for key, value in values.items():
             self._output(key, value)

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from trn_ultracluster.cli.launch import Launch
     from trn_ultracluster.cli.stack_outputs import StackOutputs
     from trn_ultracluster.contracts.catalog import InstanceSpec
+    from trn_ultracluster.cli.usage import Period, UsageRecord
     from trn_ultracluster.contracts.pools import PoolInfo
+    from trn_ultracluster.contracts.teams import TeamsInfo
 
 __all__ = ["BackendOption", "BackendTexts", "JobBackend", "JobState", "RenderedJob"]
 
@@ -191,6 +193,28 @@ class JobBackend(ABC):
     @abstractmethod
     def cancel(self, job: str) -> None:
         """Stop and remove the job."""
+
+    def team_status(self, teams: TeamsInfo) -> list[str]:
+        """Lines of each team's use of its quota per pool, and its jobs waiting for quota
+        (``status`` on a stack with teams), from the scheduler's own records.
+
+        Raises:
+            CliError: USAGE: this orchestrator has no teams; CLUSTER when the scheduler fails
+                the request.
+        """
+        raise CliError(f"teams are not available with the {self.name} job backend: it has "
+                       "no scheduler that enforces them", "see docs/teams.md")
+
+    def usage(self, period: Period, teams: TeamsInfo) -> list[UsageRecord]:
+        """Each job's use of its pool inside ``period``, per team, from the scheduler's own
+        records (Slurm's ``sacct``, Kueue's Workloads); times clipped to the period.
+
+        Raises:
+            CliError: USAGE: this orchestrator keeps no such records; CLUSTER when the
+                scheduler fails the request.
+        """
+        raise CliError(f"usage is not available with the {self.name} job backend: it keeps "
+                       "no per-team records", "see docs/teams.md")
 
     def smoke_launch(self, name: str, pool: PoolInfo | None = None) -> Launch:
         """The smoke test's program for job ``name`` on ``pool`` (default: the main pool;

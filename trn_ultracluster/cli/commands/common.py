@@ -11,7 +11,7 @@ from typing import Any
 from trn_ultracluster.cli.backends import JobBackend, open_backend
 from trn_ultracluster.cli.backends.base import RenderedJob
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.job_args import ARGUMENTS_FIX, job_request
+from trn_ultracluster.cli.job_args import ARGUMENTS_FIX, check_team_nodes, job_request
 from trn_ultracluster.cli.launch import Launch
 from trn_ultracluster.cli.stack_outputs import StackOutputs, load_outputs
 from trn_ultracluster.contracts.outputs import OutputKey
@@ -69,18 +69,24 @@ def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBack
     """Check the job (:func:`job_request`: ``--time``, the name, the nodes, on ``pool``'s
     instance type) and translate it with ``backend``; nothing is sent. The image is
     ``--image``, else the pool's training image, else the stack's ``TrainingImageUri``;
-    ``output_dir`` is the job's ``TRN_OUTPUT_DIR``; the job's pool is :func:`backend_pool`.
+    ``output_dir`` is the job's ``TRN_OUTPUT_DIR``; the job's pool is :func:`backend_pool`;
+    on a stack with teams, the job's team and priority class are ``--team`` / ``--priority``
+    (else the default team and its class: :meth:`StackOutputs.team`).
 
     Raises:
-        CliError: USAGE for what the checks or the backend reject; STACK for a missing
-            output or a pool type this CLI does not know.
+        CliError: USAGE for what the checks or the backend reject (a team or class that
+            does not exist among them); STACK for a missing output or a pool type this CLI
+            does not know.
     """
+    placement = outputs.team(getattr(args, "team", None), getattr(args, "priority", None))
+    team, priority = placement if placement is not None else (None, None)
     image = args.image if args.image is not None else (
         pool.image_uri or outputs.get(OutputKey.TRAINING_IMAGE_URI))
     job = job_request(name=name, nodes=nodes, spec=outputs.pool_spec(pool), launch=launch,
                       image=image, env=env, time_limit=args.time_limit, output_dir=output_dir,
                       data_bucket=outputs.values.get(OutputKey.DATA_BUCKET_NAME.value, ""),
-                      pool=backend_pool(outputs, pool))
+                      pool=backend_pool(outputs, pool), team=team, priority=priority)
+    check_team_nodes(nodes, pool, team)
     try:
         return backend.render(job)
     except ValueError as err:

@@ -364,12 +364,17 @@ def submit(args: argparse.Namespace) -> int:
 
 def status(args: argparse.Namespace) -> int:
     """One job, or every job (saying so when there is none); with ``--pool``, those of one
-    pool and its nodes (a pool that does not exist is an error listing the pools)."""
+    pool and its nodes (a pool that does not exist is an error listing the pools); on a stack
+    with teams, without a job: each team's use of its quota and its jobs waiting for quota."""
     outputs = common.load(args)
     pool = outputs.pool(args.pool) if args.pool is not None else None
-    for line in common.backend(args, outputs).status(args.job,
-                                                     common.backend_pool(outputs, pool)):
+    backend = common.backend(args, outputs)
+    for line in backend.status(args.job, common.backend_pool(outputs, pool)):
         print(line)
+    teams = outputs.teams()
+    if teams and args.job is None:
+        for line in backend.team_status(teams):
+            print(line)
     return ExitCode.OK
 
 

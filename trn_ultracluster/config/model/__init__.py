@@ -37,6 +37,14 @@ from trn_ultracluster.config.model.observability import ObservabilityConfig
 from trn_ultracluster.config.model.pools import SHORTHAND_POOL, Pool, PoolConfig
 from trn_ultracluster.config.model.quotas import QuotasConfig
 from trn_ultracluster.config.model.standalone import StandaloneConfig
+from trn_ultracluster.config.model.teams import (
+    PriorityClassConfig,
+    SchedulingConfig,
+    Team,
+    TeamConfig,
+    TeamQuota,
+    TeamQuotaConfig,
+)
 from trn_ultracluster.config.model.training_image import TrainingImageConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
 from trn_ultracluster.contracts.neuron_stack import NeuronStackName, default_stack
@@ -57,8 +65,14 @@ __all__ = [
     "ObservabilityConfig",
     "Pool",
     "PoolConfig",
+    "PriorityClassConfig",
     "QuotasConfig",
+    "SchedulingConfig",
     "StandaloneConfig",
+    "Team",
+    "TeamConfig",
+    "TeamQuota",
+    "TeamQuotaConfig",
     "TrainingImageConfig",
 ]
 
@@ -106,6 +120,10 @@ class ClusterConfig(FrozenModel):
             first a Trainium pool; empty (default): one pool of the top-level
             ``instance_type`` and ``nodes``. With ``pools``, leave ``instance_type`` and
             ``nodes`` out: they are read from the first pool.
+        teams: the teams that share the cluster, each with a quota per pool
+            (:class:`~trn_ultracluster.config.model.teams.TeamConfig`); empty (default): no
+            teams, every job first come first served. Not with ``standalone``.
+        scheduling: priority classes and preemption of the teams' jobs.
     """
 
     stack_name: str = STACK_NAME
@@ -130,6 +148,8 @@ class ClusterConfig(FrozenModel):
     tags: dict[str, str] = Field(default_factory=dict)
     quotas: QuotasConfig = QuotasConfig()
     pools: tuple[PoolConfig, ...] = ()
+    teams: tuple[TeamConfig, ...] = ()
+    scheduling: SchedulingConfig = SchedulingConfig()
 
     @model_validator(mode="before")
     @classmethod
@@ -170,6 +190,28 @@ class ClusterConfig(FrozenModel):
                  self.root_volume_gib if p.root_volume_gib is None else p.root_volume_gib,
                  p.neuron_stack or stack)
             for i, p in enumerate(self.pools))
+
+    @property
+    def team_list(self) -> tuple[Team, ...]:
+        """Every team with its quotas converted (:class:`TeamQuota`) on every pool, in pool
+        order; a pool whose type is in no catalog, or a quota naming no pool, is left out
+        (the rules report both)."""
+        classes = sorted(self.scheduling.priority_classes, key=lambda c: c.weight)
+        lowest = classes[0].name if classes else ""
+        only = len(self.teams) == 1
+        out = []
+        for i, team in enumerate(self.teams):
+            quotas = []
+            for pool in self.node_pools:
+                try:
+                    spec = pool.instance
+                except ValueError:
+                    continue
+                given = team.quota.get(pool.name, TeamQuotaConfig(nodes=0))
+                quotas.append(TeamQuota.of(pool.name, spec, given))
+            out.append(Team(team.name, i, tuple(quotas), team.borrow, team.lend,
+                            team.priority or lowest, team.default or only))
+        return tuple(out)
 
     @property
     def main_pool(self) -> Pool:

@@ -26,6 +26,7 @@ from trn_ultracluster.config.rules import (
     stack,
     standalone,
     tags,
+    teams,
     training_image,
 )
 
@@ -73,5 +74,9 @@ RULES: tuple[Rule, ...] = (
     eks.eks,
     observability.observability,
     standalone.standalone,
+    teams.teams_orchestrator,
+    teams.team_names,
+    teams.team_quotas,
+    teams.priority_classes,
     tags.tags,
 )

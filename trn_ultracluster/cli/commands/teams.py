@@ -1,0 +1,135 @@
+"""Teams on the command line: ``--team`` / ``--priority`` of ``submit`` and ``smoke-test``,
+the ``teams`` command (the stack's teams, as ``sacctmgr show assoc`` or ``kubectl get
+clusterqueues`` would list them) and ``usage`` (who used what, from the scheduler's records).
+docs/teams.md."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import Any
+
+from trn_ultracluster.cli.commands import common
+from trn_ultracluster.cli.errors import ExitCode
+from trn_ultracluster.cli.usage import parse_period, summarize, usage_lines
+from trn_ultracluster.contracts.teams import TeamInfo, TeamsInfo
+
+__all__ = ["add_team_options", "add_teams_commands", "teams", "teams_table", "usage"]
+
+TEAM_HELP = ("the team the job runs as (its Slurm account, Kubernetes namespace and Kueue "
+             "queue, or HyperPod team; `trn-ultracluster teams` lists them); default: the "
+             "team the configuration marks default. Only on a stack with teams")
+PRIORITY_HELP = ("the job's priority class, e.g. training or experiment (Slurm QOS, Kueue "
+                 "WorkloadPriorityClass); default: the team's")
+
+
+def add_team_options(p: argparse.ArgumentParser) -> None:
+    """``--team`` and ``--priority`` (as sbatch's ``--account`` and ``--qos``, HyperPod CLI's
+    ``--queue-name`` and ``--priority``)."""
+    p.add_argument("--team", metavar="NAME", help=TEAM_HELP)
+    p.add_argument("--priority", metavar="CLASS", help=PRIORITY_HELP)
+
+
+def add_teams_commands(sub: Any, command: Any, common_parser: argparse.ArgumentParser) -> None:
+    """Add ``teams`` and ``usage`` to the parser's subcommands (``command`` makes one)."""
+    p = command(sub, "teams", parents=[common_parser], help="list the stack's teams",
+                description="List the teams of the stack (its Teams output): quota per pool "
+                            "in nodes and NeuronCores, borrow/lend, default priority (* marks "
+                            "the team submit uses without --team), where the scheduler puts "
+                            "its jobs, and the priority classes. docs/teams.md.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p = command(sub, "usage", parents=[common_parser],
+                help="node-hours, NeuronCore-hours and cost per team",
+                description="What each team used per pool over a period, from the "
+                            "scheduler's own records (Slurm: sacct; Kueue and HyperPod task "
+                            "governance: the Workloads the cluster keeps), priced with the "
+                            "estimate's table (AWS Price List API with credentials, else the "
+                            "offline table). docs/teams.md.")
+    p.add_argument("--since", metavar="TIME",
+                   help="start: YYYY-MM-DD[THH:MM[:SS]] UTC, or Nd / Nh ago (default: 30d)")
+    p.add_argument("--until", metavar="TIME", help="end: as --since, or now (default: now)")
+    p.add_argument("--team", metavar="NAME", help="only this team")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _quota_text(team: TeamInfo) -> str:
+    parts = []
+    for q in team.quotas:
+        nodes = "?" if q.nodes is None else str(q.nodes)
+        cores = f" ({q.neuron_cores} NC)" if q.neuron_cores else ""
+        parts.append(f"{q.pool}={nodes}{cores}")
+    return " ".join(parts) or "-"
+
+
+def teams_table(info: TeamsInfo) -> list[str]:
+    """The lines ``teams`` prints."""
+    rows = [("TEAM", "QUOTA (nodes per pool)", "BORROW", "LEND", "PRIORITY", "RUNS AS")]
+    for t in info.teams:
+        where = ", ".join(f"{k} {v}" for k, v in (("account", t.account),
+                                                  ("namespace", t.namespace),
+                                                  ("queue", t.queue)) if v) or "-"
+        rows.append((t.name + ("*" if t.default else ""), _quota_text(t),
+                     "yes" if t.borrow else "no", "yes" if t.lend else "no", t.priority, where))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    lines.append("priority classes (higher first): " + ", ".join(
+        f"{p.name} {p.weight}" for p in info.priority_classes)
+        + f"; preemption: {info.preemption}")
+    if not any(t.default for t in info.teams):
+        lines.append("no default team: submit needs --team NAME")
+    else:
+        lines.append("* default of submit without --team")
+    return lines
+
+
+def teams(args: argparse.Namespace) -> int:
+    """Print the stack's teams (``--json``: as the ``Teams`` output holds them)."""
+    outputs = common.load(args)
+    info = outputs.teams()
+    if args.json:
+        print(json.dumps(info.to_json(), indent=2))
+        return ExitCode.OK
+    if not info:
+        print(f"stack {outputs.stack_name} has no teams: every job is first come, first "
+              "served (add `teams` to the configuration: docs/teams.md)")
+        return ExitCode.OK
+    print(f"stack {outputs.stack_name} ({outputs.source})")
+    for line in teams_table(info):
+        print(line.rstrip())
+    return ExitCode.OK
+
+
+def usage(args: argparse.Namespace) -> int:
+    """Print each team's node-hours, NeuronCore-hours and cost per pool over the period."""
+    period = parse_period(args.since, args.until)
+    outputs = common.load(args)
+    info = outputs.teams()
+    if args.team is not None:
+        outputs.team(args.team)  # a team of this stack, or the error listing them
+    records = common.backend(args, outputs).usage(period, info)
+    if args.team is not None:
+        records = [r for r in records if r.team == args.team]
+    prices = _price_source(args, outputs)
+
+    def hourly(instance_type: str) -> float | None:
+        found = prices.price(("ec2", instance_type))
+        return None if found is None else found.usd
+
+    rows = summarize(records, outputs.pools(), hourly)
+    if args.json:
+        print(json.dumps({"since": period.start.isoformat(), "until": period.end.isoformat(),
+                          "prices": prices.name, "usage": [asdict(r) for r in rows]}, indent=2))
+        return ExitCode.OK
+    for line in usage_lines(rows, period, prices.name):
+        print(line)
+    return ExitCode.OK
+
+
+def _price_source(args: argparse.Namespace, outputs: Any) -> Any:
+    """The estimate's prices for the stack's Region: offline (no AWS call: ``usage`` reads the
+    scheduler, not the bill)."""
+    from trn_ultracluster.estimate.prices import OfflinePrices
+    from trn_ultracluster.contracts.outputs import OutputKey
+
+    return OfflinePrices(outputs.values.get(OutputKey.REGION.value) or "us-east-1")
