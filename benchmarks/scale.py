@@ -8,7 +8,8 @@ Prints two Markdown tables (README "Scale" holds a copy):
    with every quota at its maximum (the VPC's NAU ceiling, 256,000; 50 CIDR blocks), and the
    quotas a 2,000-node cluster must raise;
 2. per orchestrator x layout: synth time (the real CDK CLI, ``cdk synth --quiet``), template
-   size and resource count at 1, 16, 256 and 2,000 nodes, and the ratio 2,000 : 16 of each,
+   size and resource count at 1, 16, 256 and 2,000 nodes, and the ratio of the largest size to
+   the smallest above 1 (2,000 : 16) of each,
    against CloudFormation's limits of 1 MB (a template from S3) and 500 resources
    (CloudFormation user guide, "Quotas":
    https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html).
@@ -97,6 +98,21 @@ def synth_row(orchestrator: str, layout: str, nodes: int, outdir: Path) -> dict[
             "resources": len(json.loads(body)["Resources"])}
 
 
+def ratio_sizes(sizes: list[int]) -> tuple[int, int]:
+    """The sizes the ratio column compares: (largest, base), the base the smallest size above 1
+    (a 1-node cluster has no per-node growth to compare), else the smallest size. With one
+    size, both are it."""
+    above_one = [n for n in sizes if n > 1]
+    return max(sizes), min(above_one) if above_one else min(sizes)
+
+
+def ratios(rows: dict[int, dict[str, float]], sizes: list[int]) -> dict[str, float]:
+    """Per measure (seconds, bytes, resources), the largest size's value over the base's
+    (:func:`ratio_sizes`); ``rows`` maps a size to its measures."""
+    largest, base = ratio_sizes(sizes)
+    return {k: rows[largest][k] / rows[base][k] for k in ("seconds", "bytes", "resources")}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1,16,256,2000")
@@ -117,21 +133,20 @@ def main() -> int:
 
     print()
     head = " | ".join(f"{n:,} nodes" for n in sizes)
-    print(f"| orchestrator | layout | {head} | {sizes[-1]:,} : {sizes[1] if len(sizes) > 1 else sizes[0]:,} |")
+    largest, base = ratio_sizes(sizes)
+    print(f"| orchestrator | layout | {head} | {largest:,} : {base:,} |")
     print("|---|---|" + "---|" * (len(sizes) + 1))
     worst = {"bytes": 0, "resources": 0}
     for orchestrator in ORCHESTRATORS:
         for layout in LAYOUTS:
-            rows = []
+            rows: dict[int, dict[str, float]] = {}
             for n in sizes:
                 with tempfile.TemporaryDirectory() as tmp:
-                    rows.append(synth_row(orchestrator, layout, n, Path(tmp)))
-            worst = {k: max(worst[k], *(r[k] for r in rows)) for k in worst}
-            cells = " | ".join(f"{r['seconds']:.1f} s, {r['bytes'] / 1000:.0f} kB, "
-                               f"{r['resources']} res" for r in rows)
-            base = rows[1] if len(rows) > 1 else rows[0]
-            ratio = ", ".join(f"{rows[-1][k] / base[k]:.2f}x" for k in ("seconds", "bytes",
-                                                                          "resources"))
+                    rows[n] = synth_row(orchestrator, layout, n, Path(tmp))
+            worst = {k: max(worst[k], *(r[k] for r in rows.values())) for k in worst}
+            cells = " | ".join(f"{rows[n]['seconds']:.1f} s, {rows[n]['bytes'] / 1000:.0f} kB, "
+                               f"{rows[n]['resources']} res" for n in sizes)
+            ratio = ", ".join(f"{v:.2f}x" for v in ratios(rows, sizes).values())
             print(f"| {orchestrator} | {layout} | {cells} | {ratio} |")
     print(f"\nlargest template {worst['bytes'] / TEMPLATE_LIMIT_BYTES:.2f} of CloudFormation's "
           f"1 MB; most resources {worst['resources'] / RESOURCE_LIMIT:.2f} of its 500")
