@@ -21,7 +21,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test snapshots test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test docs snapshots test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,11 @@ synth: setup
 ## test: the whole test suite (CDK templates, cdk-nag, cfn-lint, config, training on CPU)
 test: setup-dev
 	$(VPY) -m pytest
+
+## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
+## configuration model (tests/config/test_reference.py fails when they are stale)
+docs: setup
+	$(VPY) -m trn_ultracluster.config.reference --write
 
 ## snapshots: regenerate tests/snapshots/*.json (the backstop of tests/test_snapshots.py) and
 ## print, per snapshot, the resources that changed since the last commit (added, removed,

@@ -20,6 +20,7 @@ from typing import Any
 
 from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.commands import (
+    config,
     estimate,
     jobs,
     plan,
@@ -50,7 +51,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "outputs": stack.outputs, "pools": stack.pools, "data": stack.data,
     "submit": jobs.submit, "status": jobs.status, "logs": jobs.logs, "cancel": jobs.cancel,
     "scale": stack.scale, "shell": stack.shell, "smoke-test": smoke_test.smoke_test,
-    "teams": teams.teams, "usage": teams.usage,
+    "teams": teams.teams, "usage": teams.usage, "config": config.config,
 }
 """Command name -> its function (``args`` in, exit status out)."""
 
@@ -253,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     teams.add_teams_commands(sub, _command, common)
+    config.add_config_command(sub, _command)
 
     p = _command(sub, "data", parents=[common], help="stage a dataset to the shared storage",
                  description="Upload a file or directory to the stack's S3 data bucket; "

@@ -11,7 +11,7 @@ from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
-__all__ = ["cdk_context", "default_stack_name"]
+__all__ = ["cdk_context", "default_stack_name", "key_value", "project_context"]
 
 
 def cdk_context(repo: Path) -> dict[str, Any]:
@@ -33,6 +33,37 @@ def cdk_context(repo: Path) -> dict[str, Any]:
     if not isinstance(context, dict):
         raise CliError(f"{path} has no \"context\" object", fix)
     return dict(context)
+
+
+def key_value(items: list[str], option: str) -> dict[str, str]:
+    """``KEY=VALUE`` items (``-c``) as a dict; a later item wins.
+
+    Raises:
+        CliError: (USAGE) an item without ``=`` or without a key.
+    """
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"{option} {item!r} must be KEY=VALUE", f"e.g. {option} nodes.max=4")
+        out[key] = value
+    return out
+
+
+def project_context(repo: Path, profile: str | None, overrides: list[str]) -> dict[str, Any]:
+    """The CDK context the app would read in ``repo`` with ``--profile`` (as ``-c
+    config=...``) and ``-c`` items: ``cdk.json``'s context, then those.
+
+    Raises:
+        CliError: (USAGE) as :func:`cdk_context` and :func:`key_value`.
+    """
+    from trn_ultracluster.config import PROFILE_CONTEXT_KEY
+
+    context = cdk_context(repo)
+    if profile:
+        context[PROFILE_CONTEXT_KEY] = profile
+    context.update(key_value(overrides, "-c"))
+    return context
 
 
 def default_stack_name(repo: Path, outputs_file: Path | None = None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,8 @@ from trn_ultracluster.config.facts import README_CONFIG
 from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
 from trn_ultracluster.config.parse import parse_config
 
-__all__ = ["CONTEXT_KEY", "PATH_FIELDS", "PROFILE_CONTEXT_KEY", "load_config"]
+__all__ = ["CONTEXT_KEY", "PATH_FIELDS", "PROFILE_CONTEXT_KEY", "ConfigLayers", "config_layers",
+           "load_config"]
 
 CONTEXT_KEY = "trn-ultracluster"
 """cdk.json context key of the configuration object (only what differs from the defaults)."""
@@ -202,6 +204,58 @@ def _is_our_key(key: str) -> bool:
     return ":" not in key and "@" not in key and "/" not in key
 
 
+@dataclass(frozen=True)
+class ConfigLayers:
+    """The layers of a configuration before they are merged (module docstring), each holding
+    only what it sets.
+
+    Attributes:
+        cdk_json: the ``trn-ultracluster`` object of ``cdk.json`` context.
+        profile: the profile file's mapping (empty without one); its path, as given.
+        profile_path: ``-c config=...`` as given, or ``None``.
+        overrides: the ``-c key=value`` keys, nested as a profile would hold them.
+        key_issues: ``-c`` keys that could not be set (below a value that is no mapping).
+    """
+
+    cdk_json: dict[str, Any]
+    profile: dict[str, Any]
+    profile_path: str | None
+    overrides: dict[str, Any]
+    key_issues: tuple[ConfigIssue, ...] = ()
+
+    def merged(self) -> dict[str, Any]:
+        """The layers merged, lowest first (defaults come from the model when parsed)."""
+        return _deep_merge(_deep_merge(copy.deepcopy(self.cdk_json), self.profile),
+                           self.overrides)
+
+
+def config_layers(context: Mapping[str, Any], base_dir: Path | str = ".") -> ConfigLayers:
+    """Read the layers of ``context`` (as :func:`load_config` takes it) without merging them.
+
+    Raises:
+        ConfigError: ``cdk.json``'s object is no mapping, or the profile cannot be read.
+    """
+    cdk_json = context.get(CONTEXT_KEY) or {}
+    if not isinstance(cdk_json, Mapping):
+        raise ConfigError([ConfigIssue(CONTEXT_KEY, cdk_json,
+                                       "must be a mapping of config keys in cdk.json context",
+                                       README_CONFIG)])
+    profile_path = (str(context[PROFILE_CONTEXT_KEY] or "") if PROFILE_CONTEXT_KEY in context
+                    else None)
+    profile = _read_profile(profile_path, Path(base_dir)) if profile_path is not None else {}
+    below = _deep_merge(copy.deepcopy(dict(cdk_json)), profile)  # what -c keys go below
+    overrides: dict[str, Any] = {}
+    key_issues = []
+    for key in sorted(k for k in context if _is_our_key(k)):
+        issue = _set_dotted(below, key, context[key])
+        if issue is None:
+            _set_dotted(overrides, key, context[key])
+        else:
+            key_issues.append(issue)
+    return ConfigLayers(copy.deepcopy(dict(cdk_json)), profile, profile_path, overrides,
+                        tuple(key_issues))
+
+
 def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> LoadedConfig:
     """Build the configuration from CDK context (cdk.json, ``-c``) and a profile file.
 
@@ -217,18 +271,9 @@ def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> Loade
     Raises:
         ConfigError: the profile cannot be read, or a field is invalid.
     """
-    raw: dict[str, Any] = {}
-    cdk_json = context.get(CONTEXT_KEY) or {}
-    if not isinstance(cdk_json, Mapping):
-        raise ConfigError([ConfigIssue(CONTEXT_KEY, cdk_json,
-                                       "must be a mapping of config keys in cdk.json context",
-                                       README_CONFIG)])
-    raw = _deep_merge(raw, copy.deepcopy(dict(cdk_json)))
-    if PROFILE_CONTEXT_KEY in context:
-        raw = _deep_merge(raw, _read_profile(str(context[PROFILE_CONTEXT_KEY] or ""),
-                                             Path(base_dir)))
-    key_issues = [issue for key in sorted(k for k in context if _is_our_key(k))
-                  if (issue := _set_dotted(raw, key, context[key])) is not None]
+    layers = config_layers(context, base_dir)
+    raw = layers.merged()
+    key_issues = list(layers.key_issues)
     _resolve_paths(raw, Path(base_dir))
     try:
         loaded = parse_config(raw)
@@ -237,4 +282,3 @@ def load_config(context: Mapping[str, Any], base_dir: Path | str = ".") -> Loade
     if key_issues:
         raise ConfigError(key_issues + list(loaded.warnings))
     return loaded
-

@@ -10,20 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.project_config import cdk_context
+from trn_ultracluster.cli.project_config import project_context
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 
 __all__ = ["configuration", "preflight"]
-
-
-def _key_value(items: list[str], option: str) -> dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CliError(f"{option} {item!r} must be KEY=VALUE", f"e.g. {option} nodes.max=4")
-        out[key] = value
-    return out
 
 
 def configuration(args: argparse.Namespace, repo: Path) -> tuple[dict[str, Any], Any]:
@@ -38,12 +28,9 @@ def configuration(args: argparse.Namespace, repo: Path) -> tuple[dict[str, Any],
         CliError: (USAGE) a ``-c`` that is not KEY=VALUE, an invalid configuration, or a
             ``--region`` that is not the configuration's Region.
     """
-    from trn_ultracluster.config import PROFILE_CONTEXT_KEY, ConfigError, load_config
+    from trn_ultracluster.config import ConfigError, load_config
 
-    context = cdk_context(repo)
-    if args.profile:
-        context[PROFILE_CONTEXT_KEY] = args.profile
-    context.update(_key_value(args.context, "-c"))
+    context = project_context(repo, args.profile, args.context)
     try:
         config = load_config(context, base_dir=repo).config
     except ConfigError as err:

@@ -24,6 +24,14 @@ class CapacityConfig(FrozenModel):
     group, the reservation must be created in it, and an existing one cannot be moved into
     one (EC2 user guide, "Capacity Reservations in cluster placement groups",
     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html).
+
+    Attributes:
+        type: ``on-demand`` (default), ``capacity-reservation`` (an On-Demand Capacity
+            Reservation) or ``capacity-block`` (an EC2 Capacity Block for ML).
+        reservation_id: the ``cr-`` id of the reservation or Capacity Block; needed by both
+            reserved types.
+        placement_group_name: ``capacity-reservation`` only: the existing cluster placement
+            group the reservation was created in (the stack then creates none).
     """
 
     type: Literal["on-demand", "capacity-reservation", "capacity-block"] = "on-demand"

@@ -12,6 +12,13 @@ class NodeCounts(FrozenModel):
     """Trainium node counts of the compute node group / instance group.
 
     Default: 0 minimum (the cluster can go idle), 1 desired, 1 maximum.
+
+    Attributes:
+        min: the fewest nodes the group keeps (0: the pool can go idle and cost nothing).
+        desired: the nodes it runs after deploy (HyperPod: the instances it always runs;
+            EKS and standalone: the start, changed later with ``trn-ultracluster scale``).
+        max: the most nodes it may hold: the address plan, quotas and limits are checked
+            against it.
     """
 
     min: int = 0

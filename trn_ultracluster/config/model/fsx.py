@@ -49,6 +49,21 @@ class FsxConfig(FrozenModel):
     throughput is above the 10 GB/s from which AWS recommends it (node counts and
     ``instance_type`` never decide it). Set when the file system is created: a change
     replaces the file system (README "FSx for Lustre over EFA").
+
+    Attributes:
+        deployment_type: ``PERSISTENT_2`` (default), ``PERSISTENT_1``, ``SCRATCH_2`` or
+            ``SCRATCH_1`` (FSx for Lustre deployment types; the rules say which capacities,
+            throughputs and Lustre versions each takes).
+        storage_capacity_gib: the file system's size, GiB (SSD: 1200, 2400, then steps of
+            2400 on PERSISTENT_2 and SCRATCH_2; the rules give each type's steps).
+        per_unit_storage_throughput: MB/s per TiB of storage on the persistent types
+            (PERSISTENT_2: 125, 250, 500 or 1000); ``null`` on the scratch types.
+        data_compression: ``LZ4`` (default) or ``NONE``.
+        lustre_version: ``2.15`` (default), ``2.12`` or ``2.10``; set when the file system is
+            created.
+        data_repository: the link of the file system to S3 (a data repository association);
+            ``null``: no link.
+        efa: ``auto`` (default), ``true`` or ``false``: Lustre over EFA, as described above.
     """
 
     deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = (
