@@ -51,7 +51,7 @@ def test_slug_is_githubs():
 
 
 def test_the_efa_section_is_linked():
-    assert ("trn_ultracluster/config/facts.py", "fsx-for-lustre-over-efa") in named_anchors()
+    assert ("trn_ultracluster/config/facts/fsx.py", "fsx-for-lustre-over-efa") in named_anchors()
 
 
 @pytest.mark.parametrize("where, anchor", named_anchors())
