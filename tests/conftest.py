@@ -11,10 +11,10 @@ finding makes the synth, and so the test, fail.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,32 @@ def cdk_json_context() -> dict[str, Any]:
     return json.loads((REPO_ROOT / "cdk.json").read_text())["context"]
 
 
-@dataclass
 class Synth:
-    """One synthesized configuration."""
+    """One synthesized configuration.
 
-    template: dict[str, Any]
-    outdir: Path
-    stack: Any
-    config: Any
-    warnings: tuple[Any, ...]
+    Attributes:
+        template: the stack's template.
+        outdir: the cloud assembly directory (assets).
+        config, warnings: the validated configuration and its warnings.
+        stack: the CDK stack object; synthesized in this process on first use when the
+            template came from another pytest-xdist worker's synth (:func:`synth`).
+    """
+
+    def __init__(self, template: dict[str, Any], outdir: Path, config: Any,
+                 warnings: tuple[Any, ...], stack: Any = None,
+                 make_stack: Any = None) -> None:
+        self.template = template
+        self.outdir = outdir
+        self.config = config
+        self.warnings = warnings
+        self._stack = stack
+        self._make_stack = make_stack
+
+    @property
+    def stack(self) -> Any:
+        if self._stack is None:
+            self._stack = self._make_stack()
+        return self._stack
 
     @property
     def assertions(self):
@@ -84,28 +101,76 @@ class Synth:
         return self.template["Outputs"][key]["Value"]
 
 
-@pytest.fixture(scope="session")
-def synth(tmp_path_factory):
-    """Factory fixture: ``synth(profile=None, **context) -> Synth``, cached per session."""
+def _context(profile: str | Path | None, context: dict[str, Any]) -> dict[str, Any]:
+    ctx = cdk_json_context()
+    if profile is not None:
+        ctx["config"] = str(profile)
+    ctx.update(context)
+    return ctx
+
+
+def _synth_now(ctx: dict[str, Any], outdir: Path) -> tuple[Any, dict[str, Any], Any]:
+    """Synthesize ``ctx`` into ``outdir``: (stack, template, loaded configuration)."""
     from trn_ultracluster.app import build_app
 
+    app, stack, loaded = build_app(ctx, outdir=str(outdir), base_dir=REPO_ROOT)
+    assembly = app.synth()
+    return stack, assembly.get_stack_by_name(stack.stack_name).template, loaded
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory, worker_id):
+    """Factory fixture: ``synth(profile=None, **context) -> Synth``, cached per session.
+
+    Under pytest-xdist the workers share one cache: the first worker to need a
+    configuration synthesizes it under a file lock into a directory of the session's base
+    temp directory and writes its template there; the others read it (their ``Synth.stack``
+    synthesizes again in that worker, on first use only: few tests need the CDK objects).
+    """
     cache: dict[tuple, Synth] = {}
+    shared = None if worker_id == "master" else tmp_path_factory.getbasetemp().parent / "synth"
 
     def _synth(profile: str | Path | None = None, **context: Any) -> Synth:
         key = (str(profile), tuple(sorted((k, repr(v)) for k, v in context.items())))
-        if key not in cache:
-            ctx = cdk_json_context()
-            if profile is not None:
-                ctx["config"] = str(profile)
-            ctx.update(context)
+        if key in cache:
+            return cache[key]
+        ctx = _context(profile, context)
+        if shared is None:
             outdir = tmp_path_factory.mktemp("cdk.out")
-            app, stack, loaded = build_app(ctx, outdir=str(outdir), base_dir=REPO_ROOT)
-            assembly = app.synth()
-            template = assembly.get_stack_by_name(stack.stack_name).template
-            cache[key] = Synth(template, outdir, stack, loaded.config, loaded.warnings)
+            stack, template, loaded = _synth_now(ctx, outdir)
+            cache[key] = Synth(template, outdir, loaded.config, loaded.warnings, stack)
+            return cache[key]
+        from filelock import FileLock
+
+        from trn_ultracluster.config import load_config
+
+        name = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        root = shared / name
+        root.mkdir(parents=True, exist_ok=True)
+        done = root / "template.json"
+        with FileLock(str(root / "lock")):
+            if done.exists():
+                loaded = load_config(ctx, base_dir=REPO_ROOT)
+                stack = None
+                template = json.loads(done.read_text())
+            else:
+                stack, template, loaded = _synth_now(ctx, root / "cdk.out")
+                tmp = root / "template.json.tmp"
+                tmp.write_text(json.dumps(template))
+                tmp.replace(done)
+        cache[key] = Synth(template, root / "cdk.out", loaded.config, loaded.warnings, stack,
+                           make_stack=lambda: _synth_now(
+                               ctx, tmp_path_factory.mktemp("cdk.out"))[0])
         return cache[key]
 
     return _synth
+
+
+@pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """pytest-xdist's worker id (``gw0``...), ``master`` without xdist (its own fixture of
+    that name takes precedence when the plugin is loaded)."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
 
 
 def profile_path(name: str) -> Path:
