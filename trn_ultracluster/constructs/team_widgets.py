@@ -55,7 +55,9 @@ RECORDS = {
                        "Slurm's accounting stays in slurmdbd"),
 }
 """Orchestrator -> (what enforces the quotas, whose records hold each team's jobs, how to
-read them directly, why CloudWatch has no per-team metric: module doc)."""
+read them directly, why CloudWatch has no per-team metric: module doc). ``sacct -A,
+--accounts`` selects jobs charged to the given accounts (sacct(1)); a Kueue Workload is the
+namespaced object Kueue keeps per job (Kueue docs, "Workload"; ``kubectl get workloads``)."""
 
 
 @dataclass(frozen=True)
