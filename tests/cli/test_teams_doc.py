@@ -10,9 +10,9 @@ import shlex
 
 import pytest
 
+from tests.cli.doc_helpers import cli_examples, run_example
 from tests.cli.helpers import run
 from tests.cli.pool_helpers import never_sent  # noqa: F401 (fixture)
-from tests.cli.program_helpers import make_workdir
 from tests.cli.team_helpers import scheduler, teams_file  # noqa: F401 (fixture)
 from tests.config.test_rules_teams import BAD_INPUTS
 from tests.conftest import REPO_ROOT
@@ -45,27 +45,12 @@ def test_every_configuration_error_shown_is_a_rules_message():
     assert [line for line in shown if line not in messages] == []
 
 
-def _cli_examples() -> list[tuple[str, list[str]]]:
-    """Each ``$ trn-ultracluster ...`` line of the CLI bad-input block and the lines after."""
-    examples: list[tuple[str, list[str]]] = []
-    for line in blocks("```text")[1].splitlines():
-        if line.startswith("$ "):
-            examples.append((line[2:], []))
-        else:
-            examples[-1][1].append(line)
-    return examples
-
-
-@pytest.mark.parametrize("command, shown", _cli_examples(), ids=lambda x: str(x)[:40])
+@pytest.mark.parametrize("command, shown", cli_examples(DOC), ids=lambda x: str(x)[:40])
 def test_every_cli_error_shown_is_what_the_cli_prints(capsys, tmp_path, monkeypatch, never_sent,
                                                        command, shown):
-    monkeypatch.chdir(make_workdir(tmp_path / "work"))
-    words = shlex.split(command)
-    assert words[0] == "trn-ultracluster"
-    code, _, err = run(capsys, words[1], "--outputs-file", teams_file(tmp_path, "eks"),
-                       *words[2:])
+    code, err = run_example(capsys, monkeypatch, tmp_path, command, teams_file(tmp_path, "eks"))
     assert code == 2
-    assert shown and err.splitlines() == shown
+    assert shown and err == shown
 
 
 def _console(command: str) -> tuple[list[str], list[str]]:

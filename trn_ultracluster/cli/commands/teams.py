@@ -12,6 +12,7 @@ from typing import Any
 
 from trn_ultracluster.cli.commands import common
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.cli.usage import parse_period, summarize, usage_lines
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.teams import TeamError, TeamInfo, TeamsInfo
@@ -145,7 +146,7 @@ HYPERPOD_PRICES = ("; EC2 On-Demand prices of the same types, a lower bound for 
 (``estimate/prices.py``: no SageMaker ``ml.`` prices; ``ml.`` instances cost more)."""
 
 
-def _on_hyperpod(outputs: Any) -> bool:
+def _on_hyperpod(outputs: StackOutputs) -> bool:
     backend = outputs.values.get(OutputKey.JOB_BACKEND.value) or outputs.values.get(
         OutputKey.ORCHESTRATOR.value, "")
     return backend.startswith("hyperpod")
