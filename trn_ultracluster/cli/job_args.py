@@ -19,7 +19,11 @@ from datetime import datetime, timezone
 
 from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.launch import Launch, validate_job_name
-from trn_ultracluster.contracts.catalog import InstanceSpec
+from trn_ultracluster.contracts.catalog import (
+    InstanceSpec,
+    UnknownInstanceTypeError,
+    get_any_instance,
+)
 from trn_ultracluster.contracts.neuron_stack import XLA, NeuronStackName
 from trn_ultracluster.contracts.pools import PoolInfo
 from trn_ultracluster.contracts.teams import PriorityClassInfo, TeamInfo
@@ -27,7 +31,8 @@ from trn_ultracluster.contracts.recipes import RECIPES, UnknownRecipeError, get_
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
 __all__ = ["JobRequest", "check_env", "check_image", "check_nodes", "check_shared_dir",
-           "check_team_nodes", "check_train_recipe", "job_request", "time_limit_seconds"]
+           "check_team_nodes", "check_train_recipe", "job_request", "team_node_limit",
+           "time_limit_seconds"]
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """Environment names ``--env`` accepts: what bash can export (POSIX "Name": letters, digits
@@ -164,29 +169,47 @@ def check_nodes(nodes: int, pool: PoolInfo, *, least: int = 1, scaling: bool = F
                        f"holds: its nodes.max is {most}", more)
 
 
-def check_team_nodes(nodes: int, pool: PoolInfo, team: TeamInfo | None) -> None:
-    """A team that may not borrow runs at most its quota on ``pool``: its scheduler would hold
-    a larger job forever (Kueue never admits a workload above its ClusterQueue's quota plus
-    what it may borrow; Slurm holds it with ``AssocGrpNodeLimit``; HyperPod task governance is
-    Kueue).
-
-    Raises:
-        CliError: (USAGE) more nodes than the team's quota on the pool, with borrowing off;
-            a quota that is not in whole nodes counts its whole nodes.
-    """
+def team_node_limit(pool: PoolInfo, team: TeamInfo | None) -> int | None:
+    """The most nodes a job of ``team`` may take on ``pool``: its quota there in whole nodes
+    (NeuronCores that are no whole number of nodes count their whole nodes: a job takes whole
+    nodes) when the team may not borrow; ``None`` (no limit of the team's) when it may
+    borrow, on a stack without teams, or for a pool the ``Teams`` output does not list."""
     if team is None or team.borrow:
-        return
+        return None
     quota = team.quota(pool.name)
     if quota is None:
-        return
-    most = quota.nodes if quota.nodes is not None else 0
-    if nodes > most:
+        return None
+    if quota.nodes is not None:
+        return quota.nodes
+    try:
+        per_node = get_any_instance(pool.instance_type).neuron_cores
+    except UnknownInstanceTypeError:
+        return None  # the job's own checks name the type
+    return quota.neuron_cores // per_node if per_node else None
+
+
+def check_team_nodes(nodes: int, pool: PoolInfo, team: TeamInfo | None) -> None:
+    """A team that may not borrow runs at most its quota on ``pool``
+    (:func:`team_node_limit`): its scheduler would hold a larger job forever (Kueue never
+    admits a workload above its ClusterQueue's quota plus what it may borrow; Slurm holds it
+    with ``AssocGrpNodeLimit``; HyperPod task governance is Kueue).
+
+    Raises:
+        CliError: (USAGE) more nodes than the team's quota on the pool, with borrowing off.
+    """
+    most = team_node_limit(pool, team)
+    if most is not None and nodes > most:
         raise CliError(
             f"--nodes {nodes} is more than team {team.name}'s quota on pool {pool.name} "
-            f"({most} node(s)), and the team may not borrow: its scheduler would hold the job "
-            "forever",
-            f"run it on {most} node(s) or fewer, as another team (--team NAME), or raise the "
-            "team's quota (teams[].quota) or set borrow: true and deploy (docs/teams.md)")
+            f"({_count(most, 'node')}), and the team may not borrow: its scheduler would hold "
+            "the job forever",
+            f"run it on {_count(most, 'node')} or fewer, as another team (--team NAME), or "
+            "raise the team's quota (teams[].quota) or set borrow: true and deploy "
+            "(docs/teams.md)")
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def check_env(items: Iterable[str]) -> dict[str, str]:

@@ -281,8 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
     _pool_option(p, "submit")
     teams.add_team_options(p)
     p.add_argument("--nodes", type=int,
-                   help="nodes of the pool (default: its nodes.desired, at least 1; at most "
-                        "its nodes.max)")
+                   help="nodes of the pool (default: its nodes.desired, at least 1, and at "
+                        "most the quota there of a team that may not borrow; at most its "
+                        "nodes.max)")
     p.add_argument("--workdir", metavar="DIR",
                    help="the directory your program runs in on every node (default: the "
                         "current directory; not with --recipe, whose trainer is in the image)")

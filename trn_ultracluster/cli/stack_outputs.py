@@ -209,19 +209,27 @@ class StackOutputs:
                 lists the teams or classes.
         """
         teams = self.teams()
-        if not teams and name is None and priority is None:
-            return None
+        if not teams:
+            if name is None and priority is None:
+                return None
+            flag, value = ("--team", name) if name is not None else ("--priority", priority)
+            raise CliError(f"{flag} {value!r}: stack {self.stack_name} has no teams (its "
+                           "configuration has no `teams`), so every job is first come, first "
+                           "served", f"leave {flag} out, or add `teams` to the configuration "
+                           "and deploy (docs/teams.md)", ExitCode.USAGE)
         try:
-            if not teams:
-                flag = "--team" if name is not None else "--priority"
-                raise TeamError(f"{flag} {name if name is not None else priority!r}: this "
-                                "stack has no teams (its configuration has no `teams`)")
             team = teams.team(name)
+        except TeamError as err:
+            fix = ("name one of them with --team NAME" if name is not None else
+                   "name one with --team NAME, or mark one team `default: true` in the "
+                   "configuration and deploy")
+            raise CliError(str(err), f"{fix} (`trn-ultracluster teams` lists them)",
+                           ExitCode.USAGE) from None
+        try:
             return team, teams.priority(priority, team)
         except TeamError as err:
-            raise CliError(str(err), "name one of the stack's teams with --team NAME and a "
-                           "class with --priority CLASS (`trn-ultracluster teams` lists them); "
-                           "on a stack without teams leave both out", ExitCode.USAGE) from None
+            raise CliError(str(err), f"name one of them with --priority CLASS, or leave it out "
+                           f"for team {team.name}'s ({team.priority})", ExitCode.USAGE) from None
 
     def pool(self, name: str | None, *, accelerated_only: bool = False) -> PoolInfo:
         """The pool ``--pool`` names, or the only Trainium pool

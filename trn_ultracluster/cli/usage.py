@@ -9,7 +9,7 @@ time already clipped to the period; :func:`summarize` adds them up per team and 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -17,7 +17,8 @@ from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.pools import PoolInfo
 
-__all__ = ["Period", "TeamUsage", "UsageRecord", "parse_period", "summarize", "usage_lines"]
+__all__ = ["HourlyPrice", "Period", "TeamUsage", "UsageRecord", "parse_period", "summarize",
+           "usage_lines"]
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?)?\Z")
 _AGO = re.compile(r"^(\d+)([dh])\Z")
@@ -52,10 +53,14 @@ def _when(option: str, text: str, now: datetime) -> datetime:
     if ago:
         n, unit = int(ago[1]), ago[2]
         return now - (timedelta(days=n) if unit == "d" else timedelta(hours=n))
+    why = ""
     if _DATE.match(text):
-        return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
-    raise CliError(f"{option} {text!r} is not a time: give YYYY-MM-DD, YYYY-MM-DDTHH:MM[:SS] "
-                   "(UTC), now, or Nd / Nh (days or hours ago)",
+        try:
+            return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+        except ValueError as err:  # of the right form, no such day or hour
+            why = f" ({err})"
+    raise CliError(f"{option} {text!r} is not a time{why}: give YYYY-MM-DD, "
+                   "YYYY-MM-DDTHH:MM[:SS] (UTC), now, or Nd / Nh (days or hours ago)",
                    f"e.g. {option} 2026-11-01, or {option} 7d")
 
 
@@ -117,24 +122,38 @@ class TeamUsage:
     cost_usd: float | None
 
 
+HourlyPrice = Callable[[str], float | None]
+"""Instance type -> On-Demand USD per hour, or ``None`` where no price is known."""
+
+
 def summarize(records: Iterable[UsageRecord], pools: Sequence[PoolInfo],
-              price: callable) -> list[TeamUsage]:  # type: ignore[valid-type]
-    """Add ``records`` up per team and pool, in team then pool order.
+              price: HourlyPrice) -> list[TeamUsage]:
+    """Add ``records`` up per team and pool: teams by name (jobs outside teams last), each
+    team's pools in the stack's pool order (a pool the stack does not list last).
 
     Args:
         records: the backend's records.
         pools: the stack's pools (instance type of each).
         price: instance type -> USD per hour, or ``None`` (the estimate's
-            :class:`~trn_ultracluster.estimate.prices.PriceSource`).
+            :class:`~trn_ultracluster.estimate.prices.PriceSource`, per hour).
+
+    Returns:
+        One :class:`TeamUsage` per team and pool with records: jobs counted once per record,
+        node-hours = nodes x seconds / 3600, NeuronCore-hours = node-hours x the type's
+        physical NeuronCores (catalog; 0 for a CPU or unknown type), cost = node-hours x
+        ``price`` (``None`` without a price or for an unknown pool).
     """
     by_pool = {p.name: p for p in pools}
+    order = {p.name: i for i, p in enumerate(pools)}
     sums: dict[tuple[str, str], list[float]] = {}
     for r in records:
         entry = sums.setdefault((r.team, r.pool), [0, 0.0])
         entry[0] += 1
         entry[1] += r.nodes * r.seconds / 3600.0
     out = []
-    for (team, pool), (jobs, node_hours) in sorted(sums.items()):
+    for (team, pool), (jobs, node_hours) in sorted(
+            sums.items(), key=lambda kv: (kv[0][0] == "", kv[0][0],
+                                          order.get(kv[0][1], len(order)), kv[0][1])):
         info = by_pool.get(pool)
         itype = info.instance_type if info else ""
         try:

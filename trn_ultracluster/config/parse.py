@@ -23,6 +23,7 @@ from trn_ultracluster.config.facts import (
     README_FSX_EFA,
 )
 from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
+from trn_ultracluster.config.model.teams import DOC_TEAMS
 from trn_ultracluster.config.rules import RULES
 
 __all__ = ["parse_config"]
@@ -37,6 +38,8 @@ _FIELD_DOCS = {
     "placement_group": DOC_PLACEMENT,
     "efa_interface_layout": DOC_EFA,
     "orchestrator": README_CONFIG,
+    "teams": DOC_TEAMS,
+    "scheduling": DOC_TEAMS,
 }
 
 
@@ -90,7 +93,10 @@ def _issues_from_pydantic(err: ValidationError) -> list[ConfigIssue]:
     issues = []
     for e in err.errors(include_url=False):
         field = _loc_to_field(e["loc"])
-        if e["type"] == "extra_forbidden":
+        value = e.get("input")
+        if e["type"] == "missing":  # pydantic's input is the mapping the key is missing from
+            message, value = "must be given", None
+        elif e["type"] == "extra_forbidden":
             allowed = ", ".join(_allowed_keys(ClusterConfig, e["loc"]))
             message = f"must be one of the known keys here: {allowed}"
         elif e["type"] in _TYPE_MESSAGES:
@@ -99,7 +105,7 @@ def _issues_from_pydantic(err: ValidationError) -> list[ConfigIssue]:
             message = "must " + e["msg"].removeprefix("Input should ")
         else:
             message = f"must be valid ({e['msg']})"
-        issues.append(ConfigIssue(field or "(top level)", e.get("input"), message, _doc_for(field)))
+        issues.append(ConfigIssue(field or "(top level)", value, message, _doc_for(field)))
     return issues
 
 

@@ -57,6 +57,7 @@ from constructs import Construct
 from trn_ultracluster.config import ObservabilityConfig
 from trn_ultracluster.config.fsx_efa import EfaMode
 from trn_ultracluster.constructs.pool_widgets import PoolView, pool_rows
+from trn_ultracluster.constructs.team_widgets import TeamsView, team_rows
 from trn_ultracluster.contracts.metrics import (
     NODE_DIMENSIONS,
     NODE_METRICS_NAMESPACE,
@@ -128,6 +129,8 @@ class ObservabilityProps:
             main first; with more than one, the dashboard adds what tells them apart
             (:func:`~trn_ultracluster.constructs.pool_widgets.pool_rows`). Default: none (one
             pool: the dashboard as it always was).
+        teams: the teams (:class:`~trn_ultracluster.constructs.team_widgets.TeamsView`):
+            a row of their quotas and where their use is read. Default ``None``: no row.
     """
 
     metric_source: MetricSource | None
@@ -136,6 +139,7 @@ class ObservabilityProps:
     settings: ObservabilityConfig
     fsx_efa_mode: EfaMode = "off"
     pools: Sequence[PoolView] = ()
+    teams: TeamsView | None = None
 
 
 def dashboard_url(region: str, dashboard_name: str) -> str:
@@ -166,7 +170,9 @@ class Observability(Construct):
       other than ``off``, each node's Lustre over EFA (1) or TCP (0); the training
       program's tokens/s and MFU; with several node pools, what tells them apart
       (:mod:`~trn_ultracluster.constructs.pool_widgets`: per instance type on Container
-      Insights, else a note that the node metrics are not per pool); the alarms' states.
+      Insights, else a note that the node metrics are not per pool); with teams, each
+      team's quota per pool and where its use is read
+      (:mod:`~trn_ultracluster.constructs.team_widgets`); the alarms' states.
     - With ``metric_source.training_logs``: two metric filters turn the training program's
       JSON lines into ``TokensPerSecond`` and ``MFU``.
 
@@ -383,6 +389,7 @@ class Observability(Construct):
                 width=2 * width, height=2,
                 markdown="This orchestrator reports no node metrics yet: the file system and "
                          "the alarms are below.")])
+        rows += team_rows(self.props.teams, width)
         read, write = self._fsx("DataReadBytes"), self._fsx("DataWriteBytes")
         rows.append([
             cw.GraphWidget(

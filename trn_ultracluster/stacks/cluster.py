@@ -12,6 +12,7 @@ from trn_ultracluster.constructs.logs import StackLogs
 from trn_ultracluster.constructs.network import Network, NetworkProps
 from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
 from trn_ultracluster.constructs.pool_widgets import PoolView
+from trn_ultracluster.constructs.team_widgets import TeamsView
 from trn_ultracluster.constructs.storage import Storage, StorageProps
 from trn_ultracluster.constructs.training_image import TrainingImage, TrainingImageProps
 from trn_ultracluster.contracts.outputs import (
@@ -131,7 +132,8 @@ class TrnUltraClusterStack(Stack):
             settings=config.observability,
             fsx_efa_mode=self.fsx_efa.mode,
             pools=tuple(PoolView(p.name, p.instance_type, p.accelerated)
-                        for p in config.node_pools)))
+                        for p in config.node_pools),
+            teams=TeamsView(config.orchestrator, config.team_list) if config.teams else None))
         # Every taggable resource but the placement group (Tags create-only there:
         # constructs/efa.py UNTAGGED_RESOURCE_TYPES); updating a tag elsewhere is in place.
         # The launch template's data carries none of them (a new version rolls EKS nodes):

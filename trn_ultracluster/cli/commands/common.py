@@ -11,7 +11,12 @@ from typing import Any
 from trn_ultracluster.cli.backends import JobBackend, open_backend
 from trn_ultracluster.cli.backends.base import RenderedJob
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.job_args import ARGUMENTS_FIX, check_team_nodes, job_request
+from trn_ultracluster.cli.job_args import (
+    ARGUMENTS_FIX,
+    check_team_nodes,
+    job_request,
+    team_node_limit,
+)
 from trn_ultracluster.cli.launch import Launch
 from trn_ultracluster.cli.stack_outputs import StackOutputs, load_outputs
 from trn_ultracluster.contracts.outputs import OutputKey
@@ -61,6 +66,20 @@ def backend_pool(outputs: StackOutputs, pool: PoolInfo | None) -> PoolInfo | Non
     :meth:`StackOutputs.pools` made up from its other outputs: its nodes carry no pool label
     and its Slurm partition is not named after it, so a backend must not select by it."""
     return pool if outputs.values.get(OutputKey.POOLS.value) else None
+
+
+def default_nodes(args: argparse.Namespace, outputs: StackOutputs, pool: PoolInfo) -> int:
+    """The nodes of a job without ``--nodes``: the pool's ``nodes.desired`` (at least 1), at
+    most the quota there of a team that may not borrow (``--team``, else the default team;
+    :func:`team_node_limit`), so a team's job fits its quota unless told otherwise.
+
+    Raises:
+        CliError: as :meth:`StackOutputs.team`.
+    """
+    nodes = max(pool.nodes_desired, 1)
+    placement = outputs.team(getattr(args, "team", None), getattr(args, "priority", None))
+    limit = team_node_limit(pool, placement[0]) if placement is not None else None
+    return nodes if limit is None else max(min(nodes, limit), 1)
 
 
 def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBackend, *,

@@ -329,7 +329,8 @@ def submit(args: argparse.Namespace) -> int:
         outputs = common.load(args)
         pool = outputs.pool(args.pool)
         _check_pool_program(args, pool, outputs.pools())
-        nodes = args.nodes if args.nodes is not None else max(pool.nodes_desired, 1)
+        nodes = args.nodes if args.nodes is not None else common.default_nodes(
+            args, outputs, pool)
         check_nodes(nodes, pool)
         name = args.name or default_job_name(args.recipe or _program_name(words))
         output_dir = output_dir or default_output_dir(outputs, name)

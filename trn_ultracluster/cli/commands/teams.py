@@ -11,9 +11,12 @@ from dataclasses import asdict
 from typing import Any
 
 from trn_ultracluster.cli.commands import common
-from trn_ultracluster.cli.errors import ExitCode
+from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.stack_outputs import StackOutputs
 from trn_ultracluster.cli.usage import parse_period, summarize, usage_lines
-from trn_ultracluster.contracts.teams import TeamInfo, TeamsInfo
+from trn_ultracluster.contracts.outputs import OutputKey
+from trn_ultracluster.contracts.teams import TeamError, TeamInfo, TeamsInfo
+from trn_ultracluster.estimate.prices import OFFLINE_REGION, OfflinePrices
 
 __all__ = ["add_team_options", "add_teams_commands", "teams", "teams_table", "usage"]
 
@@ -101,35 +104,49 @@ def teams(args: argparse.Namespace) -> int:
 
 
 def usage(args: argparse.Namespace) -> int:
-    """Print each team's node-hours, NeuronCore-hours and cost per pool over the period."""
+    """Print each team's node-hours, NeuronCore-hours and cost per pool over the period
+    (``--team``: one team's).
+
+    Raises:
+        CliError: (USAGE) a bad ``--since``/``--until``, a ``--team`` the stack does not have;
+            what the backend raises (USAGE where the orchestrator keeps no records).
+    """
     period = parse_period(args.since, args.until)
     outputs = common.load(args)
     info = outputs.teams()
     if args.team is not None:
-        outputs.team(args.team)  # a team of this stack, or the error listing them
+        try:
+            info.team(args.team)
+        except TeamError as err:
+            raise CliError(str(err), "leave --team out for every team, or name one "
+                           "`trn-ultracluster teams` lists") from None
     records = common.backend(args, outputs).usage(period, info)
     if args.team is not None:
         records = [r for r in records if r.team == args.team]
-    prices = _price_source(args, outputs)
+    prices = OfflinePrices(outputs.values.get(OutputKey.REGION.value) or OFFLINE_REGION)
 
     def hourly(instance_type: str) -> float | None:
         found = prices.price(("ec2", instance_type))
         return None if found is None else found.usd
 
     rows = summarize(records, outputs.pools(), hourly)
+    source = prices.name + (HYPERPOD_PRICES if _on_hyperpod(outputs) else "")
     if args.json:
         print(json.dumps({"since": period.start.isoformat(), "until": period.end.isoformat(),
-                          "prices": prices.name, "usage": [asdict(r) for r in rows]}, indent=2))
+                          "prices": source, "usage": [asdict(r) for r in rows]}, indent=2))
         return ExitCode.OK
-    for line in usage_lines(rows, period, prices.name):
+    for line in usage_lines(rows, period, source):
         print(line)
     return ExitCode.OK
 
 
-def _price_source(args: argparse.Namespace, outputs: Any) -> Any:
-    """The estimate's prices for the stack's Region: offline (no AWS call: ``usage`` reads the
-    scheduler, not the bill)."""
-    from trn_ultracluster.estimate.prices import OfflinePrices
-    from trn_ultracluster.contracts.outputs import OutputKey
+HYPERPOD_PRICES = ("; EC2 On-Demand prices of the same types, a lower bound for HyperPod's "
+                   "ml. instances")
+"""What ``usage`` says of its costs on HyperPod: the offline table has EC2 prices only
+(``estimate/prices.py``: no SageMaker ``ml.`` prices; ``ml.`` instances cost more)."""
 
-    return OfflinePrices(outputs.values.get(OutputKey.REGION.value) or "us-east-1")
+
+def _on_hyperpod(outputs: StackOutputs) -> bool:
+    backend = outputs.values.get(OutputKey.JOB_BACKEND.value) or outputs.values.get(
+        OutputKey.ORCHESTRATOR.value, "")
+    return backend.startswith("hyperpod")

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field
 
 from trn_ultracluster.config.model.base import FrozenModel
 from trn_ultracluster.contracts.catalog import InstanceSpec
@@ -45,27 +45,16 @@ whitespace or commas; the lowercase-only rule here leaves no question of case)."
 
 class TeamQuotaConfig(FrozenModel):
     """A team's quota on one pool: ``teams[i].quota.<pool>``; give ``nodes`` or
-    ``neuron_cores``, not both.
+    ``neuron_cores``, not both (``config/rules/teams.py`` says so with the field's name).
 
     Attributes:
-        nodes: whole nodes of the pool.
-        neuron_cores: physical NeuronCores (a Trainium pool only); converted to what each
-            scheduler counts (:class:`TeamQuota`).
+        nodes: whole nodes of the pool, 0 or more.
+        neuron_cores: physical NeuronCores (a Trainium pool only), 0 or more; converted to
+            what each scheduler counts (:class:`TeamQuota`).
     """
 
-    nodes: int | None = None
-    neuron_cores: int | None = None
-
-    @model_validator(mode="after")
-    def _one_unit(self) -> TeamQuotaConfig:
-        """Exactly one unit: the rules name the field; pydantic says which keys clash."""
-        if (self.nodes is None) == (self.neuron_cores is None):
-            raise ValueError("give either nodes or neuron_cores (exactly one)")
-        for name in ("nodes", "neuron_cores"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must be 0 or more, got {value}")
-        return self
+    nodes: int | None = Field(default=None, ge=0)
+    neuron_cores: int | None = Field(default=None, ge=0)
 
 
 class TeamConfig(FrozenModel):
@@ -162,7 +151,8 @@ class TeamQuota:
     @classmethod
     def of(cls, pool: str, instance: InstanceSpec, quota: TeamQuotaConfig) -> TeamQuota:
         """Convert ``quota`` with the catalog: nodes x ``neuron_cores`` per node; NeuronCores
-        / cores per chip (``neuron_cores // chips``) or per node."""
+        / cores per chip (``neuron_cores // chips``) or per node. ``nodes`` wins where both
+        units are given, and a quota of neither is 0 (the rules refuse both)."""
         cores_per_node = instance.neuron_cores
         if quota.nodes is not None:
             return cls(pool, instance, quota.nodes, quota.nodes * cores_per_node,

@@ -50,19 +50,19 @@ def team_names(c: ClusterConfig) -> Iterator[ConfigIssue]:
     reserved = {*KUBERNETES_RESERVED_NAMESPACES, c.eks.training_namespace}
     for i, team in enumerate(c.teams):
         field = f"teams[{i}].name"
-        if not TEAM_NAME_PATTERN.match(team.name) or len(team.name) > TEAM_NAME_MAX:
+        if not _valid_name(team.name):
             yield ConfigIssue(
                 field, team.name,
-                f"must be 1 to {TEAM_NAME_MAX} lowercase letters, digits and hyphens, starting "
-                "with a letter and ending with a letter or digit: it is the team's Slurm "
-                "account, Kubernetes namespace and HyperPod task-governance team at once",
-                DOC_TEAMS)
+                f"{_NAME_RULE}{_too_long(team.name)}: it is the team's Slurm account, "
+                "Kubernetes namespace and HyperPod task-governance team at once", DOC_TEAMS)
             continue
         if team.name in reserved or team.name.startswith("kube-"):
             yield ConfigIssue(field, team.name,
-                              f"must not be a namespace Kubernetes, Kueue or this stack uses "
-                              f"({one_of(sorted(reserved))} or kube-*): it becomes the "
-                              "team's namespace", DOC_TEAMS)
+                              f"must not be {', '.join(map(repr, sorted(reserved)))}, or "
+                              "start with kube-: "
+                              "the team's name becomes its Kubernetes namespace, and these "
+                              "are Kubernetes', Kueue's or this stack's "
+                              "(eks.training_namespace)", DOC_TEAMS)
         if team.name in seen:
             yield ConfigIssue(field, team.name, "must be unique: a team of that name is "
                               "already listed", DOC_TEAMS)
@@ -70,8 +70,20 @@ def team_names(c: ClusterConfig) -> Iterator[ConfigIssue]:
     defaults = [t.name for t in c.teams if t.default]
     if len(defaults) > 1:
         yield ConfigIssue("teams[].default", defaults,
-                          "must be true on at most one team (the team `submit` uses without "
-                          "--team)", DOC_TEAMS)
+                          "must be true on at most one team: it is the team `submit` uses "
+                          f"without --team; keep it on one of {', '.join(defaults)}", DOC_TEAMS)
+
+
+_NAME_RULE = (f"must be 1 to {TEAM_NAME_MAX} lowercase letters, digits and hyphens, starting "
+              "with a letter and ending with a letter or digit")
+
+
+def _valid_name(name: str) -> bool:
+    return bool(TEAM_NAME_PATTERN.match(name)) and len(name) <= TEAM_NAME_MAX
+
+
+def _too_long(name: str) -> str:
+    return f" (it has {len(name)} characters)" if len(name) > TEAM_NAME_MAX else ""
 
 
 def pool_capacity(c: ClusterConfig, pool_name: str) -> int:
@@ -89,31 +101,39 @@ def team_quotas(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if not c.teams:
         return
     pools = {p.name: p for p in c.node_pools}
-    names = ", ".join(pools)
     for i, team in enumerate(c.teams):
         for pool_name, quota in team.quota.items():
             field = f"teams[{i}].quota.{pool_name}"
+            given = quota.model_dump(exclude_none=True)
             if pool_name not in pools:
-                yield ConfigIssue(field, quota.model_dump(exclude_none=True),
-                                  f"must name a pool of this cluster ({names})", DOC_TEAMS)
+                yield ConfigIssue(field, given,
+                                  f"must name a pool of this cluster: there is no pool "
+                                  f"{pool_name!r} (its pools: {', '.join(pools)})", DOC_TEAMS)
                 continue
-            pool = pools[pool_name]
+            if (quota.nodes is None) == (quota.neuron_cores is None):
+                yield ConfigIssue(field, given,
+                                  "must give the quota in one unit, nodes: N (whole nodes) or "
+                                  "neuron_cores: N (NeuronCores of a Trainium pool), "
+                                  f"{'not both' if given else 'got neither'}", DOC_TEAMS)
+                continue
             try:
-                spec = pool.instance
+                spec = pools[pool_name].instance
             except ValueError:
                 continue  # the pools rules report the type
             if quota.neuron_cores is not None and not spec.accelerated:
                 yield ConfigIssue(f"{field}.neuron_cores", quota.neuron_cores,
                                   f"must be left out on the CPU pool {pool_name!r} "
-                                  f"({spec.name} has no NeuronCores): give nodes", DOC_TEAMS)
+                                  f"({spec.name} has no NeuronCores): give its quota in "
+                                  "nodes instead", DOC_TEAMS)
                 continue
             yield from _unit(c, field, pool_name, team.name, quota.neuron_cores, spec)
         if c.orchestrator == "hyperpod-eks" and team.borrow and not team.lend:
             yield ConfigIssue(
                 f"teams[{i}].lend", False,
-                "must be true when borrow is true on hyperpod-eks: HyperPod task governance "
-                "has Lend, DontLend and LendAndBorrow (ResourceSharingConfig.Strategy), no "
-                "borrowing without lending; set borrow: false or lend: true", DOC_TEAMS)
+                f"must be true when borrow is true on hyperpod-eks (team {team.name!r}): "
+                "HyperPod task governance has Lend, DontLend and LendAndBorrow "
+                "(ResourceSharingConfig.Strategy), no borrowing without lending; set "
+                "lend: true, or borrow: false", DOC_TEAMS)
     yield from _sums(c)
 
 
@@ -129,57 +149,73 @@ def _unit(c: ClusterConfig, field: str, pool_name: str, team: str, cores: int | 
                    "hyperpod-slurm" else "HyperPod task governance counts whole instances "
                    "(ComputeQuotaResourceConfig.Count)")
         yield ConfigIssue(f"{field}.neuron_cores", cores,
-                          f"must be a multiple of {per_node} (the NeuronCores of one "
-                          f"{spec.name}) for team {team!r}: {counted}; or give nodes",
-                          DOC_TEAMS)
+                          f"must be a multiple of {per_node}, the NeuronCores of one "
+                          f"{spec.name}, on {c.orchestrator} (team {team!r}): {counted}; "
+                          f"e.g. {_multiples(cores, per_node)}, or give nodes", DOC_TEAMS)
     elif c.orchestrator == "eks" and cores % per_chip:
         yield ConfigIssue(f"{field}.neuron_cores", cores,
-                          f"must be a multiple of {per_chip} (the NeuronCores of one "
-                          f"{spec.name} chip) for team {team!r}: Kueue counts the Neuron "
-                          "devices (aws.amazon.com/neuron, one per chip) a job requests; or "
-                          "give nodes", DOC_TEAMS)
+                          f"must be a multiple of {per_chip}, the NeuronCores of one "
+                          f"{spec.name} chip, on eks (team {team!r}): Kueue counts the "
+                          "Neuron devices (aws.amazon.com/neuron, one per chip) a job "
+                          f"requests; e.g. {_multiples(cores, per_chip)}, or give nodes",
+                          DOC_TEAMS)
+
+
+def _multiples(value: int, step: int) -> str:
+    """The multiples of ``step`` around ``value``: ``"32 or 64"`` (``"32"`` below the first)."""
+    low = value // step * step
+    return f"{low} or {low + step}" if low else f"{step}"
 
 
 def _sums(c: ClusterConfig) -> Iterator[ConfigIssue]:
-    """Per pool, the quotas' sum against :func:`pool_capacity`."""
+    """Per pool, the quotas' sum in nodes against :func:`pool_capacity`; a quota the unit
+    rules refuse (NeuronCores on a CPU pool) is left out of the sum."""
+    teams = c.team_list
     for pool in c.node_pools:
-        holders = [t for t in c.team_list if pool.name in {q.pool for q in t.quotas}
-                   and (t.quota(pool.name).neuron_cores or t.quota(pool.name).nodes)]
-        if not holders:
-            continue
         try:
             per_node = pool.instance.neuron_cores
         except ValueError:
-            continue
-        total = sum(t.quota(pool.name).nodes if t.quota(pool.name).nodes is not None
-                    else t.quota(pool.name).neuron_cores / per_node for t in holders)
+            continue  # the pools rules report the type
+        shares = {t.name: _in_nodes(t.quota(pool.name), per_node) for t in teams}
+        holders = [t for t in teams if shares[t.name]]
+        total = sum(shares[t.name] or 0 for t in holders)
         capacity = pool_capacity(c, pool.name)
-        if total <= capacity:
+        if not holders or total <= capacity:
             continue
-        which = "nodes.desired (HyperPod runs that many)" if c.orchestrator.startswith(
-            "hyperpod") else "nodes.max"
-        shares = ", ".join(f"{t.name} {_nodes(t.quota(pool.name), per_node)}" for t in holders)
+        hyperpod = c.orchestrator.startswith("hyperpod")
+        which = "nodes.desired (the instances HyperPod runs)" if hyperpod else "nodes.max"
+        listed = " + ".join(f"{t.name} {_nodes(t.quota(pool.name), per_node)}"
+                            for t in holders) + (f" = {_fmt(total)}" if len(holders) > 1 else "")
         fixed = [t.name for t in holders if not t.borrow]
-        field = pool.key("nodes.desired" if c.orchestrator.startswith("hyperpod")
-                         else "nodes.max")
+        field = pool.key("nodes.desired" if hyperpod else "nodes.max")
         if fixed:
             yield ConfigIssue(
                 field, capacity,
-                f"must hold the teams' quotas on pool {pool.name!r} ({shares}: {_fmt(total)} "
-                f"nodes) with borrowing off for {', '.join(fixed)}: its {which} is {capacity}; "
-                "raise it, lower the quotas, or let those teams borrow", DOC_TEAMS)
+                f"must hold the teams' quotas on pool {pool.name!r} ({listed} "
+                f"nodes) since {', '.join(fixed)} may not borrow: its {which} is {capacity}; "
+                "raise it, lower the quotas, or set borrow: true on those teams", DOC_TEAMS)
         else:
             yield ConfigIssue(
                 field, capacity,
-                f"should hold the teams' quotas on pool {pool.name!r} ({shares}: {_fmt(total)} "
+                f"should hold the teams' quotas on pool {pool.name!r} ({listed} "
                 f"nodes; its {which} is {capacity}): every team there may borrow, so the "
                 "quotas act as shares, and a team may wait for its quota while another holds "
                 "it", DOC_TEAMS, severity="warning")
 
 
+def _in_nodes(quota, per_node: int) -> float | None:
+    """A quota in nodes (a fraction for NeuronCores that are no whole node); ``None`` for
+    NeuronCores on a pool without them."""
+    if quota.nodes is not None:
+        return quota.nodes
+    return quota.neuron_cores / per_node if per_node else None
+
+
 def _nodes(quota, per_node: int) -> str:
+    """A team's share in a sum: ``"2"`` (nodes), or ``"16 NeuronCores (0.5 node)"``."""
     return (f"{quota.nodes}" if quota.nodes is not None
-            else f"{quota.neuron_cores} NeuronCores = {_fmt(quota.neuron_cores / per_node)}")
+            else f"{quota.neuron_cores} NeuronCores ({_fmt(quota.neuron_cores / per_node)} "
+                 "node)")
 
 
 def _fmt(value: float) -> str:
@@ -195,37 +231,42 @@ def priority_classes(c: ClusterConfig) -> Iterator[ConfigIssue]:
     classes = c.scheduling.priority_classes
     if not classes:
         yield ConfigIssue("scheduling.priority_classes", [],
-                          "must list at least one class with teams (e.g. training, "
-                          "experiment)", DOC_TEAMS)
+                          "must list at least one class when teams are given, e.g. {name: "
+                          "training, weight: 100}; left out, it is training 100 and experiment "
+                          "10", DOC_TEAMS)
     if len(classes) > PRIORITY_CLASSES_MAX:
         yield ConfigIssue("scheduling.priority_classes", [p.name for p in classes],
-                          f"must hold at most {PRIORITY_CLASSES_MAX} classes (HyperPod's "
-                          "PriorityClasses list)", DOC_TEAMS)
+                          f"must hold at most {PRIORITY_CLASSES_MAX} classes, got "
+                          f"{len(classes)}: HyperPod task governance takes at most "
+                          f"{PRIORITY_CLASSES_MAX} (SchedulerConfig.PriorityClasses), and one "
+                          "limit holds on every orchestrator", DOC_TEAMS)
     lo, hi = PRIORITY_WEIGHT_RANGE
     names: set[str] = set()
     weights: dict[int, str] = {}
     for i, cls in enumerate(classes):
         field = f"scheduling.priority_classes[{i}]"
-        if not TEAM_NAME_PATTERN.match(cls.name) or len(cls.name) > TEAM_NAME_MAX:
+        if not _valid_name(cls.name):
             yield ConfigIssue(f"{field}.name", cls.name,
-                              f"must be 1 to {TEAM_NAME_MAX} lowercase letters, digits and "
-                              "hyphens, starting with a letter (a Slurm QOS, a Kueue "
-                              "WorkloadPriorityClass and a HyperPod priority class)", DOC_TEAMS)
+                              f"{_NAME_RULE}{_too_long(cls.name)}: it is a Slurm QOS, a Kueue "
+                              "WorkloadPriorityClass and a HyperPod priority class at once",
+                              DOC_TEAMS)
         elif cls.name in names:
-            yield ConfigIssue(f"{field}.name", cls.name, "must be unique", DOC_TEAMS)
+            yield ConfigIssue(f"{field}.name", cls.name, "must be unique: a class of that "
+                              "name is already listed", DOC_TEAMS)
         names.add(cls.name)
         if not lo <= cls.weight <= hi:
             yield ConfigIssue(f"{field}.weight", cls.weight,
-                              f"must be {lo} to {hi} (HyperPod's PriorityClass.Weight range; "
-                              "higher runs first)", DOC_TEAMS)
+                              f"must be {lo} to {hi}, higher first (HyperPod's "
+                              "PriorityClass.Weight range, used on every orchestrator)",
+                              DOC_TEAMS)
         elif cls.weight in weights:
             yield ConfigIssue(f"{field}.weight", cls.weight,
-                              f"must differ from {weights[cls.weight]!r}'s: classes of one "
-                              "weight order nothing", DOC_TEAMS)
+                              f"must differ from the weight of class {weights[cls.weight]!r}: "
+                              "two classes of one weight would not be ordered", DOC_TEAMS)
         weights.setdefault(cls.weight, cls.name)
     for i, team in enumerate(c.teams):
         if team.priority is not None and team.priority not in names:
             yield ConfigIssue(f"teams[{i}].priority", team.priority,
-                              f"must be one of scheduling.priority_classes "
-                              f"({one_of(sorted(names)) if names else 'none given'})",
-                              DOC_TEAMS)
+                              "must name a class of scheduling.priority_classes "
+                              f"({one_of(sorted(names)) if names else 'none given'}), or be "
+                              "left out for the lowest one", DOC_TEAMS)
