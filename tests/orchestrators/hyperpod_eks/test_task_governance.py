@@ -99,7 +99,8 @@ def test_the_checker_finds_what_botocore_skips():
     """Not a test that cannot fail: an unknown strategy, a bad team name and a weight of 101
     pass botocore's validator but not :func:`shape_problems`."""
     shape = sagemaker_model().operation_model("CreateComputeQuota").input_shape
-    bad = {"Name": "q", "ClusterArn": "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef012345",
+    arn = "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef012345"
+    bad = {"Name": "q", "ClusterArn": arn,
            "ComputeQuotaConfig": {"ResourceSharingConfig": {"Strategy": "Borrow"}},
            "ComputeQuotaTarget": {"TeamName": "Research_1", "FairShareWeight": 101}}
     validate_parameters(bad, shape)
@@ -233,8 +234,8 @@ def manifest_objects(resource: dict[str, Any]) -> list[dict[str, Any]]:
 
 def test_each_team_namespace_gets_the_file_systems_claim(teams):
     manifests = teams.resources(MANIFEST)
-    training_pv, training_pvc = manifest_objects(
-        next(r for k, r in manifests.items() if k.startswith("HyperPodEksClustermanifestFsxVolume")))
+    training_pv, training_pvc = manifest_objects(next(
+        r for k, r in manifests.items() if k.startswith("HyperPodEksClustermanifestFsxVolume")))
     for team in ("research", "platform"):
         wait = next(r for k, r in teams.resources(WAIT).items() if team in k)["Properties"]
         assert (wait["ObjectType"], wait["ObjectName"]) == ("namespace", f"hyperpod-ns-{team}")

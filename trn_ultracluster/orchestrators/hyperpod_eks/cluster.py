@@ -83,8 +83,8 @@ from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_config,
     upload_lifecycle_files,
 )
-from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
 from trn_ultracluster.orchestrators.hyperpod_eks import task_governance as governance
+from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
     LUSTRE_EFA_SCRIPT,
@@ -179,6 +179,7 @@ class HyperPodEksOrchestrator(EksCluster):
         hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
         worker_groups: the worker instance groups (every part of every worker group, of
             every pool).
+        task_governance: with teams, :class:`.task_governance.TaskGovernance`; else ``None``.
     """
 
     job_backend = JOB_BACKEND

@@ -3,8 +3,9 @@ Kueue): made only with ``teams`` in the configuration; without, the template is 
 
 What the stack makes (:class:`TaskGovernance`), in create order:
 
-1. the EKS add-on :data:`ADDON_NAME` (``eks.addon_versions.amazon_sagemaker_hyperpod_taskgovernance``,
-   ``null``: EKS's default build), after the HyperPod cluster: "A HyperPod node must already
+1. the EKS add-on :data:`ADDON_NAME` (version
+   ``eks.addon_versions.amazon_sagemaker_hyperpod_taskgovernance``, ``null``: EKS's default
+   build), after the HyperPod cluster: "A HyperPod node must already
    exist in the EKS cluster before installing the HyperPod task governance add-on"; it
    installs Kueue (add-on v1.6.0-eksbuild.1: Kueue v0.19.2) and "If you already have Kueue
    installed in their clusters, uninstall Kueue before installing the EKS add-on" (SageMaker
