@@ -22,7 +22,9 @@ REFS = {
 }
 """Realistic values for the ``Ref`` of each resource type a cluster's properties use."""
 GET_ATTS = {("AWS::EKS::Cluster", "Arn"):
-            "arn:aws:eks:us-west-2:123456789012:cluster/TrnUltraCluster-0123abcd"}
+            "arn:aws:eks:us-west-2:123456789012:cluster/TrnUltraCluster-0123abcd",
+            ("AWS::SageMaker::Cluster", "ClusterArn"):
+            "arn:aws:sagemaker:us-west-2:123456789012:cluster/abcdef012345"}
 """Attributes whose value depends on the resource type (``Fn::GetAtt``)."""
 
 

@@ -36,6 +36,9 @@ class EksAddonVersionsConfig(FrozenModel):
             Insights with its Neuron and EFA metrics); a pinned version must be v3.1.0 or
             newer (Pod Identity; see
             :mod:`trn_ultracluster.orchestrators.eks.observability`).
+        amazon_sagemaker_hyperpod_taskgovernance: ``amazon-sagemaker-hyperpod-taskgovernance``
+            (SageMaker HyperPod task governance; installed only on ``hyperpod-eks`` with
+            ``teams``: :mod:`trn_ultracluster.orchestrators.hyperpod_eks.task_governance`).
     """
 
     vpc_cni: str | None = None
@@ -44,6 +47,7 @@ class EksAddonVersionsConfig(FrozenModel):
     eks_pod_identity_agent: str | None = None
     aws_fsx_csi_driver: str | None = None
     amazon_cloudwatch_observability: str | None = None
+    amazon_sagemaker_hyperpod_taskgovernance: str | None = None
 
 
 _FLOAT_K8S_VERSIONS = {float(v): v for v in (*HYPERPOD_EKS_KUBERNETES_VERSIONS,

@@ -26,6 +26,7 @@ from trn_ultracluster.config.rules import (
     stack,
     standalone,
     tags,
+    task_governance,
     teams,
     training_image,
 )
@@ -78,5 +79,6 @@ RULES: tuple[Rule, ...] = (
     teams.team_names,
     teams.team_quotas,
     teams.priority_classes,
+    task_governance.task_governance,
     tags.tags,
 )

@@ -29,7 +29,10 @@ managed Trainium node group:
   ``TrnUltraCluster/Neuron``: :func:`~trn_ultracluster.node_metrics.grant_put_metrics`);
 - a Neuron ``ClusterTrainingRuntime`` that selects HyperPod nodes by their ``ml.`` instance
   type and ``node-health-status=Schedulable``, and recreates a failed TrainJob's JobSet up to
-  ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume").
+  ``hyperpod.job_max_restarts`` times (docs/hyperpod-eks.md, "Auto-resume");
+- with ``teams`` only, SageMaker HyperPod task governance (:mod:`.task_governance`: its
+  add-on, the cluster policy, a compute quota per team, the FSx claim in each team's
+  namespace), after the HyperPod cluster and deleted before it.
 
 Create and delete order: the SageMaker cluster refers to the EKS cluster's ARN and depends
 on every add-on, the dependencies and EFA charts, the execution role's policy, the lifecycle
@@ -39,7 +42,8 @@ nodes and their interfaces, and the access entries HyperPod made) before any of 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_cdk import Stack
@@ -53,6 +57,7 @@ from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
 from trn_ultracluster.config.fsx_efa import EfaMode
 from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool
+from trn_ultracluster.config.model.teams import SchedulingConfig, Team
 from trn_ultracluster.contracts.hyperpod import LIFECYCLE_FILE
 from trn_ultracluster.contracts.pools import POOL_LABEL
 from trn_ultracluster.contracts.outputs import OutputKey
@@ -78,6 +83,7 @@ from trn_ultracluster.orchestrators.hyperpod.lifecycle import (
     lifecycle_config,
     upload_lifecycle_files,
 )
+from trn_ultracluster.orchestrators.hyperpod_eks import task_governance as governance
 from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
@@ -119,12 +125,17 @@ class HyperPodEksProps(EksProps):
             (:data:`~trn_ultracluster.contracts.pools.POOL_LABEL`): a configuration with
             ``pools``. Without, the groups keep the ``KubernetesConfig`` they had before pools
             existed.
+        teams, scheduling, tags: ``ClusterConfig.team_list``, ``scheduling`` and ``tags``;
+            no teams: no task governance.
     """
 
     hyperpod: HyperPodConfig = HyperPodConfig()
     worker_parts: dict[str, tuple[network_plan.Group, ...]] | None = None
     worker_groups: tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...] = ()
     pool_labels: bool = False
+    teams: tuple[Team, ...] = ()
+    scheduling: SchedulingConfig = SchedulingConfig()
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 def node_selector(shape: NodeShape) -> dict[str, str]:
@@ -168,6 +179,7 @@ class HyperPodEksOrchestrator(EksCluster):
         hyperpod_cluster: the ``AWS::SageMaker::Cluster``.
         worker_groups: the worker instance groups (every part of every worker group, of
             every pool).
+        task_governance: with teams, :class:`.task_governance.TaskGovernance`; else ``None``.
     """
 
     job_backend = JOB_BACKEND
@@ -188,7 +200,10 @@ class HyperPodEksOrchestrator(EksCluster):
             hyperpod=config.hyperpod_settings,
             worker_parts=config.hyperpod_worker_parts,
             worker_groups=config.hyperpod_worker_groups,
-            pool_labels=bool(config.pools)))
+            pool_labels=bool(config.pools),
+            teams=config.team_list,
+            scheduling=config.scheduling,
+            tags=config.tags))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodEksProps) -> None:
         super().__init__(scope, construct_id, props)
@@ -232,6 +247,11 @@ class HyperPodEksOrchestrator(EksCluster):
             if needed is not None:
                 self.hyperpod_cluster.node.add_dependency(needed)
         self._let_vpc_cni_attach_interfaces()
+        self.task_governance = governance.TaskGovernance(
+            self, "TaskGovernance", governance.TaskGovernanceProps(
+                props.teams, props.scheduling, props.tags,
+                props.settings.addon_versions.amazon_sagemaker_hyperpod_taskgovernance),
+            self) if props.teams else None
 
     def _let_vpc_cni_attach_interfaces(self) -> None:
         """On HyperPod nodes the VPC CNI does not call ``ec2:AttachNetworkInterface`` (not
@@ -355,6 +375,15 @@ class HyperPodEksOrchestrator(EksCluster):
         counts = pool_instance_counts(self.worker_groups)
         return {pool: {"instance_groups": groups, "instances": counts[pool]}
                 for pool, groups in pool_instance_groups(self.worker_groups).items()}
+
+    def team_details(self) -> dict[str, dict[str, str]]:
+        """Team -> its namespace, LocalQueue and ClusterQueue under task governance
+        (:func:`.task_governance.team_details`)."""
+        return governance.team_details(self.props.teams)
+
+    def priority_class_names(self) -> dict[str, str]:
+        """Class -> its WorkloadPriorityClass, ``<class>-priority``."""
+        return governance.priority_class_names(self.props.scheduling.priority_classes)
 
     def outputs(self) -> dict[OutputKey, str]:
         """The EKS cluster's outputs and the HyperPod cluster's (name, ARN, instance groups,
