@@ -15,7 +15,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from tests.conftest import REPO_ROOT
 from tests.stacks.conftest import CONFIGS, IDS, synth_config
-from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS
+from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS, OutputKey
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
 
@@ -31,7 +31,8 @@ def test_every_foundation_output_and_only_its_orchestrators(each):
 
     outputs = set(each.template["Outputs"])
     own = ORCHESTRATORS[each.config.orchestrator].output_keys
-    assert outputs == {k.value for k in FOUNDATION_KEYS + own}  # and no other's keys
+    optional = (OutputKey.TEAMS,) if each.config.teams else ()  # Teams only with teams
+    assert outputs == {k.value for k in FOUNDATION_KEYS + own + optional}  # and no other's
     assert each.output("InstanceType") == each.config.instance_type
     assert each.output("NodeCountMax") == str(each.config.nodes.max)
     assert each.output("Orchestrator") == each.config.orchestrator
