@@ -22,8 +22,10 @@ workload_priority_class}.md``):
   group covering :data:`COVERED_RESOURCES` with every pool's flavor: the team's quota where it
   has one, 0 elsewhere (it can still borrow there). Every resource a training pod requests is
   covered: ``aws.amazon.com/neuron`` and ``vpc.amazonaws.com/efa`` on a Trainium node, ``cpu``
-  and ``memory`` on a CPU node (:mod:`.pools`); a resource no flavor of the queue covers keeps
-  the Workload from being admitted. ``borrowingLimit: 0`` without ``borrow``, ``lendingLimit:
+  and ``memory`` on a CPU node (:mod:`.pools`): "By default, administrators must specify all
+  resources required by workloads in the ClusterQueue's .spec.resourceGroups[*]" (Kueue docs,
+  ``tasks/manage/administer_cluster_quotas.md``; ``quotaCheckStrategy`` ``BlockUndeclared``). A quota of N nodes admits N training pods, one per node
+  (:func:`quota_amounts`). ``borrowingLimit: 0`` without ``borrow``, ``lendingLimit:
   0`` without ``lend`` (CRD: ``lendingLimit`` "is in beta stage and is enabled by default";
   both "must be null if spec.cohortName is empty"). Preemption from
   ``scheduling.preemption`` (:data:`PREEMPTION`). ``namespaceSelector`` admits the team's
@@ -49,6 +51,7 @@ from trn_ultracluster.orchestrators.eks.manifests import (
     PROJECT_LABEL,
     Manifest,
 )
+from trn_ultracluster.orchestrators.eks.pools import cpu_resource_requirements
 
 if TYPE_CHECKING:
     from trn_ultracluster.config.model.teams import Team, TeamQuota
@@ -150,8 +153,11 @@ def quota_amounts(spec: InstanceSpec, quota: TeamQuota, team: str = "") -> dict[
     interfaces, vCPUs and memory, rounded down (trn1.32xlarge, 2 nodes = 32 chips: neuron 32,
     efa 16, cpu 256, memory 1024Gi). Down, so the Neuron devices stay the limit: a whole-node
     pod asks for the chips and interfaces of one node, and k nodes' interfaces always fit the
-    rounded share of the chips k nodes need. CPU pool: no Neuron device or EFA interface,
-    ``vcpus`` and ``memory_gib`` of the quota's nodes.
+    rounded share of the chips k nodes need. CPU pool: no Neuron device or EFA interface, and
+    ``quota.nodes`` times what a training pod requests on one node
+    (:func:`~.pools.cpu_resource_requirements`: just over half the node's vCPUs and memory, so
+    that each node runs one), not the nodes' whole vCPUs and memory: with those, 3 nodes of
+    m7i.8xlarge (96 vCPUs) would admit 5 pods of 17 vCPUs, a 5-node job on a 3-node quota.
 
     Raises:
         ValueError: a Trainium quota that is no whole number of chips, or a CPU quota that is
@@ -167,11 +173,14 @@ def quota_amounts(spec: InstanceSpec, quota: TeamQuota, team: str = "") -> dict[
         return {NEURON_RESOURCE: str(chips), EFA_RESOURCE: str(efa),
                 "cpu": str(chips * spec.vcpus // spec.chips),
                 "memory": f"{chips * spec.memory_gib // spec.chips}Gi"}
-    if quota.vcpus is None or quota.memory_gib is None:
+    if quota.nodes is None:
         raise ValueError(f"team {team!r}: quota on the CPU pool {quota.pool!r} must be whole "
                          "nodes")
-    return {NEURON_RESOURCE: "0", EFA_RESOURCE: "0", "cpu": str(quota.vcpus),
-            "memory": f"{quota.memory_gib}Gi"}
+    per_node = cpu_resource_requirements(spec)["requests"]
+    memory_gib = per_node["memory"].removesuffix("Gi")
+    return {NEURON_RESOURCE: "0", EFA_RESOURCE: "0",
+            "cpu": str(quota.nodes * int(per_node["cpu"])),
+            "memory": f"{quota.nodes * int(memory_gib)}Gi"}
 
 
 def cluster_queue(team: Team, pools: Sequence[FlavorPool], preemption: str) -> Manifest:
