@@ -24,13 +24,14 @@ workload_priority_class}.md``):
   covered: ``aws.amazon.com/neuron`` and ``vpc.amazonaws.com/efa`` on a Trainium node, ``cpu``
   and ``memory`` on a CPU node (:mod:`.pools`): "By default, administrators must specify all
   resources required by workloads in the ClusterQueue's .spec.resourceGroups[*]" (Kueue docs,
-  ``tasks/manage/administer_cluster_quotas.md``; ``quotaCheckStrategy`` ``BlockUndeclared``). A quota of N nodes admits N training pods, one per node
-  (:func:`quota_amounts`). ``borrowingLimit: 0`` without ``borrow``, ``lendingLimit:
-  0`` without ``lend`` (CRD: ``lendingLimit`` "is in beta stage and is enabled by default";
-  both "must be null if spec.cohortName is empty"). Preemption from
-  ``scheduling.preemption`` (:data:`PREEMPTION`). ``namespaceSelector`` admits the team's
-  namespace only ("Defaults to null which is a nothing selector", CRD), by the label the API
-  server sets on every namespace (:data:`NAMESPACE_NAME_LABEL`).
+  ``tasks/manage/administer_cluster_quotas.md``; ``quotaCheckStrategy`` ``BlockUndeclared``).
+  A quota of N nodes admits N training pods, one per node (:func:`quota_amounts`).
+  ``borrowingLimit: 0`` without ``borrow``, ``lendingLimit: 0`` without ``lend`` (CRD:
+  ``lendingLimit`` "is in beta stage and is enabled by default"; both "must be null if
+  spec.cohortName is empty"). Preemption from ``scheduling.preemption`` (:data:`PREEMPTION`).
+  ``namespaceSelector`` admits the team's namespace only ("Defaults to null which is a nothing
+  selector", CRD), by the label the API server sets on every namespace
+  (:data:`NAMESPACE_NAME_LABEL`).
 - a namespace and a LocalQueue (:func:`local_queue`) per team, named after it.
 - a WorkloadPriorityClass per priority class (:func:`workload_priority_class`), ``value`` =
   the class's weight; a job names it with the label ``kueue.x-k8s.io/priority-class``.
