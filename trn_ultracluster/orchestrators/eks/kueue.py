@@ -49,8 +49,8 @@ from trn_ultracluster.orchestrators.eks.manifests import (
     EFA_RESOURCE,
     NEURON_RESOURCE,
     NEURON_TAINT,
-    PROJECT_LABEL,
     Manifest,
+    object_metadata,
 )
 from trn_ultracluster.orchestrators.eks.pools import cpu_resource_requirements
 
@@ -128,13 +128,6 @@ class FlavorPool:
     node_labels: Mapping[str, str]
 
 
-def _metadata(name: str, namespace: str | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {PROJECT_LABEL: "trn-ultracluster"}}
-    if namespace is not None:
-        meta["namespace"] = namespace
-    return meta
-
-
 def resource_flavor(pool: FlavorPool) -> Manifest:
     """The ResourceFlavor of ``pool``: its ``nodeLabels``, and on a Trainium type the Neuron
     taint as ``nodeTaints`` (module doc)."""
@@ -143,7 +136,7 @@ def resource_flavor(pool: FlavorPool) -> Manifest:
         spec["nodeTaints"] = [{"key": NEURON_TAINT.key, "value": NEURON_TAINT.value,
                                "effect": NEURON_TAINT.effect}]
     return {"apiVersion": KUEUE_API_VERSION, "kind": "ResourceFlavor",
-            "metadata": _metadata(pool.name), "spec": spec}
+            "metadata": object_metadata(pool.name), "spec": spec}
 
 
 def quota_amounts(spec: InstanceSpec, quota: TeamQuota, team: str = "") -> dict[str, str]:
@@ -211,7 +204,7 @@ def cluster_queue(team: Team, pools: Sequence[FlavorPool], preemption: str) -> M
         flavors.append({"name": pool.name, "resources": resources})
     return {
         "apiVersion": KUEUE_API_VERSION, "kind": "ClusterQueue",
-        "metadata": _metadata(names.cluster_queue),
+        "metadata": object_metadata(names.cluster_queue),
         "spec": {
             "cohortName": COHORT,
             "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: names.namespace}},
@@ -226,7 +219,7 @@ def local_queue(team: str) -> Manifest:
     """The LocalQueue of ``team`` in its namespace, feeding its ClusterQueue."""
     names = team_names(team)
     return {"apiVersion": KUEUE_API_VERSION, "kind": "LocalQueue",
-            "metadata": _metadata(names.queue, names.namespace),
+            "metadata": object_metadata(names.queue, names.namespace),
             "spec": {"clusterQueue": names.cluster_queue}}
 
 
@@ -237,7 +230,7 @@ def workload_priority_class(name: str, weight: int) -> Manifest:
     (Kueue docs, ``concepts/workload_priority_class.md``), which orders admission and
     preemption (``concepts/preemption.md``)."""
     return {"apiVersion": KUEUE_API_VERSION, "kind": "WorkloadPriorityClass",
-            "metadata": _metadata(name), "value": weight,
+            "metadata": object_metadata(name), "value": weight,
             "description": f"trn-ultracluster priority class {name} (weight {weight})"}
 
 
