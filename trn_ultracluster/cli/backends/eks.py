@@ -111,13 +111,15 @@ def trainjob_client(namespace: str, *, session: Any, region: str, cluster_name: 
 
 
 class EksBackend(JobBackend):
-    """TrainJobs on the stack's ClusterTrainingRuntime; a job's handle is its name."""
+    """TrainJobs on the stack's ClusterTrainingRuntime; a job's handle is its name, or
+    ``<namespace>/<name>`` for a team's job (:meth:`locate`)."""
 
     name = "eks"
     options = (BackendOption(
         "--kube-context", "EKS: use this kubeconfig context (default: reach the cluster with "
                           "your AWS credentials, no kubeconfig needed)"),)
-    texts = BackendTexts(label="EKS", job="TrainJob name", dry_run="the TrainJob manifest",
+    texts = BackendTexts(label="EKS", job="TrainJob name (NAMESPACE/NAME for a team's job)",
+                         dry_run="the TrainJob manifest",
                          time_limit="the TrainJob's activeDeadlineSeconds",
                          env="the trainer container")
 
