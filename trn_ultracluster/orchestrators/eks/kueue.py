@@ -73,7 +73,9 @@ kubernetes-sigs/kueue ``pkg/controller/jobs/trainjob/trainjob_controller.go``,
 ``FrameworkName``)."""
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 """Set by the API server on every namespace to its name (Kubernetes docs, "Well-Known Labels,
-Annotations and Taints", ``kubernetes.io/metadata.name``)."""
+Annotations and Taints", ``kubernetes.io/metadata.name``; ``corev1.LabelMetadataName``). Kueue's
+own default ``managedJobsNamespaceSelector`` selects namespaces by it
+(``apis/config/v1beta2/defaults.go``: ``NotIn [kube-system, <kueue namespace>]``)."""
 COVERED_RESOURCES = (NEURON_RESOURCE, EFA_RESOURCE, "cpu", "memory")
 """What the teams' ClusterQueues count: everything a training pod of a pool requests
 (:func:`~.pools.pool_resource_requirements`)."""
