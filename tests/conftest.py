@@ -34,6 +34,9 @@ directory): the tests need nothing outside the repository."""
 TRAINER_CRDS = FIXTURES / "kubeflow-trainer-2.3.0"
 """Kubeflow Trainer 2.3.0 (the chart the stack installs): the TrainJob and
 ClusterTrainingRuntime CRDs and the chart's torch-distributed runtime."""
+KUEUE_CRDS = FIXTURES / "kueue-0.19.2"
+"""Kueue's CRDs (ResourceFlavor, ClusterQueue, LocalQueue, WorkloadPriorityClass, Workload) at
+v0.19.2; its README says why not the 0.20.0 the stack installs."""
 
 
 def cdk_json_context() -> dict[str, Any]:

@@ -70,6 +70,9 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     (f"{PACKAGE}.cli.backends.trainjob", f"{PACKAGE}.orchestrators.eks.manifests"):
         _SAME_MANIFESTS,
     (f"{PACKAGE}.cli.backends.eks", f"{PACKAGE}.orchestrators.eks.manifests"): _SAME_MANIFESTS,
+    (f"{PACKAGE}.cli.backends.kueue", f"{PACKAGE}.orchestrators.eks.manifests"):
+        "a Workload's pool is read from the node label the stack's runtimes select (the "
+        "module imports only contracts)",
     (f"{PACKAGE}.cli.backends.hyperpod_eks", f"{PACKAGE}.orchestrators.eks.manifests"):
         _SAME_MANIFESTS,
     (f"{PACKAGE}.cli.backends.trainjob", f"{PACKAGE}.orchestrators.eks.pools"): _SAME_POOLS,

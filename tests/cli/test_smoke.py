@@ -156,7 +156,8 @@ def test_smoke_test_builds_the_job_client_once(capsys, tmp_path, monkeypatch, or
         def submit(self, name, script, *partition):
             return 42
 
-        def get(self, name):
+        def get(self, name, namespace=None):  # TrainJobClient.get: the training namespace
+            assert namespace in (None, "training")
             Client.polls += 1
             done = Client.polls >= 3
             return {"status": {"conditions": [{"type": "Complete", "status": "True"}] if done else []}}
@@ -165,7 +166,8 @@ def test_smoke_test_builds_the_job_client_once(capsys, tmp_path, monkeypatch, or
             Client.polls += 1
             return [{"state": "COMPLETED" if Client.polls >= 3 else "RUNNING"}]
 
-        def logs(self, handle, tail_lines=None):
+        def logs(self, handle, tail_lines=None, namespace=None):
+            assert namespace in (None, "training")
             return log
 
     def make(backend):

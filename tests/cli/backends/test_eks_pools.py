@@ -149,7 +149,8 @@ class FakeClient:
     def __init__(self, jobs: list[dict[str, Any]], nodes: list[tuple[str, bool]]):
         self.jobs, self._nodes, self.selectors = jobs, nodes, []
 
-    def list(self):
+    def list(self, namespace=None):
+        assert namespace in (None, self.namespace)  # a stack without teams: one namespace
         return self.jobs
 
     def nodes(self, selector):

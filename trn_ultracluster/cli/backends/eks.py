@@ -14,6 +14,14 @@ job of another pool runs on that pool's runtime
 select ``trn-ultracluster/pool: <name>`` (:meth:`EksBackend.pool_selector`), with the pool's
 image, processes and resources per node. The main pool's nodes carry that label only on a
 stack configured with ``pools``, so a main-pool job never requires it.
+
+Teams (a stack whose ``Teams`` output names each team's ``namespace``, Kueue ``queue`` and
+``cluster_queue``): a job runs in its team's namespace, labelled with the team's LocalQueue
+and its priority class's WorkloadPriorityClass (``kueue.x-k8s.io/queue-name``,
+``kueue.x-k8s.io/priority-class``), and Kueue admits it within the team's quota. Its handle
+is ``<namespace>/<name>``; a bare name is looked up in the training namespace and every team
+namespace (a stack without teams has only the first, as before). ``status`` and ``usage``
+read Kueue (:mod:`~trn_ultracluster.cli.backends.kueue`).
 """
 
 from __future__ import annotations
@@ -29,6 +37,13 @@ from trn_ultracluster.cli.backends.base import (
     RenderedJob,
 )
 from trn_ultracluster.cli.backends.eks_scale import nodegroup_names, scale_eks_nodes
+from trn_ultracluster.cli.backends.kueue import (
+    KueueClient,
+    PoolResolver,
+    team_status,
+    usage_records,
+    workloads_by_namespace,
+)
 from trn_ultracluster.cli.backends.trainjob import (
     CODE_ANNOTATION,
     TrainJobClient,
@@ -40,11 +55,14 @@ from trn_ultracluster.cli.job_args import JobRequest
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.pools import POOL_LABEL
+from trn_ultracluster.contracts.teams import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
 from trn_ultracluster.orchestrators.eks.manifests import INSTANCE_TYPE_LABEL
 from trn_ultracluster.orchestrators.eks.pools import pool_runtime_name
 
 if TYPE_CHECKING:
+    from trn_ultracluster.cli.usage import Period, UsageRecord
     from trn_ultracluster.contracts.pools import PoolInfo
+    from trn_ultracluster.contracts.teams import PriorityClassInfo, TeamInfo, TeamsInfo
 
 __all__ = ["EksBackend", "NODEGROUP_LABEL", "trainjob_client"]
 
@@ -93,13 +111,15 @@ def trainjob_client(namespace: str, *, session: Any, region: str, cluster_name: 
 
 
 class EksBackend(JobBackend):
-    """TrainJobs on the stack's ClusterTrainingRuntime; a job's handle is its name."""
+    """TrainJobs on the stack's ClusterTrainingRuntime; a job's handle is its name, or
+    ``<namespace>/<name>`` for a team's job (:meth:`locate`)."""
 
     name = "eks"
     options = (BackendOption(
         "--kube-context", "EKS: use this kubeconfig context (default: reach the cluster with "
                           "your AWS credentials, no kubeconfig needed)"),)
-    texts = BackendTexts(label="EKS", job="TrainJob name", dry_run="the TrainJob manifest",
+    texts = BackendTexts(label="EKS", job="TrainJob name (NAMESPACE/NAME for a team's job)",
+                         dry_run="the TrainJob manifest",
                          time_limit="the TrainJob's activeDeadlineSeconds",
                          env="the trainer container")
 
@@ -170,40 +190,128 @@ class EksBackend(JobBackend):
         labels = found.get("metadata", {}).get("labels") or {}
         return labels.get(POOL_LABEL) or self.outputs.pools()[0].name
 
+    # --- teams and job handles ---------------------------------------------------------
+
+    @property
+    def training_namespace(self) -> str:
+        """The stack's training namespace (output ``EksTrainingNamespace``)."""
+        return self.outputs.get(OutputKey.EKS_TRAINING_NAMESPACE)
+
+    def job_namespaces(self) -> list[str]:
+        """Where jobs can be: the training namespace, then each team's (none without
+        teams)."""
+        teams = self.outputs.teams().teams
+        return list(dict.fromkeys([self.training_namespace,
+                                   *(t.namespace for t in teams if t.namespace)]))
+
+    def handle(self, namespace: str, name: str) -> str:
+        """A job's handle: its name in the training namespace, ``<namespace>/<name>``
+        elsewhere (Kubernetes names hold no ``/``)."""
+        return name if namespace == self.training_namespace else f"{namespace}/{name}"
+
+    def locate(self, handle: str) -> tuple[str, str]:
+        """``(namespace, name)`` of a job handle: ``<namespace>/<name>``, or a bare name,
+        which on a stack with teams is looked up in every namespace of
+        :meth:`job_namespaces`.
+
+        Raises:
+            CliError: (USAGE) a handle of more than one ``/``; a bare name found in several
+                namespaces (the message lists them). (CLUSTER) a bare name found nowhere on
+                a stack with teams, or the API server failed.
+        """
+        if "/" in handle:
+            namespace, _, name = handle.partition("/")
+            if not namespace or not name or "/" in name:
+                raise CliError(f"job {handle!r} is not NAME or NAMESPACE/NAME",
+                               "`status` lists the jobs with their handles")
+            return namespace, name
+        namespaces = self.job_namespaces()
+        if len(namespaces) == 1:
+            return namespaces[0], handle
+        found = [ns for ns in namespaces if self.client.find(handle, ns) is not None]
+        if len(found) == 1:
+            return found[0], handle
+        if not found:
+            raise CliError(f"no TrainJob {handle} in namespaces {', '.join(namespaces)}",
+                           "`status` lists the jobs with their handles", ExitCode.CLUSTER)
+        raise CliError(f"TrainJob {handle} is in several namespaces: "
+                       + ", ".join(f"{ns}/{handle}" for ns in found),
+                       "name one of them as NAMESPACE/NAME")
+
+    def placement(self, team: TeamInfo | None,
+                  priority: PriorityClassInfo | None) -> tuple[str, dict[str, str]]:
+        """The namespace and Kueue labels of a job of ``team`` at ``priority``: the team's
+        namespace, ``kueue.x-k8s.io/queue-name`` = its LocalQueue and
+        ``kueue.x-k8s.io/priority-class`` = the class's WorkloadPriorityClass; without a team,
+        the training namespace and no labels.
+
+        Raises:
+            CliError: (STACK) the stack names no namespace or queue for the team.
+        """
+        if team is None:
+            return self.training_namespace, {}
+        if not team.namespace or not team.queue:
+            raise CliError(f"the stack's Teams output gives team {team.name} no namespace or "
+                           "Kueue queue", "redeploy the stack with this version",
+                           ExitCode.STACK)
+        labels = {KUEUE_QUEUE_LABEL: team.queue}
+        if priority is not None:
+            labels[KUEUE_PRIORITY_LABEL] = priority.scheduled_as
+        return team.namespace, labels
+
+    def team_status(self, teams: TeamsInfo) -> list[str]:
+        """Each team's use of its ClusterQueue's quota per pool and its jobs waiting for
+        quota (:func:`~trn_ultracluster.cli.backends.kueue.team_status`)."""
+        return team_status(teams, KueueClient(self.client), PoolResolver(self.outputs.pools()))
+
+    def usage(self, period: Period, teams: TeamsInfo) -> list[UsageRecord]:
+        """Each job's use of its pool inside ``period``, from the Workloads of the team
+        namespaces (:func:`~trn_ultracluster.cli.backends.kueue.usage_records`)."""
+        workloads = workloads_by_namespace(teams, KueueClient(self.client))
+        return usage_records(teams, workloads, period, PoolResolver(self.outputs.pools()))
+
     # --- jobs --------------------------------------------------------------------------
 
     def render(self, job: JobRequest) -> RenderedJob:
         import yaml
 
         pool = job.pool
+        namespace, labels = self.placement(job.team, job.priority)
         manifest = train_job(replace(job, image=self.pool_image(job)),
-                             spec=self.pool_spec(pool),
-                             namespace=self.outputs.get(OutputKey.EKS_TRAINING_NAMESPACE),
+                             spec=self.pool_spec(pool), namespace=namespace,
                              runtime=self.pool_runtime(pool),
                              pool_selector=self.pool_selector(pool))
+        manifest["metadata"]["labels"].update(labels)
         return RenderedJob(job, yaml.safe_dump(manifest, sort_keys=False), manifest)
 
     def submit(self, job: RenderedJob) -> str:
         self.client.create(job.payload)
-        return job.job.name
+        return self.handle(job.payload["metadata"]["namespace"], job.job.name)
 
     def status(self, job: str | None, pool: PoolInfo | None = None) -> list[str]:
-        """Lines of one TrainJob or every one; with ``pool``, only the pool's
-        (:meth:`job_pool`) and then its nodes with their readiness."""
+        """Lines of one TrainJob or every one (of the training and team namespaces); with
+        ``pool``, only the pool's (:meth:`job_pool`) and then its nodes with their
+        readiness."""
         client = self.client
-        jobs = [client.get(job)] if job else client.list()
+        if job:
+            namespace, name = self.locate(job)
+            jobs = [(namespace, client.get(name, namespace))]
+        else:
+            jobs = [(ns, found) for ns in self.job_namespaces() for found in client.list(ns)]
         if pool is not None:
-            jobs = [found for found in jobs if self.job_pool(found) == pool.name]
+            jobs = [(ns, found) for ns, found in jobs if self.job_pool(found) == pool.name]
         lines = []
-        for found in jobs:
+        for namespace, found in jobs:
             trainer = found.get("spec", {}).get("trainer", {})
             code = found["metadata"].get("annotations", {}).get(CODE_ANNOTATION)
-            lines.append(f"{found['metadata']['name']:<40} {job_state(found):<10} "
-                         f"nodes={trainer.get('numNodes')}"
+            lines.append(f"{self.handle(namespace, found['metadata']['name']):<40} "
+                         f"{job_state(found):<10} nodes={trainer.get('numNodes')}"
                          + (f" code={code[:12]}" if code else ""))
         if not jobs:
             where = f" of pool {pool.name}" if pool is not None else ""
-            lines.append(f"no TrainJobs{where} in namespace {client.namespace}")
+            namespaces = self.job_namespaces()
+            lines.append(f"no TrainJobs{where} in namespace{'s' if len(namespaces) > 1 else ''} "
+                         f"{', '.join(namespaces)}")
         if pool is not None:
             nodes = client.nodes(self.pool_nodes_selector(pool))
             ready = sum(1 for _, ok in nodes if ok)
@@ -213,14 +321,17 @@ class EksBackend(JobBackend):
         return lines
 
     def state(self, job: str) -> JobState:
-        state = job_state(self.client.get(job))
+        namespace, name = self.locate(job)
+        state = job_state(self.client.get(name, namespace))
         return JobState(state, state in ENDED)
 
     def logs(self, job: str, tail_lines: int | None = None) -> str:
-        return str(self.client.logs(job, tail_lines))
+        namespace, name = self.locate(job)
+        return str(self.client.logs(name, tail_lines, namespace))
 
     def cancel(self, job: str) -> None:
-        self.client.delete(job)
+        namespace, name = self.locate(job)
+        self.client.delete(name, namespace)
 
     def scale(self, nodes: int, pool: PoolInfo | None = None) -> str:
         """Scale ``pool``'s node groups (the main pool's without one:

@@ -215,7 +215,8 @@ def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,
 
 
 class TrainJobClient:
-    """TrainJobs in one namespace, through the official Kubernetes Python client.
+    """TrainJobs through the official Kubernetes Python client, in the stack's training
+    namespace unless a method is given another (a team's, on a stack with teams).
 
     Args:
         namespace: the stack's training namespace.
@@ -230,7 +231,7 @@ class TrainJobClient:
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
 
-    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    def call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)`` with the client's failures turned into :class:`CliError`.
 
         Raises:
@@ -263,15 +264,19 @@ class TrainJobClient:
                            "(eks.endpoint_access) and --kube-context", ExitCode.CLUSTER) from None
 
     def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
-        """Create the TrainJob; returns the stored object."""
-        return self._call(f"create TrainJob {manifest['metadata']['name']}",
-                          self.custom.create_namespaced_custom_object, TRAINER_GROUP,
-                          TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, dict(manifest))
+        """Create the TrainJob in its ``metadata.namespace`` (default: the training
+        namespace); returns the stored object."""
+        namespace = manifest["metadata"].get("namespace") or self.namespace
+        return self.call(f"create TrainJob {manifest['metadata']['name']}",
+                         self.custom.create_namespaced_custom_object, TRAINER_GROUP,
+                         TRAINER_VERSION, namespace, TRAINJOB_PLURAL, dict(manifest))
 
-    def list(self) -> list[dict[str, Any]]:
-        """TrainJobs of the namespace."""
-        found = self._call("list TrainJobs", self.custom.list_namespaced_custom_object,
-                           TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL)
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        """TrainJobs of ``namespace`` (default: the training namespace)."""
+        namespace = namespace or self.namespace
+        found = self.call(f"list TrainJobs in {namespace}",
+                          self.custom.list_namespaced_custom_object,
+                          TRAINER_GROUP, TRAINER_VERSION, namespace, TRAINJOB_PLURAL)
         return list(found.get("items", []))
 
     def nodes(self, label_selector: str) -> list[tuple[str, bool]]:
@@ -279,32 +284,51 @@ class TrainJobClient:
         syntax, ``key=value`` or ``key in (a,b)``), as ``(name, ready)`` in name order;
         ``ready``: the node's ``Ready`` condition is ``True`` (Kubernetes API, ``NodeStatus``
         ``conditions``)."""
-        found = self._call("list nodes", self.core.list_node, label_selector=label_selector)
+        found = self.call("list nodes", self.core.list_node, label_selector=label_selector)
         nodes = []
         for node in found.items:
             conditions = {c.type: c.status for c in (node.status.conditions or [])}
             nodes.append((node.metadata.name, conditions.get("Ready") == "True"))
         return sorted(nodes)
 
-    def get(self, name: str) -> dict[str, Any]:
-        """One TrainJob."""
-        return self._call(f"get TrainJob {name}", self.custom.get_namespaced_custom_object,
-                          TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, name)
+    def get(self, name: str, namespace: str | None = None) -> dict[str, Any]:
+        """One TrainJob of ``namespace`` (default: the training namespace)."""
+        return self.call(f"get TrainJob {name}", self.custom.get_namespaced_custom_object,
+                         TRAINER_GROUP, TRAINER_VERSION, namespace or self.namespace,
+                         TRAINJOB_PLURAL, name)
 
-    def delete(self, name: str) -> None:
+    def find(self, name: str, namespace: str) -> dict[str, Any] | None:
+        """TrainJob ``name`` of ``namespace``, or ``None`` when there is none (404)."""
+        from kubernetes.client.exceptions import ApiException
+
+        def get_or_none() -> dict[str, Any] | None:
+            try:
+                return self.custom.get_namespaced_custom_object(
+                    TRAINER_GROUP, TRAINER_VERSION, namespace, TRAINJOB_PLURAL, name)
+            except ApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+
+        return self.call(f"get TrainJob {name} in {namespace}", get_or_none)
+
+    def delete(self, name: str, namespace: str | None = None) -> None:
         """Delete a TrainJob (its JobSet and pods go with it)."""
-        self._call(f"delete TrainJob {name}", self.custom.delete_namespaced_custom_object,
-                   TRAINER_GROUP, TRAINER_VERSION, self.namespace, TRAINJOB_PLURAL, name)
+        self.call(f"delete TrainJob {name}", self.custom.delete_namespaced_custom_object,
+                  TRAINER_GROUP, TRAINER_VERSION, namespace or self.namespace,
+                  TRAINJOB_PLURAL, name)
 
-    def logs(self, name: str, tail_lines: int | None = None) -> str:
+    def logs(self, name: str, tail_lines: int | None = None,
+             namespace: str | None = None) -> str:
         """Log of the first node's trainer container (rank 0 prints the metrics), as text.
 
         Raises:
             CliError: (CLUSTER) no pod yet, or the API server failed the request.
         """
+        namespace = namespace or self.namespace
         selector = f"{JOBSET_NAME_LABEL}={name},{COMPLETION_INDEX_LABEL}=0"
-        pods = self._call(f"list pods of {name}", self.core.list_namespaced_pod,
-                          self.namespace, label_selector=selector)
+        pods = self.call(f"list pods of {name}", self.core.list_namespaced_pod,
+                         namespace, label_selector=selector)
         if not pods.items:
             raise CliError(f"TrainJob {name} has no pods yet",
                            f"wait and check `status {name}` (nodes may be scaling up)",
@@ -313,10 +337,10 @@ class TrainJobClient:
         kwargs: dict[str, Any] = {"container": TRAINER_NODE, "_preload_content": False}
         if tail_lines is not None:
             kwargs["tail_lines"] = tail_lines
-        response = self._call(f"logs of {pod}", self.core.read_namespaced_pod_log, pod,
-                              self.namespace, **kwargs)
+        response = self.call(f"logs of {pod}", self.core.read_namespaced_pod_log, pod,
+                             namespace, **kwargs)
         try:
-            body = self._call(f"logs of {pod}", lambda: response.data)
+            body = self.call(f"logs of {pod}", lambda: response.data)
         finally:
             response.release_conn()
         return decode_log(body)

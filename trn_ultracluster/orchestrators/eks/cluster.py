@@ -27,7 +27,14 @@ from trn_ultracluster.orchestrators.eks.node_updates import (
     node_update,
     set_node_update,
 )
+from trn_ultracluster.orchestrators.eks.kueue import FlavorPool
 from trn_ultracluster.orchestrators.eks.pools import pool_node_labels
+from trn_ultracluster.orchestrators.eks.teams import (
+    KueueObjects,
+    add_kueue,
+    priority_class_names,
+    team_details,
+)
 from trn_ultracluster.orchestrators.eks.versions import EFA_PLUGIN_CHART, NEURON_CHART
 
 __all__ = ["EksOrchestrator", "EksProps", "labels_pool"]
@@ -79,6 +86,10 @@ class EksOrchestrator(EksCluster):
       (:meth:`~.control_plane.EksCluster.pool_training_runtime_manifest`).
     - With ``fsx.efa`` on, the node role may publish metrics in ``TrnUltraCluster/Neuron``
       (:func:`~trn_ultracluster.node_metrics.grant_put_metrics`: Lustre over EFA).
+    - With ``teams``: Kueue and its objects (:mod:`.teams`, :mod:`.kueue`): a ResourceFlavor
+      per pool, a ClusterQueue per team in one cohort, a namespace, FSx claim and LocalQueue
+      per team, a WorkloadPriorityClass per priority class (``kueue``: what was made). Without
+      ``teams`` nothing of it is in the template.
     """
 
     job_backend = JOB_BACKEND
@@ -94,7 +105,35 @@ class EksOrchestrator(EksCluster):
             shape=NodeShape.of(config),
             settings=config.eks,
             fsx_capacity_gib=config.fsx.storage_capacity_gib,
-            kubernetes_version=config.kubernetes_version))
+            kubernetes_version=config.kubernetes_version,
+            teams=config.team_list,
+            scheduling=config.scheduling))
+
+    def __init__(self, scope: Construct, construct_id: str, props: EksProps) -> None:
+        super().__init__(scope, construct_id, props)
+        self.kueue: KueueObjects | None = None
+        if props.teams:
+            self.kueue = add_kueue(self, props.teams, props.scheduling, self.flavor_pools())
+
+    # --- teams (Kueue: :mod:`.teams`) ----------------------------------------------------
+
+    def flavor_pools(self) -> list[FlavorPool]:
+        """Every pool as a Kueue flavor, main pool first: its nodes' :data:`POOL_LABEL`, or
+        the instance type for the one pool of a configuration without ``pools``, whose nodes
+        carry no pool label (:func:`labels_pool`)."""
+        return [FlavorPool(p.pool.name, p.pool.instance,
+                           {POOL_LABEL: p.pool.name} if labels_pool(p.pool)
+                           else {k8s.INSTANCE_TYPE_LABEL: p.pool.instance_type})
+                for p in self.props.foundation.pools]
+
+    def team_details(self) -> dict[str, dict[str, str]]:
+        """With ``teams``: team -> ``namespace``, ``queue``, ``cluster_queue`` (merged into the
+        ``Teams`` output; :func:`.teams.team_details`); without, empty."""
+        return team_details(self.props.teams)
+
+    def priority_class_names(self) -> dict[str, str]:
+        """With ``teams``: priority class -> its Kueue WorkloadPriorityClass; without, empty."""
+        return priority_class_names(self.props.scheduling) if self.props.teams else {}
 
     def compute_nodegroups(self) -> list[eks.Nodegroup]:
         """The node groups of every pool (see the class docstring), the main pool's first.

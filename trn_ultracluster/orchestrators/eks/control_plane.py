@@ -15,7 +15,7 @@ base was split out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aws_cdk import CfnResource, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -27,6 +27,7 @@ from constructs import Construct
 
 from trn_ultracluster.config import EksConfig
 from trn_ultracluster.config.facts import CNI_WARM_IP_TARGET, DEFAULT_KUBERNETES_VERSION
+from trn_ultracluster.config.model.teams import SchedulingConfig, Team
 from trn_ultracluster.constructs.names import stack_unique_name
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.pools import POOL_LABEL
@@ -100,6 +101,10 @@ class EksProps:
         fsx_capacity_gib: the file system's size (the PersistentVolume's capacity).
         kubernetes_version: Kubernetes minor version, e.g. ``"1.36"``
             (``ClusterConfig.kubernetes_version``). Default: the ``eks`` orchestrator's.
+        teams: the resolved teams (``ClusterConfig.team_list``). Default: none (no scheduler
+            objects; an orchestrator that enforces teams reads them).
+        scheduling: the priority classes and preemption (``ClusterConfig.scheduling``), read
+            with ``teams``. Default: ``SchedulingConfig()``.
     """
 
     foundation: Foundation
@@ -107,6 +112,8 @@ class EksProps:
     settings: EksConfig
     fsx_capacity_gib: int
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION["eks"]
+    teams: tuple[Team, ...] = ()
+    scheduling: SchedulingConfig = field(default_factory=SchedulingConfig)
 
 
 class EksCluster(Construct):

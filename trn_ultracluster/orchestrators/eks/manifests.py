@@ -197,7 +197,9 @@ def neuron_resource_requirements(spec: InstanceSpec) -> dict[str, dict[str, str]
     return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
-def _metadata(name: str, namespace_name: str | None = None) -> dict[str, Any]:
+def object_metadata(name: str, namespace_name: str | None = None) -> dict[str, Any]:
+    """``metadata`` of an object the stack makes: ``name``, the project label and, for a
+    namespaced object, ``namespace_name``."""
     meta: dict[str, Any] = {"name": name, "labels": {PROJECT_LABEL: "trn-ultracluster"}}
     if namespace_name is not None:
         meta["namespace"] = namespace_name
@@ -206,7 +208,7 @@ def _metadata(name: str, namespace_name: str | None = None) -> dict[str, Any]:
 
 def namespace(name: str) -> Manifest:
     """A ``v1/Namespace``."""
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": _metadata(name)}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": object_metadata(name)}
 
 
 def fsx_persistent_volume(
@@ -229,7 +231,7 @@ def fsx_persistent_volume(
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": _metadata(name),
+        "metadata": object_metadata(name),
         "spec": {
             "capacity": {"storage": f"{storage_capacity_gib}Gi"},
             "volumeMode": "Filesystem",
@@ -254,7 +256,7 @@ def fsx_persistent_volume_claim(*, namespace_name: str, name: str = FSX_PVC_NAME
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(name, namespace_name),
+        "metadata": object_metadata(name, namespace_name),
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "storageClassName": "",
@@ -350,7 +352,7 @@ def training_runtime(name: str, pod_spec: dict[str, Any],
         "apiVersion": TRAINER_API_VERSION,
         "kind": "ClusterTrainingRuntime",
         "metadata": {
-            **_metadata(name),
+            **object_metadata(name),
             "labels": {PROJECT_LABEL: "trn-ultracluster", "trainer.kubeflow.org/framework": "torch"},
         },
         "spec": {

@@ -58,6 +58,25 @@ Facts used here and their sources:
   (#3386), PRTE variables for Open MPI 5 (#4029). The stack stays on 2.3.0 until 2.4.0 is
   tested here; the API it uses is still ``trainer.kubeflow.org/v1alpha1`` (the only API
   package on kubeflow/trainer master, 2026-08-21).
+- Kueue chart 0.20.0, ``oci://registry.k8s.io/kueue/charts/kueue`` (installed only with
+  ``teams``: :mod:`.teams`). Kueue's install guide installs that chart with ``helm install kueue
+  oci://registry.k8s.io/kueue/charts/kueue --version=<chart version> --namespace kueue-system
+  --create-namespace --wait`` (kubernetes-sigs/kueue ``site/content/en/docs/getting-started/
+  installation.md``); a released chart runs image ``registry.k8s.io/kueue/kueue:v<version>``
+  (``hack/helm-chart-package.sh`` rewrites the image for tags ``vX.Y.Z``). Why 0.20.0: Kueue
+  added the Kubeflow Trainer v2 integration (``trainer.kubeflow.org/trainjob``) in v0.14.0
+  ("Add an alpha integration for Kubeflow Trainer to Kueue", #6597, ``CHANGELOG-0.14.md``),
+  moved it to Trainer v2.2's ``runtimePatches`` in v0.17.0 (#10127), and supports Trainer v2.3
+  (the stack's 2.3.0) from v0.20.0 only: "TrainJob: support Trainer v2.3. If you use Trainer
+  v2.2, you have to update it to v2.3 since Trainer v2.2 and v2.3 don't have API
+  compatibility" (#14504, ``CHANGELOG/CHANGELOG-0.20.md``); v0.19.2 still builds against
+  Trainer v2.2.1 (``go.mod``). Kubernetes: "version 1.29 or newer" (install guide); v0.19 and
+  later build against ``k8s.io/api`` v0.36 (``go.mod``), the stack's 1.36. v0.20 serves only
+  ``kueue.x-k8s.io/v1beta2`` (CHANGELOG-0.20, #14558), which the stack's objects use. The chart
+  0.20.0 is used by public install guides (oracle-quickstart/oci-hpc-oke, ``helm install kueue
+  oci://registry.k8s.io/kueue/charts/kueue --version="0.20.0"``); its digest and its v0.20.0
+  tag were not read here (the repository copy read ends 2026-08-22), so the tests validate the
+  objects against the v0.19.2 CRDs (``tests/fixtures/kueue-0.19.2/README.md``).
 - Add-on names ``vpc-cni``, ``coredns``, ``kube-proxy``, ``eks-pod-identity-agent``,
   ``aws-fsx-csi-driver``, service accounts ``aws-node`` (VPC CNI) and
   ``fsx-csi-controller-sa`` (FSx CSI controller): EKS user guide, "Amazon EKS add-ons"
@@ -90,6 +109,7 @@ __all__ = [
     "EFA_PLUGIN_CHART",
     "FSX_CSI_SERVICE_ACCOUNT",
     "HelmChartPin",
+    "KUEUE_CHART",
     "NEURON_CHART",
     "NODE_POLICIES",
     "SYSTEM_NODES",
@@ -162,6 +182,9 @@ EFA_PLUGIN_CHART = HelmChartPin(
 TRAINER_CHART = HelmChartPin(
     "kubeflow-trainer", "oci://ghcr.io/kubeflow/charts/kubeflow-trainer", "2.3.0",
     "kubeflow-system")
+KUEUE_CHART = HelmChartPin(
+    "kueue", "oci://registry.k8s.io/kueue/charts/kueue", "0.20.0", "kueue-system")
+"""Kueue (with ``teams`` only): the first release for Kubeflow Trainer v2.3 (module doc)."""
 TRAINER_INSTALL_TIMEOUT = Duration.minutes(10)
 """``helm --wait`` timeout of the Kubeflow Trainer chart. The install runs inside aws-eks-v2's
 kubectl handler, a Lambda function with a 15-minute timeout (aws-cdk-lib 2.275.0
