@@ -27,8 +27,10 @@ def test_help_for_every_command(capsys):
         with pytest.raises(SystemExit) as done:
             cli.main([command, "--help"])
         assert done.value.code == 0
-        # estimate reads the synthesized template (--cdk-out), no stack
-        assert ("--stack-name" in capsys.readouterr().out) is (command != "estimate")
+        # estimate reads the synthesized template (--cdk-out), config the configuration:
+        # no stack
+        assert ("--stack-name" in capsys.readouterr().out) is (command not in ("estimate",
+                                                                               "config"))
     with pytest.raises(SystemExit):
         cli.main(["submit", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
