@@ -77,7 +77,7 @@ test-slurm: $(VENV)/.dev
 	bash tests/slurm/ensure-slurm.sh
 	TRN_REQUIRE_SLURM=1 $(VPY) -m pytest -m slurm tests/slurm
 
-## deploy / destroy / diff: need AWS credentials and `cdk bootstrap` (see README). The IAM
+## deploy / destroy / diff: need AWS credentials and `cdk bootstrap` (docs/deploy.md). The IAM
 ## principal that deploys becomes EKS cluster admin (eks.deployer_principal_arn).
 DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 
@@ -86,7 +86,7 @@ DEPLOYER = $$($(VPY) -m trn_ultracluster.cli.principal)
 ## nodes (the file system replaced, node groups rolled...: docs/changes.md); ALLOW_REPLACE=1
 ## deploys anyway (ALLOW_FSX_REPLACE=1, its earlier name, too), except a deploy CloudFormation
 ## would refuse (a node group update that combines a version-type change with another: plan
-## says how to split it; README "Upgrading a deployed stack").
+## says how to split it; docs/deploy.md "Upgrading a deployed stack").
 deploy: setup
 	@deployer=$(DEPLOYER) && \
 	$(VPY) -m trn_ultracluster plan $(CDK_CONTEXT) -c eks.deployer_principal_arn=$$deployer \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How far each orchestrator and EFA layout scales, and what synth costs at scale.
 
-Prints two Markdown tables (README "Scale" holds a copy):
+Prints two Markdown tables (docs/scale.md holds a copy):
 
 1. per orchestrator x layout (trn1.32xlarge): addresses and NAU units per node, the largest
    ``nodes.max`` the configuration accepts with AWS's default quotas (no quota to raise) and

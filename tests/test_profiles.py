@@ -1,6 +1,6 @@
 """The example profiles: what the two trn1 UltraCluster profiles do with FSx for Lustre over
 EFA (and what their comments say about it), no profile left with a warning about ``fsx.efa``,
-and README's list of profiles."""
+and the list of profiles in docs/configuration-guide.md."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_ultracluster_128_with_auto_would_turn_efa_on_and_ask_for_true():
     loaded = load("ultracluster-128", **{"fsx.efa": "auto"})
     assert plan_fsx_efa(loaded.config).mode == "preferred"
     assert [(w.field, w.doc) for w in loaded.warnings] == [
-        ("fsx.efa", "README.md#fsx-for-lustre-over-efa")]
+        ("fsx.efa", "docs/lustre-over-efa.md")]
 
 
 def test_ultracluster_2000_keeps_efa_off_by_its_own_setting():
@@ -64,8 +64,9 @@ def test_no_profile_warns_about_fsx_efa(profile):
     assert not [w for w in load(profile).warnings if w.field == "fsx.efa"]
 
 
-def test_the_readme_lists_every_profile():
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_configuration_guide_lists_every_profile():
+    text = (REPO_ROOT / "docs" / "configuration-guide.md").read_text(encoding="utf-8")
     start = text.index("Example profiles in `profiles/`:")
-    listed = text[start:text.index("\n## ", start)]
+    end = text.find("\n## ", start)
+    listed = text[start:end if end != -1 else len(text)]
     assert [p.name for p in PROFILES if f"\n- `{p.name}`:" not in listed] == []

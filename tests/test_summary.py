@@ -18,7 +18,7 @@ def efa_line(text: str) -> str:
 def test_the_default_file_system_is_not_efa_enabled(default):
     assert efa_line(summarize(default.outdir)) == (
         "FSx over EFA:   off (auto): the file system's throughput is not above 10,000 MB/s, "
-        "from which AWS recommends EFA (README \"FSx for Lustre over EFA\")")
+        "from which AWS recommends EFA (docs/lustre-over-efa.md)")
 
 
 def test_an_efa_enabled_file_system_says_what_a_node_on_tcp_does(default, tmp_path):
@@ -35,7 +35,7 @@ def test_an_efa_enabled_file_system_says_what_a_node_on_tcp_does(default, tmp_pa
         "FSx over EFA:   on: fsx.efa is true; a node that cannot set up LNet over EFA at boot "
         "powers off before it joins (its node group replaces it); one found on TCP after it "
         "joined logs an ERROR and reports 0 in node_fsx_lustre_over_efa (a joined Kubernetes "
-        "node is not failed) (README \"FSx for Lustre over EFA\")")
+        "node is not failed) (docs/lustre-over-efa.md)")
 
 
 def test_the_summary_lists_each_pool_with_its_cost(default, tmp_path):

@@ -417,7 +417,7 @@ def split_advice(change: ResourceChange) -> str:
     words: first the other properties, then the version-type ones (the order the
     configuration can usually express; either order passes CloudFormation's rule). An
     ``UpdateConfig`` that appears on reserved capacity has its own path:
-    ``eks.node_update_config: none`` first (README "Upgrading a deployed stack")."""
+    ``eks.node_update_config: none`` first (docs/deploy.md "Upgrading a deployed stack")."""
     versions = ", ".join(change.version_changes)
     others = ", ".join(change.other_changes)
     if change.other_changes == ("UpdateConfig",):
@@ -426,10 +426,10 @@ def split_advice(change: ResourceChange) -> str:
                 "first with `trn-ultracluster scale --nodes 0`, since EKS's default roll "
                 "launches a new node before it terminates an old one); deploy 2: the "
                 "configuration as it is (adds UpdateConfig alone); then scale back up "
-                "(README \"Upgrading a deployed stack\")")
+                "(docs/deploy.md#upgrading-a-deployed-stack)")
     return (f"deploy 1: only the configuration change that changes {others} (keep what "
             f"changes {versions} as deployed); deploy 2: the rest, which changes {versions} "
-            "alone (README \"Upgrading a deployed stack\")")
+            "alone (docs/deploy.md#upgrading-a-deployed-stack)")
 
 
 def stops_deploy(change: ResourceChange) -> bool:

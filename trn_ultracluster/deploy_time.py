@@ -94,7 +94,7 @@ CREATE_MINUTES: dict[str, Minutes] = {
            "runs after CloudFormation is done with the group: its time is not in the stack's)"),
     IMAGE_BUILD: Minutes(
         20, f"{_ESTIMATE}: CodeBuild pulls the Neuron base image (several GB), installs the "
-            "training program and pushes to ECR (README, 'Training image')"),
+            "training program and pushes to ECR (docs/deploy.md, 'Training image')"),
     "Custom::AWSCDK-EKS-HelmChart": Minutes(
         2, f"{_ESTIMATE} (helm install --wait of a small chart)"),
     "Custom::AWSCDK-EKS-KubernetesResource": Minutes(0.5, _ESTIMATE),

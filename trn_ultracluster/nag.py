@@ -103,7 +103,7 @@ def checkov_skip(scope: IConstruct, check_id: str, reason: str) -> None:
 
 IN_VPC_REASON = "TrnUltraCluster::InVpcReason"
 """Template ``Metadata`` key of a Lambda function that runs in the VPC although ``cdk
-destroy`` deletes it before its subnets: why it must, and where the README says what that
+destroy`` deletes it before its subnets: why it must, and where docs/deploy.md says what that
 costs on destroy. A function's network interfaces outlive it by up to 20 minutes (Lambda
 developer guide, "Giving Lambda functions access to resources in an Amazon VPC": Lambda
 takes "up to 20 minutes to delete the attached Hyperplane ENI") and hold the subnets and

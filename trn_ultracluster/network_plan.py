@@ -145,7 +145,7 @@ class NodeAddresses:
         interfaces: network interfaces (ENIs, EFA and EFA-only interfaces).
         efa_interfaces: EFA and EFA-only interfaces among them (1 NAU each, with or without
             an address: "EFA interface (EFA with an ENA device) or an EFA-only interface", 1).
-        rule: how the numbers were reached, for messages and the README table.
+        rule: how the numbers were reached, for messages and the table of docs/scale.md.
     """
 
     interface_ips: int

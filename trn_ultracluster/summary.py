@@ -113,10 +113,10 @@ def summarize(outdir: Path) -> str:
         *_pool_lines(template, est),
         f"compute AZ ID:  {_output(template, OutputKey.COMPUTE_AZ_ID)}",
         f"EFA per node:   {efa_interfaces_per_node(template)} interfaces",
-        f"FSx over EFA:   {efa_summary(template)} (README \"FSx for Lustre over EFA\")",
+        f"FSx over EFA:   {efa_summary(template)} (docs/lustre-over-efa.md)",
         f"orchestrator:   {_output(template, OutputKey.ORCHESTRATOR)}",
         f"Neuron stack:   {_output(template, OutputKey.NEURON_STACK)} (python -m trn_train train "
-        f"--backend {_output(template, OutputKey.NEURON_STACK)}; README \"Training stacks\")",
+        f"--backend {_output(template, OutputKey.NEURON_STACK)}; docs/training-stacks.md)",
         _estimate_line(est),
         "",
         "resources by type:",

@@ -19,15 +19,15 @@ from trn_ultracluster.config import CONTEXT_KEY, ClusterConfig, ConfigError, loa
 # (case, context overrides as `-c` would give them, the exact message of the one error)
 BAD_INPUTS = [
     ('dotted key below a number', {'nodes.max.x': '1'},
-     "error: nodes.max.x = '1': must name a key of a mapping: nodes.max is the int 1, not a mapping of keys (see README.md#configuration)"),
+     "error: nodes.max.x = '1': must name a key of a mapping: nodes.max is the int 1, not a mapping of keys (see docs/configuration-guide.md#layers)"),
     ('dotted key below a list', {'az_ids.0': 'usw2-az1'},
-     "error: az_ids.0 = 'usw2-az1': must name a key of a mapping: az_ids is a list, not a mapping of keys; give the whole list: -c az_ids=a,b (see README.md#configuration)"),
+     "error: az_ids.0 = 'usw2-az1': must name a key of a mapping: az_ids is a list, not a mapping of keys; give the whole list: -c az_ids=a,b (see docs/configuration-guide.md#layers)"),
     ('empty profile name', {'config': ''},
-     "error: config = '': must name a YAML profile file, e.g. profiles/dev.yaml (it is empty) (see README.md#configuration)"),
+     "error: config = '': must name a YAML profile file, e.g. profiles/dev.yaml (it is empty) (see docs/configuration-guide.md#layers)"),
     ('missing profile', {'config': 'profiles/nope.yaml'},
-     "error: config = 'profiles/nope.yaml': must name an existing YAML profile file, e.g. profiles/dev.yaml (see README.md#configuration)"),
+     "error: config = 'profiles/nope.yaml': must name an existing YAML profile file, e.g. profiles/dev.yaml (see docs/configuration-guide.md#layers)"),
     ('dotted key below a default number', {'root_volume_gib.x': '1'},
-     "error: root_volume_gib.x = '1': must name a key of a mapping: root_volume_gib is the int 512, not a mapping of keys (see README.md#configuration)"),
+     "error: root_volume_gib.x = '1': must name a key of a mapping: root_volume_gib is the int 512, not a mapping of keys (see docs/configuration-guide.md#layers)"),
 ]
 
 

@@ -18,7 +18,7 @@ BAD_INPUTS = [
     ('deployer is an STS session', {'eks.deployer_principal_arn': 'arn:aws:sts::123456789012:assumed-role/Admin/alice'},
      "error: eks.deployer_principal_arn = 'arn:aws:sts::123456789012:assumed-role/Admin/alice': must be an IAM role or user ARN like 'arn:aws:iam::123456789012:role/Admin' (an assumed-role session ARN names its role: arn:aws:iam::<account>:role/<role name>) (see https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html)"),
     ('node update config not auto or none', {'eks.node_update_config': 'minimal'},
-     "error: eks.node_update_config = 'minimal': must be 'auto' or 'none' (see README.md#configuration)"),
+     "error: eks.node_update_config = 'minimal': must be 'auto' or 'none' (see docs/configuration.md)"),
 ]
 
 
@@ -35,7 +35,7 @@ WARNINGS = [
      'warning: eks.admin_role_arn = None: should be set, or eks.deployer_principal_arn (make deploy sets it): with neither, only the CloudFormation execution role will be cluster admin; deploy with make deploy, or set the ARN of the IAM role you use with kubectl (see https://docs.aws.amazon.com/eks/latest/userguide/access-entries.html)'),
     ('node update config none on on-demand', {'eks.node_update_config': 'none'},
      'eks.node_update_config',
-     "warning: eks.node_update_config = 'none': should be 'auto' (or left out): 'none' only changes the Trainium node groups of eks on reserved capacity, and on-demand node groups never get an UpdateConfig (see README.md#upgrading-a-deployed-stack)"),
+     "warning: eks.node_update_config = 'none': should be 'auto' (or left out): 'none' only changes the Trainium node groups of eks on reserved capacity, and on-demand node groups never get an UpdateConfig (see docs/deploy.md#upgrading-a-deployed-stack)"),
 ]
 
 

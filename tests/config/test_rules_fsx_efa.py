@@ -41,7 +41,7 @@ def true_suffix(field: str) -> str:
     return (". fsx.efa is true, which needs this rule: meet it, or set fsx.efa to false for a "
             "file system without EFA (on a deployed stack whose file system has EFA, that "
             "replaces the file system and deletes what it holds beyond its S3 export: "
-            "README.md#fsx-for-lustre-over-efa)")
+            "docs/lustre-over-efa.md)")
 STEPS = ("steps: 38,400 GiB at 125, 19,200 GiB at 250, 9,600 GiB at 500, 4,800 GiB at 1000")
 
 # A trn1 UltraCluster whose file system meets every rule: 14,400 GiB at 1000 MB/s/TiB is
@@ -134,7 +134,7 @@ def test_a_node_count_past_a_limit_is_a_warning_naming_nodes_max():
         "system's 1,024 EFA connections (1,026 needed; what happens past the limit is not "
         "documented). A node that cannot use EFA falls back to TCP (a warning in its log, 0 "
         "on the dashboard). The file system stays EFA-enabled: a node count never replaces it "
-        f"(README.md#fsx-for-lustre-over-efa) (see {CLIENTS_PAGE})")
+        f"(docs/lustre-over-efa.md) (see {CLIENTS_PAGE})")
     assert STYLE.match(warning)
     efa = plan(config)
     assert efa.mode == "preferred"
@@ -313,7 +313,7 @@ def test_efa_clients_share_the_file_systems_16_block():
 def test_efa_setting_is_true_false_or_auto():
     assert errors({"fsx.efa": "maybe"}) == [
         "error: fsx.efa = 'maybe': must be true, false or 'auto' "
-        "(see README.md#fsx-for-lustre-over-efa)"]
+        "(see docs/lustre-over-efa.md)"]
     assert plan({**SMALLEST, "fsx.efa": "TRUE"}).setting is True
 
 
@@ -323,7 +323,7 @@ def test_yaml_1_1_booleans_are_not_an_efa_setting(word, tmp_path):
     the loader reads YAML 1.2's booleans only, so these are refused, from ``-c`` and from a
     profile alike, instead of silently turning EFA on or off."""
     expected = [f"error: fsx.efa = '{word}': must be true, false or 'auto' "
-                "(see README.md#fsx-for-lustre-over-efa)"]
+                "(see docs/lustre-over-efa.md)"]
     assert errors({"fsx.efa": word}) == expected
     profile = tmp_path / "p.yaml"
     profile.write_text(f"fsx:\n  efa: {word}\n")

@@ -45,7 +45,7 @@ BAD_INPUTS = [
     ('dlami venv on the native stack without its DLAMI', {**TRN2, 'standalone.runtime': 'dlami-venv'},
      "error: standalone.runtime = 'dlami-venv': must be 'container' on the native stack unless standalone.ami_id or standalone.ami_ssm_parameter names the \"Deep Learning AMI Neuron torch-neuronx 2.14.0\" DLAMI (Neuron SDK 2.33.0), which has /opt/aws_neuronx_venv_torch_neuronx_2_14_0: without them the nodes boot the Neuron Base DLAMI (/aws/service/neuron/dlami/base/ubuntu-24.04/latest/image_id), which has no TorchNeuron environment. The torch-neuronx DLAMI's SSM parameter is not in the Neuron docs as of SDK 2.33.0; find it with `aws ssm get-parameters-by-path --path /aws/service/neuron/dlami --recursive` (see https://awsdocs-neuron.readthedocs-hosted.com/en/latest/deploy/environments/dlami.html)"),
     ('unknown runtime', {'orchestrator': 'standalone', 'standalone.runtime': 'conda'},
-     "error: standalone.runtime = 'conda': must be 'container' or 'dlami-venv' (see README.md#configuration)"),
+     "error: standalone.runtime = 'conda': must be 'container' or 'dlami-venv' (see docs/configuration.md)"),
 ]
 
 

@@ -29,7 +29,7 @@ def test_xla_on_trainium2_is_allowed_with_a_warning_that_it_is_frozen():
     assert warnings_about(overrides, "training_image.neuron_stack") == [
         "warning: training_image.neuron_stack = 'xla': should be 'auto' (native) on "
         "trn2.48xlarge: the XLA stack is frozen at Neuron SDK 2.30, the last release with a "
-        "PyTorch/XLA training image; it gets no fixes (see README.md#training-stacks)"]
+        "PyTorch/XLA training image; it gets no fixes (see docs/training-stacks.md)"]
     assert load_config(overrides).config.neuron_stack == "xla"
 
 

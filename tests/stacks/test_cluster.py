@@ -226,12 +226,12 @@ def test_no_function_in_the_vpc_without_a_documented_reason(each):
     """A VPC function's network interfaces outlive it by up to 20 minutes (Lambda developer
     guide, "Giving Lambda functions access to resources in an Amazon VPC") and hold the
     subnets and security groups that cdk destroy deletes after it (aws/aws-cdk #18650,
-    go-to-k/delstack #637): each one in the VPC says why in its metadata, and the README's
-    destroy section says what to expect."""
+    go-to-k/delstack #637): each one in the VPC says why in its metadata, and docs/deploy.md
+    ("A private EKS endpoint") says what to expect."""
     from trn_ultracluster.nag import IN_VPC_REASON
     from trn_ultracluster.template_graph import transitive_dependencies
 
-    readme = (REPO_ROOT / "README.md").read_text()
+    deploy_doc = (REPO_ROOT / "docs" / "deploy.md").read_text()
     for name, function in _functions_in_the_vpc(each.template).items():
         # its deletion precedes that of its subnets: it depends on them
         subnets = {d for d in transitive_dependencies(each.template, name)
@@ -239,8 +239,8 @@ def test_no_function_in_the_vpc_without_a_documented_reason(each):
         assert subnets, f"{name} is in the VPC but depends on no subnet of the stack"
         reason = function.get("Metadata", {}).get(IN_VPC_REASON)
         assert reason, f"{name} runs in the VPC without {IN_VPC_REASON} metadata"
-        assert "README.md#a-private-eks-endpoint" in reason
-    assert "\n### A private EKS endpoint\n" in readme
+        assert "docs/deploy.md#a-private-eks-endpoint" in reason
+    assert "\n## A private EKS endpoint\n" in deploy_doc
 
 
 @pytest.mark.parametrize("context, in_vpc", [
@@ -261,7 +261,7 @@ def test_kubectl_functions_leave_the_vpc_when_the_public_endpoint_lets_them(synt
         reason = function.get("Metadata", {}).get(IN_VPC_REASON)
         assert (reason is not None) is in_vpc, name
         if in_vpc:  # the reason the retention test above asks of every in-VPC function
-            assert "README.md#a-private-eks-endpoint" in reason
+            assert "docs/deploy.md#a-private-eks-endpoint" in reason
     # no other function of the stack is in the VPC
     assert set(_functions_in_the_vpc(template)) == (set(kubectl) if in_vpc else set())
 

@@ -291,8 +291,8 @@ def _file_system_efa(session: Any, config: ClusterConfig, stack_name: str) -> Ch
         f"(fsx.efa {plan.reason}): EFA is set when a file system is created, so the deploy "
         "would replace it and delete what it holds beyond its S3 export",
         f"to keep the file system, set fsx.efa: {'true' if deployed else 'false'}; to replace "
-        "it, first copy what is outside the data repository's path, then deploy (README "
-        "\"FSx for Lustre over EFA\")")
+        "it, first copy what is outside the data repository's path, then deploy "
+        "(docs/lustre-over-efa.md)")
 
 
 CHECKS = (OFFERING_CHECK, "quotas", "CDK bootstrap", "Docker", "capacity", "stack",

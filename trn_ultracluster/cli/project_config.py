@@ -95,5 +95,5 @@ def default_stack_name(repo: Path, outputs_file: Path | None = None,
         return load_config(context, base_dir=repo).config.stack_name
     except ConfigError as err:
         raise CliError(f"which stack? the configuration does not load: {err}",
-                       "fix the configuration (README 'Configuration'), or pass --stack-name"
+                       "fix the configuration (docs/configuration.md), or pass --stack-name"
                        ) from None

@@ -44,7 +44,7 @@ class ConfigIssue:
         value: the value given.
         allowed: what is allowed, as a sentence fragment: "must ..." for an error,
             "should ..." for a warning.
-        doc: where to read more (URL or README anchor).
+        doc: where to read more (URL, or a docs/ page with its anchor).
         severity: ``error`` stops synth; ``warning`` is printed and synth goes on.
     """
 

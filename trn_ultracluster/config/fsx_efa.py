@@ -36,7 +36,7 @@ user changes to change the file system. The rules are of three kinds:
   nodes anyway -- never replaces the data: with a type that cannot be a client, the file
   system stays what its settings make it, the nodes mount it over TCP (mode ``off``), and
   ``auto`` warns when that file system is EFA-enabled (fewer, larger storage servers: a TCP
-  client reaches less of it, README "FSx for Lustre over EFA") so that the user can write
+  client reaches less of it, docs/lustre-over-efa.md) so that the user can write
   ``false`` -- a file system field -- if that is what they want. With ``true`` such a type
   is an error (``true`` asks for EFA on every node).
 - ``limit`` (``connections``: 1,024 EFA connections per file system, 2 per trn1 node, so 512

@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel
 
 from trn_ultracluster.config.errors import ConfigError, ConfigIssue, shown
-from trn_ultracluster.config.facts import README_CONFIG
+from trn_ultracluster.config.facts import DOC_CONFIG_GUIDE
 from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
 from trn_ultracluster.config.parse import parse_config
 
@@ -92,7 +92,7 @@ def _set_dotted(target: dict[str, Any], dotted: str, value: Any) -> ConfigIssue 
             hint = (f"; give the whole list: -c {where}=a,b" if isinstance(child, (list, tuple))
                     else "")
             return ConfigIssue(dotted, value, f"must name a key of a mapping: {where} is "
-                               f"{_kind(child)}, not a mapping of keys{hint}", README_CONFIG)
+                               f"{_kind(child)}, not a mapping of keys{hint}", DOC_CONFIG_GUIDE)
         node = child
     if dotted in _LIST_FIELDS and isinstance(value, str):
         value = [v.strip() for v in value.split(",") if v.strip()]
@@ -160,7 +160,7 @@ _StrictLoader.add_implicit_resolver(
 
 
 def _profile_issue(path_text: str, allowed: str) -> ConfigError:
-    return ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text, allowed, README_CONFIG)])
+    return ConfigError([ConfigIssue(PROFILE_CONTEXT_KEY, path_text, allowed, DOC_CONFIG_GUIDE)])
 
 
 def _read_profile(path_text: str, base_dir: Path) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def config_layers(context: Mapping[str, Any], base_dir: Path | str = ".") -> Con
     if not isinstance(cdk_json, Mapping):
         raise ConfigError([ConfigIssue(CONTEXT_KEY, cdk_json,
                                        "must be a mapping of config keys in cdk.json context",
-                                       README_CONFIG)])
+                                       DOC_CONFIG_GUIDE)])
     profile_path = (str(context[PROFILE_CONTEXT_KEY] or "") if PROFILE_CONTEXT_KEY in context
                     else None)
     profile = _read_profile(profile_path, Path(base_dir)) if profile_path is not None else {}

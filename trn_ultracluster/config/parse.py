@@ -14,13 +14,13 @@ from trn_ultracluster.config.errors import ConfigError, ConfigIssue
 from trn_ultracluster.config.facts import (
     DOC_AZ_IDS,
     DOC_CAPACITY_BLOCKS,
+    DOC_CONFIG,
     DOC_EFA,
     DOC_FSX_DEPLOY,
     DOC_INSTANCES,
+    DOC_LUSTRE_OVER_EFA,
     DOC_PLACEMENT,
     DOC_VPC_CIDR,
-    README_CONFIG,
-    README_FSX_EFA,
 )
 from trn_ultracluster.config.model import ClusterConfig, LoadedConfig
 from trn_ultracluster.config.model.teams import DOC_TEAMS
@@ -33,11 +33,11 @@ _FIELD_DOCS = {
     "az_ids": DOC_AZ_IDS,
     "vpc_cidr": DOC_VPC_CIDR,
     "fsx": DOC_FSX_DEPLOY,
-    "fsx.efa": README_FSX_EFA,
+    "fsx.efa": DOC_LUSTRE_OVER_EFA,
     "capacity": DOC_CAPACITY_BLOCKS,
     "placement_group": DOC_PLACEMENT,
     "efa_interface_layout": DOC_EFA,
-    "orchestrator": README_CONFIG,
+    "orchestrator": DOC_CONFIG,
     "teams": DOC_TEAMS,
     "scheduling": DOC_TEAMS,
 }
@@ -45,7 +45,7 @@ _FIELD_DOCS = {
 
 def _doc_for(field: str) -> str:
     head = field.split(".", 1)[0].split("[", 1)[0]
-    return _FIELD_DOCS.get(field, _FIELD_DOCS.get(head, README_CONFIG))
+    return _FIELD_DOCS.get(field, _FIELD_DOCS.get(head, DOC_CONFIG))
 
 
 def _loc_to_field(loc: tuple[Any, ...]) -> str:

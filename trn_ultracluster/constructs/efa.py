@@ -211,7 +211,7 @@ class Efa(Construct):
     managed node group with ``LatestVersionNumber`` replaces every node for it (EKS user
     guide, "Understand each phase of node updates"). The stack tags the construct's own
     resources, except the placement group (:data:`UNTAGGED_RESOURCE_TYPES`). What reaches
-    the nodes instead: README "Configuration" (Tags).
+    the nodes instead: docs/configuration-guide.md "Tags".
     """
 
     def __init__(self, scope: Construct, construct_id: str, props: EfaProps) -> None:

@@ -1,10 +1,10 @@
 """Storage: FSx for Lustre for the nodes, an S3 bucket for datasets and checkpoints.
 
-What ``cdk destroy`` does here (see README "Deploy and destroy"): the file system is always
-deleted; with ``retain_data`` its contents are exported to the data repository (the data
-bucket by default) first and the buckets are kept; without it the buckets are emptied and
-deleted too. No retained resource depends on a deleted one (the file system, which sits in
-the VPC's subnet and security group, is never retained), so the stack ends DELETE_COMPLETE.
+What ``cdk destroy`` does here (see docs/deploy.md, "What `cdk destroy` does"): the file system
+is always deleted; with ``retain_data`` its contents are exported to the data repository (the
+data bucket by default) first and the buckets are kept; without it the buckets are emptied and
+deleted too. No retained resource depends on a deleted one (the file system, which sits in the
+VPC's subnet and security group, is never retained), so the stack ends DELETE_COMPLETE.
 
 FSx for Lustre over EFA (``StorageProps.efa_enabled``, from ``fsx.efa``): the file system is
 created EFA-enabled and its security group and the nodes' admit all traffic to and from each

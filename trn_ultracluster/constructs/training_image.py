@@ -48,7 +48,7 @@ The CodeBuild build, within that hour (:meth:`TrainingImage._tune_build_project`
   and the library's buildspec creates no other builder. So no cache tag lives in the
   repository, and its lifecycle rules and ``EmptyOnDelete`` see only image tags.
 
-Why CodeBuild and this library (alternatives weighed in README "Training image"): the base
+Why CodeBuild and this library (alternatives weighed in docs/deploy.md "Training image"): the base
 image is many GB (a Neuron DLC); building next to ECR avoids pulling and pushing it over the
 user's connection; ``cdk-ecr-deployment`` (the previous approach) needs the image built
 locally first, copies it with a 512 MiB Lambda capped at 15 minutes whose role may write to

@@ -1,6 +1,6 @@
 """FSx for Lustre over EFA in the estimate: whether the file system is EFA-enabled and why,
 what one client reaches over TCP and over EFA, and the smallest EFA-enabled file system at
-its throughput tier with its price (README "FSx for Lustre over EFA").
+its throughput tier with its price (docs/lustre-over-efa.md).
 
 Read from the template: ``LustreConfiguration.EfaEnabled``, the stack output ``FsxEfa``
 (what the nodes do: ``off``, ``preferred`` or ``required``), whose description carries why

@@ -137,7 +137,7 @@ class TrnUltraClusterStack(Stack):
         # Every taggable resource but the placement group (Tags create-only there:
         # constructs/efa.py UNTAGGED_RESOURCE_TYPES); updating a tag elsewhere is in place.
         # The launch template's data carries none of them (a new version rolls EKS nodes):
-        # README "Configuration" (Tags) says what reaches the nodes.
+        # docs/configuration-guide.md "Tags" says what reaches the nodes.
         for key, value in config.tags.items():
             Tags.of(self).add(key, value, exclude_resource_types=list(UNTAGGED_RESOURCE_TYPES))
         self._outputs()

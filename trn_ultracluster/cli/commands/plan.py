@@ -12,12 +12,12 @@ resource (:func:`trn_ultracluster.changes.classify`) and prints each replacement
 node roll in words, and each resource updated in place by count.
 
 Exit 1 when the deploy would replace or remove data or nodes or roll nodes
-(:func:`~trn_ultracluster.changes.stops_deploy`), or lower the storage request of the EKS
-FSx claim (:func:`~trn_ultracluster.changes.shrinking_claims`: Kubernetes refuses it until
-the claim is recreated, README "File system size on EKS"), unless ``--allow-replace``; a
-stack that does not exist yet, or a change that stops nothing, exits 0. Exit 1 also with
-``--allow-replace`` when CloudFormation would refuse the deploy whatever the user allows: a
-node group update that combines a version-type change with another
+(:func:`~trn_ultracluster.changes.stops_deploy`), or lower the storage request of the EKS FSx
+claim (:func:`~trn_ultracluster.changes.shrinking_claims`: Kubernetes refuses it until the
+claim is recreated, docs/configuration-guide.md "File system size on EKS"), unless
+``--allow-replace``; a stack that does not exist yet, or a change that stops nothing, exits 0.
+Exit 1 also with ``--allow-replace`` when CloudFormation would refuse the deploy whatever the
+user allows: a node group update that combines a version-type change with another
 (:func:`~trn_ultracluster.changes.refused_combination`); the plan says how to split it in two
 deploys. Going on would only fail the deploy and roll the stack back. ``make deploy`` runs it
 first.
@@ -68,7 +68,7 @@ def synthesize(context: Mapping[str, Any], base_dir: Path) -> dict[str, Any]:
         try:
             app, stack, _ = build_app(dict(context), outdir=outdir, base_dir=base_dir)
         except ConfigError as err:
-            raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+            raise CliError(str(err), "fix the configuration (docs/configuration.md)") from None
         assembly = app.synth()
         return dict(assembly.get_stack_by_name(stack.stack_name).template)
 
@@ -132,8 +132,8 @@ def _new_blocks_of_eks(changes: list[ResourceChange], after: Mapping[str, Any]) 
 
 
 def describe_claim_shrink(claim: ClaimShrink) -> str:
-    """``claim`` in words, with the steps that let the deploy recreate it (README
-    "Configuration", "File system size on EKS")."""
+    """``claim`` in words, with the steps that let the deploy recreate it
+    (docs/configuration-guide.md, "File system size on EKS")."""
     namespace = claim.namespace or "<namespace>"
     volume = claim.volume or "<volume>"
     return (f"lowers the storage request of the claim {namespace}/{claim.name} (manifest "
@@ -144,8 +144,8 @@ def describe_claim_shrink(claim: ClaimShrink) -> str:
             f" && kubectl patch pv {volume} --type json -p "
             "'[{\"op\":\"remove\",\"path\":\"/spec/claimRef\"}]' (the volume is Retain: "
             "the file system is untouched); the deploy then recreates the claim, which binds "
-            f"to the same volume; run plan again with {ALLOW_FLAG} to go on (README "
-            "\"File system size on EKS\")")
+            f"to the same volume; run plan again with {ALLOW_FLAG} to go on "
+            "(docs/configuration-guide.md#file-system-size-on-eks)")
 
 
 def format_plan(stack_name: str, changes: list[ResourceChange],
@@ -236,7 +236,7 @@ def plan(args: argparse.Namespace,
             or control_plane_version_refusals(deployed, after)):
         print("plan: stopped: CloudFormation would refuse the updates listed with 'x' and "
               f"roll the stack back ({ALLOW_FLAG} cannot change that); deploy in the steps "
-              "each line gives (README \"Upgrading a deployed stack\")", file=sys.stderr)
+              "each line gives (docs/deploy.md#upgrading-a-deployed-stack)", file=sys.stderr)
         return ExitCode.CHECK_FAILED
     if args.allow_replace:
         print(f"plan: going on ({ALLOW_FLAG})")

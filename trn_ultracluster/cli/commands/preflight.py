@@ -34,7 +34,7 @@ def configuration(args: argparse.Namespace, repo: Path) -> tuple[dict[str, Any],
     try:
         config = load_config(context, base_dir=repo).config
     except ConfigError as err:
-        raise CliError(str(err), "fix the configuration (README 'Configuration')") from None
+        raise CliError(str(err), "fix the configuration (docs/configuration.md)") from None
     if args.region and args.region != config.region:
         raise CliError(f"--region {args.region} is not the configuration's Region {config.region} "
                        f"(derived from az_ids {', '.join(config.az_ids)})",

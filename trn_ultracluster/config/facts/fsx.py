@@ -54,7 +54,7 @@ DOC_FSX_EFA = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/efa-file-syste
 DOC_FSX_EFA_CLIENTS = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/configure-efa-clients.html"
 DOC_FSX_EFA_CAPACITY = (
     "https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html")
-README_FSX_EFA = "README.md#fsx-for-lustre-over-efa"
+DOC_LUSTRE_OVER_EFA = "docs/lustre-over-efa.md"
 
 FSX_EFA_DEPLOYMENT_TYPE = "PERSISTENT_2"
 FSX_EFA_LUSTRE_VERSION = "2.15"

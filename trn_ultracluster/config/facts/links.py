@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
-README_CONFIG = "README.md#configuration"
-README_POOLS = "docs/pools.md"
+DOC_CONFIG = "docs/configuration.md"
+"""The generated configuration reference: every key, its type, default and allowed values."""
+DOC_CONFIG_GUIDE = "docs/configuration-guide.md#layers"
+"""How the layers (defaults, ``cdk.json``, a profile, ``-c``) are read."""
+DOC_POOLS = "docs/pools.md"
 DOC_CFN_STACK_NAME = "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_CreateStack.html"
 DOC_EKS_CREATE_CLUSTER = "https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateCluster.html"
 
@@ -25,7 +28,7 @@ DOC_EKS_PCP = "https://docs.aws.amazon.com/eks/latest/userguide/eks-provisioned-
 DOC_EKS_ULTRA = ("https://aws.amazon.com/blogs/containers/amazon-eks-enables-ultra-scale-ai-ml-"
                  "workloads-with-support-for-100k-nodes-per-cluster/")
 DOC_VPC_CNI = "https://github.com/aws/amazon-vpc-cni-k8s#minimum_ip_target-v160"
-README_SCALE = "README.md#scale"
+DOC_SCALE = "docs/scale.md"
 DOC_NAT = "https://docs.aws.amazon.com/vpc/latest/userguide/vpc-nat-gateway.html"
 DOC_FSX_DEPLOY = "https://docs.aws.amazon.com/fsx/latest/LustreGuide/using-fsx-lustre.html"
 DOC_FSX_CAPACITY = (
@@ -63,7 +66,7 @@ DOC_EKS_ACCESS = "https://docs.aws.amazon.com/eks/latest/userguide/access-entrie
 DOC_EKS_ADDONS = "https://docs.aws.amazon.com/eks/latest/userguide/eks-add-ons.html"
 DOC_K8S_NAMES = "https://kubernetes.io/docs/concepts/overview/working-with-objects/names/"
 DOC_EKS_VERSIONS = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
-DOC_NODE_UPDATES = "README.md#upgrading-a-deployed-stack"
+DOC_NODE_UPDATES = "docs/deploy.md#upgrading-a-deployed-stack"
 DOC_HYPERPOD_EKS = (
     "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html")
 DOC_HYPERPOD_EKS_AUTO_RESUME = "docs/hyperpod-eks.md#auto-resume"
@@ -77,8 +80,8 @@ DOC_DEVICE_NAMES = "https://docs.aws.amazon.com/ebs/latest/userguide/device_nami
 DOC_SSM_PARAMETER_NAMES = (
     "https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_PutParameter.html"
 )
-README_STANDALONE = "docs/standalone.md"
-README_TRAINING_STACKS = "README.md#training-stacks"
+DOC_STANDALONE = "docs/standalone.md"
+DOC_TRAINING_STACKS = "docs/training-stacks.md"
 DOC_CUSTOM_IMAGE = "docs/custom-image.md"
 DOC_TORCHNEURON = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 DOC_TRN2_ULTRASERVER = (

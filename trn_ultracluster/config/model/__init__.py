@@ -84,45 +84,78 @@ default stack keeps it: ``ClusterName`` is create-only (CloudFormation schema of
 
 
 class ClusterConfig(FrozenModel):
-    """The whole cluster configuration (frozen). See README "Configuration".
+    """The whole cluster configuration (frozen). How it is read, with examples:
+    docs/configuration-guide.md.
 
     Attributes:
-        stack_name: the CloudFormation stack's name (and CDK stack id); the physical names
-            that must be unique in the account and Region derive from it, so two stacks
-            of different names never collide.
-        instance_type: Trainium instance type; one of :data:`catalog.CATALOG`.
+        stack_name: the CloudFormation stack's name (and CDK stack id): 1-128 letters,
+            digits and hyphens starting with a letter, at most 91 with ``eks`` and
+            ``hyperpod-eks`` (the EKS cluster is ``<stack_name>-<8 hex digits>``) and 63 on
+            HyperPod unless ``hyperpod.cluster_name`` is set (then it also names the
+            HyperPod cluster, and must not be ``trn-ultracluster``). The physical names
+            that must be unique in the account and Region derive from it, so several
+            clusters (dev and prod, one per team) live side by side; ``make deploy`` and
+            ``make destroy`` address it, and the job CLI defaults to it.
+        instance_type: Trainium instance type; one of :data:`catalog.CATALOG` (the table in
+            docs/architecture.md).
         nodes: node counts; 0 allowed for an idle cluster.
-        az_ids: AZ IDs; the first holds the compute nodes and FSx, the others the
-            services that need two AZs (EKS control plane, NAT per AZ).
-        vpc_cidr: VPC IPv4 CIDR block (the primary one).
+        az_ids: two or more AZ IDs of one Region, from which the Region is derived; the
+            first holds the compute nodes and FSx, the others the services that need two
+            AZs (EKS control plane, NAT per AZ). An AZ ID where the catalog never saw the
+            type offered gives a warning (run ``trn-ultracluster preflight``).
+        vpc_cidr: VPC IPv4 CIDR block (the primary one): /16 to /28 in a private range
+            (RFC 1918: 10/8, 172.16/12, 192.168/16; RFC 6598: 100.64/10), with room for at
+            least a /20 private and a /24 public subnet per AZ ID. Nodes beyond its compute
+            subnets go to secondary blocks (docs/scale.md).
         vpc_secondary_cidrs: the secondary CIDR blocks that hold compute subnets when the
             primary is full, in order; ``null`` (default): the /16s after ``vpc_cidr`` in its
             private range, as many as the nodes need
-            (:func:`trn_ultracluster.network_plan.candidate_blocks`).
+            (:func:`trn_ultracluster.network_plan.candidate_blocks`). Each an IPv4 /16 to /28
+            in ``vpc_cidr``'s private range or 100.64.0.0/10, none overlapping (and none in
+            10.0.0.0/16 when a block is in 10.0.0.0/15): the VPC's rules for added blocks.
         nat_gateways: 1, or one per AZ.
-        placement_group: put the nodes in a cluster placement group.
+        placement_group: put the nodes in a cluster placement group. Must be ``false`` with
+            a Capacity Block (whose EKS node group starts at 0 nodes: ``trn-ultracluster
+            scale --nodes N`` once the block is active); with a Capacity Reservation, see
+            ``capacity.placement_group_name``; HyperPod places its nodes itself (a value other
+            than ``true`` there gives a warning).
         efa_interface_layout: ``efa`` (every card an EFA interface with an IP, as in the
             AWS Neuron samples) or ``efa-only`` (ENA primary plus an EFA-only interface,
-            without IP, on every card, as the EC2 user guide recommends today).
-        root_volume_gib: size of each node's encrypted gp3 root volume, GiB.
+            without IP, on every card, as the EC2 user guide recommends today). On a type
+            without EFA, and on HyperPod, which makes its nodes' interfaces itself, it has no
+            effect and gives a warning.
+        root_volume_gib: size of each node's encrypted gp3 root volume, GiB (64-16384).
+            HyperPod's nodes do not use it: a warning names
+            ``hyperpod.worker_ebs_volume_gib``.
         fsx: FSx for Lustre settings.
-        orchestrator: ``eks``, ``hyperpod-slurm``, ``hyperpod-eks`` or ``standalone``.
+        orchestrator: ``eks``, ``hyperpod-slurm``, ``hyperpod-eks`` or ``standalone``
+            (docs/eks.md, docs/hyperpod.md, docs/hyperpod-eks.md, docs/standalone.md).
         eks: EKS settings (used with ``eks`` and ``hyperpod-eks``).
         hyperpod: HyperPod settings (used with ``hyperpod-slurm`` and ``hyperpod-eks``).
         standalone: standalone node settings (used with ``orchestrator: standalone``).
         capacity: on-demand, capacity reservation or Capacity Block.
         training_image: how the training image is built.
         observability: dashboard and alarms.
-        data_removal_policy: ``retain`` keeps the data bucket and FSx on ``cdk destroy``.
-        tags: tags on every resource.
+        data_removal_policy: what ``cdk destroy`` does with the data: ``retain`` (default)
+            exports the FSx file system to S3 before deleting it and keeps the buckets, log
+            groups and KMS keys; ``destroy`` deletes everything (docs/deploy.md).
+        tags: tags on every resource the stack tags (``cdk.json`` sets
+            ``{project: trn-ultracluster}``). Keys 1-128 and values 0-256 characters of
+            letters, digits, spaces and ``+ - = . _ : / @``; keys must not start with
+            ``aws:``. ``-c tags.team/owner=ml`` sets the key ``team/owner``. What reaches the
+            nodes: docs/configuration-guide.md "Tags".
         quotas: the account's quotas the cluster is planned against (AWS's defaults).
         pools: node pools (:class:`~trn_ultracluster.config.model.pools.PoolConfig`), the
-            first a Trainium pool; empty (default): one pool of the top-level
-            ``instance_type`` and ``nodes``. With ``pools``, leave ``instance_type`` and
-            ``nodes`` out: they are read from the first pool.
+            first a Trainium pool, which keeps the one-pool resource names; the others
+            Trainium types side by side, or CPU types for data preparation and tools. Empty
+            (default): one pool, ``trainium``, of the top-level ``instance_type`` and
+            ``nodes``. With ``pools``, leave ``instance_type`` and ``nodes`` out: they are
+            read from the first pool. Jobs choose a pool with ``--pool`` (docs/pools.md).
         teams: the teams that share the cluster, each with a quota per pool
             (:class:`~trn_ultracluster.config.model.teams.TeamConfig`); empty (default): no
-            teams, every job first come first served. Not with ``standalone``.
+            teams, every job first come first served. Enforced by Kueue (``eks``), HyperPod
+            task governance (``hyperpod-eks``) or Slurm accounting (``hyperpod-slurm``);
+            refused on ``standalone`` (docs/teams.md).
         scheduling: priority classes and preemption of the teams' jobs.
     """
 

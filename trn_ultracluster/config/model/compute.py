@@ -18,7 +18,9 @@ class NodeCounts(FrozenModel):
         desired: the nodes it runs after deploy (HyperPod: the instances it always runs;
             EKS and standalone: the start, changed later with ``trn-ultracluster scale``).
         max: the most nodes it may hold: the address plan, quotas and limits are checked
-            against it.
+            against it. 0 <= min <= desired <= max and 1 <= max <= 100,000 (the largest EKS
+            cluster); the VPC's Network Address Usage bounds it lower (docs/scale.md), and a
+            type without EFA allows only 1.
     """
 
     min: int = 0

@@ -66,8 +66,11 @@ class EksConfig(FrozenModel):
         kubernetes_version: Kubernetes minor version of the cluster, e.g. ``"1.34"``. Default
             ``None``: 1.36 with ``eks``, 1.34 with ``hyperpod-eks`` (HyperPod also
             supports 1.35; the default stays so that deployed clusters are not upgraded in
-            place, :data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`); :data:`~trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS` lists
-            what the stack can build.
+            place, :data:`~trn_ultracluster.config.facts.DEFAULT_KUBERNETES_VERSION`). The
+            stack can build 1.34, 1.35 and 1.36
+            (:data:`~trn_ultracluster.config.facts.EKS_KUBERNETES_VERSIONS`: the Neuron AMI
+            and kubectl layer are pinned for each); with ``hyperpod-eks`` also one that
+            HyperPod supports (1.30-1.35).
         endpoint_access: ``public-and-private`` (kubectl from the allow-list and from the
             VPC) or ``private`` (only from inside the VPC).
         public_access_cidrs: IPv4 CIDR blocks allowed to the public endpoint.
@@ -83,8 +86,8 @@ class EksConfig(FrozenModel):
         training_namespace: Kubernetes namespace of training jobs and the FSx claim.
         addon_versions: EKS add-on versions.
         pod_ips_per_node: VPC addresses each node keeps for its pods: the VPC CNI's
-            ``MINIMUM_IP_TARGET`` (with ``WARM_IP_TARGET`` :data:`~trn_ultracluster.config.facts.CNI_WARM_IP_TARGET`
-            instead of the CNI's default of a whole spare network interface, 49 addresses on
+            ``MINIMUM_IP_TARGET`` (with ``WARM_IP_TARGET`` 2,
+            :data:`~trn_ultracluster.config.facts.CNI_WARM_IP_TARGET`, instead of the CNI's default of a whole spare network interface, 49 addresses on
             Trainium). The address plan counts this many per Trainium node (``eks`` only;
             HyperPod plans by its own rule). 1-250.
         control_plane_tier: EKS Provisioned Control Plane tier (``ControlPlaneScalingConfig``):
@@ -98,7 +101,7 @@ class EksConfig(FrozenModel):
             one. ``none`` is the first of the two deploys that upgrade a reserved-capacity
             stack whose node groups have no ``UpdateConfig`` yet: CloudFormation refuses a
             node group update that combines a new ``Version`` or launch template version with
-            a new ``UpdateConfig`` (README "Upgrading a deployed stack";
+            a new ``UpdateConfig`` (docs/deploy.md "Upgrading a deployed stack";
             :mod:`trn_ultracluster.orchestrators.eks.node_updates`).
     """
 

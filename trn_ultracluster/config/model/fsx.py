@@ -19,8 +19,9 @@ class DataRepositoryConfig(FrozenModel):
         s3_path: ``s3://bucket/prefix/``; default ``None`` links the stack's data bucket.
         file_system_path: the part of the file system linked to S3: ``/`` (default) links
             the whole file system, so everything written to it is exported (and, with
-            ``data_removal_policy: retain``, kept after ``cdk destroy``); a path such as
-            ``/s3`` links only that directory.
+            ``data_removal_policy: retain``, kept after ``cdk destroy``); a directory such
+            as ``/s3`` links only that directory (no ``.`` or ``..`` levels, no trailing
+            ``/``).
         auto_import: new and changed S3 objects appear in the file system.
         auto_export: new and changed files (checkpoints) are written back to S3.
     """
@@ -40,30 +41,34 @@ class FsxConfig(FrozenModel):
     Default: PERSISTENT_2, 1200 GiB, 250 MB/s/TiB, LZ4 compression, Lustre 2.15, linked to
     the stack's data bucket over the whole file system (``/``), EFA ``auto``.
 
-    ``efa``: whether the file system is EFA-enabled and the nodes reach it over EFA
-    (:mod:`trn_ultracluster.config.fsx_efa`): ``true`` requires it (a rule of the file
-    system or the client type that does not hold is an error, and a node whose Lustre traffic
-    does not go over EFA is an error on the node: what it then does depends on the
-    orchestrator, docs/lustre-over-efa.md; past a node-count limit, a warning and a fall back
-    to TCP instead), ``false`` never, ``auto`` where the file system's own rules hold and its
-    throughput is above the 10 GB/s from which AWS recommends it (node counts and
-    ``instance_type`` never decide it). Set when the file system is created: a change
-    replaces the file system (README "FSx for Lustre over EFA").
-
     Attributes:
         deployment_type: ``PERSISTENT_2`` (default), ``PERSISTENT_1``, ``SCRATCH_2`` or
             ``SCRATCH_1`` (FSx for Lustre deployment types; the rules say which capacities,
             throughputs and Lustre versions each takes).
         storage_capacity_gib: the file system's size, GiB (SSD: 1200, 2400, then steps of
-            2400 on PERSISTENT_2 and SCRATCH_2; the rules give each type's steps).
+            2400; of 3600 on SCRATCH_1). An EFA-enabled file system has larger steps
+            (docs/lustre-over-efa.md). Above the account's default quota (100,800 GiB of
+            Persistent_2 storage) it gives a warning.
         per_unit_storage_throughput: MB/s per TiB of storage on the persistent types
-            (PERSISTENT_2: 125, 250, 500 or 1000); ``null`` on the scratch types.
+            (PERSISTENT_2: 125, 250, 500 or 1000; PERSISTENT_1: 50, 100 or 200); ``null`` on
+            the scratch types.
         data_compression: ``LZ4`` (default) or ``NONE``.
-        lustre_version: ``2.15`` (default), ``2.12`` or ``2.10``; set when the file system is
-            created.
+        lustre_version: ``2.15`` (default), ``2.12`` or ``2.10`` (not on PERSISTENT_2); set
+            when the file system is created.
         data_repository: the link of the file system to S3 (a data repository association);
-            ``null``: no link.
-        efa: ``auto`` (default), ``true`` or ``false``: Lustre over EFA, as described above.
+            ``null``: no link, which needs ``data_removal_policy: destroy`` (without it
+            nothing would export the file system before ``cdk destroy`` deletes it).
+        efa: ``auto`` (default), ``true`` or ``false`` (not the YAML 1.1 words ``yes``,
+            ``no``, ``on``, ``off``): whether the file system is EFA-enabled and the nodes
+            reach it over EFA (:mod:`trn_ultracluster.config.fsx_efa`). ``true`` requires it
+            (a rule of the file system or the client type that does not hold is an error,
+            and a node whose Lustre traffic does not go over EFA is an error on the node:
+            what it then does depends on the orchestrator, docs/lustre-over-efa.md; past a
+            node-count limit, a warning and a fall back to TCP instead), ``false`` never,
+            ``auto`` where the file system's own rules hold and its throughput is above the
+            10 GB/s from which AWS recommends it (node counts and ``instance_type`` never
+            decide it). Set when the file system is created: a change replaces the file
+            system (docs/lustre-over-efa.md).
     """
 
     deployment_type: Literal["SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"] = (

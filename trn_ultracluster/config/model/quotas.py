@@ -13,7 +13,8 @@ __all__ = ["QuotasConfig"]
 
 
 class QuotasConfig(FrozenModel):
-    """The account's quotas that shape the cluster (see README "Scale").
+    """The account's quotas that shape the cluster: one the cluster needs more of gives a
+    warning naming the quota to raise; past the quota's maximum, an error (docs/scale.md).
 
     Sources: Amazon VPC quotas (https://docs.aws.amazon.com/vpc/latest/userguide/amazon-vpc-limits.html)
     and Amazon EKS service quotas (EKS user guide, "View and manage Amazon EKS and Fargate

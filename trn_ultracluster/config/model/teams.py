@@ -50,7 +50,8 @@ class TeamQuotaConfig(FrozenModel):
     Attributes:
         nodes: whole nodes of the pool, 0 or more.
         neuron_cores: physical NeuronCores (a Trainium pool only), 0 or more; converted to
-            what each scheduler counts (:class:`TeamQuota`).
+            what each scheduler counts (:class:`TeamQuota`): whole nodes on HyperPod and
+            Slurm, whole Neuron devices (chips) on ``eks``.
     """
 
     nodes: int | None = Field(default=None, ge=0)
@@ -61,8 +62,9 @@ class TeamConfig(FrozenModel):
     """One team: ``teams[i]``.
 
     Attributes:
-        name: :data:`TEAM_NAME_PATTERN`; its Slurm account, Kubernetes namespace and queue,
-            HyperPod team.
+        name: 1-40 lowercase letters, digits and hyphens, starting with a letter and ending
+            alphanumeric (:data:`TEAM_NAME_PATTERN`); its Slurm account, Kubernetes namespace
+            and queue, HyperPod team.
         quota: pool name -> :class:`TeamQuotaConfig`; a pool left out: quota 0 there (the
             team runs on it only by borrowing).
         borrow: may use quota other teams leave idle (Kueue ``borrowingLimit`` unset, HyperPod
@@ -73,7 +75,8 @@ class TeamConfig(FrozenModel):
             free).
         priority: its jobs' default priority class (``scheduling.priority_classes``); ``null``:
             the lowest class.
-        default: ``submit`` without ``--team`` runs as this team (at most one team).
+        default: ``submit`` without ``--team`` runs as this team (at most one team; a lone
+            team is the default).
     """
 
     name: str
@@ -92,7 +95,8 @@ class PriorityClassConfig(FrozenModel):
             ``ClusterSchedulerPriorityClassName``); ``submit --priority`` takes it.
         weight: 0 to 100, higher first: HyperPod's ``PriorityClass.Weight`` range (botocore
             SageMaker model, shape ``PriorityWeight``: min 0, max 100), also the Kueue
-            WorkloadPriorityClass ``value`` and the Slurm QOS ``Priority``.
+            WorkloadPriorityClass ``value`` and the Slurm QOS ``Priority``. No two classes
+            of one weight (they would not be ordered).
     """
 
     name: str

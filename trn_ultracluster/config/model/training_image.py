@@ -22,13 +22,15 @@ class TrainingImageConfig(FrozenModel):
             training program's ``--backend``: ``auto`` (default) picks by instance family,
             ``xla`` on Trn1/Trn1n and ``native`` (TorchNeuron) on Trn2 and newer
             (:func:`trn_ultracluster.contracts.neuron_stack.supported_stacks`); ``xla`` or
-            ``native`` choose one where the family has both (README "Training stacks").
+            ``native`` choose one where the family has both: ``native`` on Trn2 and newer
+            only, ``xla`` on Trn2 with a warning (docs/training-stacks.md).
         user_dockerfile: a Dockerfile of the user's, built by the same deploy on top of the
             stack's image (``ARG TRN_BASE_IMAGE`` then ``FROM ${TRN_BASE_IMAGE}``), for what
             ``submit --requirements`` cannot install: system packages, compiled extensions.
             Jobs then run this image (docs/custom-image.md). A relative path is read from the
             project directory (where ``cdk.json`` is; :func:`~trn_ultracluster.config.load_config`
-            makes it absolute). Default: none, jobs run the stack's image.
+            makes it absolute). With ``build: codebuild`` only. Default: none, jobs run the
+            stack's image.
         user_context: the build context of ``user_dockerfile`` (a directory that holds it).
             Default: the Dockerfile's directory.
     """

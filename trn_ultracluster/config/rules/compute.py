@@ -8,13 +8,13 @@ from collections.abc import Callable, Iterator
 
 from trn_ultracluster.config.errors import ConfigIssue, one_of
 from trn_ultracluster.config.facts import (
+    DOC_CONFIG,
     DOC_EBS_GP3,
     DOC_EFA,
-    DOC_INSTANCES,
     DOC_EKS_ULTRA,
+    DOC_INSTANCES,
     DOC_TRN2_ULTRASERVER,
     MAX_NODES,
-    README_CONFIG,
     ROOT_VOLUME_GIB_RANGE,
 )
 from trn_ultracluster.config.model import ClusterConfig, NodeCounts
@@ -48,22 +48,22 @@ def _pool_node_counts(key: Callable[[str], str], n: NodeCounts) -> Iterator[Conf
     for name in ("min", "desired", "max"):
         value = getattr(n, name)
         if value < 0:
-            yield ConfigIssue(key(f"nodes.{name}"), value, "must be 0 or more", README_CONFIG)
+            yield ConfigIssue(key(f"nodes.{name}"), value, "must be 0 or more", DOC_CONFIG)
     if min(n.min, n.desired, n.max) < 0:
         return
     if n.min > n.max:
         yield ConfigIssue(key("nodes.min"), n.min, f"must be at most {key('nodes.max')} ({n.max})",
-                          README_CONFIG)
+                          DOC_CONFIG)
     elif not n.min <= n.desired <= n.max:
         yield ConfigIssue(
             key("nodes.desired"), n.desired,
             f"must be between {key('nodes.min')} ({n.min}) and {key('nodes.max')} ({n.max})",
-            README_CONFIG,
+            DOC_CONFIG,
         )
     if n.max == 0:
         yield ConfigIssue(key("nodes.max"), 0,
                           f"must be at least 1 (use {key('nodes.desired')} = 0 to idle)",
-                          README_CONFIG)
+                          DOC_CONFIG)
     if n.max > MAX_NODES:
         yield ConfigIssue(key("nodes.max"), n.max,
                           f"must be at most {MAX_NODES:,} (the largest EKS cluster)",

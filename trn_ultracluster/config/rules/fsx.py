@@ -13,12 +13,12 @@ from trn_ultracluster.config.facts import (
     DOC_FSX_QUOTAS,
     DOC_FSX_THROUGHPUT,
     DOC_FSX_VERSION,
-    FSX_EFA_RECOMMENDED_MB_S,
-    README_FSX_EFA,
+    DOC_LUSTRE_OVER_EFA,
     FSX_DEFAULT_QUOTA_GIB,
     FSX_DRA_DEPLOYMENT_TYPES,
     FSX_DRA_LUSTRE_VERSIONS,
     FSX_DRA_PATH_MAX_CHARS,
+    FSX_EFA_RECOMMENDED_MB_S,
     FSX_LUSTRE_VERSIONS,
     FSX_MAX_STORAGE_GIB,
     FSX_THROUGHPUT_MB_S_TIB,
@@ -153,7 +153,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
     up Lustre over EFA, so ``true``, which makes the Trainium clients' mode ``required``,
     asks nothing of them and fails none of them). ``true`` therefore means "EFA on every
     Trainium node"; a CPU pool beside an EFA-enabled file system reaches fewer, larger
-    storage servers over TCP than it would without EFA (README "FSx for Lustre over EFA"),
+    storage servers over TCP than it would without EFA (docs/lustre-over-efa.md),
     which is what its data-preparation jobs get."""
     known = CATALOG.keys() | (CPU_CATALOG.keys() if c.pools else set())
     if any(p.instance_type not in known for p in c.node_pools):
@@ -166,7 +166,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                               "or set fsx.efa to false for a file system without EFA (on a "
                               "deployed stack whose file system has EFA, that replaces the file "
                               "system and deletes what it holds beyond its S3 export: "
-                              f"{README_FSX_EFA})", rule.doc)
+                              f"{DOC_LUSTRE_OVER_EFA})", rule.doc)
     elif plan.setting == "auto" and plan.gains and plan.failed_of("file-system"):
         failed = plan.failed_of("file-system")
         yield ConfigIssue(
@@ -185,7 +185,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
             "otherwise (storage capacity, throughput, deployment type) would too, deleting "
             "what it holds beyond its S3 export; with true such a change is an error instead "
             "(node counts and instance_type never change it)",
-            README_FSX_EFA, severity="warning")
+            DOC_LUSTRE_OVER_EFA, severity="warning")
         for rule in plan.failed_of("client"):
             yield ConfigIssue(
                 rule.field, rule.value,
@@ -194,7 +194,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 "over TCP, and an EFA-enabled file system has fewer, larger storage servers, so "
                 "one node reaches less of it over TCP than of the same file system without "
                 "EFA; set fsx.efa to false for a file system without EFA (on a deployed stack, "
-                f"that replaces it: {README_FSX_EFA})", rule.doc, severity="warning")
+                f"that replaces it: {DOC_LUSTRE_OVER_EFA})", rule.doc, severity="warning")
     if plan.enabled and plan.clients:
         for rule in plan.failed_of("limit"):
             what = "nodes.max" if rule.field == "nodes.max" else "the client pools' nodes.max"
@@ -209,7 +209,7 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
                     "version, which rolls every Trainium node of a running cluster. Keep "
                     f"{what} within the limit, or set fsx.efa to false (a file system "
                     "without EFA: on a deployed stack that replaces the file system and "
-                    f"deletes what it holds beyond its S3 export; {README_FSX_EFA})", rule.doc)
+                    f"deletes what it holds beyond its S3 export; {DOC_LUSTRE_OVER_EFA})", rule.doc)
                 continue
             downgrade = (
                 "fsx.efa is true, so the nodes set up Lustre over EFA in mode preferred "
@@ -221,4 +221,4 @@ def fsx_efa(c: ClusterConfig) -> Iterator[ConfigIssue]:
             yield ConfigIssue(
                 rule.field, rule.value,
                 f"{rule.needs}. {downgrade}. The file system stays EFA-enabled: a node count "
-                f"never replaces it ({README_FSX_EFA})", rule.doc, severity="warning")
+                f"never replaces it ({DOC_LUSTRE_OVER_EFA})", rule.doc, severity="warning")

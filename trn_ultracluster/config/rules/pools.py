@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from trn_ultracluster.config.errors import ConfigIssue, one_of
-from trn_ultracluster.config.facts import DOC_CAPACITY_BLOCKS, DOC_PLACEMENT, README_POOLS
+from trn_ultracluster.config.facts import DOC_CAPACITY_BLOCKS, DOC_PLACEMENT, DOC_POOLS
 from trn_ultracluster.config.model import ClusterConfig, HyperPodConfig
 from trn_ultracluster.config.model.pools import POOL_NAME_MAX, POOL_NAME_PATTERN, id_suffix
 from trn_ultracluster.contracts.catalog import CATALOG, CPU_CATALOG
@@ -31,14 +31,14 @@ def pool_names(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 f"must be 1 to {POOL_NAME_MAX} lowercase letters, digits and hyphens, starting "
                 "with a letter and not ending with a hyphen (it names the pool's Slurm "
                 "partition, EKS node groups, Kubernetes label and HyperPod instance groups)",
-                README_POOLS)
+                DOC_POOLS)
             continue
         key = id_suffix(pool.name).lower()
         if key in seen:
             yield ConfigIssue(field, pool.name,
                               f"must be unique: {seen[key]!r} is already a pool name"
                               + ("" if seen[key] == pool.name else " (the two make the same "
-                                 "resource names)"), README_POOLS)
+                                 "resource names)"), DOC_POOLS)
         seen[key] = pool.name
 
 
@@ -50,12 +50,12 @@ def pool_types(c: ClusterConfig) -> Iterator[ConfigIssue]:
             yield ConfigIssue(
                 f"pools[{i}].instance_type", pool.instance_type,
                 f"must be a Trainium type ({one_of(sorted(CATALOG))}) or a CPU type "
-                f"({one_of(sorted(CPU_CATALOG))})", README_POOLS)
+                f"({one_of(sorted(CPU_CATALOG))})", DOC_POOLS)
     if c.pools and c.pools[0].instance_type in CPU_CATALOG:
         yield ConfigIssue(
             "pools[0].instance_type", c.pools[0].instance_type,
             f"must be a Trainium type ({one_of(sorted(CATALOG))}): the first pool is the "
-            "cluster's main Trainium pool; put CPU pools after it", README_POOLS)
+            "cluster's main Trainium pool; put CPU pools after it", DOC_POOLS)
 
 
 def pools_replace_shorthand(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -68,15 +68,15 @@ def pools_replace_shorthand(c: ClusterConfig) -> Iterator[ConfigIssue]:
     if c.instance_type != first.instance_type:
         yield ConfigIssue("instance_type", c.instance_type,
                           f"must be left out with pools (the first pool's type, "
-                          f"{first.instance_type!r}, is the main one)", README_POOLS)
+                          f"{first.instance_type!r}, is the main one)", DOC_POOLS)
     if c.nodes != first.nodes:
         yield ConfigIssue("nodes", c.nodes.model_dump(),
                           "must be left out with pools (each pool has its own nodes)",
-                          README_POOLS)
+                          DOC_POOLS)
     if c.hyperpod.worker_groups != HyperPodConfig().worker_groups:
         yield ConfigIssue("hyperpod.worker_groups", [g.name for g in c.hyperpod.worker_groups],
                           "must be left out with pools: each pool is one HyperPod worker group "
-                          "and a Slurm partition of its name", README_POOLS)
+                          "and a Slurm partition of its name", DOC_POOLS)
 
 
 def cpu_pool_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
@@ -99,7 +99,7 @@ def cpu_pool_settings(c: ClusterConfig) -> Iterator[ConfigIssue]:
                     f"pools[{i}].{key}", getattr(pool, key),
                     f"must be left out for the CPU type {pool.instance_type}: it is a Trainium "
                     "setting (EFA, placement group, Neuron stack)",
-                    DOC_PLACEMENT if key == "placement_group" else README_POOLS)
+                    DOC_PLACEMENT if key == "placement_group" else DOC_POOLS)
         capacity = pool.capacity if pool.capacity is not None else c.capacity
         if capacity.type == "capacity-block":
             field = (f"pools[{i}].capacity.type" if pool.capacity is not None

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config.errors import ConfigIssue
-from trn_ultracluster.config.facts import README_SCALE
+from trn_ultracluster.config.facts import DOC_SCALE
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.config.rules.scale import plannable
 
@@ -75,7 +75,7 @@ def resplit(c: ClusterConfig) -> Iterator[ConfigIssue]:
         f"({plan.per_node.rule}), which split the {len(plan.groups)} Trainium groups over "
         f"{len(subnets)} compute subnets ({split}); a change re-splits them: "
         f"{_WHAT_HAPPENS[c.orchestrator]}",
-        README_SCALE, severity="warning")
+        DOC_SCALE, severity="warning")
 
 
 def _pools_resplit(c: ClusterConfig, plan: network_plan.AddressPlan, subnets: list[int],
@@ -98,4 +98,4 @@ def _pools_resplit(c: ClusterConfig, plan: network_plan.AddressPlan, subnets: li
         f"compute subnets in order ({plan.per_pool_rule}), which puts the {len(plan.groups)} "
         f"groups of the pools in {len(subnets)} compute subnets ({split}); a change re-splits "
         f"them (a pool added after the last moves none): {_WHAT_HAPPENS[c.orchestrator]}",
-        README_SCALE, severity="warning")
+        DOC_SCALE, severity="warning")

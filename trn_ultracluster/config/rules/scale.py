@@ -1,5 +1,5 @@
 """Rules of scale: the address plan fits the VPC, the account's quotas hold the cluster, the
-EKS control plane and the file system keep up (README "Scale").
+EKS control plane and the file system keep up (docs/scale.md).
 
 An error is what no quota increase can fix (the VPC's NAU maximum, 50 CIDR blocks, a quota
 value above AWS's maximum); a warning names a quota the account must raise first, with its

@@ -13,10 +13,10 @@ from trn_ultracluster.config.facts import (
     DOC_NEURON_DLAMI,
     DOC_RESOURCE_IDS,
     DOC_SSM_PARAMETER_NAMES,
+    DOC_STANDALONE,
     LINUX_PATH_RE,
     NATIVE_STACK,
     NEURON_DLAMI_LATEST_PARAMETER,
-    README_STANDALONE,
     ROOT_DEVICE_RE,
     SSM_PARAMETER_MAX_LEVELS,
     SSM_PARAMETER_NAME_CHARS,
@@ -47,7 +47,7 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
         if sa.ami_id is not None:
             yield ConfigIssue("standalone.ami_ssm_parameter", sa.ami_ssm_parameter,
                               "must be null when standalone.ami_id is set (one AMI source)",
-                              README_STANDALONE)
+                              DOC_STANDALONE)
         yield from _ssm_parameter_name(sa.ami_ssm_parameter)
         venv = XLA_STACK.venv
         if (sa.ami_ssm_parameter == NEURON_DLAMI_LATEST_PARAMETER and sa.runtime == "dlami-venv"
@@ -81,7 +81,7 @@ def standalone(c: ClusterConfig) -> Iterator[ConfigIssue]:
             field, "capacity-block",
             "must be 'on-demand' or 'capacity-reservation' with orchestrator 'standalone': "
             "this project does not launch an Auto Scaling group into a Capacity Block",
-            README_STANDALONE)
+            DOC_STANDALONE)
 
 
 def _native_venv_needs_its_dlami(pools: str = "") -> Iterator[ConfigIssue]:

@@ -10,7 +10,7 @@ from trn_ultracluster.config.errors import ConfigIssue, one_of
 from trn_ultracluster.config.facts import (
     DOC_CUSTOM_IMAGE,
     DOC_TORCHNEURON,
-    README_TRAINING_STACKS,
+    DOC_TRAINING_STACKS,
 )
 from trn_ultracluster.config.model import ClusterConfig
 from trn_ultracluster.config.rules.pool_keys import neuron_stack_key
@@ -26,7 +26,7 @@ def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
     (TorchNeuron) is for Trainium2 and newer only ("supported on Trainium 2 (trn2) and
     Trainium 3 (trn3) instances", Neuron docs, torch/index.rst, DOC_TORCHNEURON). ``xla``
     where the family's default is ``native`` is a warning: that stack is frozen at Neuron
-    SDK 2.30 (README "Training stacks"). The message names the key the stack comes from,
+    SDK 2.30 (docs/training-stacks.md). The message names the key the stack comes from,
     once for the pools of one type that take it; CPU pools have none
     (``pools.cpu_pool_settings``)."""
     found: dict[tuple[str, str, str], list[str]] = {}
@@ -50,7 +50,7 @@ def neuron_stack(c: ClusterConfig) -> Iterator[ConfigIssue]:
                 field, chosen,
                 f"should be 'auto' (native) on {where}: the XLA stack is frozen at Neuron SDK "
                 "2.30, the last release with a PyTorch/XLA training image; it gets no fixes",
-                README_TRAINING_STACKS, severity="warning")
+                DOC_TRAINING_STACKS, severity="warning")
 
 
 _LOCAL_BUILD = (

@@ -15,8 +15,8 @@ Outside the VPC a function reaches the public endpoint from Lambda's own address
 are not fixed: that works only while ``eks.public_access_cidrs`` admits every address
 (``0.0.0.0/0``, the default, which a config warning asks to narrow). With a narrowed list or
 ``eks.endpoint_access: private`` the functions stay in the VPC, and their template metadata
-(:data:`~trn_ultracluster.nag.IN_VPC_REASON`) says why and where the README tells
-what to expect on destroy.
+(:data:`~trn_ultracluster.nag.IN_VPC_REASON`) says why and where docs/deploy.md
+("A private EKS endpoint") tells what to expect on destroy.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from trn_ultracluster.nag import IN_VPC_REASON
 __all__ = ["ANY_ADDRESS", "kubectl_functions", "kubectl_outside_vpc", "place_kubectl_functions"]
 
 ANY_ADDRESS = "0.0.0.0/0"
-DESTROY_DOCS = "README.md#a-private-eks-endpoint"
+DESTROY_DOCS = "docs/deploy.md#a-private-eks-endpoint"
 
 
 def kubectl_outside_vpc(settings: EksConfig) -> bool:

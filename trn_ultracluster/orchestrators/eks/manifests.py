@@ -84,7 +84,7 @@ keeps the file system's size, which may change (only its source is immutable: se
 :data:`FSX_EFA_VOLUME_NAME`). A stack deployed before this rule with a file system above
 1200 GiB has a claim that asks for its size; the first deploy with the rule would shrink the
 request, which Kubernetes refuses (the update fails and rolls back), until the claim is
-recreated once (README "Configuration", "File system size on EKS": the steps);
+recreated once (docs/configuration-guide.md, "File system size on EKS": the steps);
 ``trn-ultracluster plan`` finds the shrink before the deploy and stops with those steps
 (:func:`trn_ultracluster.changes.shrinking_claims`)."""
 

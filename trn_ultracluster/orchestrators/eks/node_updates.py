@@ -105,7 +105,7 @@ def node_update(capacity_type: str, group_nodes: int,
       fails), so the default strategy's new nodes could not launch and the update would fail
       with ``NodeCreationFailure``; terminating first frees the reserved slot the replacement
       takes. With ``mode`` ``none``: None (the first deploy of the two-step upgrade, module
-      doc and README "Upgrading a deployed stack").
+      doc and docs/deploy.md "Upgrading a deployed stack").
     - ``on-demand``: None, EKS's defaults: the *default* strategy, EKS's recommendation "in
       most scenarios" (the group keeps its capacity while it rolls; the surge instances come
       from On-Demand capacity, which is not guaranteed for Trainium: if it is short, the
