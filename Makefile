@@ -53,7 +53,7 @@ synth: setup
 
 ## test: the whole test suite (CDK templates, cdk-nag, cfn-lint, config, training on CPU)
 test: setup-dev
-	$(VPY) -m pytest
+	$(VPY) -m pytest -n auto --dist worksteal
 
 ## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
 ## configuration model (tests/config/test_reference.py fails when they are stale)

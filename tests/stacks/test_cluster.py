@@ -65,21 +65,21 @@ def _stale_region_list(finding: dict, config) -> bool:
             and config.az_ids[0] in config.instance.az_ids_seen)
 
 
-def test_cfn_lint_clean_on_every_profile(synth, tmp_path):
-    failures = []
-    for config, name in zip(CONFIGS, IDS):
-        s = synth_config(synth, config)
-        path = tmp_path / f"{name}.template.json"
-        path.write_text(json.dumps(s.template))
-        result = subprocess.run(
-            [str(Path(sys.executable).parent / "cfn-lint"), "--regions", s.config.region,
-             "--format", "json", "--ignore-checks", *CFN_LINT_IGNORED, "--", str(path)],
-            capture_output=True, text=True, timeout=600)
-        findings = [f for f in json.loads(result.stdout or "[]")
-                    if not _stale_region_list(f, s.config)]
-        if findings or result.stderr:
-            failures.append(f"{name}: {json.dumps(findings)[:3000]}{result.stderr[:1000]}")
-    assert not failures, "\n".join(failures)
+@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+def test_cfn_lint_clean_on_every_profile(synth, tmp_path, config):
+    """cfn-lint on each configuration's template (one test per configuration, so that
+    pytest-xdist workers share them)."""
+    s = synth_config(synth, config)
+    path = tmp_path / "stack.template.json"
+    path.write_text(json.dumps(s.template))
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--regions", s.config.region,
+         "--format", "json", "--ignore-checks", *CFN_LINT_IGNORED, "--", str(path)],
+        capture_output=True, text=True, timeout=600)
+    findings = [f for f in json.loads(result.stdout or "[]")
+                if not _stale_region_list(f, s.config)]
+    assert not findings and not result.stderr, \
+        f"{json.dumps(findings)[:3000]}{result.stderr[:1000]}"
 
 
 def test_only_a_region_list_without_the_type_is_excused():
@@ -97,12 +97,21 @@ def test_only_a_region_list_without_the_type_is_excused():
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 
 
-def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synth, tmp_path):
+CHECKOV_BATCHES = 3
+"""The configurations are checked in this many checkov runs (one run per configuration would
+pay checkov's start-up each time; one run for all would keep one pytest-xdist worker busy
+alone)."""
+
+
+@pytest.mark.parametrize("batch", range(CHECKOV_BATCHES))
+def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synth, tmp_path,
+                                                                           batch):
     """checkov (its own venv, set up by `make test`) on the template of every configuration:
     zero failures; skips are read from each resource's Metadata, so plain checkov on a
     synthesized template gives the same result."""
     assert CHECKOV.is_file(), f"{CHECKOV} is missing: run `make setup-dev` (make test does)"
-    for config, name in zip(CONFIGS, IDS):
+    chosen = list(zip(CONFIGS, IDS))[batch::CHECKOV_BATCHES]
+    for config, name in chosen:
         (tmp_path / f"{name}.template.json").write_text(
             json.dumps(synth_config(synth, config).template))
     done = subprocess.run([str(CHECKOV), "-d", str(tmp_path), "--framework", "cloudformation",
@@ -111,6 +120,7 @@ def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synt
     report = json.loads(done.stdout)
     report = report[0] if isinstance(report, list) else report
     assert report["summary"]["parsing_errors"] == 0
+    assert report["summary"]["resource_count"] > 0
     failed = [(c["file_path"], c["check_id"], c["resource"])
               for c in report["results"]["failed_checks"]]
     assert not failed, failed
