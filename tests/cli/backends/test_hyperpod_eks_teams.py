@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import jsonschema
 import pytest
 import yaml
 
-from tests.cli.backends.kueue_objects import FakeCustomObjects
+from tests.cli.backends.kueue_objects import FakeCustomObjects, period, usage_rows
 from tests.cli.backends.task_governance_objects import (
     IDLE_QUEUE,
     FakeCore,
@@ -37,7 +36,6 @@ from tests.orchestrators.eks.test_kueue import kueue_validator
 from trn_ultracluster.cli.backends.hyperpod_eks import TASK_GOVERNANCE_PATCH_MANAGER
 from trn_ultracluster.cli.backends.kueue import KueueClient, PoolResolver, usage_records
 from trn_ultracluster.cli.backends.trainjob import POOL_PATCH_MANAGER, RUNTIME_PATCH_MANAGER
-from trn_ultracluster.cli.usage import Period
 from trn_ultracluster.contracts.pools import parse_pools
 
 RECIPE = ["--recipe", "llama-1b", "--steps", "10", "--data-dir", "/fsx/d"]
@@ -220,11 +218,6 @@ def test_status_reads_each_teams_cluster_queue_and_names_the_waiting_pod(capsys,
     assert cluster.core.selectors == [(RESEARCH, "jobset.sigs.k8s.io/jobset-name")]
 
 
-def _period(since: str, until: str) -> Period:
-    return Period(datetime.fromisoformat(since).replace(tzinfo=timezone.utc),
-                  datetime.fromisoformat(until).replace(tzinfo=timezone.utc))
-
-
 def test_usage_counts_a_job_of_per_pod_workloads_once_one_node_per_pod(outputs):
     core = FakeCore(FakeCustomObjects({}, {}), recorded_pods())
     kueue = KueueClient(SimpleNamespace(core=core, call=lambda what, fn, *a, **k: fn(*a, **k)))
@@ -232,7 +225,7 @@ def test_usage_counts_a_job_of_per_pod_workloads_once_one_node_per_pod(outputs):
     owners = {ns: kueue.job_owners(ns) for ns in workloads}
     pools = PoolResolver(parse_pools(json.loads(open(outputs).read())["TrnUltraCluster"]["Pools"]))
     records = usage_records(hyperpod_teams(), workloads,
-                            _period("2026-11-20T00:00", "2026-11-20T12:30"), pools, owners)
+                            period("2026-11-20T00:00", "2026-11-20T12:30"), pools, owners)
     assert {r.job: (r.team, r.pool, r.nodes, r.nodes * r.seconds) for r in records} == {
         f"{RESEARCH}/wide": ("research", "trn1", 2, 7200.0 + 5400.0),  # 10:00 and 10:30 to 12:00
         f"{RESEARCH}/late": ("research", "trn1", 1, 5400.0),   # pod 1 is still waiting
@@ -240,15 +233,12 @@ def test_usage_counts_a_job_of_per_pod_workloads_once_one_node_per_pod(outputs):
         "hyperpod-ns-platform/solo": ("platform", "trn1", 1, 10800.0),
     }
     by_pod = usage_records(hyperpod_teams(), workloads,
-                           _period("2026-11-20T00:00", "2026-11-20T12:30"), pools)
+                           period("2026-11-20T00:00", "2026-11-20T12:30"), pools)
     assert f"{RESEARCH}/{pod_name('wide', 1)}" in {r.job for r in by_pod}  # without owners
 
 
 def test_the_usage_command_counts_jobs_not_pods(capsys, cluster):
-    code, out, err = run(capsys, "usage", *cluster.args, "--since", "2026-11-20",
-                         "--until", "2026-11-20T12:30", "--json")
-    assert code == 0, err
-    rows = {(r["team"], r["pool"]): r for r in json.loads(out)["usage"]}
+    rows = usage_rows(capsys, cluster.args)
     assert set(rows) == {("research", "trn1"), ("platform", "trn1")}
     research, platform = rows["research", "trn1"], rows["platform", "trn1"]
     assert (research["jobs"], research["node_hours"]) == (3, 3.5 + 1.5 + 7.0)
