@@ -12,8 +12,9 @@ What is read (``kueue.x-k8s.io/v1beta2``; fields from the CRDs vendored in
   ``status.flavorsUsage`` ("the used quotas, by flavor, currently in use by the workloads
   admitted in this ClusterQueue") and ``status.flavorsReservation`` (reserved, also by
   workloads not admitted yet), each ``[{name, resources: [{name, total, borrowed}]}]``.
-- Workload ``metadata.ownerReferences`` (the TrainJob), ``spec.podSets[].count`` and their
-  pod templates' ``nodeSelector``, ``spec.priorityClassRef.name``, ``status.admission.
+- Workload ``metadata.ownerReferences`` (the TrainJob, or a pod or Job: below),
+  ``spec.podSets[].count`` and their pod templates' ``nodeSelector``,
+  ``spec.priorityClassRef.name``, ``status.admission.
   podSetAssignments[].{flavors, count}``, ``status.accumulatedPastExecutionTimeSeconds``
   ("the total time, in seconds, the workload spent in Admitted state, in the previous Admit -
   Evict cycles"), ``status.conditions``: ``Admitted`` (``True`` since the current admission;
@@ -47,12 +48,11 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from trn_ultracluster.cli.backends.trainjob import JOBSET_NAME_LABEL
 from trn_ultracluster.cli.usage import Period, UsageRecord
 from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.pools import POOL_LABEL, PoolInfo
 from trn_ultracluster.orchestrators.eks.manifests import INSTANCE_TYPE_LABEL
-
-from trn_ultracluster.cli.backends.trainjob import JOBSET_NAME_LABEL
 
 if TYPE_CHECKING:
     from trn_ultracluster.cli.backends.trainjob import TrainJobClient
