@@ -1,7 +1,8 @@
 """docs/teams.md says what the code does: its units table is the catalog, each configuration
 error it shows is one the rules give (tests/config/test_rules_teams.py), each job CLI error
-and console block is what the CLI prints for the teams stack of its examples, and each
-orchestrator section is there for the scheduler branches to fill."""
+and console block is what the CLI prints for the teams stack of its examples, each
+orchestrator section is there for the scheduler branches to fill, and the hyperpod-eks one
+names what the CLI and task governance use."""
 
 from __future__ import annotations
 
@@ -79,9 +80,31 @@ def test_the_usage_table_is_what_usage_prints(capsys, tmp_path, scheduler):
     assert out.splitlines() == shown
 
 
-@pytest.mark.parametrize("heading", ["## eks: Kueue", "## hyperpod-eks: HyperPod task governance",
-                                     "## hyperpod-slurm: Slurm accounting"])
-def test_each_orchestrator_has_its_section(heading):
+def _section(heading: str) -> str:
     section = DOC[DOC.index(f"\n{heading}\n"):]
-    section = section[:section.find("\n## ", 1) if "\n## " in section[1:] else None]
-    assert "<!-- integrator: fill from the scheduler branch -->" in section
+    return section[:section.find("\n## ", 1) if "\n## " in section[1:] else None]
+
+
+@pytest.mark.parametrize("heading", ["## eks: Kueue", "## hyperpod-slurm: Slurm accounting"])
+def test_each_orchestrator_has_its_section(heading):
+    assert "<!-- integrator: fill from the scheduler branch -->" in _section(heading)
+
+
+def test_the_hyperpod_eks_section_names_what_the_cli_and_task_governance_use():
+    from trn_ultracluster.cli.backends.hyperpod_eks import (
+        LABELLED_REPLICATED_JOBS,
+        TASK_GOVERNANCE_PATCH_MANAGER,
+    )
+    from trn_ultracluster.orchestrators.hyperpod_eks import task_governance as tg
+
+    section = " ".join(_section("## hyperpod-eks: HyperPod task governance").split())
+    assert "integrator" not in section
+    for name in (TASK_GOVERNANCE_PATCH_MANAGER, *(f"`{j}`" for j in LABELLED_REPLICATED_JOBS),
+                 tg.team_namespace("<team>"), tg.local_queue("<team>"),
+                 tg.cluster_queue("<team>"), tg.local_queue("research"),
+                 tg.priority_class_name("training"),
+                 "kubectl -n kueue-system get cm kueue-manager-config -o yaml",
+                 "kubectl get validatingadmissionpolicy "
+                 "hyperpod-task-governance-admission-policy -o yaml",
+                 "kubectl get workloads -n hyperpod-ns-<team>"):
+        assert name in section, name

@@ -13,7 +13,11 @@ from a live cluster.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any
+
+from tests.cli.helpers import run
+from trn_ultracluster.cli.usage import Period
 
 from trn_ultracluster.contracts.teams import (
     PriorityClassInfo,
@@ -255,3 +259,18 @@ class FakeCustomObjects:
         if name not in self.queues:
             raise self._missing()
         return self.queues[name]
+
+
+def period(since: str, until: str) -> Period:
+    """The period from ``since`` to ``until`` (``YYYY-MM-DDTHH:MM``, UTC)."""
+    return Period(datetime.fromisoformat(since).replace(tzinfo=timezone.utc),
+                  datetime.fromisoformat(until).replace(tzinfo=timezone.utc))
+
+
+def usage_rows(capsys, args: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """``usage --json`` on 2026-11-20 from 00:00 to 12:30 through the CLI (``args``: the
+    outputs file and cluster): (team, pool) -> its row."""
+    code, out, err = run(capsys, "usage", *args, "--since", "2026-11-20",
+                         "--until", "2026-11-20T12:30", "--json")
+    assert code == 0, err
+    return {(r["team"], r["pool"]): r for r in json.loads(out)["usage"]}

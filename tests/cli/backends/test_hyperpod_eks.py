@@ -1,14 +1,10 @@
 """The ``hyperpod-eks`` job backend through the CLI: TrainJobs for the HyperPod nodes (the same
 manifest as on ``eks``, valid against the Trainer CRD, naming the stack's runtime), and
 submit, status, logs, cancel and smoke-test against a local Kubernetes API server; ``scale``
-is refused; a team's job goes to the team's namespace with its queue and priority labels
-(the synthesized stack's ``Teams`` output through the CLI: tests/orchestrators/hyperpod_eks/
-test_task_governance.py)."""
+is refused. A team's job: test_hyperpod_eks_teams.py, and with the synthesized stack's
+``Teams`` output tests/orchestrators/hyperpod_eks/test_task_governance.py."""
 
 from __future__ import annotations
-
-from dataclasses import replace
-from types import SimpleNamespace
 
 import jsonschema
 import pytest
@@ -17,15 +13,10 @@ import yaml
 from tests.cli.backends.test_eks import ALLREDUCE, PODS, TRAINJOBS, fake_cluster
 from tests.cli.backends.test_trainjob import TRAINJOB_CRD
 from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
-from trn_ultracluster.cli.backends import BACKENDS, hyperpod_eks
-from trn_ultracluster.cli.backends.base import RenderedJob
+from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.backends.eks import EksBackend
-from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend, team_placement
-from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.job_args import JobRequest
-from trn_ultracluster.cli.launch import Launch
-from trn_ultracluster.cli.stack_outputs import StackOutputs
-from trn_ultracluster.contracts.teams import PriorityClassInfo, TeamInfo
+from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
+from trn_ultracluster.cli.errors import ExitCode
 
 
 @pytest.fixture
@@ -102,56 +93,3 @@ def test_scale_is_refused(capsys, tmp_path):
     assert code == ExitCode.USAGE and out == ""
     assert "error: scale changes EKS node groups; the HyperPod instance groups" in err
     assert "fix: set nodes.desired" in err
-
-
-# --- teams (HyperPod task governance) -----------------------------------------------------------
-
-TEAM = TeamInfo("research", True, "experiment", True, True, namespace="hyperpod-ns-research",
-                queue="hyperpod-ns-research-localqueue",
-                cluster_queue="hyperpod-ns-research-clusterqueue")
-EXPERIMENT = PriorityClassInfo("experiment", 10, "experiment-priority")
-
-
-def test_team_placement_moves_the_job_and_labels_it():
-    manifest = {"metadata": {"name": "job-a", "namespace": "training",
-                             "labels": {"trn-ultracluster/managed-by": "trn-ultracluster"}}}
-    placed = team_placement(manifest, TEAM, EXPERIMENT)
-    assert placed["metadata"] == {"name": "job-a", "namespace": "hyperpod-ns-research", "labels": {
-        "trn-ultracluster/managed-by": "trn-ultracluster",
-        "kueue.x-k8s.io/queue-name": "hyperpod-ns-research-localqueue",
-        "kueue.x-k8s.io/priority-class": "experiment-priority"}}
-    assert manifest["metadata"]["namespace"] == "training"  # a copy
-    assert "kueue.x-k8s.io/priority-class" not in team_placement(manifest, TEAM, None)[
-        "metadata"]["labels"]
-
-
-def test_a_team_without_names_in_the_outputs_is_a_stack_error():
-    with pytest.raises(CliError) as err:
-        team_placement({"metadata": {"labels": {}}}, replace(TEAM, queue=""), EXPERIMENT)
-    assert err.value.exit_code == ExitCode.STACK
-    assert "team research has no namespace or queue" in str(err.value)
-
-
-class _Client:
-    """A TrainJobClient stand-in: records what is created where."""
-
-    created: list[tuple[str, dict]] = []
-
-    def __init__(self, namespace, api_client=None):
-        self.namespace, self.custom = namespace, SimpleNamespace(api_client=api_client)
-
-    def create(self, manifest):
-        _Client.created.append((self.namespace, manifest))
-
-
-@pytest.mark.parametrize("namespace", ["hyperpod-ns-research", "training"])
-def test_submit_creates_the_job_in_its_namespace(monkeypatch, namespace):
-    monkeypatch.setattr(hyperpod_eks, "TrainJobClient", _Client)
-    _Client.created = []
-    backend = HyperPodEksBackend(StackOutputs("TrnUltraCluster", outputs_values("hyperpod-eks"),
-                                              "test"), SimpleNamespace(), lambda: None)
-    backend._client = _Client("training", api_client="the-api-client")
-    manifest = {"metadata": {"name": "job-a", "namespace": namespace}}
-    job = RenderedJob(JobRequest("job-a", 1, Launch(("train.py",)), "img"), "", manifest)
-    assert backend.submit(job) == "job-a"
-    assert _Client.created == [(namespace, manifest)]

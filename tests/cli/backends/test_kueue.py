@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import jsonschema
@@ -20,8 +19,10 @@ from tests.cli.backends.kueue_objects import (
     POOLS,
     TEAMS,
     FakeCustomObjects,
+    period,
     recorded_queues,
     recorded_workloads,
+    usage_rows,
     workload,
 )
 from tests.cli.helpers import outputs_values, run, write_outputs
@@ -31,7 +32,6 @@ from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
 from trn_ultracluster.cli.backends.kueue import PoolResolver, usage_records
 from trn_ultracluster.cli.errors import ExitCode
 from trn_ultracluster.cli.stack_outputs import StackOutputs
-from trn_ultracluster.cli.usage import Period
 from trn_ultracluster.contracts.pools import parse_pools
 from trn_ultracluster.contracts.teams import TeamsInfo
 
@@ -197,13 +197,8 @@ def test_status_lists_every_namespaces_jobs_and_each_teams_use_of_its_quota(caps
 # --- usage ----------------------------------------------------------------------------------
 
 
-def _period(since: str, until: str) -> Period:
-    return Period(datetime.fromisoformat(since).replace(tzinfo=timezone.utc),
-                  datetime.fromisoformat(until).replace(tzinfo=timezone.utc))
-
-
 def _records(since: str, until: str) -> dict[str, tuple[str, int, float]]:
-    records = usage_records(TEAMS, recorded_workloads(), _period(since, until),
+    records = usage_records(TEAMS, recorded_workloads(), period(since, until),
                             PoolResolver(parse_pools(POOLS)))
     return {r.job: (r.team, r.pool, r.nodes, r.seconds) for r in records}
 
@@ -228,10 +223,7 @@ def test_usage_clips_to_the_period_and_bounds_an_evicted_jobs_past_time():
 
 
 def test_the_usage_command_adds_up_node_and_neuroncore_hours_per_team(capsys, cluster):
-    code, out, err = run(capsys, "usage", *cluster.args, "--since", "2026-11-20",
-                         "--until", "2026-11-20T12:30", "--json")
-    assert code == 0, err
-    rows = {(r["team"], r["pool"]): r for r in json.loads(out)["usage"]}
+    rows = usage_rows(capsys, cluster.args)
     assert set(rows) == {("research", "trn1"), ("platform", "trn1")}
     assert (rows["research", "trn1"]["jobs"], rows["research", "trn1"]["node_hours"]) == (2, 5.5)
     assert rows["research", "trn1"]["neuron_core_hours"] == 5.5 * 32

@@ -4,7 +4,8 @@ policy and a compute quota per team; their requests against botocore's SageMaker
 (required members and types, and the enums, patterns and ranges botocore's own validator
 skips); the placement rules (borrow/lend -> ``Strategy``, NeuronCores -> ``Count``); the create
 and delete order; the FSx claim in each team's namespace; the ``Teams`` output and the
-TrainJob the job CLI renders from it; and none of it without teams."""
+TrainJob the job CLI renders from it (its labels on every replicated job of the synthesized
+runtimes); and none of it without teams."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from botocore.validate import validate_parameters
 from tests.cli.helpers import dry_run
 from tests.conftest import REPO_ROOT, TRAINER_CRDS, profile_path
 from tests.orchestrators.hyperpod import resolve, sagemaker_model
+from trn_ultracluster.cli.backends.hyperpod_eks import TASK_GOVERNANCE_PATCH_MANAGER
 from trn_ultracluster.config.model.teams import (
     PriorityClassConfig,
     SchedulingConfig,
@@ -279,6 +281,22 @@ def test_a_team_job_goes_to_its_namespace_and_queue_at_its_class(capsys, tmp_pat
     default = yaml.safe_load(dry_run(capsys, tmp_path, "hyperpod-eks"))  # research, its class
     assert default["metadata"]["namespace"] == "hyperpod-ns-research"
     assert default["metadata"]["labels"][KUEUE_PRIORITY_LABEL] == "experiment-priority"
+    # ... and on the Job and pod templates of every replicated job of the stack's runtimes
+    runtimes = [o for r in teams.resources(MANIFEST).values() for o in manifest_objects(r)
+                if o["kind"] == "ClusterTrainingRuntime"]
+    assert len(runtimes) == 2  # pools trn1 and cpu
+    (patch,) = [p for p in manifest["spec"]["runtimePatches"]
+                if p["manager"] == TASK_GOVERNANCE_PATCH_MANAGER]
+    patched = {j["name"]: j["template"] for j in
+               patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]}
+    for runtime in runtimes:
+        names = [j["name"] for j in runtime["spec"]["template"]["spec"]["replicatedJobs"]]
+        assert names == list(patched), runtime["metadata"]["name"]
+    labels = {KUEUE_QUEUE_LABEL: "hyperpod-ns-platform-localqueue",
+              KUEUE_PRIORITY_LABEL: "experiment-priority"}
+    for template in patched.values():
+        assert template["metadata"]["labels"] == labels
+        assert template["spec"]["template"]["metadata"]["labels"] == labels
 
 
 def test_the_longest_names_are_valid_label_values():

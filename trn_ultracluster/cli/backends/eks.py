@@ -40,6 +40,7 @@ from trn_ultracluster.cli.backends.eks_scale import nodegroup_names, scale_eks_n
 from trn_ultracluster.cli.backends.kueue import (
     KueueClient,
     PoolResolver,
+    owners_of,
     team_status,
     usage_records,
     workloads_by_namespace,
@@ -266,9 +267,14 @@ class EksBackend(JobBackend):
 
     def usage(self, period: Period, teams: TeamsInfo) -> list[UsageRecord]:
         """Each job's use of its pool inside ``period``, from the Workloads of the team
-        namespaces (:func:`~trn_ultracluster.cli.backends.kueue.usage_records`)."""
-        workloads = workloads_by_namespace(teams, KueueClient(self.client))
-        return usage_records(teams, workloads, period, PoolResolver(self.outputs.pools()))
+        namespaces (:func:`~trn_ultracluster.cli.backends.kueue.usage_records`; a pod's or a
+        Job's Workload counted for its TrainJob: :func:`~trn_ultracluster.cli.backends.kueue.
+        owners_of`)."""
+        kueue = KueueClient(self.client)
+        workloads = workloads_by_namespace(teams, kueue)
+        owners = {ns: owners_of(kueue, ns, found) for ns, found in workloads.items()}
+        return usage_records(teams, workloads, period, PoolResolver(self.outputs.pools()),
+                             owners)
 
     # --- jobs --------------------------------------------------------------------------
 

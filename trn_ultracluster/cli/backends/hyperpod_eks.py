@@ -18,64 +18,98 @@ their ``ml.`` instance type and another pool's by that label.
 
 Teams (a stack with ``teams``: SageMaker HyperPod task governance,
 :mod:`trn_ultracluster.orchestrators.hyperpod_eks.task_governance`): a job of team ``t`` at
-class ``c`` is created in the team's namespace (``TeamInfo.namespace``, ``hyperpod-ns-t``)
-with the labels ``kueue.x-k8s.io/queue-name`` = its LocalQueue (``TeamInfo.queue``) and
-``kueue.x-k8s.io/priority-class`` = the class's WorkloadPriorityClass
-(``PriorityClassInfo.scheduled_as``, ``c-priority``): :func:`team_placement`.
+class ``c`` is created as on ``eks`` (:meth:`EksBackend.placement`): in the team's namespace
+(``TeamInfo.namespace``, ``hyperpod-ns-t``) with the labels ``kueue.x-k8s.io/queue-name`` = its
+LocalQueue (``TeamInfo.queue``) and ``kueue.x-k8s.io/priority-class`` = the class's
+WorkloadPriorityClass (``PriorityClassInfo.scheduled_as``, ``c-priority``); its handle is
+``hyperpod-ns-t/<name>``. Here the TrainJob also carries both labels down to its Jobs and pods
+(:func:`task_governance_patch`), because the Kueue of task governance, as reported, does not
+integrate TrainJobs and admits only labelled pods:
+
+- The add-on runs its own Kueue (v0.19.2 in add-on v1.6.0: SageMaker developer guide, "Upgrade
+  task governance", sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html) whose
+  configuration cannot be changed ("managed resources such as KueueManagerConfig ... may be
+  updated and overwritten by the service", aws-samples/awsome-distributed-training
+  ``1.architectures/7.sagemaker-hyperpod-eks/task-governance/README.md``). Which integrations
+  it enables AWS does not list; a third-party field report lists ``pod``, ``deployment``,
+  ``statefulset``, ray and Kubeflow training-operator frameworks and not
+  ``trainer.kubeflow.org/trainjob``. NOT VERIFIED here (no cluster): check with ``kubectl -n
+  kueue-system get cm kueue-manager-config -o yaml``.
+- Its ValidatingAdmissionPolicy ``hyperpod-task-governance-admission-policy`` denies Pods,
+  Deployments and StatefulSets without a non-empty ``kueue.x-k8s.io/queue-name`` label in the
+  namespaces task governance makes (field reports and the Spaces guide at
+  awslabs.github.io/ai-on-sagemaker-hyperpod; NOT VERIFIED: ``kubectl get
+  validatingadmissionpolicy hyperpod-task-governance-admission-policy -o yaml``).
+- Kubeflow Trainer v2.3.0 copies no TrainJob label to the JobSet, its Jobs or pods: their
+  labels come from the runtime and the TrainJob's ``spec.runtimePatches``, whose Job-template
+  and pod-template labels reach the JobSet's Jobs and pods (kubeflow/trainer v2.3.0
+  ``pkg/runtime/core/trainingruntime.go``; test "labels and annotations overrides from the
+  TrainJob's RuntimePatches", ``trainingruntime_test.go``).
+
+Without the patch the pods would be denied (if the policy is as reported). With it, Kueue
+v0.19.2 makes a Workload of the topmost object it manages that carries a queue name
+(``pkg/controller/jobframework``: ``FindAncestorJobManagedByKueue``,
+``WorkloadShouldBeSuspended``): each Job (all the pods of a replicated job, one Workload,
+admitted together) when the ``batch/job`` integration is on; otherwise each pod on its own
+(``pod`` integration: Workload ``pod-<pod name>-<hash>``, ``pkg/controller/jobs/pod``), which
+is no gang admission: the pods of one job may be admitted at different times, and those
+admitted first hold their nodes waiting for the others at torchrun's rendezvous. The JobSet
+itself is not labelled: Trainer sets the JobSet's ``suspend`` to the TrainJob's on every
+apply (``pkg/runtime/framework/plugins/jobset/jobset.go``, ``Suspend(trainJob.Spec.Suspend)``),
+so a Kueue that suspended the JobSet would be overridden. ``status`` and ``usage`` read
+either kind of Workload (:mod:`~trn_ultracluster.cli.backends.kueue`).
 """
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from trn_ultracluster.cli.backends.base import BackendTexts, RenderedJob
 from trn_ultracluster.cli.backends.eks import EksBackend
-from trn_ultracluster.cli.backends.trainjob import TrainJobClient
-from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.cli.backends.trainjob import runtime_patch
+from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.contracts.pools import POOL_LABEL
-from trn_ultracluster.contracts.teams import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
-from trn_ultracluster.orchestrators.eks.manifests import INSTANCE_TYPE_LABEL
+from trn_ultracluster.orchestrators.eks.manifests import INSTANCE_TYPE_LABEL, TRAINER_NODE
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from trn_ultracluster.cli.job_args import JobRequest
     from trn_ultracluster.contracts.pools import PoolInfo
-    from trn_ultracluster.contracts.teams import PriorityClassInfo, TeamInfo
 
-__all__ = ["HyperPodEksBackend", "team_placement"]
+__all__ = ["HyperPodEksBackend", "LABELLED_REPLICATED_JOBS", "TASK_GOVERNANCE_PATCH_MANAGER",
+           "task_governance_patch"]
+
+TASK_GOVERNANCE_PATCH_MANAGER = "trn-ultracluster/task-governance"
+"""``spec.runtimePatches[].manager`` of :func:`task_governance_patch`: the job CLI's own,
+set at creation (Trainer 2.3.0: 1-253 characters, immutable, the key of the patch list;
+a domain-prefixed path for its webhook, :func:`~trn_ultracluster.cli.backends.trainjob.
+runtime_patch`)."""
+LABELLED_REPLICATED_JOBS = (TRAINER_NODE,)
+"""The replicated jobs of every ClusterTrainingRuntime the stack makes (one, ``node``:
+``orchestrators.eks.manifests.training_runtime``, which the main pool's and every other pool's
+runtime use; the tests check the synthesized runtimes). Trainer's webhook refuses a patch of a
+replicated job the runtime lacks."""
 
 
-def team_placement(manifest: dict[str, Any], team: TeamInfo,
-                   priority: PriorityClassInfo | None) -> dict[str, Any]:
-    """``manifest`` (a TrainJob) moved to ``team``'s namespace with its queue label and, with
-    ``priority``, its priority-class label (a copy; ``manifest`` is unchanged). The names are
-    the stack's (output ``Teams``), which task governance gives: "When submitting the job,
-    include your queue name and priority class labels ... kueue.x-k8s.io/queue-name:
-    hyperpod-ns-team-name-localqueue, kueue.x-k8s.io/priority-class:
-    priority-class-name-priority" (SageMaker developer guide, "Example HyperPod task
-    governance AWS CLI commands").
-
-    Raises:
-        CliError: (STACK) the team has no namespace or queue in the stack's outputs (a stack
-            whose orchestrator wrote none).
-    """
-    if not team.namespace or not team.queue:
-        raise CliError(f"team {team.name} has no namespace or queue in the stack's Teams "
-                       "output", "redeploy the stack with this version", ExitCode.STACK)
-    placed = copy.deepcopy(manifest)
-    metadata = placed["metadata"]
-    metadata["namespace"] = team.namespace
-    metadata["labels"][KUEUE_QUEUE_LABEL] = team.queue
-    if priority is not None:
-        metadata["labels"][KUEUE_PRIORITY_LABEL] = priority.scheduled_as
-    return placed
+def task_governance_patch(labels: Mapping[str, str]) -> dict[str, Any]:
+    """The ``spec.runtimePatches`` item that puts ``labels`` (the team's queue and priority
+    labels) on the Job template and on the pod template of each of
+    :data:`LABELLED_REPLICATED_JOBS`, so that every Job and pod of the TrainJob carries them
+    (module doc: why). The JobSet's own metadata is left alone."""
+    return runtime_patch(TASK_GOVERNANCE_PATCH_MANAGER, [
+        {"name": name, "template": {"metadata": {"labels": dict(labels)},
+                                    "spec": {"template": {"metadata": {"labels": dict(labels)}}}}}
+        for name in LABELLED_REPLICATED_JOBS])
 
 
 class HyperPodEksBackend(EksBackend):
-    """TrainJobs on the HyperPod nodes; a job's handle is its name."""
+    """TrainJobs on the HyperPod nodes; a job's handle is its name, ``<namespace>/<name>`` for
+    a team's job."""
 
     name = "hyperpod-eks"
-    texts = BackendTexts(label="HyperPod EKS", job="TrainJob name",
+    texts = BackendTexts(label="HyperPod EKS",
+                         job="TrainJob name (NAMESPACE/NAME for a team's job)",
                          dry_run="the TrainJob manifest",
                          time_limit="the TrainJob's activeDeadlineSeconds",
                          env="the trainer container")
@@ -90,23 +124,17 @@ class HyperPodEksBackend(EksBackend):
         return f"{POOL_LABEL}={pool.name}"
 
     def render(self, job: JobRequest) -> RenderedJob:
-        """The ``eks`` backend's TrainJob; a team's job placed by :func:`team_placement`."""
+        """The ``eks`` backend's TrainJob; a team's job also carries its queue and priority
+        labels to its Jobs and pods (:func:`task_governance_patch`)."""
         rendered = super().render(job)
         if job.team is None:
             return rendered
         import yaml
 
-        manifest = team_placement(rendered.payload, job.team, job.priority)
+        manifest = rendered.payload
+        _, labels = self.placement(job.team, job.priority)
+        manifest["spec"].setdefault("runtimePatches", []).append(task_governance_patch(labels))
         return RenderedJob(job, yaml.safe_dump(manifest, sort_keys=False), manifest)
-
-    def submit(self, job: RenderedJob) -> str:
-        """Create the TrainJob in its own namespace (a team's, or the training namespace)."""
-        namespace = job.payload["metadata"]["namespace"]
-        client = self.client
-        if namespace != client.namespace:
-            client = TrainJobClient(namespace, client.custom.api_client)
-        client.create(job.payload)
-        return job.job.name
 
     def scale(self, nodes: int, pool: PoolInfo | None = None) -> str:
         raise CliError("scale changes EKS node groups; the HyperPod instance groups of this "

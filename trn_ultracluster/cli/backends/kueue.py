@@ -12,8 +12,9 @@ What is read (``kueue.x-k8s.io/v1beta2``; fields from the CRDs vendored in
   ``status.flavorsUsage`` ("the used quotas, by flavor, currently in use by the workloads
   admitted in this ClusterQueue") and ``status.flavorsReservation`` (reserved, also by
   workloads not admitted yet), each ``[{name, resources: [{name, total, borrowed}]}]``.
-- Workload ``metadata.ownerReferences`` (the TrainJob), ``spec.podSets[].count`` and their
-  pod templates' ``nodeSelector``, ``spec.priorityClassRef.name``, ``status.admission.
+- Workload ``metadata.ownerReferences`` (the TrainJob, or a pod or Job: below),
+  ``spec.podSets[].count`` and their pod templates' ``nodeSelector``,
+  ``spec.priorityClassRef.name``, ``status.admission.
   podSetAssignments[].{flavors, count}``, ``status.accumulatedPastExecutionTimeSeconds``
   ("the total time, in seconds, the workload spent in Admitted state, in the previous Admit -
   Evict cycles"), ``status.conditions``: ``Admitted`` (``True`` since the current admission;
@@ -25,6 +26,19 @@ What is read (``kueue.x-k8s.io/v1beta2``; fields from the CRDs vendored in
 A Workload exists as long as its TrainJob does (owner reference; Kueue deletes neither while
 the job exists, by default): ``cancel`` deletes a job and with it its record, so ``usage``
 counts the jobs that still exist.
+
+Workloads of a Job or of a pod (``hyperpod-eks``: task governance's Kueue does not manage
+TrainJobs; :mod:`~trn_ultracluster.cli.backends.hyperpod_eks` says why): Kueue names a
+Workload ``<kind>-<owner name>-<hash>`` and owns it by that object
+(``jobframework.GenerateWorkloadNamePrefix``, Kueue v0.19.2), so a Job's Workload is
+``job-<job>-...`` with ``numNodes`` pods and a pod's is ``pod-<pod>-...`` with one
+(``pkg/controller/jobs/pod``: one pod set, ``count: 1``). Such a Workload is counted for its
+TrainJob, found from the labels of the namespace's pods (:meth:`KueueClient.job_owners`), else
+under its own owner's name; a job whose pods are Workloads of their own counts once in
+``usage``, each pod one node for the time it held quota (:func:`usage_records`), and
+``status`` lists each waiting pod. These Workloads go with their pods and Jobs: a JobSet
+restart (``hyperpod.job_max_restarts``) deletes them, and the usage of the attempts before it
+with them.
 """
 
 from __future__ import annotations
@@ -34,6 +48,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from trn_ultracluster.cli.backends.trainjob import JOBSET_NAME_LABEL
 from trn_ultracluster.cli.usage import Period, UsageRecord
 from trn_ultracluster.contracts.catalog import UnknownInstanceTypeError, get_any_instance
 from trn_ultracluster.contracts.pools import POOL_LABEL, PoolInfo
@@ -43,10 +58,17 @@ if TYPE_CHECKING:
     from trn_ultracluster.cli.backends.trainjob import TrainJobClient
     from trn_ultracluster.contracts.teams import TeamInfo, TeamsInfo
 
-__all__ = ["KUEUE_GROUP", "KUEUE_VERSION", "KueueClient", "PoolResolver", "job_handle",
-           "team_status", "usage_records", "workloads_by_namespace"]
+__all__ = ["KUEUE_GROUP", "KUEUE_VERSION", "KueueClient", "Owners", "PoolResolver",
+           "job_handle", "owners_of", "team_status", "usage_records", "workloads_by_namespace"]
 
 KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+"""The Job controller's label of a Job's pods, the Job's name (kubernetes/kubernetes
+``pkg/apis/batch/types.go``, ``JobNameLabel``)."""
+CHILD_OWNERS = {("v1", "Pod"), ("batch/v1", "Job")}
+"""``(apiVersion, kind)`` of the owners of Workloads made for a TrainJob's pods or Jobs."""
+Owners = Mapping[tuple[str, str], str]
+"""``(kind, name)`` of a pod or Job -> its TrainJob (:meth:`KueueClient.job_owners`)."""
 
 
 class KueueClient:
@@ -72,6 +94,29 @@ class KueueClient:
                                  self.client.custom.list_namespaced_custom_object,
                                  KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads")
         return list(found.get("items", []))
+
+    def job_owners(self, namespace: str) -> dict[tuple[str, str], str]:
+        """``("Pod", pod)`` and ``("Job", job)`` -> TrainJob name, for each pod of
+        ``namespace`` that carries the JobSet label :data:`~trn_ultracluster.cli.backends.
+        trainjob.JOBSET_NAME_LABEL` (= its TrainJob's name) and for the Job it names in
+        :data:`JOB_NAME_LABEL`.
+
+        Raises:
+            CliError: (CLUSTER) as :meth:`TrainJobClient.call`.
+        """
+        found = self.client.call(f"list pods in {namespace}",
+                                 self.client.core.list_namespaced_pod, namespace,
+                                 label_selector=JOBSET_NAME_LABEL)
+        owners: dict[tuple[str, str], str] = {}
+        for pod in found.items:
+            labels = pod.metadata.labels or {}
+            job = labels.get(JOBSET_NAME_LABEL)
+            if not job:
+                continue
+            owners[("Pod", pod.metadata.name)] = job
+            if labels.get(JOB_NAME_LABEL):
+                owners[("Job", labels[JOB_NAME_LABEL])] = job
+        return owners
 
 
 class PoolResolver:
@@ -136,13 +181,37 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-def job_handle(workload: Mapping[str, Any]) -> str:
-    """``<namespace>/<job>`` of the job that owns a Workload (its TrainJob), else of the
-    Workload itself: the handle ``status``/``logs``/``cancel`` take on a stack with teams."""
+def _owner(workload: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The Workload's controlling owner reference (else its first; else its metadata)."""
     meta = workload.get("metadata", {})
-    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")),
-                 None) or next(iter(meta.get("ownerReferences") or []), None)
-    return f"{meta.get('namespace', '')}/{(owner or meta).get('name', '')}"
+    refs = meta.get("ownerReferences") or []
+    return next((o for o in refs if o.get("controller")), None) or next(iter(refs), meta)
+
+
+def _of_child(workload: Mapping[str, Any]) -> bool:
+    """Whether a Workload was made for a pod or a Job (:data:`CHILD_OWNERS`), not a TrainJob."""
+    owner = _owner(workload)
+    return (owner.get("apiVersion"), owner.get("kind")) in CHILD_OWNERS
+
+
+def job_handle(workload: Mapping[str, Any], owners: Owners | None = None) -> str:
+    """``<namespace>/<job>`` of the job that owns a Workload (its TrainJob; for a pod's or a
+    Job's Workload, the TrainJob ``owners`` gives, else that pod or Job), else of the Workload
+    itself: the handle ``status``/``logs``/``cancel`` take on a stack with teams."""
+    owner = _owner(workload)
+    name = str(owner.get("name", ""))
+    if owners and _of_child(workload):
+        name = owners.get((str(owner.get("kind")), name), name)
+    return f"{workload.get('metadata', {}).get('namespace', '')}/{name}"
+
+
+def owners_of(kueue: KueueClient, namespace: str,
+              workloads: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    """:meth:`KueueClient.job_owners` of ``namespace`` when one of ``workloads`` was made for
+    a pod or a Job, else ``{}`` (no call: TrainJobs' Workloads name their TrainJob)."""
+    if any(_of_child(w) for w in workloads):
+        return kueue.job_owners(namespace)
+    return {}
 
 
 def _nodes(workload: Mapping[str, Any]) -> int:
@@ -179,22 +248,38 @@ def _usage_of(workload: Mapping[str, Any], period: Period) -> float:
 
 
 def usage_records(teams: TeamsInfo, workloads: Mapping[str, Iterable[Mapping[str, Any]]],
-                  period: Period, pools: PoolResolver) -> list[UsageRecord]:
-    """One :class:`UsageRecord` per Workload that held quota inside ``period``.
+                  period: Period, pools: PoolResolver,
+                  owners: Mapping[str, Owners] | None = None) -> list[UsageRecord]:
+    """One :class:`UsageRecord` per job and pool that held quota inside ``period``.
+
+    A job's Workloads (one of its TrainJob; or one per pod, or per Job, on ``hyperpod-eks``)
+    make one record: ``nodes`` the nodes they held (a pod's Workload: 1, one pod per node on
+    this stack's runtimes), ``seconds`` their node-seconds / ``nodes``, so that nodes x seconds
+    is what each pod held, though pods admitted at different times held their node for
+    different times.
 
     Args:
         teams: the stack's teams; a Workload counts for the team whose ``namespace`` holds it.
         workloads: namespace -> its Workloads (:meth:`KueueClient.workloads`).
         period: the period (times are clipped to it).
         pools: flavor -> pool.
+        owners: namespace -> its pods' and Jobs' TrainJobs (:func:`owners_of`); ``None``:
+            each pod's or Job's Workload counts under its own name.
     """
-    records = []
+    held: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
     for team in teams.teams:
+        mine = (owners or {}).get(team.namespace)
         for workload in workloads.get(team.namespace, ()):
             seconds = _usage_of(workload, period)
             if seconds > 0:
-                records.append(UsageRecord(team.name, pools.workload(workload),
-                                           job_handle(workload), _nodes(workload), seconds))
+                key = (team.name, pools.workload(workload), job_handle(workload, mine))
+                held.setdefault(key, []).append((_nodes(workload), seconds))
+    records = []
+    for (team_name, pool, job), parts in held.items():
+        nodes = sum(n for n, _ in parts)
+        seconds = (sum(n * s for n, s in parts) / nodes if nodes
+                   else max(s for _, s in parts))
+        records.append(UsageRecord(team_name, pool, job, nodes, seconds))
     return records
 
 
@@ -237,19 +322,24 @@ def _flavor_line(flavor: str, pool: str, quota: Mapping[str, str], used: Mapping
     return f"  {where}{size}: {', '.join(parts) or 'no quota, nothing in use'}"
 
 
-def _waiting(workload: Mapping[str, Any]) -> str:
-    """``research/job-b [experiment] 2 nodes: WaitingForQuota: <message>``."""
+def _waiting(workload: Mapping[str, Any], owners: Owners) -> str:
+    """``research/job-b [experiment] 2 node(s): WaitingForQuota: <message>``; a pod's or a
+    Job's Workload names it: ``research/job-b [...] 1 node(s) (pod job-b-node-0-1-x7k2p): ...``."""
     why = _condition(workload, "QuotaReserved") or _condition(workload, "Evicted") or {}
     reason = why.get("reason") or "Pending"
     message = " ".join(str(why.get("message") or "").split())
     priority = (workload.get("spec", {}).get("priorityClassRef") or {}).get("name")
     label = f" [{priority}]" if priority else ""
-    return (f"    {job_handle(workload)}{label} {_nodes(workload)} node(s): {reason}"
-            + (f": {message[:200]}" if message else ""))
+    owner = _owner(workload)
+    part = (f" ({str(owner.get('kind', '')).lower()} {owner.get('name', '')})"
+            if _of_child(workload) else "")
+    return (f"    {job_handle(workload, owners)}{label} {_nodes(workload)} node(s){part}: "
+            f"{reason}" + (f": {message[:200]}" if message else ""))
 
 
 def _team_lines(team: TeamInfo, queue: Mapping[str, Any],
-                workloads: Sequence[Mapping[str, Any]], pools: PoolResolver) -> list[str]:
+                waiting: Sequence[Mapping[str, Any]], pools: PoolResolver,
+                owners: Owners) -> list[str]:
     status = queue.get("status") or {}
     quotas: dict[str, dict[str, str]] = {}
     for group in queue.get("spec", {}).get("resourceGroups") or []:
@@ -266,26 +356,28 @@ def _team_lines(team: TeamInfo, queue: Mapping[str, Any],
         lines.append(_flavor_line(flavor, pool, quota, used.get(flavor, {}),
                                   reserved.get(flavor, {}), borrowed.get(flavor, {}),
                                   info.nodes if info else None))
-    waiting = [w for w in workloads
-               if not _is_true(w, "Finished") and not _is_true(w, "Admitted")]
     if waiting:
         lines.append("  waiting for quota:")
-        lines.extend(_waiting(w) for w in waiting)
+        lines.extend(_waiting(w, owners) for w in waiting)
     return lines
 
 
 def team_status(teams: TeamsInfo, kueue: KueueClient,
                 pools: PoolResolver) -> list[str]:
-    """Per team: its ClusterQueue's use of its quota per flavor and the jobs of its namespace
-    waiting for quota, with Kueue's reason.
+    """Per team: its ClusterQueue (``TeamInfo.cluster_queue``, read by name: no other
+    ClusterQueue, such as task governance's ``hyperpod-ns-idle-resource-sharing-cq-<n>``, is
+    read) with its use of its quota per flavor, and the jobs of its namespace waiting for
+    quota, with Kueue's reason.
 
     Raises:
-        CliError: (CLUSTER) a ClusterQueue or the Workloads cannot be read.
+        CliError: (CLUSTER) a ClusterQueue, the Workloads or the pods cannot be read.
     """
     lines = []
     for team in teams.teams:
-        lines.extend(_team_lines(team, kueue.cluster_queue(team.cluster_queue),
-                                 kueue.workloads(team.namespace), pools))
+        waiting = [w for w in kueue.workloads(team.namespace)
+                   if not _is_true(w, "Finished") and not _is_true(w, "Admitted")]
+        lines.extend(_team_lines(team, kueue.cluster_queue(team.cluster_queue), waiting,
+                                 pools, owners_of(kueue, team.namespace, waiting)))
     return lines
 
 

@@ -40,7 +40,7 @@ from trn_ultracluster.orchestrators.eks.pools import (
 )
 
 __all__ = ["TRAINER_GROUP", "TRAINER_VERSION", "TrainJobClient", "job_state", "train_job",
-           "ultraserver_affinity"]
+           "runtime_patch", "ultraserver_affinity"]
 
 TRAINER_GROUP, TRAINER_VERSION = TRAINER_API_VERSION.split("/")
 """API group and version of the Trainer CRDs (the custom-objects API takes them apart)."""
@@ -143,15 +143,24 @@ def ultraserver_affinity(job_name: str, nodes: int, spec: InstanceSpec) -> dict[
     }
 
 
+def runtime_patch(manager: str, replicated_jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One ``spec.runtimePatches`` item (Trainer 2.3.0 CRD): ``replicated_jobs`` (items of the
+    JobSet's ``replicatedJobs``, each with the ``name`` of a replicated job of the runtime)
+    patched into the runtime's JobSet spec for this TrainJob only. Trainer merges each item
+    into the JobSet spec with a strategic merge patch (kubeflow/trainer v2.3.0
+    ``pkg/runtime/core/trainingruntime.go``, ``mergeRuntimePatches``), and its webhook
+    refuses a replicated job the runtime lacks and a ``manager`` that is no domain-prefixed
+    path such as ``trn-ultracluster/pool`` (``pkg/runtime/framework/plugins/jobset/jobset.go``,
+    ``validation.IsDomainPrefixedPath``)."""
+    return {"manager": manager,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": replicated_jobs}}}}
+
+
 def pod_patch(manager: str, pod_spec: dict[str, Any]) -> dict[str, Any]:
-    """One ``spec.runtimePatches`` item (Trainer 2.3.0 CRD): ``pod_spec`` patched into the pod
-    template of the runtime's :data:`TRAINER_NODE` job, for this TrainJob only. Trainer
-    merges it into the runtime's JobSet spec with a strategic merge patch (kubeflow/trainer
-    v2.3.0 ``pkg/runtime/core/trainingruntime.go``, ``mergeRuntimePatches``): a
-    ``nodeSelector`` adds its keys to the runtime's, an ``affinity`` is set."""
-    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {
-        "replicatedJobs": [{"name": TRAINER_NODE, "template": {
-            "spec": {"template": {"spec": pod_spec}}}}]}}}}
+    """A :func:`runtime_patch` of the pod template of the runtime's :data:`TRAINER_NODE`
+    job: a ``nodeSelector`` adds its keys to the runtime's, an ``affinity`` is set."""
+    return runtime_patch(manager, [{"name": TRAINER_NODE, "template": {
+        "spec": {"template": {"spec": pod_spec}}}}])
 
 
 def train_job(job: JobRequest, *, spec: InstanceSpec, namespace: str,

@@ -57,12 +57,11 @@ Jobs: a TrainJob of team ``t`` at class ``c`` goes in :func:`team_namespace` wit
 c-priority`` ("The priority class is in the format {priority-class-name}-priority", guide,
 "Policies"; "you must include the following labels: kueue.x-k8s.io/queue-name:
 hyperpod-ns-team-name-localqueue, kueue.x-k8s.io/priority-class: priority-class-name-priority",
-guide, "Example HyperPod task governance AWS CLI commands"). Not verified: that task
-governance admits TrainJobs at all. The add-on's Kueue configuration (same setup page) lists
-``jobset.x-k8s.io/jobset`` among its integrations and not ``trainer.kubeflow.org/trainjob``,
-and Kubeflow Trainer v2.3.0 copies no TrainJob label to the JobSet it makes (its labels come
-from the runtime and ``runtimePatches``: ``pkg/runtime/core/trainingruntime.go``,
-``newRuntimeInfo``).
+guide, "Example HyperPod task governance AWS CLI commands"). The job CLI also puts both labels
+on the Job and pod templates of the TrainJob's runtime through ``spec.runtimePatches``:
+the add-on's Kueue, as reported, has no TrainJob integration and its admission policy denies
+unlabelled pods in these namespaces, and Trainer v2.3.0 copies no TrainJob label down
+(``trn_ultracluster.cli.backends.hyperpod_eks`` has the sources and what is not verified).
 
 IAM: none in the stack. CloudFormation calls the SageMaker APIs with the deploying role; the
 quota's handlers need ``sagemaker:CreateComputeQuota``, ``DescribeComputeQuota``,
