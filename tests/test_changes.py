@@ -1,4 +1,4 @@
-"""The change classifier (``trn_ultracluster/changes.py``) on small templates, and its
+"""The change classifier (``trn_ultracluster/changes/``) on small templates, and its
 vendored create-only table against the schemas cfn-lint ships."""
 
 from __future__ import annotations
