@@ -70,8 +70,10 @@ CRED_EXPIRE_S = 10
 TEMP_PREFIX = "trn-slurm-"
 HOSTS = Path("/etc/hosts")
 HOSTS_MARK = "# trn-ultracluster tests/slurm"
-DAEMON_BINARIES = ("/usr/sbin/munged", "/usr/sbin/mungekey", "/usr/sbin/slurmctld", "/usr/sbin/slurmd")
-CLIENT_BINARIES = ("sbatch", "srun", "squeue", "sacct", "scancel", "scontrol", "sinfo")
+DAEMON_BINARIES = ("/usr/sbin/munged", "/usr/sbin/mungekey", "/usr/sbin/slurmctld",
+                   "/usr/sbin/slurmd", "/usr/sbin/slurmdbd", "/usr/sbin/mariadbd")
+CLIENT_BINARIES = ("sbatch", "srun", "squeue", "sacct", "sacctmgr", "sshare", "scancel",
+                   "scontrol", "sinfo", "mariadb", "mariadb-install-db")
 
 
 def unavailable(reason: str) -> None:
@@ -102,7 +104,12 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
             ends with ``details()``, e.g. the daemons' logs).
     """
     deadline = time.monotonic() + timeout_s
-    while not check():
+    while True:
+        try:
+            if check():
+                return
+        except AssertionError as err:  # a daemon exited: say so with its logs
+            raise AssertionError(f"{what}: {err}\n{details()}") from None
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout_s:.0f} s\n{details()}")
         time.sleep(0.2)
@@ -204,12 +211,16 @@ class Daemons:
                     proc.wait(timeout=15)
 
 
-def slurm_conf(root: Path, socket_path: Path, ctld_port: int, node_ports: list[int]) -> str:
-    """The test cluster's ``slurm.conf`` (slurm.conf man page, Slurm 22.05)."""
+def slurm_conf(root: Path, socket_path: Path, ctld_port: int, node_ports: list[int],
+               dbd_port: int) -> str:
+    """The test cluster's ``slurm.conf`` (slurm.conf man page, Slurm 22.05), before
+    ``slurm_teams.py install`` adds the teams' settings (accounting through the slurmdbd on
+    ``dbd_port`` among them: this file says ``accounting_storage/none``, and the included
+    file, last, wins)."""
     nodes = "\n".join(
         f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
         f"CPUs={os.cpu_count()} State=UNKNOWN" for name, port in zip(NODES, node_ports))
-    return f"""# tests/slurm: two nodes on one host, no slurmdbd
+    return f"""# tests/slurm: two nodes on one host
 ClusterName=trntest
 SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -234,6 +245,9 @@ KillWait=5
 MinJobAge=5
 JobRequeue=0
 AccountingStorageType=accounting_storage/none
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort={dbd_port}
+AccountingStoragePass={socket_path}
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/filetxt
 JobCompLoc={root}/log/jobcomp.txt
@@ -305,7 +319,8 @@ def check_prerequisites() -> None:
     missing += [b for b in CLIENT_BINARIES if shutil.which(b) is None]
     if missing:
         unavailable(f"Slurm/MUNGE not installed ({', '.join(missing)} missing): "
-                    "apt-get install slurmctld slurmd slurm-client munge")
+                    "apt-get install slurmctld slurmd slurm-client munge slurmdbd "
+                    "mariadb-server (make test-slurm does)")
 
 
 @pytest.fixture(scope="session")
@@ -324,7 +339,6 @@ def slurm() -> Iterator[SlurmCluster]:
         socket_path = root / "munge" / "munge.socket"
         ctld_port, *node_ports = free_ports(1 + len(NODES))
         conf = root / "slurm.conf"
-        conf.write_text(slurm_conf(root, socket_path, ctld_port, node_ports))
         env = {**os.environ, "SLURM_CONF": str(conf)}
         cluster = SlurmCluster(root, conf, env)
         cluster.logs = {"munged": root / "log" / "munged.out",  # -F: it logs to stderr
@@ -339,6 +353,11 @@ def slurm() -> Iterator[SlurmCluster]:
                                  f"--seed-file={root}/munge/munged.seed"],
                       cluster.logs["munged"], env)
         wait_until(socket_path.exists, 20, "munged socket", cluster.log_tails)
+        dbd_port = accounting.start_slurmdbd(root, conf, daemons, socket_path, env,
+                                             cluster.logs, wait_until)
+        conf.write_text(slurm_conf(root, socket_path, ctld_port, node_ports, dbd_port))
+        teams = accounting.write_teams(root)
+        accounting.run_teams_script("install", teams, env, "--slurm-conf", str(conf))
         daemons.start("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", str(conf)],
                       root / "log" / "slurmctld.out", env)
 
@@ -348,6 +367,9 @@ def slurm() -> Iterator[SlurmCluster]:
                                   timeout=30, check=False).returncode == 0
 
         wait_until(controller_up, 30, "slurmctld answers scontrol ping", cluster.log_tails)
+        wait_until(lambda: registered(cluster), 60, "slurmctld registered with slurmdbd",
+                   cluster.log_tails)
+        accounting.run_teams_script("apply", teams, env)
         for node in NODES:
             daemons.start(f"slurmd {node}", ["/usr/sbin/slurmd", "-D", "-N", node, "-f", str(conf)],
                           root / "log" / f"slurmd-{node}.out", env)
@@ -371,4 +393,13 @@ def cancel_all_jobs(cluster: SlurmCluster) -> None:
                "jobs ended after scancel", cluster.log_tails)
 
 
+def registered(cluster: SlurmCluster) -> bool:
+    """Whether slurmdbd knows the cluster (slurmctld adds it when it first connects)."""
+    done = subprocess.run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"],
+                          capture_output=True, text=True, env=cluster.env, timeout=30,
+                          check=False)
+    return done.returncode == 0 and "trntest" in done.stdout.split()
+
+
+from tests.slurm import accounting  # noqa: E402
 from tests.slurm.harness import cli, cluster_files  # noqa: E402,F401  (the jobs' fixtures)

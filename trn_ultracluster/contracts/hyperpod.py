@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE", "LOGIN_GROUP",
-           "NODE_ENV_FILE", "ON_INIT_COMPLETE", "part_group_name"]
+           "NODE_ENV_FILE", "ON_INIT_COMPLETE", "SLURM_TEAMS_FILE", "part_group_name"]
 
 CONTROLLER_GROUP = "controller"
 """Instance group of the Slurm controller (``SlurmConfig.NodeType: Controller``; exactly one
@@ -31,6 +31,11 @@ pool's environment changes in the shared ``shared_storage.ENV_FILE`` (the main p
 ``pools`` section; nothing but a comment on the main pool's nodes. Job scripts source it
 after the shared file. ``scripts/on_init_complete.sh`` spells the path once
 (``NODE_ENV_FILE``); the tests check that both agree."""
+SLURM_TEAMS_FILE = "slurm_teams.json"
+"""The stack's teams, next to :data:`LIFECYCLE_FILE` only when the configuration has
+``teams``: the controller's lifecycle script gives it to ``scripts/slurm_teams.py`` (Slurm
+accounts, associations and QOS); ``on_init_complete.sh`` spells the name once
+(``TEAMS_JSON``)."""
 ON_INIT_COMPLETE = "on_init_complete.sh"
 """The lifecycle script HyperPod runs on every new or replaced node after its AMI-based
 configuration (``LifeCycleConfig.OnInitComplete``)."""
