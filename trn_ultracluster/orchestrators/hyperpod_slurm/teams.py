@@ -27,8 +27,11 @@ from typing import Any
 from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool, SchedulingConfig, Team
 from trn_ultracluster.contracts.hyperpod import SLURM_TEAMS_FILE
 
-__all__ = ["SLURM_TEAMS_FILE", "class_qos_names", "slurm_teams_file", "team_accounts"]
+__all__ = ["JOB_USER", "SLURM_TEAMS_FILE", "TEAMS_SCRIPT", "class_qos_names", "slurm_teams_file",
+           "team_accounts"]
 
+TEAMS_SCRIPT = "slurm_teams.py"
+"""The script of ``scripts/`` that makes Slurm enforce the teams; uploaded only with teams."""
 JOB_USER = "ubuntu"
 """The user jobs run as on HyperPod Slurm (the job CLI's
 :data:`trn_ultracluster.cli.backends.ssm.SLURM_USER`, whose source is cited there); the teams'

@@ -265,6 +265,25 @@ def _rows(run: Runner, argv: list[str]) -> list[list[str]]:
     return [line.split("|") for line in done.stdout.splitlines() if line.strip()]
 
 
+def _qos_changes(settings: list[str], row: list[str] | None) -> list[str]:
+    """The ``settings`` (:func:`qos_settings`) a QOS of ``row`` (``name|description|priority|
+    preempt``; ``None``: just added) does not have yet. Only those are set: Slurm 22.05
+    refuses to set a QOS's ``Preempt`` to the list it already has ("QOS Preemption loop
+    detected", measured in ``tests/slurm``)."""
+    if row is None or len(row) < 4:
+        return settings
+    have = {"Description": row[1], "Priority": row[2],
+            "Preempt": ",".join(sorted(filter(None, row[3].split(","))))}
+    out = []
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        if key == "Preempt":
+            value = ",".join(sorted(filter(None, value.split(","))))
+        if have.get(key) != value:
+            out.append(setting)
+    return out
+
+
 def apply(data: dict[str, Any], run: Runner = run_sacctmgr) -> list[str]:
     """Make Slurm's accounts, associations and QOS those of ``data``; returns what it did,
     one line each.
@@ -279,13 +298,15 @@ def apply(data: dict[str, Any], run: Runner = run_sacctmgr) -> list[str]:
         TeamsError: a sacctmgr command failed (:func:`_change`, :func:`_rows`).
     """
     user, done = data["user"], []
-    have_qos = {r[0]: r for r in _rows(run, ["qos", "format=name,description"])}
+    have_qos = {r[0]: r for r in _rows(run, ["qos", "format=name,description,priority,preempt"])}
     settings_of = qos_settings(data)
     for name in settings_of:  # all first: a QOS's Preempt names the others
         if name not in have_qos:
             _change(run, ["add", "qos", name])
     for name, settings in settings_of.items():
-        _change(run, ["modify", "qos", "where", f"name={name}", "set", *settings])
+        changed = _qos_changes(settings, have_qos.get(name))
+        if changed:
+            _change(run, ["modify", "qos", "where", f"name={name}", "set", *changed])
         done.append(f"qos {name}: {' '.join(settings)}")
     have_accounts = {r[0]: r for r in _rows(run, ["account", "format=account,org"])}
     for team in data["teams"]:
