@@ -169,6 +169,13 @@ def start_slurmdbd(root: Path, conf: Path, daemons: Any, socket_path: Path, env:
     return dbd_port
 
 
+def registered(env: dict[str, str], cluster: str) -> bool:
+    """Whether slurmdbd knows ``cluster`` (slurmctld adds it when it first connects)."""
+    done = subprocess.run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"],
+                          capture_output=True, text=True, env=env, timeout=30, check=False)
+    return done.returncode == 0 and cluster in done.stdout.split()
+
+
 def write_teams(root: Path) -> Path:
     """:func:`teams_file` as the lifecycle bucket holds it."""
     path = root / "slurm_teams.json"

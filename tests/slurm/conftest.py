@@ -7,12 +7,18 @@ What the session fixture :func:`slurm` sets up, and takes down again at the end:
 - a private ``slurm.conf`` (``SLURM_CONF`` for the clients): ``SlurmUser=root``, state and
   spool under the temporary directory, process tracking without cgroups
   (``proctrack/linuxproc``, ``task/none``: none here), ``select/cons_tres``, a scheduler that
-  looks every second or two, job completions in a text file (``jobcomp/filetxt``, read by
-  ``sacct -c``; there is no slurmdbd), ended jobs forgotten by slurmctld after 5 s
+  looks every second or two, job completions also in a text file (``jobcomp/filetxt``,
+  ``sacct -c``), ended jobs forgotten by slurmctld after 5 s
   (``MinJobAge``, default 300: the status test waits for it), and a short credential lifetime
   (``cred_expire``, which is also how long a requeued job waits before it starts again);
   batch jobs not requeued unless they ask (``JobRequeue=0``: the job script's ``--requeue``
   is what the requeue test relies on, whatever a cluster's default);
+- Slurm accounting as on HyperPod, where MariaDB and slurmdbd run on the controller: a
+  private MariaDB and slurmdbd (``accounting.py``), and the teams of
+  ``accounting.TEAMS_CONFIG`` set up by the lifecycle's ``slurm_teams.py`` (``install``
+  before slurmctld starts, ``apply`` once slurmctld has registered the cluster); root, who
+  submits every job here, gets the default team ``research`` as default account, so the
+  jobs of the tests without teams run in it (within its limits: 2 ``trn`` nodes, 1 ``cpu``);
 - two partitions, as the stack gives a configuration with ``pools`` one per pool:
   :data:`PARTITION` (``trn``, the default, both nodes: the Trainium pool) and
   :data:`CPU_PARTITION` (``cpu``, ``node2`` only: a CPU pool of one node); a node may be in
@@ -367,7 +373,8 @@ def slurm() -> Iterator[SlurmCluster]:
                                   timeout=30, check=False).returncode == 0
 
         wait_until(controller_up, 30, "slurmctld answers scontrol ping", cluster.log_tails)
-        wait_until(lambda: registered(cluster), 60, "slurmctld registered with slurmdbd",
+        wait_until(lambda: accounting.registered(env, "trntest"), 60,
+                   "slurmctld registered with slurmdbd",
                    cluster.log_tails)
         accounting.run_teams_script("apply", teams, env)
         for node in NODES:
@@ -391,14 +398,6 @@ def cancel_all_jobs(cluster: SlurmCluster) -> None:
                        check=False)
     wait_until(lambda: not cluster.run("squeue", "-h", "-o", "%i").strip(), 60,
                "jobs ended after scancel", cluster.log_tails)
-
-
-def registered(cluster: SlurmCluster) -> bool:
-    """Whether slurmdbd knows the cluster (slurmctld adds it when it first connects)."""
-    done = subprocess.run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster"],
-                          capture_output=True, text=True, env=cluster.env, timeout=30,
-                          check=False)
-    return done.returncode == 0 and "trntest" in done.stdout.split()
 
 
 from tests.slurm import accounting  # noqa: E402

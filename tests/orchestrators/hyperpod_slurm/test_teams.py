@@ -253,3 +253,76 @@ def test_the_command_line_reports_a_bad_file_with_status_2(tmp_path, capsys):
     bad.write_text(json.dumps({"user": "ubuntu"}))
     assert slurm_teams.main(["--teams", str(bad), "apply"]) == 2
     assert "not a teams file" in capsys.readouterr().err
+
+
+# --- on_init_complete.sh on the controller, against stubs -------------------------------
+
+CONTROLLER_STUBS = {
+    # scontrol: slurmctld's slurm.conf for `show config`; answers everything else
+    "scontrol": '#!/bin/bash\necho "scontrol $*" >> "$STUB_LOG"\n'
+                'if [[ "$1 $2" == "show config" ]]; then echo "SLURM_CONF = $STUB_SLURM_CONF"; fi\n',
+    # sacctmgr: slurmdbd answers unless STUB_NO_DBD; `show` lists nothing
+    "sacctmgr": '#!/bin/bash\necho "sacctmgr $*" >> "$STUB_LOG"\n'
+                'if [[ -n "${STUB_NO_DBD:-}" ]]; then echo "sacctmgr: error: Problem talking '
+                'to the database: Connection refused" >&2; exit 1; fi\n',
+    "systemctl": '#!/bin/bash\necho "systemctl $*" >> "$STUB_LOG"\n',
+}
+
+
+@pytest.fixture
+def controller(tmp_path):
+    """The controller of a teams stack: its lifecycle dir has slurm_teams.json (the file of
+    :data:`DATA`), Slurm's commands are stubs, slurm.conf is in ``tmp_path``."""
+    from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import make_node
+
+    node = make_node(tmp_path)
+    (node.lcs_dir / "slurm_teams.json").write_text(json.dumps(DATA))
+    for name, text in CONTROLLER_STUBS.items():
+        (node.bin / name).write_text(text)
+        (node.bin / name).chmod(0o755)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=c\n")
+    node.conf = conf
+    return node
+
+
+def lifecycle_calls(node, name):
+    from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import calls
+
+    return calls(node, name)
+
+
+def test_controller_with_teams_includes_the_settings_restarts_once_and_applies(controller):
+    from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import CONTROLLER_IP
+
+    result = controller(CONTROLLER_IP, STUB_SLURM_CONF=str(controller.conf))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert controller.conf.read_text().splitlines()[-1] == f"Include {slurm_teams.INCLUDE_FILE}"
+    assert lifecycle_calls(controller, "systemctl") == ["systemctl restart slurmctld"]
+    sacctmgr = lifecycle_calls(controller, "sacctmgr")
+    assert sacctmgr[0] == "sacctmgr -n -P show cluster"  # waited for slurmdbd first
+    assert "sacctmgr -i add account alpha Organization=trn-ultracluster Description=trn-" \
+           "ultracluster team alpha" in sacctmgr
+    assert "Slurm enforces the teams of" in result.stdout
+    result = controller(CONTROLLER_IP, STUB_SLURM_CONF=str(controller.conf))  # a rerun
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert lifecycle_calls(controller, "systemctl") == ["systemctl restart slurmctld"]
+
+
+def test_controller_with_teams_fails_when_slurm_accounting_does_not_answer(controller):
+    from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import CONTROLLER_IP
+
+    result = controller(CONTROLLER_IP, STUB_SLURM_CONF=str(controller.conf), STUB_NO_DBD="1",
+                        TRN_ACCOUNTING_WAIT_S="0")
+    assert result.returncode == 1
+    assert "ERROR: Slurm accounting (slurmdbd) does not answer `sacctmgr show cluster`" in result.stdout
+    assert not lifecycle_calls(controller, "systemctl")
+    assert controller.conf.read_text() == "ClusterName=c\n"
+
+
+def test_a_worker_never_touches_slurm_accounting(controller):
+    from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import WORKER_IPS
+
+    result = controller(WORKER_IPS[0], STUB_SLURM_CONF=str(controller.conf))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert not lifecycle_calls(controller, "sacctmgr")

@@ -259,8 +259,7 @@ class SlurmJobs:
            LifecycleScripts/base-config``). Without it sacct fails ("Slurm accounting
            storage is disabled").
         3. ``sacct -c``: the job completion log of ``JobCompType=jobcomp/filetxt`` (Slurm
-           without slurmdbd, like the test cluster of ``tests/slurm``), one record per run of
-           a requeued job, the newest last.
+           without slurmdbd), one record per run of a requeued job, the newest last.
 
         A job none of them knows gives ``[]``.
         """

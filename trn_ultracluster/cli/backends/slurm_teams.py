@@ -75,10 +75,18 @@ def _node_limit(grptres: str) -> int | None:
     return None
 
 
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def team_status_lines(teams: TeamsInfo, partitions: Mapping[str, str],
                       sections: Mapping[str, Sequence[Sequence[str]]]) -> list[str]:
     """Per team and pool: nodes of running jobs against its quota and Slurm's limit, jobs
-    running and pending, the team's fair-share factor; then each pending job with Slurm's
+    running and pending; the team's fair-share factor (sshare's ``FairShare`` of the job
+    user's associations in its account, 0 to 1, higher goes first); then each pending job with Slurm's
     reason (``AssocGrpNodeLimit``: the team is at its limit; ``Priority``, ``Resources``...:
     squeue(1), "JOB REASON CODES").
 
@@ -89,13 +97,16 @@ def team_status_lines(teams: TeamsInfo, partitions: Mapping[str, str],
     """
     jobs = [r for r in sections.get("squeue", []) if len(r) >= 8]
     limits = {(r[0], r[1]): _node_limit(r[2]) for r in sections.get("assoc", []) if len(r) >= 3}
-    shares = {r[0]: r[2] for r in sections.get("sshare", []) if len(r) >= 3 and not r[1]}
+    shares: dict[str, float] = {}
+    for r in sections.get("sshare", []):  # the user's rows: the account's rows have none
+        if len(r) >= 3 and r[1] and _number(r[2]) is not None:
+            shares[r[0]] = max(shares.get(r[0], 0.0), _number(r[2]) or 0.0)
     lines = []
     for team in teams.teams:
         account = team.account or team.name
         share = shares.get(account)
         lines.append(f"team {team.name} (account {account}, priority {team.priority}"
-                     + (f", fair share {share}" if share else "") + ")")
+                     + (f", fair-share factor {share:.3f}" if share is not None else "") + ")")
         pending = []
         for quota in team.quotas:
             partition = partitions.get(quota.pool, quota.pool)
