@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.slurm.conftest import PARTITION
+from tests.slurm.conftest import PARTITION, PARTITIONS
 from trn_ultracluster.contracts.hyperpod import JobEnv
 from tests.orchestrators.hyperpod_slurm.test_lifecycle_scripts import CLUSTER, CONTROLLER_IP, STUBS, make_node
 
@@ -50,9 +50,13 @@ def test_controller_of_a_teams_stack_converges_on_the_teams_slurm_has(tmp_path, 
     assoc = ("sacctmgr", "-n", "-P", "show", "assoc", "format=account,user,partition,grptres,"
              "qos,defaultqos")
     before = slurm.run(*assoc)
-    node = make_node(tmp_path, stubs=(*(s for s in STUBS if s != "scontrol"), "systemctl"))
+    cluster = json.loads(json.dumps(CLUSTER))
+    cluster["env"][JobEnv.PARTITIONS.value] = ",".join(PARTITIONS)
+    node = make_node(tmp_path, stubs=(*(s for s in STUBS if s != "scontrol"), "systemctl"),
+                     cluster=cluster)
     (node.lcs_dir / "slurm_teams.json").write_text(json.dumps(teams_file()))
     result = node(CONTROLLER_IP, SLURM_CONF=slurm.env["SLURM_CONF"], TRN_SLURM_CHECK_S="30")
+    assert f"slurmctld serves the partitions {','.join(PARTITIONS)}" in result.stdout
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Slurm enforces the teams of {node.lcs_dir}/slurm_teams.json" in result.stdout
     assert not calls(node, "systemctl")

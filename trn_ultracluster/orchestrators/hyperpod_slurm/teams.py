@@ -25,22 +25,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool, SchedulingConfig, Team
-from trn_ultracluster.contracts.hyperpod import SLURM_TEAMS_FILE
+from trn_ultracluster.contracts.hyperpod import SLURM_TEAMS_FILE, SLURM_USER
 
-__all__ = ["JOB_USER", "SLURM_TEAMS_FILE", "TEAMS_SCRIPT", "class_qos_names", "slurm_teams_file",
+__all__ = ["SLURM_TEAMS_FILE", "TEAMS_SCRIPT", "class_qos_names", "slurm_teams_file",
            "team_accounts"]
 
 TEAMS_SCRIPT = "slurm_teams.py"
 """The script of ``scripts/`` that makes Slurm enforce the teams; uploaded only with teams."""
-JOB_USER = "ubuntu"
-"""The user jobs run as on HyperPod Slurm (the job CLI's
-:data:`trn_ultracluster.cli.backends.ssm.SLURM_USER`, whose source is cited there); the teams'
-associations are this user's."""
 
 
 def slurm_teams_file(teams: Sequence[Team], scheduling: SchedulingConfig,
                      worker_groups: Sequence[tuple[HyperPodWorkerGroupConfig, Pool]],
-                     worker_counts: Mapping[str, int], user: str = JOB_USER) -> dict[str, Any]:
+                     worker_counts: Mapping[str, int], user: str = SLURM_USER) -> dict[str, Any]:
     """``slurm_teams.json`` (shape: ``scripts/slurm_teams.py``): the job user, the
     preemption, the priority classes, each partition with its pool and its nodes (the sum of
     its worker groups' instances: what the pool holds on HyperPod, ``nodes.desired``), and
@@ -52,7 +48,7 @@ def slurm_teams_file(teams: Sequence[Team], scheduling: SchedulingConfig,
         scheduling: ``ClusterConfig.scheduling``.
         worker_groups: ``ClusterConfig.hyperpod_worker_groups`` (group, pool), in order.
         worker_counts: worker group name -> its instances.
-        user: whose associations the teams get.
+        user: whose associations the teams get (default: the user HyperPod's jobs run as).
     """
     partitions: dict[str, dict[str, Any]] = {}
     for group, pool in worker_groups:

@@ -317,7 +317,7 @@ def apply(data: dict[str, Any], run: Runner = run_sacctmgr) -> list[str]:
         _change(run, ["modify", "account", "where", f"name={name}", "set",
                       f"Fairshare={fairshare(team)}"])
         done.append(f"account {name}: Fairshare={fairshare(team)}")
-    have_assocs = {(r[0], r[1]) for r in _rows(run, ["assoc", f"where", f"user={user}",
+    have_assocs = {(r[0], r[1]) for r in _rows(run, ["assoc", "where", f"user={user}",
                                                      "format=account,partition"])}
     wanted = associations(data)
     for a in wanted:
