@@ -64,19 +64,22 @@ QOS_DESCRIPTION = "trn-ultracluster priority class"
 PRIORITY_WEIGHT_QOS = 10_000_000
 PRIORITY_WEIGHT_FAIRSHARE = 10_000
 PRIORITY_WEIGHT_AGE = 1_000
-"""The multifactor weights. The QOS factor is the QOS's priority normalized by the highest
-QOS priority (Slurm "Multifactor Priority Plugin", https://slurm.schedmd.com/priority_multifactor.html,
-"Quality of Service (QOS) Factor"); one unit of class weight (0-100) is then worth at least
-10,000,000 / 100 = 100,000, more than fair share and age together (11,000), so a class
-always goes before a lower one and, within a class, the team that used less of its share,
-then the job that waited longer. The sum stays far below a job priority's 32 bits."""
+"""The multifactor weights. A QOS's priority "is then normalized to the highest priority of
+all the QOS's to become the QOS factor" (Slurm, "Multifactor Priority Plugin",
+https://slurm.schedmd.com/priority_multifactor.html, "Quality of Service (QOS) Factor").
+With the classes' weights (0 to 100) the highest QOS priority (unless a QOS not of ours has
+a higher one), one unit of class weight is worth at least 10,000,000 / 100 = 100,000, more
+than fair share and age together (11,000): a class always goes before a lower one and,
+within a class, the team that used less of its share, then the job that waited longer. The
+sum stays far below a job priority's 32 bits."""
 INCLUDE_FILE = "trn_ultracluster_teams.conf"
 """The file of :func:`slurm_conf_lines`, beside ``slurm.conf``: "If the included file is not
 an absolute path name ... it will searched for in the same directory as the slurm.conf
 file" (slurm.conf(5), "INCLUDE MODIFIERS")."""
 NOTHING = ("Nothing new added", "Nothing modified", "Nothing deleted")
-"""What sacctmgr prints, with a non-zero status, when a command changes nothing (measured
-with Slurm 22.05 in ``tests/slurm``): for :func:`apply` that is success."""
+"""What sacctmgr prints, with a non-zero status, when a command changes nothing (Slurm
+22.05; a second ``apply`` against ``tests/slurm``'s cluster modifies what exists already):
+for :func:`apply` that is success."""
 
 
 class TeamsError(Exception):
