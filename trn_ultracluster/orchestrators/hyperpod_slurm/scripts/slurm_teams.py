@@ -77,8 +77,9 @@ INCLUDE_FILE = "trn_ultracluster_teams.conf"
 an absolute path name ... it will searched for in the same directory as the slurm.conf
 file" (slurm.conf(5), "INCLUDE MODIFIERS")."""
 NOTHING = ("Nothing new added", "Nothing modified", "Nothing deleted")
-"""What sacctmgr prints, with a non-zero status, when a command changes nothing (Slurm
-22.05; a second ``apply`` against ``tests/slurm``'s cluster modifies what exists already):
+"""What sacctmgr prints, with status 1, when a command changes nothing: measured with Slurm
+22.05 (``tests/slurm``), ``add`` of what exists says " Nothing new added." and ``delete`` of
+what does not " Nothing deleted" (``modify`` to the values it has exits 0, "Modified ...");
 for :func:`apply` that is success."""
 
 
