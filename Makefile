@@ -71,8 +71,9 @@ snapshots: setup-dev
 test-xla:
 	bash training/test-xla.sh
 
-## test-slurm: the HyperPod job path on a real Slurm started here (2 nodes on this host; as
-## root, installs Slurm and MUNGE with apt-get when missing; see tests/slurm)
+## test-slurm: the HyperPod job path on a real Slurm started here (2 nodes on this host, with
+## slurmdbd on a private MariaDB and two teams; as root, installs Slurm, MUNGE and MariaDB
+## with apt-get when missing; see tests/slurm)
 test-slurm: $(VENV)/.dev
 	bash tests/slurm/ensure-slurm.sh
 	TRN_REQUIRE_SLURM=1 $(VPY) -m pytest -m slurm tests/slurm

@@ -7,12 +7,18 @@ What the session fixture :func:`slurm` sets up, and takes down again at the end:
 - a private ``slurm.conf`` (``SLURM_CONF`` for the clients): ``SlurmUser=root``, state and
   spool under the temporary directory, process tracking without cgroups
   (``proctrack/linuxproc``, ``task/none``: none here), ``select/cons_tres``, a scheduler that
-  looks every second or two, job completions in a text file (``jobcomp/filetxt``, read by
-  ``sacct -c``; there is no slurmdbd), ended jobs forgotten by slurmctld after 5 s
+  looks every second or two, job completions also in a text file (``jobcomp/filetxt``,
+  ``sacct -c``), ended jobs forgotten by slurmctld after 5 s
   (``MinJobAge``, default 300: the status test waits for it), and a short credential lifetime
   (``cred_expire``, which is also how long a requeued job waits before it starts again);
   batch jobs not requeued unless they ask (``JobRequeue=0``: the job script's ``--requeue``
   is what the requeue test relies on, whatever a cluster's default);
+- Slurm accounting as on HyperPod, where MariaDB and slurmdbd run on the controller: a
+  private MariaDB and slurmdbd (``accounting.py``), and the teams of
+  ``accounting.TEAMS_CONFIG`` set up by the lifecycle's ``slurm_teams.py`` (``install``
+  before slurmctld starts, ``apply`` once slurmctld has registered the cluster); root, who
+  submits every job here, gets the default team ``research`` as default account, so the
+  jobs of the tests without teams run in it (within its limits: 2 ``trn`` nodes, 1 ``cpu``);
 - two partitions, as the stack gives a configuration with ``pools`` one per pool:
   :data:`PARTITION` (``trn``, the default, both nodes: the Trainium pool) and
   :data:`CPU_PARTITION` (``cpu``, ``node2`` only: a CPU pool of one node); a node may be in
@@ -70,8 +76,10 @@ CRED_EXPIRE_S = 10
 TEMP_PREFIX = "trn-slurm-"
 HOSTS = Path("/etc/hosts")
 HOSTS_MARK = "# trn-ultracluster tests/slurm"
-DAEMON_BINARIES = ("/usr/sbin/munged", "/usr/sbin/mungekey", "/usr/sbin/slurmctld", "/usr/sbin/slurmd")
-CLIENT_BINARIES = ("sbatch", "srun", "squeue", "sacct", "scancel", "scontrol", "sinfo")
+DAEMON_BINARIES = ("/usr/sbin/munged", "/usr/sbin/mungekey", "/usr/sbin/slurmctld",
+                   "/usr/sbin/slurmd", "/usr/sbin/slurmdbd", "/usr/sbin/mariadbd")
+CLIENT_BINARIES = ("sbatch", "srun", "squeue", "sacct", "sacctmgr", "sshare", "scancel",
+                   "scontrol", "sinfo", "mariadb", "mariadb-install-db")
 
 
 def unavailable(reason: str) -> None:
@@ -102,7 +110,12 @@ def wait_until(check: Callable[[], bool], timeout_s: float, what: str,
             ends with ``details()``, e.g. the daemons' logs).
     """
     deadline = time.monotonic() + timeout_s
-    while not check():
+    while True:
+        try:
+            if check():
+                return
+        except AssertionError as err:  # a daemon exited: say so with its logs
+            raise AssertionError(f"{what}: {err}\n{details()}") from None
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout_s:.0f} s\n{details()}")
         time.sleep(0.2)
@@ -204,12 +217,16 @@ class Daemons:
                     proc.wait(timeout=15)
 
 
-def slurm_conf(root: Path, socket_path: Path, ctld_port: int, node_ports: list[int]) -> str:
-    """The test cluster's ``slurm.conf`` (slurm.conf man page, Slurm 22.05)."""
+def slurm_conf(root: Path, socket_path: Path, ctld_port: int, node_ports: list[int],
+               dbd_port: int) -> str:
+    """The test cluster's ``slurm.conf`` (slurm.conf man page, Slurm 22.05), before
+    ``slurm_teams.py install`` adds the teams' settings (accounting through the slurmdbd on
+    ``dbd_port`` among them: this file says ``accounting_storage/none``, and the included
+    file, last, wins)."""
     nodes = "\n".join(
         f"NodeName={name} NodeHostname=localhost NodeAddr=127.0.0.1 Port={port} "
         f"CPUs={os.cpu_count()} State=UNKNOWN" for name, port in zip(NODES, node_ports))
-    return f"""# tests/slurm: two nodes on one host, no slurmdbd
+    return f"""# tests/slurm: two nodes on one host
 ClusterName=trntest
 SlurmctldHost={socket.gethostname().split('.')[0]}(127.0.0.1)
 SlurmctldPort={ctld_port}
@@ -234,6 +251,9 @@ KillWait=5
 MinJobAge=5
 JobRequeue=0
 AccountingStorageType=accounting_storage/none
+AccountingStorageHost=127.0.0.1
+AccountingStoragePort={dbd_port}
+AccountingStoragePass={socket_path}
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/filetxt
 JobCompLoc={root}/log/jobcomp.txt
@@ -305,7 +325,8 @@ def check_prerequisites() -> None:
     missing += [b for b in CLIENT_BINARIES if shutil.which(b) is None]
     if missing:
         unavailable(f"Slurm/MUNGE not installed ({', '.join(missing)} missing): "
-                    "apt-get install slurmctld slurmd slurm-client munge")
+                    "apt-get install slurmctld slurmd slurm-client munge slurmdbd "
+                    "mariadb-server (make test-slurm does)")
 
 
 @pytest.fixture(scope="session")
@@ -324,7 +345,6 @@ def slurm() -> Iterator[SlurmCluster]:
         socket_path = root / "munge" / "munge.socket"
         ctld_port, *node_ports = free_ports(1 + len(NODES))
         conf = root / "slurm.conf"
-        conf.write_text(slurm_conf(root, socket_path, ctld_port, node_ports))
         env = {**os.environ, "SLURM_CONF": str(conf)}
         cluster = SlurmCluster(root, conf, env)
         cluster.logs = {"munged": root / "log" / "munged.out",  # -F: it logs to stderr
@@ -339,6 +359,11 @@ def slurm() -> Iterator[SlurmCluster]:
                                  f"--seed-file={root}/munge/munged.seed"],
                       cluster.logs["munged"], env)
         wait_until(socket_path.exists, 20, "munged socket", cluster.log_tails)
+        dbd_port = accounting.start_slurmdbd(root, conf, daemons, socket_path, env,
+                                             cluster.logs, wait_until)
+        conf.write_text(slurm_conf(root, socket_path, ctld_port, node_ports, dbd_port))
+        teams = accounting.write_teams(root)
+        accounting.run_teams_script("install", teams, env, "--slurm-conf", str(conf))
         daemons.start("slurmctld", ["/usr/sbin/slurmctld", "-D", "-i", "-f", str(conf)],
                       root / "log" / "slurmctld.out", env)
 
@@ -348,6 +373,10 @@ def slurm() -> Iterator[SlurmCluster]:
                                   timeout=30, check=False).returncode == 0
 
         wait_until(controller_up, 30, "slurmctld answers scontrol ping", cluster.log_tails)
+        wait_until(lambda: accounting.registered(env, "trntest"), 60,
+                   "slurmctld registered with slurmdbd",
+                   cluster.log_tails)
+        accounting.run_teams_script("apply", teams, env)
         for node in NODES:
             daemons.start(f"slurmd {node}", ["/usr/sbin/slurmd", "-D", "-N", node, "-f", str(conf)],
                           root / "log" / f"slurmd-{node}.out", env)
@@ -371,4 +400,5 @@ def cancel_all_jobs(cluster: SlurmCluster) -> None:
                "jobs ended after scancel", cluster.log_tails)
 
 
+from tests.slurm import accounting  # noqa: E402
 from tests.slurm.harness import cli, cluster_files  # noqa: E402,F401  (the jobs' fixtures)

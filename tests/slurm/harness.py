@@ -11,9 +11,11 @@ import json
 import re
 import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -119,14 +121,14 @@ def stack_values() -> dict[str, str]:
     return values
 
 
-@pytest.fixture(scope="module")
-def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
-    """``cli(command, *argv) -> (exit code, stdout, stderr)``: the job CLI on a HyperPod
-    stack's outputs (:func:`stack_values`), reaching this cluster through the local
-    transport (root's jobs), with the 2-core instance spec."""
+@contextmanager
+def cli_on(slurm: SlurmCluster, values: dict[str, str], outputs_dir: Path) -> Iterator[Any]:
+    """``run(command, *argv) -> (exit code, stdout, stderr)``: the job CLI on the stack
+    outputs ``values``, reaching this cluster through the local transport (root's jobs), with
+    the 2-core instance spec, the data bucket in moto and its automatic import to ``/fsx``."""
     from trn_ultracluster.cli import main
 
-    outputs = write_outputs(tmp_path_factory.mktemp("outputs"), stack_values())
+    outputs = write_outputs(outputs_dir, values)
 
     def run(command: str, *argv: str) -> tuple[int, str, str]:
         out, err = io.StringIO(), io.StringIO()
@@ -134,7 +136,6 @@ def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
             code = main.main([command, "--outputs-file", str(outputs), *argv])
         return code, out.getvalue(), err.getvalue()
 
-    values = stack_values()
     with mock_aws(), pytest.MonkeyPatch.context() as patch:
         for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
                            ("AWS_DEFAULT_REGION", values["Region"])):
@@ -146,6 +147,15 @@ def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
         patch.setattr(StackOutputs, "instance_spec", lambda self: SPEC)
         with auto_import(s3, values["DataBucketName"], Path(FSX_MOUNT_PATH)):
             yield run
+
+
+@pytest.fixture(scope="module")
+def cli(slurm: SlurmCluster, cluster_files: Path, tmp_path_factory):
+    """The job CLI (:func:`cli_on`) on the outputs of a stack without teams
+    (:func:`stack_values`): its jobs run in root's default account, the default team of the
+    cluster's teams (``accounting.py``), as a user's plain ``sbatch`` would."""
+    with cli_on(slurm, stack_values(), tmp_path_factory.mktemp("outputs")) as run:
+        yield run
 
 
 def jobs(slurm: SlurmCluster) -> SlurmJobs:

@@ -245,8 +245,8 @@ def test_requeued_job_resumes_from_its_last_complete_checkpoint(slurm, cli):
 def test_status_of_a_job_slurmctld_has_forgotten_comes_from_sacct(slurm, cli, trained):
     """Once slurmctld drops an ended job (``MinJobAge``, then its purge pass every 60 s,
     Slurm's ``PURGE_JOB_INTERVAL``), ``squeue`` no longer knows it and ``status`` reads it
-    from ``sacct``: here from the job completion log (``sacct -c``), as this cluster has no
-    slurmdbd, like a HyperPod cluster whose lifecycle scripts set up no accounting."""
+    from ``sacct``: from slurmdbd (``sacct -X``), as on HyperPod, where MariaDB and slurmdbd
+    run on the controller."""
     def known_to_slurmctld() -> bool:
         done = subprocess.run(["squeue", "-h", "-t", "all", "-j", str(trained.job_id)],
                               capture_output=True, text=True, env=slurm.env, check=False)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from enum import Enum
 
 __all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE", "LOGIN_GROUP",
-           "NODE_ENV_FILE", "ON_INIT_COMPLETE", "part_group_name"]
+           "NODE_ENV_FILE", "ON_INIT_COMPLETE", "SLURM_TEAMS_FILE", "SLURM_USER",
+           "part_group_name"]
 
 CONTROLLER_GROUP = "controller"
 """Instance group of the Slurm controller (``SlurmConfig.NodeType: Controller``; exactly one
@@ -31,6 +32,18 @@ pool's environment changes in the shared ``shared_storage.ENV_FILE`` (the main p
 ``pools`` section; nothing but a comment on the main pool's nodes. Job scripts source it
 after the shared file. ``scripts/on_init_complete.sh`` spells the path once
 (``NODE_ENV_FILE``); the tests check that both agree."""
+SLURM_USER = "ubuntu"
+"""The HyperPod Slurm clusters' default user: jobs run as this user (the job CLI's SSM
+transports run their scripts as it), and the teams' Slurm associations are its. Source:
+aws-samples/awsome-distributed-training ``1.architectures/5.sagemaker-hyperpod/easy-ssh.sh``
+(https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/5.sagemaker-hyperpod/easy-ssh.sh),
+which logs in to the controller as ``User ubuntu``, opens sessions with the
+``SSM-SessionManagerRunShellAsUbuntu`` document and keeps keys in ``/fsx/ubuntu/.ssh``."""
+SLURM_TEAMS_FILE = "slurm_teams.json"
+"""The stack's teams, next to :data:`LIFECYCLE_FILE` only when the configuration has
+``teams``: the controller's lifecycle script gives it to ``scripts/slurm_teams.py`` (Slurm
+accounts, associations and QOS); ``on_init_complete.sh`` spells the name once
+(``TEAMS_JSON``)."""
 ON_INIT_COMPLETE = "on_init_complete.sh"
 """The lifecycle script HyperPod runs on every new or replaced node after its AMI-based
 configuration (``LifeCycleConfig.OnInitComplete``)."""

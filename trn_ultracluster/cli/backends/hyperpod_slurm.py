@@ -11,6 +11,10 @@ stack gives a pool), on at most the pool's ``nodes.max`` nodes, with the pool's 
 image and one torchrun process per NeuronCore of the pool's type (a CPU pool: one, unless
 ``--nproc-per-node``). A job without a pool runs as before pools existed: the stack's
 instance type and image, the cluster's default partition.
+
+On a stack with teams, a job runs in its team's Slurm account at its class's QOS
+(:func:`~trn_ultracluster.cli.backends.slurm.sbatch_script`); ``status`` adds each team's use
+of its quota and ``usage`` reads ``sacct`` (:mod:`~trn_ultracluster.cli.backends.slurm_teams`).
 """
 
 from __future__ import annotations
@@ -26,14 +30,23 @@ from trn_ultracluster.cli.backends.base import (
     RenderedJob,
 )
 from trn_ultracluster.cli.backends.slurm import ENDED_STATES, SlurmJobs, sbatch_script
+from trn_ultracluster.cli.backends.slurm_teams import (
+    parse_sections,
+    parse_usage,
+    team_status_lines,
+    team_status_script,
+    usage_script,
+)
 from trn_ultracluster.cli.backends.ssm import controller_target, transport_for
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest, check_nodes
 from trn_ultracluster.contracts.outputs import OutputKey
 
 if TYPE_CHECKING:
+    from trn_ultracluster.cli.usage import Period, UsageRecord
     from trn_ultracluster.contracts.catalog import InstanceSpec
     from trn_ultracluster.contracts.pools import PoolInfo
+    from trn_ultracluster.contracts.teams import TeamsInfo
 
 __all__ = ["HyperPodSlurmBackend", "pool_partition"]
 
@@ -131,6 +144,34 @@ class HyperPodSlurmBackend(JobBackend):
         return [*lines, *(f"{r['id']:<10} {r['name']:<40} {r['state']:<12} {r['elapsed']:>12} "
                           f"nodes={r['nodes']} partition={r['partition']} {r['reason']}"
                           + (f" code={r['code']}" if r.get("code") else "") for r in rows)]
+
+    def team_status(self, teams: TeamsInfo) -> list[str]:
+        """Each team's nodes in use against its quota and Slurm's limit per pool, its jobs
+        running and waiting, and why they wait (:mod:`~trn_ultracluster.cli.backends.
+        slurm_teams`).
+
+        Raises:
+            CliError: (CLUSTER) the controller script failed (slurmdbd down, say).
+        """
+        text = self.client.transport.run(team_status_script(self.client.user))
+        return team_status_lines(teams, self._partitions(), parse_sections(text))
+
+    def usage(self, period: Period, teams: TeamsInfo) -> list[UsageRecord]:
+        """Every job run in ``period`` from ``sacct`` (Slurm accounting, which HyperPod keeps
+        in MariaDB on the controller): its team (account), pool (partition), nodes and
+        seconds inside the period.
+
+        Raises:
+            CliError: (CLUSTER) sacct failed (no accounting: "Slurm accounting storage is
+                disabled").
+        """
+        text = self.client.transport.run(usage_script(period))
+        pools = {partition: pool for pool, partition in self._partitions().items()}
+        return parse_usage(text, teams, pools, period)
+
+    def _partitions(self) -> dict[str, str]:
+        """Pool name -> its partition, for every pool of the stack."""
+        return {p.name: pool_partition(p) for p in self.outputs.pools()}
 
     def state(self, job: str) -> JobState:
         rows = self.client.status(slurm_job_id(job))

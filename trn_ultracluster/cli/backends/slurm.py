@@ -132,6 +132,11 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec, partition: str | None = N
         partition: the Slurm partition (``--partition``), or ``None`` for the one the
             submit wrapper gives (the cluster's default).
 
+    On a stack with teams, the job runs in its team's Slurm account (``--account``, the
+    team's ``account``) at its priority class's QOS (``--qos``): Slurm then holds it to the
+    team's limits on the partition and orders it by the class (sbatch(1), ``--account``,
+    ``--qos``; the associations and QOS come from the lifecycle's ``slurm_teams.py``).
+
     Raises:
         ValueError: the image names no registry (:func:`pyxis_image`).
     """
@@ -146,6 +151,10 @@ def sbatch_script(job: JobRequest, spec: InstanceSpec, partition: str | None = N
     ]
     if partition:
         directives.append(f"--partition={partition}")
+    if job.team is not None:
+        directives.append(f"--account={job.team.account or job.team.name}")
+    if job.priority is not None:
+        directives.append(f"--qos={job.priority.scheduled_as}")
     if job.time_limit:
         directives.append(f"--time={job.time_limit}")
     if job.launch.code is not None:
@@ -250,8 +259,7 @@ class SlurmJobs:
            LifecycleScripts/base-config``). Without it sacct fails ("Slurm accounting
            storage is disabled").
         3. ``sacct -c``: the job completion log of ``JobCompType=jobcomp/filetxt`` (Slurm
-           without slurmdbd, like the test cluster of ``tests/slurm``), one record per run of
-           a requeued job, the newest last.
+           without slurmdbd), one record per run of a requeued job, the newest last.
 
         A job none of them knows gives ``[]``.
         """

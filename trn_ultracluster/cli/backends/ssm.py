@@ -29,18 +29,11 @@ from typing import Any, Protocol
 
 from trn_ultracluster.cli.aws import aws_errors, error_code
 from trn_ultracluster.cli.errors import CliError, ExitCode
+from trn_ultracluster.contracts.hyperpod import SLURM_USER
 
 __all__ = ["MAX_TARGETS", "OUTPUT_LIMIT", "RUN_SHELL_SCRIPT", "SLURM_USER",
            "SendCommandTransport", "SessionTransport", "Transport", "controller_target",
            "run_command", "send_command_request", "transport_for"]
-
-SLURM_USER = "ubuntu"
-"""The HyperPod Slurm clusters' default user; jobs run as this user, not as the SSM
-session's user. Source: aws-samples/awsome-distributed-training
-``1.architectures/5.sagemaker-hyperpod/easy-ssh.sh``
-(https://github.com/aws-samples/awsome-distributed-training/blob/main/1.architectures/5.sagemaker-hyperpod/easy-ssh.sh),
-which logs in to the controller as ``User ubuntu``, opens sessions with the
-``SSM-SessionManagerRunShellAsUbuntu`` document and keeps keys in ``/fsx/ubuntu/.ssh``."""
 
 
 def controller_target(session: Any, cluster_name: str, cluster_arn: str,

@@ -14,7 +14,11 @@ What it creates:
   beside this module) plus ``trn_ultracluster.json``, generated from the config: the
   instance groups, the tag that finds the stack's FSx file system, and the environment that
   job scripts read, the cluster's and each other pool's (:mod:`.lifecycle`);
-- the instance groups' execution role.
+- the instance groups' execution role;
+- with ``teams``: ``slurm_teams.json`` in the lifecycle bucket, from which the controller's
+  lifecycle script makes Slurm enforce the teams (an account per team, associations with
+  ``GrpTRES`` node limits per partition, a QOS per priority class, fair share; :mod:`.teams`
+  and ``scripts/slurm_teams.py``). Without ``teams`` the template is what it was.
 
 The bucket, the upload, the execution role and the worker instance groups are shared with
 HyperPod on EKS (:mod:`trn_ultracluster.orchestrators.hyperpod`).
@@ -63,12 +67,13 @@ from constructs import Construct
 
 from trn_ultracluster import network_plan
 from trn_ultracluster.config import ClusterConfig, HyperPodConfig
-from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool
+from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool, SchedulingConfig, Team
 from trn_ultracluster.contracts.hyperpod import (
     CONTROLLER_GROUP,
     LIFECYCLE_FILE,
     LOGIN_GROUP,
     ON_INIT_COMPLETE,
+    SLURM_TEAMS_FILE,
 )
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.node_metrics import SCRIPTS as NODE_METRICS_SCRIPTS
@@ -94,6 +99,12 @@ from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
     job_environment,
     lifecycle_file,
     pool_environments,
+)
+from trn_ultracluster.orchestrators.hyperpod_slurm.teams import (
+    TEAMS_SCRIPT,
+    class_qos_names,
+    slurm_teams_file,
+    team_accounts,
 )
 from trn_ultracluster.orchestrators.nodes import NODE_SCRIPTS, efa_node_settings
 
@@ -122,6 +133,8 @@ class HyperPodProps:
         worker_groups: each worker group with its pool, in order
             (``ClusterConfig.hyperpod_worker_groups``: with ``pools``, one per pool, named
             after it, in the partition of its name).
+        teams: ``ClusterConfig.team_list``; default: none, and nothing of teams is built.
+        scheduling: ``ClusterConfig.scheduling`` (read only with ``teams``).
     """
 
     foundation: Foundation
@@ -129,6 +142,8 @@ class HyperPodProps:
     settings: HyperPodConfig
     worker_parts: dict[str, tuple[network_plan.Group, ...]]
     worker_groups: tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...]
+    teams: tuple[Team, ...] = ()
+    scheduling: SchedulingConfig = SchedulingConfig()
 
     @property
     def worker_counts(self) -> dict[str, int]:
@@ -174,7 +189,9 @@ class HyperPodSlurmOrchestrator(Construct):
             shape=NodeShape.of(config),
             settings=config.hyperpod_settings,
             worker_parts=config.hyperpod_worker_parts,
-            worker_groups=config.hyperpod_worker_groups))
+            worker_groups=config.hyperpod_worker_groups,
+            teams=config.team_list if config.teams else (),
+            scheduling=config.scheduling))
 
     def __init__(self, scope: Construct, construct_id: str, props: HyperPodProps) -> None:
         super().__init__(scope, construct_id)
@@ -190,13 +207,16 @@ class HyperPodSlurmOrchestrator(Construct):
                               partitions, base)
         pools = pool_environments(self, settings, self.worker_groups, props.worker_counts,
                                   partitions, base)
+        files = {LIFECYCLE_FILE: lifecycle_file(
+            settings, [p.name for p in self.worker_groups], env, Aws.STACK_ID,
+            data_repository=base.data_repository_path is not None,
+            efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces), pools=pools)}
+        if props.teams:  # the controller sets up Slurm's accounts, limits and QOS from it
+            files[SLURM_TEAMS_FILE] = slurm_teams_file(
+                props.teams, props.scheduling, props.worker_groups, props.worker_counts)
         self.deployment = upload_lifecycle_files(
-            self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], {
-            LIFECYCLE_FILE: lifecycle_file(
-                settings, [p.name for p in self.worker_groups], env, Aws.STACK_ID,
-                data_repository=base.data_repository_path is not None,
-                efa=efa_node_settings(base.fsx_efa_mode, base.fsx_efa_interfaces),
-                pools=pools)})
+            self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], files,
+            exclude=() if props.teams else [TEAMS_SCRIPT])
         self.networks = group_networks(self.worker_groups, base)
         self.role = execution_role(self, base, self.bucket, self.networks, describe_fsx=True)
         self.metric_source, metrics_policy = node_metrics(self, self.role, self.cluster_name)
@@ -236,6 +256,15 @@ class HyperPodSlurmOrchestrator(Construct):
         return {pool: {"partition": first[pool], "instance_groups": groups,
                        "instances": counts[pool]}
                 for pool, groups in pool_instance_groups(self.worker_groups).items()}
+
+    def team_details(self) -> dict[str, dict[str, str]]:
+        """With ``teams``: team -> ``{"account": its Slurm account}`` (the team's name;
+        :mod:`.teams`), merged into the ``Teams`` output."""
+        return team_accounts(self.props.teams)
+
+    def priority_class_names(self) -> dict[str, str]:
+        """With ``teams``: priority class -> its Slurm QOS (the class's name; :mod:`.teams`)."""
+        return class_qos_names(self.props.scheduling) if self.props.teams else {}
 
     def controller_shell_command(self) -> str:
         """``aws ssm start-session`` command for a root shell on the controller (token).
