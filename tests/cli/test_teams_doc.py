@@ -85,9 +85,16 @@ def _section(heading: str) -> str:
     return section[:section.find("\n## ", 1) if "\n## " in section[1:] else None]
 
 
-@pytest.mark.parametrize("heading", ["## eks: Kueue", "## hyperpod-slurm: Slurm accounting"])
-def test_each_orchestrator_has_its_section(heading):
-    assert "<!-- integrator: fill from the scheduler branch -->" in _section(heading)
+def test_the_eks_section_names_the_chart_and_what_the_jobs_carry():
+    from trn_ultracluster.contracts.teams import KUEUE_PRIORITY_LABEL, KUEUE_QUEUE_LABEL
+    from trn_ultracluster.orchestrators.eks.versions import KUEUE_CHART
+
+    section = " ".join(_section("## eks: Kueue").split())
+    assert "integrator" not in section
+    for name in (KUEUE_CHART.version, KUEUE_CHART.namespace, KUEUE_QUEUE_LABEL,
+                 KUEUE_PRIORITY_LABEL, "manageJobsWithoutQueueName", "borrowingLimit: 0",
+                 "lendingLimit: 0", "withinClusterQueue: LowerPriority"):
+        assert name in section, name
 
 
 def test_the_hyperpod_eks_section_names_what_the_cli_and_task_governance_use():
