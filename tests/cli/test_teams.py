@@ -288,7 +288,7 @@ def test_usage_of_one_team(capsys, tmp_path, scheduler):
      "out",
      "leave --team out for every team, or name one `trn-ultracluster teams` lists"),
     (["--since", "2026-12-01"], None,
-     "--since 2026-12-01T00:00:00+00:00 must be before --until 2026-12-01T00:00:00+00:00",
+     "--since 2026-12-01 00:00:00 UTC must be before --until 2026-12-01 00:00:00 UTC",
      "e.g. --since 2026-11-01 --until 2026-12-01"),
 ])
 def test_bad_usage_input_is_refused_before_the_scheduler(capsys, tmp_path, scheduler, argv,

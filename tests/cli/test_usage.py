@@ -49,10 +49,14 @@ def test_the_forms_of_since_and_until(since, until, start, end):
     ("7w", None, "--since '7w' is not a time"),
     ("2026-11-31", None, "--since '2026-11-31' is not a time (day is out of range for month): "
                         "give YYYY-MM-DD"),
-    ("2026-12-01", "2026-11-01", "--since 2026-12-01T00:00:00+00:00 must be before --until "
-                                 "2026-11-01T00:00:00+00:00"),
-    ("now", None, "--since 2026-11-27T12:00:00+00:00 must be before --until "
-                  "2026-11-27T12:00:00+00:00"),
+    ("2026-12-01", "2026-11-01", "--since 2026-12-01 00:00:00 UTC must be before --until "
+                                 "2026-11-01 00:00:00 UTC"),
+    ("now", None, "--since 2026-11-27 12:00:00 UTC (now) must be before --until "
+                  "2026-11-27 12:00:00 UTC (the default)"),
+    ("2027-01-01", None, "--since 2027-01-01 00:00:00 UTC must be before --until "
+                         "2026-11-27 12:00:00 UTC (the default)"),
+    ("1h", "2d", "--since 2026-11-27 11:00:00 UTC (1h) must be before --until "
+                 "2026-11-25 12:00:00 UTC (2d)"),
 ])
 def test_a_bad_period_is_a_usage_error(since, until, message):
     with pytest.raises(CliError) as err:

@@ -64,6 +64,16 @@ def _when(option: str, text: str, now: datetime) -> datetime:
                    f"e.g. {option} 2026-11-01, or {option} 7d")
 
 
+def _shown(when: datetime, given: str | None) -> str:
+    """``when`` for a message: to the second, in UTC, and how it was given when that was not
+    a date (``now``, ``7d``, or left out: the default)."""
+    text = when.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if given is None:
+        return f"{text} (the default)"
+    given = given.strip()
+    return text if _DATE.match(given) else f"{text} ({given})"
+
+
 def parse_period(since: str | None, until: str | None,
                  now: datetime | None = None) -> Period:
     """The period of ``usage``: ``--since`` (default: 30 days ago) to ``--until`` (default:
@@ -76,7 +86,8 @@ def parse_period(since: str | None, until: str | None,
     start = _when("--since", since, now) if since else now - timedelta(days=30)
     end = _when("--until", until, now) if until else now
     if start >= end:
-        raise CliError(f"--since {start.isoformat()} must be before --until {end.isoformat()}",
+        raise CliError(f"--since {_shown(start, since)} must be before --until "
+                       f"{_shown(end, until)}",
                        "e.g. --since 2026-11-01 --until 2026-12-01")
     return Period(start, end)
 
