@@ -284,9 +284,13 @@ def test_usage_of_one_team(capsys, tmp_path, scheduler):
      "--team 'ops' names no team of this stack; its teams: research (default), platform",
      "leave --team out for every team, or name one `trn-ultracluster teams` lists"),
     (["--team", "ops"], NO_TEAMS,
-     "--team 'ops': this stack has no teams (its configuration has no `teams`); leave --team "
-     "out",
-     "leave --team out for every team, or name one `trn-ultracluster teams` lists"),
+     "stack TrnUltraCluster has no teams: its scheduler keeps no per-team records to count "
+     "(usage reads Kueue's Workloads or Slurm accounting, which the stack sets up with teams)",
+     "add `teams` to the configuration and deploy (docs/teams.md)"),
+    ([], NO_TEAMS,
+     "stack TrnUltraCluster has no teams: its scheduler keeps no per-team records to count "
+     "(usage reads Kueue's Workloads or Slurm accounting, which the stack sets up with teams)",
+     "add `teams` to the configuration and deploy (docs/teams.md)"),
     (["--since", "2026-12-01"], None,
      "--since 2026-12-01 00:00:00 UTC must be before --until 2026-12-01 00:00:00 UTC",
      "e.g. --since 2026-11-01 --until 2026-12-01"),
@@ -300,13 +304,19 @@ def test_bad_usage_input_is_refused_before_the_scheduler(capsys, tmp_path, sched
     assert scheduler.calls == []
 
 
-def test_usage_without_scheduler_records_says_so(capsys, tmp_path):
-    """The backends' default (the scheduler branches override it)."""
-    code, _, err = run(capsys, "usage", "--outputs-file",
-                       teams_file(tmp_path, "standalone", NO_TEAMS))
-    assert code == ExitCode.USAGE
-    assert err.splitlines() == ["error: usage is not available with the standalone job "
-                                "backend: it keeps no per-team records", "fix: see docs/teams.md"]
+def test_usage_without_scheduler_records_says_so():
+    """The backends' default (every backend of an orchestrator with teams overrides it)."""
+    from trn_ultracluster.cli.backends.standalone import StandaloneBackend
+    from trn_ultracluster.cli.errors import CliError
+    from trn_ultracluster.cli.usage import parse_period
+    from trn_ultracluster.contracts.teams import TeamsInfo
+
+    backend = StandaloneBackend(None, None, lambda: None)
+    with pytest.raises(CliError) as err:
+        backend.usage(parse_period("7d", None), TeamsInfo())
+    assert (err.value.message, err.value.fix) == (
+        "usage is not available with the standalone job backend: it keeps no per-team "
+        "records", "see docs/teams.md")
 
 
 def test_the_teams_pools_are_the_profiles():

@@ -241,7 +241,7 @@ def test_each_team_namespace_gets_the_file_systems_claim(teams):
     for team in ("research", "platform"):
         wait = next(r for k, r in teams.resources(WAIT).items() if team in k)["Properties"]
         assert (wait["ObjectType"], wait["ObjectName"]) == ("namespace", f"hyperpod-ns-{team}")
-        assert wait["TimeoutSeconds"] == 600
+        assert wait["TimeoutSeconds"] == 13 * 60  # within the kubectl Lambda's 15 minutes
         pv, pvc = manifest_objects(next(r for k, r in manifests.items()
                                         if f"FsxVolume{team}" in k))
         assert pv["metadata"]["name"] == f"fsx-lustre-hyperpod-ns-{team}"

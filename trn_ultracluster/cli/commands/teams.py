@@ -108,12 +108,18 @@ def usage(args: argparse.Namespace) -> int:
     (``--team``: one team's).
 
     Raises:
-        CliError: (USAGE) a bad ``--since``/``--until``, a ``--team`` the stack does not have;
+        CliError: (USAGE) a bad ``--since``/``--until``, a stack without teams, a ``--team``
+            the stack does not have;
             what the backend raises (USAGE where the orchestrator keeps no records).
     """
     period = parse_period(args.since, args.until)
     outputs = common.load(args)
     info = outputs.teams()
+    if not info:
+        raise CliError(f"stack {outputs.stack_name} has no teams: its scheduler keeps no "
+                       "per-team records to count (usage reads Kueue's Workloads or Slurm "
+                       "accounting, which the stack sets up with teams)",
+                       "add `teams` to the configuration and deploy (docs/teams.md)")
     if args.team is not None:
         try:
             info.team(args.team)

@@ -128,10 +128,12 @@ FAIR_SHARE_WEIGHT = 100
 """Every team's ``FairShareWeight``: one weight for all (the configuration has none per
 team), not 0: "A zero weight signifies the lowest priority, implying this team will always
 be at a disadvantage compared to other teams" (guide, "Policies")."""
-NAMESPACE_WAIT = Duration.minutes(10)
-"""How long the stack waits for a team's namespace after its quota (within the kubectl
-provider's 15-minute Lambda timeout, aws-cdk-lib 2.275.0 ``aws-eks-v2`` ``kubectl-provider``).
-How long task governance takes to make it is not documented."""
+NAMESPACE_WAIT = Duration.minutes(13)
+"""How long the stack waits for a team's namespace after its quota: as long as the kubectl
+provider allows with a margin (its Lambda function stops at 15 minutes, aws-cdk-lib 2.275.0
+``aws-eks-v2`` ``kubectl-provider``; the handler's own calls need some of it). How long task
+governance takes to make the namespace is not documented: a namespace later than this fails
+the create and rolls the stack back (docs/hyperpod-eks.md says so)."""
 STRATEGIES = {(True, True): "LendAndBorrow", (False, True): "Lend", (False, False): "DontLend"}
 """(borrow, lend) -> ``ResourceSharingConfig.Strategy`` (botocore 1.44.8: ``Lend``,
 ``DontLend``, ``LendAndBorrow``); borrowing without lending has none (the configuration rules
