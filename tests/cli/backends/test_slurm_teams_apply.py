@@ -217,3 +217,18 @@ def test_apply_is_refused_where_there_is_nothing_to_apply(capsys, tmp_path, orch
     code, _, err = run(capsys, "teams", "--outputs-file", path, "--apply", "--dry-run")
     assert code == ExitCode.USAGE
     assert says in err
+
+
+def test_the_doc_names_every_step_an_error_can_name():
+    import re
+
+    from tests.cli.test_teams_doc import _section
+
+    section = _section("## hyperpod-slurm: Slurm accounting")
+    steps = re.findall(r"TEAMS_STEP=(\S+)", (LIFECYCLE_ASSETS / SLURM_TEAMS_STEPS).read_text()
+                       + apply_script(BUCKET, "us-west-2"))
+    assert set(steps) == {"fetch", "wait-slurmdbd", "find-slurm-conf", "install",
+                          "restart-slurmctld", "apply"}
+    for step in steps:
+        assert f"`{step}`" in section
+    assert "trn-ultracluster teams --apply" in section
