@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034  # TEAMS_STEP is read by the caller's fail
 # TrnUltraCluster: the controller's steps that make Slurm enforce the stack's teams, shared by
 # the lifecycle script (on_init_complete.sh, on a new or replaced controller) and by
 # `trn-ultracluster teams --apply` (the same steps on the running controller through SSM Run
