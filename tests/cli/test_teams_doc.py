@@ -97,6 +97,14 @@ def test_the_eks_section_names_the_chart_and_what_the_jobs_carry():
         assert name in section, name
 
 
+def test_the_slurm_section_names_what_slurm_gets():
+    section = " ".join(_section("## hyperpod-slurm: Slurm accounting").split())
+    assert "integrator" not in section
+    for name in ("AccountingStorageEnforce=associations,limits,qos,safe",
+                 "PriorityType=priority/multifactor", "GrpTRES", "teams --apply", "sacct"):
+        assert name in section, name
+
+
 def test_the_hyperpod_eks_section_names_what_the_cli_and_task_governance_use():
     from trn_ultracluster.cli.backends.hyperpod_eks import (
         LABELLED_REPLICATED_JOBS,

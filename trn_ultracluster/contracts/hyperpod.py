@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from enum import Enum
 
-__all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE", "LOGIN_GROUP",
-           "NODE_ENV_FILE", "ON_INIT_COMPLETE", "SLURM_TEAMS_FILE", "SLURM_USER",
+__all__ = ["ALL_NODES_PARTITION", "CONTROLLER_GROUP", "JobEnv", "LIFECYCLE_FILE",
+           "LIFECYCLE_PREFIX", "LOGIN_GROUP", "NODE_ENV_FILE", "ON_INIT_COMPLETE",
+           "SLURM_TEAMS_FILE", "SLURM_TEAMS_SCRIPT", "SLURM_TEAMS_STEPS", "SLURM_USER",
            "part_group_name"]
 
 CONTROLLER_GROUP = "controller"
@@ -22,6 +23,10 @@ LOGIN_GROUP = "login"
 ALL_NODES_PARTITION = "dev"
 """HyperPod adds every node to its own ``dev`` partition besides the group's partition ("All
 nodes are automatically added to the universal dev partition"), so no group may use it."""
+LIFECYCLE_PREFIX = "lifecycle"
+"""Key prefix of the lifecycle files in the lifecycle bucket (the stack output
+``HyperPodLifecycleBucketName``): every file of the lifecycle scripts is at
+``<prefix>/<name>``."""
 LIFECYCLE_FILE = "trn_ultracluster.json"
 """The stack's generated input of the lifecycle scripts, next to them in the lifecycle bucket:
 ``{"groups": ..., "fsx": ..., "names": {member: variable}, "env": {variable: value}}``."""
@@ -44,6 +49,14 @@ SLURM_TEAMS_FILE = "slurm_teams.json"
 ``teams``: the controller's lifecycle script gives it to ``scripts/slurm_teams.py`` (Slurm
 accounts, associations and QOS); ``on_init_complete.sh`` spells the name once
 (``TEAMS_JSON``)."""
+SLURM_TEAMS_SCRIPT = "slurm_teams.py"
+"""The lifecycle script that makes Slurm enforce the teams (``install``, ``apply``); uploaded
+beside :data:`SLURM_TEAMS_FILE`, only with ``teams``."""
+SLURM_TEAMS_STEPS = "slurm_teams.sh"
+"""The shell steps that run :data:`SLURM_TEAMS_SCRIPT` on the controller (wait for slurmdbd,
+``install``, restart slurmctld when that changed something, ``apply``: ``setup_slurm_teams``);
+sourced by ``on_init_complete.sh`` and by the script of ``trn-ultracluster teams --apply``;
+uploaded only with ``teams``."""
 ON_INIT_COMPLETE = "on_init_complete.sh"
 """The lifecycle script HyperPod runs on every new or replaced node after its AMI-based
 configuration (``LifeCycleConfig.OnInitComplete``)."""

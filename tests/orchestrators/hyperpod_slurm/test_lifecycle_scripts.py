@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from trn_ultracluster.config import parse_config
-from trn_ultracluster.contracts.hyperpod import ON_INIT_COMPLETE, JobEnv
+from trn_ultracluster.contracts.hyperpod import ON_INIT_COMPLETE, SLURM_TEAMS_STEPS, JobEnv
 from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_ASSETS, lifecycle_file
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
@@ -131,10 +131,10 @@ STUBS = ("aws", "mount", "usermod", "chown", "scontrol", "sleep", "enroot")
 # --- lint ------------------------------------------------------------------------------
 
 def test_scripts_parse_and_are_shellcheck_clean():
-    """The lifecycle script, the shared library it sources (shellcheck -x follows it) and
-    lustre_efa.sh, which the library runs."""
+    """The lifecycle script, the shared library and the teams' steps it sources (shellcheck
+    -x follows them) and lustre_efa.sh, which the library runs."""
     scripts = sorted(LIFECYCLE_ASSETS.glob("*.sh"))
-    assert [s.name for s in scripts] == [ON_INIT_COMPLETE]
+    assert [s.name for s in scripts] == [ON_INIT_COMPLETE, SLURM_TEAMS_STEPS]
     scripts += [NODE_SCRIPTS / FSX_SCRIPT, NODE_SCRIPTS / LUSTRE_EFA_SCRIPT]
     for script in scripts:
         subprocess.run(["bash", "-n", str(script)], check=True)

@@ -40,7 +40,7 @@ def staged(s) -> dict[str, Path]:
 
 def test_teams_stack_uploads_the_teams_file_and_the_script(teams_slurm):
     files = staged(teams_slurm)
-    assert "slurm_teams.py" in files
+    assert "slurm_teams.py" in files and "slurm_teams.sh" in files
     data = json.loads(files["slurm_teams.json"].read_text())
     assert data == {
         "user": "ubuntu", "preemption": "lower-priority",
@@ -70,7 +70,7 @@ def test_teams_output_names_each_teams_account_and_each_class_qos(teams_slurm):
 
 def test_a_stack_without_teams_uploads_neither(synth):
     files = staged(synth(orchestrator="hyperpod-slurm"))
-    assert "slurm_teams.json" not in files and "slurm_teams.py" not in files
+    assert not {"slurm_teams.json", "slurm_teams.py", "slurm_teams.sh"} & set(files)
     assert "on_init_complete.sh" in files
 
 

@@ -216,6 +216,17 @@ class JobBackend(ABC):
         raise CliError(f"usage is not available with the {self.name} job backend: it keeps "
                        "no per-team records", "see docs/teams.md")
 
+    def apply_teams(self, teams: TeamsInfo, *, dry_run: bool = False) -> list[str]:
+        """Apply the stack's current teams to the running scheduler (``teams --apply``);
+        returns the lines to print: what changed, or with ``dry_run`` what would be sent.
+
+        Raises:
+            CliError: USAGE: this orchestrator applies teams otherwise (on deploy) or has
+                none; CLUSTER when a step fails on the cluster.
+        """
+        raise CliError(f"teams --apply is not available with the {self.name} job backend: it "
+                       "has no scheduler that enforces teams", "see docs/teams.md")
+
     def smoke_launch(self, name: str, pool: PoolInfo | None = None) -> Launch:
         """The smoke test's program for job ``name`` on ``pool`` (default: the main pool;
         each node writes the script to its own /tmp, which all its processes see)."""

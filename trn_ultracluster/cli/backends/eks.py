@@ -265,6 +265,21 @@ class EksBackend(JobBackend):
         quota (:func:`~trn_ultracluster.cli.backends.kueue.team_status`)."""
         return team_status(teams, KueueClient(self.client), PoolResolver(self.outputs.pools()))
 
+    teams_applied_by = "Kueue's ClusterQueues, LocalQueues and WorkloadPriorityClasses"
+    """The stack's resources that carry the teams (``teams --apply`` names them)."""
+
+    def apply_teams(self, teams: TeamsInfo, *, dry_run: bool = False) -> list[str]:
+        """Refused: the teams are resources of the stack's template, which ``cdk deploy``
+        updates (nothing on the cluster waits for a lifecycle script).
+
+        Raises:
+            CliError: (USAGE) always.
+        """
+        raise CliError(f"teams --apply is for hyperpod-slurm: on {self.name} `cdk deploy` "
+                       f"applies the teams itself ({self.teams_applied_by}, resources of the "
+                       "stack), so there is nothing to apply",
+                       "change `teams` or `scheduling` in the configuration and deploy")
+
     def usage(self, period: Period, teams: TeamsInfo) -> list[UsageRecord]:
         """Each job's use of its pool inside ``period``, from the Workloads of the team
         namespaces (:func:`~trn_ultracluster.cli.backends.kueue.usage_records`; a pod's or a

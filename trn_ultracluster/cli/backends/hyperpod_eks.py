@@ -114,6 +114,9 @@ class HyperPodEksBackend(EksBackend):
                          time_limit="the TrainJob's activeDeadlineSeconds",
                          env="the trainer container")
 
+    teams_applied_by = ("HyperPod task governance: AWS::SageMaker::ClusterSchedulerConfig and "
+                        "an AWS::SageMaker::ComputeQuota per team")
+
     def pool_nodes_selector(self, pool: PoolInfo) -> str:
         """The main pool's nodes by their ``ml.`` instance type (the label HyperPod gives
         them, which the stack's runtime selects; catalog ``hyperpod_instance_type``), another

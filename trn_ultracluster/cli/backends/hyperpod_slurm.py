@@ -37,7 +37,12 @@ from trn_ultracluster.cli.backends.slurm_teams import (
     team_status_script,
     usage_script,
 )
-from trn_ultracluster.cli.backends.ssm import controller_target, transport_for
+from trn_ultracluster.cli.backends.slurm_teams_apply import (
+    APPLY_TIMEOUT_S,
+    apply_error,
+    apply_script,
+)
+from trn_ultracluster.cli.backends.ssm import controller_target, run_command, transport_for
 from trn_ultracluster.cli.errors import CliError, ExitCode
 from trn_ultracluster.cli.job_args import JobRequest, check_nodes
 from trn_ultracluster.contracts.outputs import OutputKey
@@ -80,11 +85,15 @@ class HyperPodSlurmBackend(JobBackend):
                          time_limit="sbatch --time", env="exported in the sbatch script")
 
     def connect(self) -> SlurmJobs:
-        session = self.session
-        target = controller_target(session, self.outputs.get(OutputKey.HYPERPOD_CLUSTER_NAME),
-                                   self.outputs.get(OutputKey.HYPERPOD_CLUSTER_ARN),
-                                   self.outputs.get(OutputKey.HYPERPOD_CONTROLLER_GROUP))
-        return SlurmJobs(transport_for(self.option("ssm_transport"), session, target))
+        return SlurmJobs(transport_for(self.option("ssm_transport"), self.session,
+                                       self._controller()))
+
+    def _controller(self) -> str:
+        """The controller's SSM target (:func:`~trn_ultracluster.cli.backends.ssm.
+        controller_target`)."""
+        return controller_target(self.session, self.outputs.get(OutputKey.HYPERPOD_CLUSTER_NAME),
+                                 self.outputs.get(OutputKey.HYPERPOD_CLUSTER_ARN),
+                                 self.outputs.get(OutputKey.HYPERPOD_CONTROLLER_GROUP))
 
     def pool_spec(self, pool: PoolInfo | None) -> InstanceSpec:
         """Catalog entry of ``pool``'s instance type (:meth:`StackOutputs.pool_spec`).
@@ -168,6 +177,34 @@ class HyperPodSlurmBackend(JobBackend):
         text = self.client.transport.run(usage_script(period))
         pools = {partition: pool for pool, partition in self._partitions().items()}
         return parse_usage(text, teams, pools, period)
+
+    def apply_teams(self, teams: TeamsInfo, *, dry_run: bool = False) -> list[str]:
+        """Apply the teams of the lifecycle bucket's ``slurm_teams.json`` (the last deploy's)
+        on the running controller, as its lifecycle script does on a new one
+        (:mod:`~trn_ultracluster.cli.backends.slurm_teams_apply`): through SSM Run Command as
+        root, whatever ``--ssm-transport`` says (installing the settings and restarting
+        slurmctld need root; the session transport runs as the job user). Returns the
+        script's output (what changed), or with ``dry_run`` the script.
+
+        Raises:
+            CliError: USAGE: the stack has no teams; STACK: an output is missing; CLUSTER: a
+                step failed on the controller (named in the message) or SSM could not run it.
+        """
+        if not teams:
+            raise CliError(f"stack {self.outputs.stack_name} has no teams: nothing to apply",
+                           "to remove the Slurm set-up an earlier deploy with teams left on "
+                           "the controller, see docs/teams.md (hyperpod-slurm)")
+        script = apply_script(self.outputs.get(OutputKey.HYPERPOD_LIFECYCLE_BUCKET),
+                              self.outputs.get(OutputKey.REGION))
+        if dry_run:
+            return script.splitlines()
+        target = self._controller()
+        try:
+            out = run_command(self.session, [target], script, user=None,
+                              timeout_s=APPLY_TIMEOUT_S, what="the controller")[target]
+        except CliError as err:
+            raise apply_error(err) from None
+        return out.splitlines()
 
     def _partitions(self) -> dict[str, str]:
         """Pool name -> its partition, for every pool of the stack."""

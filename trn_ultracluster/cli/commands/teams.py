@@ -36,12 +36,23 @@ def add_team_options(p: argparse.ArgumentParser) -> None:
 
 def add_teams_commands(sub: Any, command: Any, common_parser: argparse.ArgumentParser) -> None:
     """Add ``teams`` and ``usage`` to the parser's subcommands (``command`` makes one)."""
-    p = command(sub, "teams", parents=[common_parser], help="list the stack's teams",
+    p = command(sub, "teams", parents=[common_parser],
+                help="list the stack's teams (--apply: apply them to the Slurm controller)",
                 description="List the teams of the stack (its Teams output): quota per pool "
                             "in nodes and NeuronCores, borrow/lend, default priority (* marks "
                             "the team submit uses without --team), where the scheduler puts "
-                            "its jobs, and the priority classes. docs/teams.md.")
-    p.add_argument("--json", action="store_true", help="print JSON")
+                            "its jobs, and the priority classes. With --apply (hyperpod-slurm "
+                            "only), apply the last deploy's teams to the running Slurm "
+                            "controller, which HyperPod's lifecycle scripts configure only "
+                            "when the node is created or replaced. docs/teams.md.")
+    shown = p.add_mutually_exclusive_group()
+    shown.add_argument("--json", action="store_true", help="print JSON")
+    shown.add_argument("--apply", action="store_true",
+                       help="hyperpod-slurm: apply the deployed teams and scheduling to the "
+                            "running controller (after a deploy that changed them), as root "
+                            "through SSM Run Command; prints what it set")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --apply: print the script it would run on the controller")
     p = command(sub, "usage", parents=[common_parser],
                 help="node-hours, NeuronCore-hours and cost per team",
                 description="What each team used per pool over a period, from the "
@@ -87,9 +98,21 @@ def teams_table(info: TeamsInfo) -> list[str]:
 
 
 def teams(args: argparse.Namespace) -> int:
-    """Print the stack's teams (``--json``: as the ``Teams`` output holds them)."""
+    """Print the stack's teams (``--json``: as the ``Teams`` output holds them); ``--apply``:
+    apply them on the cluster (:meth:`~trn_ultracluster.cli.backends.base.JobBackend.
+    apply_teams`; ``--dry-run``: print what it would send).
+
+    Raises:
+        CliError: (USAGE) ``--dry-run`` without ``--apply``; what ``apply_teams`` raises.
+    """
+    if args.dry_run and not args.apply:
+        raise CliError("--dry-run goes with --apply", "add --apply, or leave --dry-run out")
     outputs = common.load(args)
     info = outputs.teams()
+    if args.apply:
+        for line in common.backend(args, outputs).apply_teams(info, dry_run=args.dry_run):
+            print(line)
+        return ExitCode.OK
     if args.json:
         print(json.dumps(info.to_json(), indent=2))
         return ExitCode.OK

@@ -16,6 +16,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from trn_ultracluster.constructs.storage import NONCURRENT_VERSION_EXPIRATION, private_bucket
+from trn_ultracluster.contracts.hyperpod import LIFECYCLE_PREFIX
 from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.nag import (
     LAMBDA_BASIC_EXECUTION,
@@ -30,8 +31,6 @@ __all__ = ["LEGACY_LIFECYCLE_BUCKET", "LIFECYCLE_BUCKET_PREFIX", "LIFECYCLE_PREF
            "lifecycle_bucket", "lifecycle_bucket_name", "lifecycle_config",
            "upload_lifecycle_files"]
 
-LIFECYCLE_PREFIX = "lifecycle"
-"""Key prefix of the lifecycle files in the lifecycle bucket."""
 LIFECYCLE_BUCKET_PREFIX = "sagemaker-trnuc"
 """HyperPod reads lifecycle scripts from buckets named ``sagemaker-*`` (see
 :func:`lifecycle_bucket`)."""

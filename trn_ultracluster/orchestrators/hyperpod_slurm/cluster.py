@@ -101,7 +101,7 @@ from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import (
     pool_environments,
 )
 from trn_ultracluster.orchestrators.hyperpod_slurm.teams import (
-    TEAMS_SCRIPT,
+    TEAMS_SCRIPTS,
     class_qos_names,
     slurm_teams_file,
     team_accounts,
@@ -216,7 +216,7 @@ class HyperPodSlurmOrchestrator(Construct):
                 props.teams, props.scheduling, props.worker_groups, props.worker_counts)
         self.deployment = upload_lifecycle_files(
             self, self.bucket, [LIFECYCLE_ASSETS, NODE_SCRIPTS, NODE_METRICS_SCRIPTS], files,
-            exclude=() if props.teams else [TEAMS_SCRIPT])
+            exclude=() if props.teams else list(TEAMS_SCRIPTS))
         self.networks = group_networks(self.worker_groups, base)
         self.role = execution_role(self, base, self.bucket, self.networks, describe_fsx=True)
         self.metric_source, metrics_policy = node_metrics(self, self.role, self.cluster_name)

@@ -25,13 +25,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from trn_ultracluster.config.model import HyperPodWorkerGroupConfig, Pool, SchedulingConfig, Team
-from trn_ultracluster.contracts.hyperpod import SLURM_TEAMS_FILE, SLURM_USER
+from trn_ultracluster.contracts.hyperpod import (
+    SLURM_TEAMS_FILE,
+    SLURM_TEAMS_SCRIPT,
+    SLURM_TEAMS_STEPS,
+    SLURM_USER,
+)
 
-__all__ = ["SLURM_TEAMS_FILE", "TEAMS_SCRIPT", "class_qos_names", "slurm_teams_file",
+__all__ = ["SLURM_TEAMS_FILE", "TEAMS_SCRIPTS", "class_qos_names", "slurm_teams_file",
            "team_accounts"]
 
-TEAMS_SCRIPT = "slurm_teams.py"
-"""The script of ``scripts/`` that makes Slurm enforce the teams; uploaded only with teams."""
+TEAMS_SCRIPTS = (SLURM_TEAMS_SCRIPT, SLURM_TEAMS_STEPS)
+"""The scripts of ``scripts/`` that make Slurm enforce the teams; uploaded only with teams."""
 
 
 def slurm_teams_file(teams: Sequence[Team], scheduling: SchedulingConfig,

@@ -20,8 +20,8 @@
 # credentials for the stack's ECR registry. It starts no Slurm daemon; on the controller it
 # reports (never fails on) whether slurmctld serves the stack's partitions and, when the
 # stack has teams (slurm_teams.json beside this file), makes Slurm enforce them
-# (slurm_teams.py: settings included in slurm.conf, then accounts, limits and QOS), failing
-# the node when it cannot: a cluster whose teams nothing enforces is not what was deployed.
+# (slurm_teams.sh, slurm_teams.py: settings included in slurm.conf, then accounts, limits
+# and QOS), failing the node when it cannot: a cluster whose teams nothing enforces is not what was deployed.
 # docs/hyperpod.md compares each step with AWS's base-config lifecycle scripts.
 #
 # Log: /var/log/trn-ultracluster/lifecycle.log (and stdout, which HyperPod sends to
@@ -73,7 +73,6 @@ fail() { log "ERROR: $*"; sync; sleep "${FAIL_LOG_WAIT_S}"; exit 1; }
 lcs() { python3 "${LCS_DIR}/lcs.py" --resource-config "${RESOURCE_CONFIG}" \
           --cluster "${CLUSTER_JSON}" "$@"; }
 pools() { python3 "${LCS_DIR}/pool_env.py" --cluster "${CLUSTER_JSON}" "$@"; }
-teams() { python3 "${LCS_DIR}/slurm_teams.py" --teams "${TEAMS_JSON}" "$@"; }
 
 [[ -f "${CLUSTER_JSON}" ]] || fail "${CLUSTER_JSON} not found; the lifecycle bucket is incomplete"
 read_storage_layout
@@ -190,49 +189,6 @@ check_slurm_partitions() {
   done
 }
 
-# wait_for WHAT COMMAND...: run COMMAND every 5 s until it succeeds, at most
-# ACCOUNTING_WAIT_S; fail the node naming WHAT otherwise.
-wait_for() {
-  local what="$1" deadline=$(( SECONDS + ACCOUNTING_WAIT_S ))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    if (( SECONDS >= deadline )); then
-      fail "${what} after ${ACCOUNTING_WAIT_S}s"
-    fi
-    sleep 5
-  done
-}
-
-# Controller only, with teams: Slurm enforces them. HyperPod runs MariaDB and slurmdbd on the
-# controller ("By default, SageMaker HyperPod deploys MariaDB on your cluster's controller
-# instance": SageMaker developer guide, "Using an external accounting database with
-# SageMaker HyperPod Slurm clusters"), possibly still starting while this runs, so this
-# waits for slurmdbd to answer; slurm_teams.py install puts the teams' settings in a file
-# included at the end of slurm.conf (the path slurmctld reports) and says whether it changed
-# anything, in which case slurmctld restarts (AccountingStorageEnforce needs a restart,
-# slurm.conf(5); HyperPod runs slurmctld as the systemd unit slurmctld:
-# awsome-distributed-training .../base-config/start_slurm.sh); slurm_teams.py apply then
-# creates or updates the QOS, accounts and associations. Every step is idempotent.
-setup_slurm_teams() {
-  if [[ ! -f "${TEAMS_JSON}" ]]; then
-    return 0
-  fi
-  local conf changed
-  wait_for "Slurm accounting (slurmdbd) does not answer \`sacctmgr show cluster\`; teams need it (check \`systemctl status slurmdbd mariadb\` on the controller)" \
-    sacctmgr -n -P show cluster
-  conf="$(scontrol show config 2>/dev/null | awk '$1 == "SLURM_CONF" { print $3 }')"
-  [[ -n "${conf}" ]] || fail "slurmctld does not report its slurm.conf (scontrol show config: SLURM_CONF)"
-  changed="$(teams install --slurm-conf "${conf}")" || fail "cannot add the teams' settings to ${conf} (slurm_teams.py's error is above)"
-  if [[ "${changed}" == changed ]]; then
-    log "teams' Slurm settings added to ${conf}; restarting slurmctld"
-    systemctl restart slurmctld || fail "cannot restart slurmctld after adding the teams' settings to ${conf}"
-    wait_for "slurmctld does not answer \`scontrol ping\` after its restart (see /var/log/slurm/slurmctld.log)" \
-      scontrol ping
-  fi
-  teams apply || fail "cannot create the teams' Slurm accounts, limits and QOS (slurm_teams.py's error is above)"
-  log "Slurm enforces the teams of ${TEAMS_JSON}"
-}
-
 main() {
   log "on_init_complete start (lifecycle dir ${LCS_DIR})"
   local ip role
@@ -276,7 +232,12 @@ main() {
   bash "${LCS_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(lcs env-get CLUSTER_NAME)" --role "${role}" --jobs-dir "${STATE_DIR}/jobs" || log "WARNING: node metrics are not set up (see above); the node works without them"
   if [[ "${role}" == "controller" ]]; then
     check_slurm_partitions
-    setup_slurm_teams
+    if [[ -f "${TEAMS_JSON}" ]]; then
+      # The teams' steps (shared with `trn-ultracluster teams --apply`), uploaded with teams.
+      # shellcheck source-path=SCRIPTDIR source=slurm_teams.sh
+      source "${LCS_DIR}/slurm_teams.sh"
+      setup_slurm_teams
+    fi
   fi
   log "on_init_complete done"
 }
