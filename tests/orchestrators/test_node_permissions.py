@@ -30,9 +30,12 @@ CONFIGS = {"eks": None, "eks-fsx-efa": EKS_FSX_EFA, "hyperpod-slurm": "ultraclus
            "hyperpod-eks": "hyperpod-eks", "standalone": "single-node",
            "standalone-dlami-venv": "trn1-2xl", "fsx-efa": FSX_EFA_PROFILE,
            "hyperpod-eks-pools": {"config": str(profile_path("mixed")),
-                                  "orchestrator": "hyperpod-eks"}}
-"""One synthesized configuration per orchestrator (and the EFA, DLAMI-venv and node-pool
-variants, whose nodes run more or other scripts: a HyperPod on EKS CPU pool's entry script)."""
+                                  "orchestrator": "hyperpod-eks"},
+           "hyperpod-slurm-teams": {"config": str(profile_path("teams")),
+                                    "orchestrator": "hyperpod-slurm"}}
+"""One synthesized configuration per orchestrator (and the EFA, DLAMI-venv, node-pool and
+teams variants, whose nodes run more or other scripts: a HyperPod on EKS CPU pool's entry
+script, the Slurm controller's teams set-up)."""
 SCRIPT_GLOBS = ("trn_ultracluster/orchestrators/**/scripts/*.sh",
                 "trn_ultracluster/orchestrators/node_scripts/*",
                 "trn_ultracluster/node_metrics/scripts/*")
