@@ -470,3 +470,20 @@ def test_eks_takes_one_minor_version_up_at_a_time(before, after, refused):
     else:
         (line,) = found
         assert refused in line and "update-cluster.html" in line and "Cluster" in line
+
+
+def test_a_renamed_team_replaces_its_compute_quota_a_new_quota_updates_it():
+    """HyperPod task governance (teams on hyperpod-eks): ``ComputeQuotaTarget.TeamName`` is
+    create-only (the vendored table), ``ComputeQuotaConfig`` is not."""
+    quota = {"Type": "AWS::SageMaker::ComputeQuota", "Properties": {
+        "Name": "research", "ClusterArn": "arn", "ComputeQuotaTarget": {"TeamName": "research"},
+        "ComputeQuotaConfig": {"ComputeQuotaResources": [
+            {"InstanceType": "ml.trn1.32xlarge", "Count": 2}]}}}
+    before = {"Resources": {"Quota": quota}}
+    renamed = copy.deepcopy(before)
+    renamed["Resources"]["Quota"]["Properties"]["ComputeQuotaTarget"]["TeamName"] = "ml"
+    more = copy.deepcopy(before)
+    more["Resources"]["Quota"]["Properties"]["ComputeQuotaConfig"]["ComputeQuotaResources"][0][
+        "Count"] = 3
+    assert [c.kind for c in classify(before, renamed)] == ["replaced"]
+    assert [c.kind for c in classify(before, more)] == ["updated"]

@@ -17,9 +17,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 MODULE = REPO / "trn_ultracluster" / "create_only.py"
-EXTRA_TYPES = ("AWS::EC2::VPCCidrBlock",)
+EXTRA_TYPES = ("AWS::EC2::VPCCidrBlock", "AWS::SageMaker::ClusterSchedulerConfig",
+               "AWS::SageMaker::ComputeQuota")
 """``AWS::EC2::VPCCidrBlock``: secondary blocks of clusters past the primary block's
-addresses (``network_plan.py``); no snapshot is that large."""
+addresses (``network_plan/``); no snapshot is that large. The two SageMaker types: HyperPod
+task governance of teams on ``hyperpod-eks`` (the teams snapshot is on ``eks``), so that
+``plan`` shows a renamed team's compute quota as a replacement."""
 SCHEMA_REGION = "us-east-1"
 
 

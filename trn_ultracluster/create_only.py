@@ -264,6 +264,15 @@ CREATE_ONLY: dict[str, tuple[str, ...]] = {
         "/properties/VpcConfig",
         "/properties/Orchestrator/Eks",
     ),
+    "AWS::SageMaker::ClusterSchedulerConfig": (
+        "/properties/Name",
+        "/properties/ClusterArn",
+    ),
+    "AWS::SageMaker::ComputeQuota": (
+        "/properties/Name",
+        "/properties/ClusterArn",
+        "/properties/ComputeQuotaTarget/TeamName",
+    ),
     "AWS::StepFunctions::StateMachine": (
         "/properties/StateMachineName",
         "/properties/StateMachineType",
