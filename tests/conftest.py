@@ -26,6 +26,13 @@ for path in (REPO_ROOT, REPO_ROOT / "training"):
         sys.path.insert(0, str(path))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    # Under pytest-xdist, torch in each worker (and the training processes the tests start)
+    # would use a thread per core: with every worker doing so, 2 workers x 2 torchrun
+    # processes x all cores oversubscribe the machine until a real run times out. One share
+    # of the cores per worker (set before torch is imported; subprocesses inherit it).
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 
 PROFILES = sorted((REPO_ROOT / "profiles").glob("*.yaml"))
 FIXTURES = REPO_ROOT / "tests" / "fixtures"

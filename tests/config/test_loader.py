@@ -182,3 +182,13 @@ def test_app_exits_2_and_writes_no_template(tmp_path):
     assert "error: nodes.min = -1: must be 0 or more" in result.stderr
     assert "Traceback" not in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_mapping_as_a_key_is_a_yaml_error_not_a_crash(tmp_path):
+    """Found by the fuzz test: ``{{}}`` is a mapping whose key is a mapping."""
+    from trn_ultracluster.config import ConfigError, load_config
+
+    (tmp_path / "p.yaml").write_text("{{}}")
+    with pytest.raises(ConfigError) as err:
+        load_config({"config": str(tmp_path / "p.yaml")})
+    assert "found a dict as a key; keys are names" in str(err.value)
