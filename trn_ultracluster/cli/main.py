@@ -33,7 +33,7 @@ from trn_ultracluster.cli.errors import CliError, ExitCode, exit_codes_help
 from trn_ultracluster.cli.launch import LAUNCHERS, PRECOMPILE_STEPS, TORCHRUN
 from trn_ultracluster.cli.preflight import CHECKS as PREFLIGHT_CHECKS
 from trn_ultracluster.cli.smoke import MIN_EFA_RATIO
-from trn_ultracluster.cli.project_config import default_stack_name
+from trn_ultracluster.cli.project_config import add_context_option, default_stack_name
 from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH
 
@@ -205,8 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "Region (derived from az_ids; --region, if given, must be "
                              "it). --outputs-file is refused: nothing is deployed yet. "
                              "Exit 1 if any check fails.")
-    p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+    add_context_option(p)
     p.add_argument("--only", action="append", choices=PREFLIGHT_CHECKS, metavar="CHECK",
                    help="run only this check, repeatable (no estimate then); one of: "
                         + ", ".join(PREFLIGHT_CHECKS))
@@ -222,8 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "words (docs/changes.md). Exit 1 when the deploy would replace or "
                              "remove data or nodes, or roll nodes, unless "
                              f"{plan.ALLOW_FLAG}. `make deploy` runs it first.")
-    p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+    add_context_option(p)
     p.add_argument("--template", type=Path, metavar="FILE",
                    help="compare this synthesized template (cdk.out/<stack>.template.json) "
                         "instead of synthesizing the configuration")

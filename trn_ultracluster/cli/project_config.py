@@ -11,7 +11,8 @@ from trn_ultracluster.cli.errors import CliError
 from trn_ultracluster.cli.files import read_text
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
-__all__ = ["cdk_context", "default_stack_name", "key_value", "project_context"]
+__all__ = ["add_context_option", "cdk_context", "default_stack_name", "key_value",
+           "project_context"]
 
 
 def cdk_context(repo: Path) -> dict[str, Any]:
@@ -33,6 +34,12 @@ def cdk_context(repo: Path) -> dict[str, Any]:
     if not isinstance(context, dict):
         raise CliError(f"{path} has no \"context\" object", fix)
     return dict(context)
+
+
+def add_context_option(p: Any) -> None:
+    """``-c KEY=VALUE`` (repeatable), as ``cdk -c``: what :func:`project_context` reads."""
+    p.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
 
 
 def key_value(items: list[str], option: str) -> dict[str, str]:

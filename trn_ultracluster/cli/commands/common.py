@@ -22,7 +22,7 @@ from trn_ultracluster.cli.stack_outputs import StackOutputs, load_outputs
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.contracts.pools import PoolInfo
 
-__all__ = ["backend", "backend_pool", "load", "pool_spec", "render_job", "stack_session"]
+__all__ = ["backend", "backend_pool", "load", "pool_spec", "render_job", "stack_session", "table"]
 
 
 def load(args: argparse.Namespace) -> StackOutputs:
@@ -110,3 +110,11 @@ def render_job(args: argparse.Namespace, outputs: StackOutputs, backend: JobBack
         return backend.render(job)
     except ValueError as err:
         raise CliError(str(err), ARGUMENTS_FIX) from None
+
+
+def table(rows: list[tuple[str, ...]]) -> list[str]:
+    """``rows`` (a header first) as aligned lines: every column but the last padded to its
+    widest cell, two spaces apart (as ``sinfo`` and ``kubectl get`` print)."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
+            for row in rows]

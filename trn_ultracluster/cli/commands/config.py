@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from trn_ultracluster.cli.errors import CliError, ExitCode
-from trn_ultracluster.cli.project_config import project_context
+from trn_ultracluster.cli.project_config import add_context_option, project_context
 
 __all__ = ["LAYER_NAMES", "add_config_command", "annotated_yaml", "check", "layer_of", "show"]
 
@@ -31,8 +31,7 @@ def add_config_command(sub: Any, command: Any) -> None:
     inner = p.add_subparsers(dest="config_command", required=True, metavar="ACTION")
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument("--profile", help="profile YAML, as `-c config=path.yaml` for the CDK")
-    options.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE",
-                         help="config override, as `cdk -c` (e.g. -c nodes.max=4); repeatable")
+    add_context_option(options)
     inner.add_parser("show", parents=[options], help="print the effective configuration",
                      description="Print the effective configuration as YAML, each key with "
                                  "the layer that set it: default, cdk.json, profile or -c.")

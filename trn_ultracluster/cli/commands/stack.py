@@ -100,9 +100,7 @@ def pools_table(pools: tuple[PoolInfo, ...]) -> list[str]:
          "trainium" if p.accelerated else "cpu",
          f"{p.nodes_min}/{p.nodes_desired}/{p.nodes_max}", p.neuron_stack or "-", _where(p))
         for p in pools]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(POOL_COLUMNS) - 1)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)) + "  " + row[-1]
-             for row in rows]
+    lines = common.table(rows)
     trainium = [p.name for p in pools if p.accelerated]
     lines.append("* default of submit, scale and smoke-test without --pool" if default else
                  f"no default pool: {len(trainium)} Trainium pools ({', '.join(trainium)}), "

@@ -58,8 +58,8 @@ def add_teams_commands(sub: Any, command: Any, common_parser: argparse.ArgumentP
                 description="What each team used per pool over a period, from the "
                             "scheduler's own records (Slurm: sacct; Kueue and HyperPod task "
                             "governance: the Workloads the cluster keeps), priced with the "
-                            "estimate's table (AWS Price List API with credentials, else the "
-                            "offline table). docs/teams.md.")
+                            "estimate's offline price table (EC2 On-Demand list prices; on "
+                            "HyperPod a lower bound). docs/teams.md.")
     p.add_argument("--since", metavar="TIME",
                    help="start: YYYY-MM-DD[THH:MM[:SS]] UTC, or Nd / Nh ago (default: 30d)")
     p.add_argument("--until", metavar="TIME", help="end: as --since, or now (default: now)")
@@ -85,8 +85,7 @@ def teams_table(info: TeamsInfo) -> list[str]:
                                                   ("queue", t.queue)) if v) or "-"
         rows.append((t.name + ("*" if t.default else ""), _quota_text(t),
                      "yes" if t.borrow else "no", "yes" if t.lend else "no", t.priority, where))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
+    lines = common.table(rows)
     lines.append("priority classes (higher first): " + ", ".join(
         f"{p.name} {p.weight}" for p in info.priority_classes)
         + f"; preemption: {info.preemption}")
