@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.cfn_lint import cfn_lint
 from tests.conftest import REPO_ROOT, TRAINER_CRDS, profile_path
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.contracts.catalog import get_instance
@@ -600,17 +598,12 @@ def test_eks_outputs(default):
     assert "Fn::GetAtt" in outputs["EksTrainiumNodegroupName"]["Value"]
 
 
-def test_sixteen_node_eks_within_limits_and_cfn_lint(synth, tmp_path):
+def test_sixteen_node_eks_within_limits_and_cfn_lint(synth):
     s = synth(profile=ULTRA16, orchestrator="eks")
     assert len(s.template["Resources"]) < 500
     assert len(json.dumps(s.template)) < 1_000_000
     assert _nodegroups(s)["trainium"]["Properties"]["ScalingConfig"]["MaxSize"] == 16
-    path = tmp_path / "eks16.json"
-    path.write_text(json.dumps(s.template))
-    cfn_lint = str(Path(sys.executable).parent / "cfn-lint")
-    lint = subprocess.run([cfn_lint, "--ignore-checks", "W3005", "--", str(path)],
-                          capture_output=True, text=True)
-    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert cfn_lint(s.template, s.config.region) == []
 
 
 def test_control_plane_logs_go_to_a_stack_owned_log_group(default):
