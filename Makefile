@@ -21,7 +21,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test docs snapshots test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test docs snapshots test-jobs test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -51,9 +51,15 @@ synth: setup
 	$(CDK) synth --quiet $(CDK_CONTEXT)
 	$(VPY) -m trn_ultracluster.summary $(OUT)
 
-## test: the whole test suite (CDK templates, cdk-nag, cfn-lint, config, training on CPU)
+## test: the test suite (CDK templates, cdk-nag, cfn-lint, checkov, config, the CLI, the node
+## scripts against a fake root, the training program on CPU in one process)
 test: setup-dev
 	$(VPY) -m pytest -n auto --dist worksteal
+
+## test-jobs: real multi-process jobs on this CPU (torchrun with gloo, two local nodes): the
+## training program killed and resumed, the examples as their READMEs run them, standalone jobs
+test-jobs: setup-dev
+	$(VPY) -m pytest -n auto --dist worksteal -m jobs
 
 ## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
 ## configuration model (tests/config/test_reference.py fails when they are stale)

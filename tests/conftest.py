@@ -35,9 +35,9 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
 
 
-def _python3_without_shims() -> None:
-    """Put the interpreter that ``python3`` names first on PATH, when ``python3`` is a version
-    manager's shim (pyenv's on these machines).
+def _system_python3() -> str:
+    """The interpreter ``python3`` on PATH runs (resolved through a version manager's shim);
+    with a shim, that interpreter goes first on PATH.
 
     The node-script tests run the lifecycle and setup scripts, which call ``python3`` (lcs.py)
     dozens of times per run; each pyenv shim call resolves the version through about fifteen
@@ -48,17 +48,18 @@ def _python3_without_shims() -> None:
     import subprocess
     import tempfile
 
-    found = shutil.which("python3")
-    if found is None or "shims" not in Path(found).parts:
-        return
+    found = shutil.which("python3") or sys.executable
     real = subprocess.run([found, "-c", "import sys; print(sys.executable)"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    direct = Path(tempfile.mkdtemp(prefix="python3-"))
-    (direct / "python3").symlink_to(real)
-    os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ['PATH']}"
+    if "shims" in Path(found).parts:
+        direct = Path(tempfile.mkdtemp(prefix="python3-"))
+        (direct / "python3").symlink_to(real)
+        os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ['PATH']}"
+    return real
 
 
-_python3_without_shims()
+SYSTEM_PYTHON3 = _system_python3()
+"""The machine's ``python3`` (not this venv's): what the node scripts run."""
 
 PROFILES = sorted((REPO_ROOT / "profiles").glob("*.yaml"))
 FIXTURES = REPO_ROOT / "tests" / "fixtures"

@@ -119,7 +119,7 @@ def test_huggingface_requirements_are_pinned_and_leave_the_image_alone():
 # ---------------------------------------------------------------------------- the runs
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_pytorch_distributed_runs_as_the_readme_says(tmp_path):
     args = program_argv(COMMANDS["pytorch-distributed"])
     proc = run_example("pytorch-distributed", args, tmp_path, PROCESSES)
@@ -133,7 +133,7 @@ def test_pytorch_distributed_runs_as_the_readme_says(tmp_path):
     assert no_temporary_files(tmp_path) == []
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_huggingface_runs_as_the_readme_says(tmp_path):
     args = program_argv(COMMANDS["huggingface"])
     run_example("huggingface", args, tmp_path, PROCESSES)
@@ -154,7 +154,7 @@ ULTRACLUSTER_ARGS = program_argv(ULTRACLUSTER)
 ULTRACLUSTER_MAX_STEPS = int(ULTRACLUSTER_ARGS[ULTRACLUSTER_ARGS.index("--max-steps") + 1])
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_ultracluster_tutorial_precompile_trial(tmp_path):
     """The trial run of ``submit --precompile``: under ``neuron_parallel_compile``, with the
     README's ``--precompile-args`` after the program's arguments."""
@@ -170,7 +170,7 @@ def test_ultracluster_tutorial_precompile_trial(tmp_path):
     assert no_temporary_files(tmp_path) == []
 
 
-@pytest.mark.slow
+@pytest.mark.jobs
 def test_ultracluster_tutorial_real_run(tmp_path):
     run_example("ultracluster-tutorial", ULTRACLUSTER_ARGS, tmp_path, PROCESSES)
     result = read_json(tmp_path / "result.json")

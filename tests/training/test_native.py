@@ -128,6 +128,7 @@ def _final(out: Path) -> Path:
     return out / "checkpoints" / f"step_{STEPS:08d}"
 
 
+@pytest.mark.jobs
 def test_fsdp_run_killed_mid_run_resumes_bit_exactly(reference, clm_data, tmp_path):
     """Every loss after the resume and the whole final model and AdamW state (read back from
     both final DCP checkpoints) equal the uninterrupted run's bit for bit."""
@@ -155,6 +156,7 @@ def test_fsdp_run_killed_mid_run_resumes_bit_exactly(reference, clm_data, tmp_pa
     assert_same_state(read_dcp(_final(ref_out)), read_dcp(_final(out)))
 
 
+@pytest.mark.jobs
 def test_two_process_checkpoint_resumes_in_one_process(reference, clm_data, tmp_path, capsys):
     """DCP reshards the 2-process FSDP2 shards for one process, which continues from step 8.
     Tolerance 1e-5 per loss (measured: at most 4.8e-7): one process averages the same global
@@ -175,6 +177,7 @@ def test_two_process_checkpoint_resumes_in_one_process(reference, clm_data, tmp_
     assert (trainer["layout"], trainer["world_size"]) == ("dcp", 1)
 
 
+@pytest.mark.jobs
 def test_one_process_checkpoint_resumes_in_two_processes(reference, clm_data, tmp_path, capsys):
     """The other way: a one-process checkpoint (one DCP file, one RNG file: rank 1 takes rank
     0's) continues in 2 processes. Tolerance 1e-5 per loss against the 2-process run (measured:
@@ -192,6 +195,7 @@ def test_one_process_checkpoint_resumes_in_two_processes(reference, clm_data, tm
     assert max(diffs.values()) < 1e-5, diffs
 
 
+@pytest.mark.jobs
 def test_corrupt_dcp_file_found_by_the_rank_that_verifies_it_falls_back(reference, clm_data, tmp_path, capsys):
     """The ranks verify the manifest's files split between them: ``dcp/__0_0.distcp`` (file 1
     of the sorted list) is rank 1's to check, so rank 0 learns of it only through the ranks'
@@ -223,6 +227,7 @@ def test_corrupt_dcp_file_found_by_the_rank_that_verifies_it_falls_back(referenc
     assert err.startswith(f"error: {tmp_path / 'explicit'}: {SHARD} is corrupt") and err.count("\n") == 1, err
 
 
+@pytest.mark.jobs
 def test_checkpoint_of_the_xla_layout_is_refused_not_misread(reference, clm_data, tmp_path):
     """A checkpoint whose trainer.json names no DCP layout (the xla backend's ``torch.save``
     files, and every checkpoint of a trn_train before the native backend) stops the native
@@ -244,6 +249,7 @@ def test_checkpoint_of_the_xla_layout_is_refused_not_misread(reference, clm_data
     assert [c.step for c in ckpt.scan(tmp_path / "run" / "checkpoints")] == [8]
 
 
+@pytest.mark.jobs
 def test_non_finite_loss_stops_both_processes_with_exit_3_and_no_diverged_checkpoint(clm_data, tmp_path):
     """lr 1e30: the first update leaves huge finite weights, the next gradient norm is inf. Both
     workers exit 3 and every checkpoint left holds finite weights (read back from DCP)."""
@@ -260,6 +266,7 @@ def test_non_finite_loss_stops_both_processes_with_exit_3_and_no_diverged_checkp
         assert model and all(torch.isfinite(t).all() for t in model.values()), c.path
 
 
+@pytest.mark.jobs
 def test_compiled_blocks_train_like_eager_and_share_its_checkpoints(clm_data, tmp_path, capsys, monkeypatch):
     """``--compile on`` compiles each transformer block in place: the losses are the eager
     ones (tolerance 1e-5; measured: equal) and the checkpoint's keys too, so a compiled run's

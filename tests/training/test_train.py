@@ -233,6 +233,7 @@ def test_resume_from_an_explicit_checkpoint_directory(tmp_path, clm_data, capsys
         run(cfg(clm_data, tmp_path / "c", steps=10, resume=str(tmp_path / "b")))
 
 
+@pytest.mark.jobs
 def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoints(tmp_path, clm_data, capsys):
     steps = 40
     run(cfg(clm_data, tmp_path / "ref", steps=steps, ckpt_every=10))
@@ -277,6 +278,7 @@ def test_sigkilled_run_resumes_to_the_same_loss_and_skips_half_written_checkpoin
 # ----------------------------------------------------------------------- two processes (gloo)
 
 
+@pytest.mark.jobs
 def test_two_gloo_processes_match_one_process_with_the_same_global_batch(tmp_path, clm_data, capsys):
     """DDP on the native backend. Tolerance: 1e-5 absolute per logged loss (measured: about
     1.4e-6). The 2-process gradient is the mean of two per-rank means instead of one mean over

@@ -35,7 +35,7 @@ from trn_ultracluster.contracts.neuron_env import neuron_environment
 from trn_ultracluster.contracts.neuron_stack import NATIVE, compile_cache_dir
 from trn_ultracluster.contracts.standalone import job_dir, job_unit
 
-pytestmark = pytest.mark.slow  # trains twice on CPU: about a minute
+pytestmark = pytest.mark.jobs  # trains twice on CPU: about a minute
 
 SPEC = replace(get_instance("trn1.32xlarge"), neuron_cores=1)
 NODES = [Node("i-0000000000000000a", "127.0.0.1"), Node("i-0000000000000000b", "127.0.0.1")]

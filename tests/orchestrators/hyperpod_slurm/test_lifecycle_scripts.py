@@ -28,7 +28,8 @@ from trn_ultracluster.orchestrators.nodes import (
     NODE_SCRIPTS,
     efa_node_settings,
 )
-from tests.orchestrators.lustre_efa_stubs import EFA_DEVICES, fake_node, install_stubs, lnet_state
+from tests.orchestrators.lustre_efa_stubs import (EFA_DEVICES, fake_node, install_stubs, lnet_state,
+                                                  write_python3)
 from trn_ultracluster.contracts.shared_storage import FSX_MOUNT_PATH, NEURON_COMPILE_CACHE_DIR
 
 sys.path.insert(0, str(NODE_SCRIPTS))
@@ -286,6 +287,7 @@ def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | No
         path = bin_dir / name
         path.write_text(STUB)
         path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    write_python3(bin_dir)
     log = tmp_path / "calls.log"
     log.touch()
 

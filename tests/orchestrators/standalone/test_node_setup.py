@@ -32,6 +32,7 @@ from tests.orchestrators.lustre_efa_stubs import (
     fake_node,
     install_stubs,
     lnet_state,
+    write_python3,
 )
 from tests.orchestrators.standalone.conftest import NATIVE_AMI_ID
 from tests.orchestrators.standalone.template_values import STACK_ID, user_data
@@ -134,6 +135,7 @@ class Node:
             path = self.bin / name
             path.write_text(text)
             path.chmod(path.stat().st_mode | stat.S_IEXEC)
+        write_python3(self.bin)
         for name, answer in answers().items():
             (self.aws_dir / f"{name}.json").write_text(json.dumps(answer))
         self.user_data = user_data(template, launch_template)
@@ -326,6 +328,7 @@ def cpu_node(tmp_path: Path, mixed, python: str | None = None) -> tuple[Node, di
     (node.bin / "dnf").write_text(DNF_STUB)
     (node.bin / "dnf").chmod(0o755)
     if python is not None:
+        (node.bin / "python3").unlink()
         (node.bin / "python3").symlink_to(python)
     system = path_without(tmp_path / "system-bin", "docker", "mount.lustre")
     return node, {"PATH": f"{node.bin}:{system}"}
