@@ -21,7 +21,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 CDK := npx --no-install cdk
 
-.PHONY: synth test docs snapshots test-jobs test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test docs snapshots test-jobs test-matrix test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,12 @@ synth: setup
 ## scripts against a fake root, the training program on CPU in one process)
 test: setup-dev
 	$(VPY) -m pytest -n auto --dist worksteal
+
+## test-matrix: the whole-stack checks (cfn-lint, checkov, limits, outputs, cdk-nag) of 2,000
+## nodes on each orchestrator and EFA layout, and of the mixed and teams profiles on the other
+## orchestrators (make test checks the default and every profile)
+test-matrix: setup-dev
+	$(VPY) -m pytest -n auto --dist worksteal -m matrix
 
 ## test-jobs: real multi-process jobs on this CPU (torchrun with gloo, two local nodes): the
 ## training program killed and resumed, the examples as their READMEs run them, standalone jobs

@@ -243,7 +243,7 @@ def test_bad_arguments_exit_2():
 # --- neuron_metrics.sh against a fake root -----------------------------------------------
 
 STUB = """#!/bin/bash
-echo "$(basename "$0") $*" >> "$STUB_LOG"
+echo "${0##*/} $*" >> "$STUB_LOG"
 """
 
 

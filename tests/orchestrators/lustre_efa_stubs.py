@@ -126,8 +126,8 @@ else:
 json.dump(state, open(path, "w"))
 '''
 SH = r'''#!/bin/bash
-echo "$(basename "$0") $*" >> "$STUB_LOG"
-name="$(basename "$0")"
+name="${0##*/}"  # not $(basename): a fork and an exec per call
+echo "$name $*" >> "$STUB_LOG"
 if [[ "$name" == timeout ]]; then
   while [[ "$1" == -* ]]; do
     case "$1" in -k|-s|--kill-after|--signal) shift 2 ;; *) shift ;; esac
@@ -174,7 +174,9 @@ EFA_DEVICES = tuple(f"rdmap{n}s0" for n in (16, 32, 48, 64, 80, 96, 112, 128))
 
 
 def write_stub(path: Path, text: str) -> None:
-    path.write_text(text.replace("PYTHON", sys.executable))
+    """Write an executable stub; ``#!PYTHON`` becomes this interpreter without ``site``
+    (the stubs use only the standard library; a start without it is 3 times quicker)."""
+    path.write_text(text.replace("#!PYTHON", f"#!{sys.executable} -S"))
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 

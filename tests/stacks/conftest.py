@@ -28,6 +28,12 @@ TEAMS = {f"teams-{orchestrator}": {"config": str(REPO_ROOT / "profiles" / "teams
 "teams": each must carry its scheduler's objects and pass cfn-lint, cdk-nag and checkov)."""
 CONFIGS = [None, *PROFILES, *SCALE.values(), *MIXED.values(), *TEAMS.values()]
 IDS = ["default", *(p.stem for p in PROFILES), *SCALE, *MIXED, *TEAMS]
+VARIANTS = frozenset((*SCALE, *MIXED, *TEAMS))
+"""The configurations that are not the default or a profile: `make test-matrix` checks them
+(pytest marker ``matrix``), `make test` the default and every profile (CI runs both)."""
+PARAMS = [pytest.param(config, id=name, marks=(pytest.mark.matrix,) if name in VARIANTS else ())
+          for config, name in zip(CONFIGS, IDS)]
+""":data:`CONFIGS` as pytest parameters, each with its id, the variants marked ``matrix``."""
 
 
 def synth_config(synth, config):
@@ -35,7 +41,7 @@ def synth_config(synth, config):
     return synth(**config) if isinstance(config, dict) else synth(config)
 
 
-@pytest.fixture(scope="module", params=CONFIGS, ids=IDS)
+@pytest.fixture(scope="module", params=PARAMS)
 def each(request, synth):
     """One synthesized configuration per test: the default, each profile, each scale case."""
     return synth_config(synth, request.param)

@@ -13,7 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from tests.cfn_lint import cfn_lint
 from tests.conftest import REPO_ROOT
-from tests.stacks.conftest import CONFIGS, IDS, synth_config
+from tests.stacks.conftest import CONFIGS, IDS, PARAMS, VARIANTS, synth_config
 from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS, OutputKey
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
@@ -59,7 +59,7 @@ def _stale_region_list(finding: dict, config) -> bool:
             and config.az_ids[0] in config.instance.az_ids_seen)
 
 
-@pytest.mark.parametrize("config", CONFIGS, ids=IDS)
+@pytest.mark.parametrize("config", PARAMS)
 def test_cfn_lint_clean_on_every_profile(synth, config):
     """cfn-lint on each configuration's template (one test per configuration, so that
     pytest-xdist workers share them)."""
@@ -95,20 +95,33 @@ def test_only_a_region_list_without_the_type_is_excused():
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 
 
-CHECKOV_BATCHES = 3
-"""The configurations are checked in this many checkov runs (one run per configuration would
-pay checkov's start-up each time; one run for all would keep one pytest-xdist worker busy
-alone)."""
+CHECKOV_BATCHES = {"profiles-1": False, "profiles-2": False, "profiles-3": False,
+                   "matrix-1": True, "matrix-2": True}
+"""The configurations are checked in these checkov runs, the default and the profiles in three
+and the ``matrix`` variants in two (one run per configuration would pay checkov's start-up
+each time; one run for all would keep one pytest-xdist worker busy alone)."""
 
 
-@pytest.mark.parametrize("batch", range(CHECKOV_BATCHES))
+def checkov_batch(name: str) -> list[tuple]:
+    """(configuration, id) of the checkov run ``name`` (:data:`CHECKOV_BATCHES`)."""
+    same = [n for n, matrix in CHECKOV_BATCHES.items() if matrix == CHECKOV_BATCHES[name]]
+    chosen = [(c, i) for c, i in zip(CONFIGS, IDS) if (i in VARIANTS) == CHECKOV_BATCHES[name]]
+    return chosen[same.index(name)::len(same)]
+
+
+def test_every_configuration_is_in_one_checkov_batch():
+    assert sorted(i for name in CHECKOV_BATCHES for _, i in checkov_batch(name)) == sorted(IDS)
+
+
+@pytest.mark.parametrize("batch", [pytest.param(name, marks=(pytest.mark.matrix,) if matrix else ())
+                                   for name, matrix in CHECKOV_BATCHES.items()])
 def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synth, tmp_path,
                                                                            batch):
     """checkov (its own venv, set up by `make test`) on the template of every configuration:
     zero failures; skips are read from each resource's Metadata, so plain checkov on a
     synthesized template gives the same result."""
     assert CHECKOV.is_file(), f"{CHECKOV} is missing: run `make setup-dev` (make test does)"
-    chosen = list(zip(CONFIGS, IDS))[batch::CHECKOV_BATCHES]
+    chosen = checkov_batch(batch)
     for config, name in chosen:
         (tmp_path / f"{name}.template.json").write_text(
             json.dumps(synth_config(synth, config).template))

@@ -79,8 +79,8 @@ elif args[:2] == ["logs", "put-log-events"]:
     shutil.copy(events, os.environ["STUB_EVENTS"])
 '''
 STUB = """#!/bin/bash
-echo "$(basename "$0") $*" >> "$STUB_LOG"
-name="$(basename "$0")"
+name="${0##*/}"  # not $(basename): a fork and an exec per call
+echo "$name $*" >> "$STUB_LOG"
 if [[ "$name" == mount && "${STUB_MOUNT_FAIL:-}" == 1 ]]; then
   echo "mount.lustre: mount failed: Connection timed out" >&2; exit 32
 fi
@@ -130,7 +130,7 @@ class Node:
         self.console = tmp_path / "console"
         self.log.touch()
         self.console.touch()
-        for name, text in {"aws": AWS_STUB.replace("PYTHON", sys.executable),
+        for name, text in {"aws": AWS_STUB.replace("#!PYTHON", f"#!{sys.executable} -S"),
                            **{s: STUB for s in stubs}}.items():
             path = self.bin / name
             path.write_text(text)
