@@ -238,8 +238,12 @@ def test_another_task_that_outlasts_the_budget_fails_with_how_to_finish(aws):
 
 
 def test_the_budget_ends_before_the_framework_and_cloudformation_give_up(default):
-    from trn_ultracluster.constructs.storage import (EXPORT_DEADLINE, EXPORT_POLL,
-                                                     EXPORT_SERVICE_TIMEOUT, EXPORT_TIMEOUT)
+    from trn_ultracluster.constructs.export_on_delete import (
+        EXPORT_DEADLINE,
+        EXPORT_POLL,
+        EXPORT_SERVICE_TIMEOUT,
+        EXPORT_TIMEOUT,
+    )
 
     (export,) = default.resources("Custom::FsxExportOnDelete").values()
     deadline = int(export["Properties"]["DeadlineSeconds"])
@@ -252,7 +256,7 @@ def test_the_budget_ends_before_the_framework_and_cloudformation_give_up(default
 def test_properties_of_a_stack_from_before_the_budget_get_the_same_budget(aws):
     """A file system replaced on the first update after an upgrade is deleted with the old
     properties, which have no DeadlineSeconds: the 52 minutes apply, no KeyError."""
-    from trn_ultracluster.constructs.storage import EXPORT_DEADLINE
+    from trn_ultracluster.constructs.export_on_delete import EXPORT_DEADLINE
 
     assert handler.DEFAULT_DEADLINE_SECONDS == EXPORT_DEADLINE.to_seconds()
     clients, (fsx_stub, _, _) = aws

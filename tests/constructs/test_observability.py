@@ -241,11 +241,8 @@ def test_lustre_over_efa_is_read_from_the_stacks_namespace_on_eks_too():
     import aws_cdk as cdk
 
     from trn_ultracluster.config.model import ObservabilityConfig
-    from trn_ultracluster.constructs.observability import (
-        MetricSource,
-        Observability,
-        ObservabilityProps,
-    )
+    from trn_ultracluster.constructs.metric_source import MetricSource
+    from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
     from trn_ultracluster.contracts.metrics import NODE_DIMENSIONS
 
     stack = cdk.Stack(cdk.App(), "S")
@@ -272,11 +269,8 @@ def _dashboard(namespace, pools):
     import aws_cdk as cdk
 
     from trn_ultracluster.config.model import ObservabilityConfig
-    from trn_ultracluster.constructs.observability import (
-        MetricSource,
-        Observability,
-        ObservabilityProps,
-    )
+    from trn_ultracluster.constructs.metric_source import MetricSource
+    from trn_ultracluster.constructs.observability import Observability, ObservabilityProps
     from trn_ultracluster.contracts.metrics import NODE_DIMENSIONS
 
     stack = cdk.Stack(cdk.App(), "S")

@@ -15,30 +15,21 @@ replaces the file system: see :class:`Storage`, "Flipping EFA".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Tags
+from aws_cdk import Aws, CustomResource, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from trn_ultracluster.config import DataRepositoryConfig, FsxConfig
 from trn_ultracluster.config.facts import DOC_FSX_EFA
-from trn_ultracluster.constructs.handler_function import handler_function
-from trn_ultracluster.nag import (
-    acknowledge,
-    acknowledge_provider_framework,
-    checkov_skip,
-    nag_partition,
-)
+from trn_ultracluster.constructs.buckets import NONCURRENT_VERSION_EXPIRATION, private_bucket
+from trn_ultracluster.constructs.export_on_delete import export_on_delete
+from trn_ultracluster.nag import checkov_skip
 from trn_ultracluster.contracts.shared_storage import FSX_STACK_TAG
 
-__all__ = ["EFA_ID_SUFFIX", "EXPORT_DEADLINE", "EXPORT_WAIT", "LUSTRE_PORTS", "Storage",
-           "StorageProps", "private_bucket"]
+__all__ = ["EFA_ID_SUFFIX", "LUSTRE_PORTS", "Storage", "StorageProps"]
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre traffic: TCP 988 and 1018-1023 between the file servers and the clients, in both
@@ -65,51 +56,9 @@ wording of that page as quoted by three secondary sources and by
 aws/aws-parallelcluster-cookbook PR #3251, "EFA's SRD-over-MAC is not authorized by a
 0.0.0.0/0 rule"; the copy of the page read here predates that sentence: not verified against
 a primary copy)."""
-EXPORT_HANDLER = Path(__file__).resolve().parent / "fsx_export"
-EXPORT_WAIT = Duration.minutes(20)
-"""How long the export on delete waits for the nodes to go before exporting anyway."""
-EXPORT_SERVICE_TIMEOUT = Duration.hours(1)
-"""CloudFormation waits for a custom resource at most 3600 s (``ServiceTimeout``, 1-3600,
-default 3600: CloudFormation template reference, ``AWS::CloudFormation::CustomResource``)."""
-EXPORT_TIMEOUT = Duration.minutes(55)
-"""The provider framework's own limit, inside CloudFormation's (:data:`EXPORT_SERVICE_TIMEOUT`):
-on timeout it reports a clean failure (the file system is kept; ``cdk destroy`` can be run
-again, and a still-running export is waited for then)."""
-EXPORT_DEADLINE = Duration.minutes(52)
-"""The export's own budget from the start of the delete (node wait included): the handler
-fails with a message naming the task and how to finish before :data:`EXPORT_TIMEOUT` ends the
-wait with the framework's generic one (two polls and a Lambda timeout of margin)."""
-EXPORT_REPORT_PREFIX = ".trn-ultracluster/export-reports"
-"""Where in the linked bucket the export's report of failed files goes (FSx API reference,
-``CompletionReport``: the path must be in the linked S3 data repository; the report lands
-in ``<path>/task-<id>/failures.csv``)."""
-EXPORT_POLL = Duration.seconds(30)
-
 DRA_EVENTS = ["NEW", "CHANGED", "DELETED"]
 """Auto import / export events of a data repository association
 (CloudFormation AWS::FSx::DataRepositoryAssociation AutoImportPolicy / AutoExportPolicy)."""
-
-NONCURRENT_VERSION_EXPIRATION = Duration.days(30)
-
-
-def private_bucket(scope: Construct, construct_id: str, *, retain: bool, **props) -> s3.Bucket:
-    """An S3 bucket with SSE-S3 encryption, SSL enforced and all public access blocked.
-
-    Args:
-        retain: keep the bucket and its objects on ``cdk destroy``; otherwise CDK's
-            auto-delete custom resource empties it and it is deleted.
-        props: further ``s3.Bucket`` props (versioning, access logs, name, ...).
-    """
-    return s3.Bucket(
-        scope,
-        construct_id,
-        encryption=s3.BucketEncryption.S3_MANAGED,
-        enforce_ssl=True,
-        block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-        removal_policy=RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY,
-        auto_delete_objects=not retain,
-        **props,
-    )
 
 
 @dataclass(frozen=True)
@@ -151,7 +100,7 @@ class Storage(Construct):
       import and export.
     - ``export_on_delete``: with ``retain_data`` and a data repository association, a
       custom resource that exports the file system to S3 and waits for it before the file
-      system is deleted (:mod:`trn_ultracluster.constructs.fsx_export.handler`).
+      system is deleted (:func:`~trn_ultracluster.constructs.export_on_delete.export_on_delete`).
     - ``efa_rules``: with ``efa_enabled``, all traffic (IP protocol -1) by security group id
       (:data:`EFA_SECURITY_GROUPS_DOC`), each direction an L1 rule of its own: the file
       system's group from and to itself, from and to the nodes' group, and the nodes' group
@@ -306,9 +255,12 @@ class Storage(Construct):
         self.data_repository_association: fsx.CfnDataRepositoryAssociation | None = None
         self.export_on_delete: CustomResource | None = None
         if cfg.data_repository is not None:
-            self.data_repository_association = self._link_s3(cfg.data_repository)
+            association = self.data_repository_association = self._link_s3(cfg.data_repository)
             if props.retain_data:
-                self.export_on_delete = self._export_on_delete()
+                # Construct ids end in EFA_ID_SUFFIX with EFA (class doc, "Flipping EFA").
+                self.export_on_delete = export_on_delete(
+                    self, self.file_system, association, props.client_security_group,
+                    self._repository_path, self._suffix)
 
     def _efa_rules(self) -> list[ec2.CfnSecurityGroupIngress | ec2.CfnSecurityGroupEgress]:
         """All traffic by security group id between the file system's group, itself and the
@@ -352,73 +304,6 @@ class Storage(Construct):
                 else None,
             ),
         )
-
-    def _export_on_delete(self) -> CustomResource:
-        """Export the file system to S3 before it is deleted, after the nodes are gone.
-
-        The custom resource depends on the file system and the data repository
-        association, so CloudFormation deletes it, and so runs the export, before either.
-        Construct ids end in :data:`EFA_ID_SUFFIX` with EFA (class doc, "Flipping EFA").
-        """
-        stack, sfx = Stack.of(self), self._suffix
-        role = iam.Role(self, f"ExportRole{sfx}", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description="Export the FSx file system to S3 before cdk destroy deletes it")
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["fsx:CreateDataRepositoryTask"],
-            resources=[
-                stack.format_arn(service="fsx", resource="file-system",
-                                 resource_name=self.file_system.file_system_id),
-                stack.format_arn(service="fsx", resource="task", resource_name="*"),
-            ]))
-        # Describe* actions have no resource-level permissions (Service Authorization
-        # Reference, Amazon FSx and Amazon EC2: no resource type listed for them).
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["fsx:DescribeDataRepositoryTasks", "fsx:DescribeDataRepositoryAssociations",
-                     "ec2:DescribeNetworkInterfaces"],
-            resources=["*"]))
-        role.add_to_policy(iam.PolicyStatement(actions=["cloudformation:DescribeStacks"],
-                                               resources=[Aws.STACK_ID]))
-        functions = {
-            entry: handler_function(
-                self, f"Export-{entry}{sfx}", code=EXPORT_HANDLER, handler=f"handler.{entry}",
-                role=role, timeout=Duration.minutes(1),
-                description="TrnUltraCluster: export FSx to S3 before deletion")
-            for entry in ("on_event", "is_complete")}
-        provider = cr.Provider(
-            self, f"ExportProvider{sfx}",
-            on_event_handler=functions["on_event"],
-            is_complete_handler=functions["is_complete"],
-            query_interval=EXPORT_POLL,
-            total_timeout=EXPORT_TIMEOUT,
-        )
-        export = CustomResource(
-            self, f"ExportOnDelete{sfx}",
-            service_token=provider.service_token,
-            resource_type="Custom::FsxExportOnDelete",
-            service_timeout=EXPORT_SERVICE_TIMEOUT,
-            properties={
-                "FileSystemId": self.file_system.file_system_id,
-                "NodeSecurityGroupId": self.props.client_security_group.security_group_id,
-                "WaitSeconds": str(int(EXPORT_WAIT.to_seconds())),
-                "DeadlineSeconds": str(int(EXPORT_DEADLINE.to_seconds())),
-                "ReportPath": f"{self._repository_path.rstrip('/')}/{EXPORT_REPORT_PREFIX}",
-            },
-        )
-        assert self.data_repository_association is not None
-        export.node.add_dependency(self.data_repository_association)
-        self._acknowledge_export(role, provider, list(functions.values()))
-        return export
-
-    def _acknowledge_export(self, role: iam.Role, provider: cr.Provider,
-                            handlers: list[lambda_.Function]) -> None:
-        acknowledge(role.node.find_child("DefaultPolicy"), "AwsSolutions-IAM5[Resource::*]",
-                    "fsx:DescribeDataRepositoryTasks and ec2:DescribeNetworkInterfaces have no "
-                    "resource-level permissions (Service Authorization Reference).")
-        acknowledge(role.node.find_child("DefaultPolicy"),
-                    f"AwsSolutions-IAM5[Resource::arn:{nag_partition(Stack.of(self))}:fsx:"
-                    f"{Stack.of(self).region}:<AWS::AccountId>:task/*]",
-                    "The export task's id is not known before CreateDataRepositoryTask.")
-        acknowledge_provider_framework(provider, handlers)
 
     @property
     def mount_name(self) -> str:

@@ -18,7 +18,7 @@ from pathlib import Path
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from trn_ultracluster.constructs.observability import MetricSource
+from trn_ultracluster.constructs.metric_source import MetricSource
 from trn_ultracluster.contracts.metrics import (
     CLUSTER_DIMENSION,
     NODE_DIMENSIONS,

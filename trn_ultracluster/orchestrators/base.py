@@ -12,7 +12,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_s3 as s3
 
-from trn_ultracluster.constructs.observability import MetricSource
+from trn_ultracluster.constructs.metric_source import MetricSource
 from trn_ultracluster.contracts.catalog import InstanceSpec
 from trn_ultracluster.contracts.outputs import OutputKey
 from trn_ultracluster.network_plan import AddressPlan, PoolPlan

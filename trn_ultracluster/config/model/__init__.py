@@ -6,17 +6,18 @@ shape and types are checked by pydantic; the AWS rules that span fields are in
 
 One module per section, split as the rules are: :mod:`.compute` (``nodes``), :mod:`.fsx`,
 :mod:`.capacity`, :mod:`.eks`, :mod:`.hyperpod`, :mod:`.standalone`, :mod:`.training_image`,
-:mod:`.observability`; :mod:`.base` holds what every model is. Here, :class:`ClusterConfig`
-puts the sections together with the top-level keys (instance type, network, tags, ...), and
+:mod:`.observability`, :mod:`.quotas`, :mod:`.pools`, :mod:`.teams`; :mod:`.base` holds what
+every model is. A section's module also resolves it against the rest (:mod:`.pools` the
+pools' settings, :mod:`.teams` the teams' quotas per pool, :mod:`.hyperpod` the worker
+groups and their parts in the address plan). Here, :class:`ClusterConfig` puts the
+sections together with the top-level keys (instance type, network, tags, ...), and
 :class:`LoadedConfig` is a validated configuration with its warnings.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -32,9 +33,15 @@ from trn_ultracluster.config.model.capacity import CapacityConfig
 from trn_ultracluster.config.model.compute import NodeCounts
 from trn_ultracluster.config.model.eks import EksAddonVersionsConfig, EksConfig
 from trn_ultracluster.config.model.fsx import DataRepositoryConfig, FsxConfig
-from trn_ultracluster.config.model.hyperpod import HyperPodConfig, HyperPodWorkerGroupConfig
+from trn_ultracluster.config.model.hyperpod import (
+    HyperPodConfig,
+    HyperPodWorkerGroupConfig,
+    resolve_cluster_name,
+    resolve_worker_groups,
+    worker_group_parts,
+)
 from trn_ultracluster.config.model.observability import ObservabilityConfig
-from trn_ultracluster.config.model.pools import SHORTHAND_POOL, Pool, PoolConfig
+from trn_ultracluster.config.model.pools import SHORTHAND_POOL, Pool, PoolConfig, resolve_pools
 from trn_ultracluster.config.model.quotas import QuotasConfig
 from trn_ultracluster.config.model.standalone import StandaloneConfig
 from trn_ultracluster.config.model.teams import (
@@ -44,6 +51,7 @@ from trn_ultracluster.config.model.teams import (
     TeamConfig,
     TeamQuota,
     TeamQuotaConfig,
+    resolve_teams,
 )
 from trn_ultracluster.config.model.training_image import TrainingImageConfig
 from trn_ultracluster.contracts.catalog import InstanceSpec, get_instance
@@ -51,7 +59,6 @@ from trn_ultracluster.contracts.neuron_stack import NeuronStackName, default_sta
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = [
-    "LEGACY_HYPERPOD_CLUSTER_NAME",
     "CapacityConfig",
     "ClusterConfig",
     "DataRepositoryConfig",
@@ -75,12 +82,6 @@ __all__ = [
     "TeamQuotaConfig",
     "TrainingImageConfig",
 ]
-
-
-LEGACY_HYPERPOD_CLUSTER_NAME = "trn-ultracluster"
-"""The HyperPod cluster's name before ``stack_name`` existed, when every stack used it. The
-default stack keeps it: ``ClusterName`` is create-only (CloudFormation schema of
-``AWS::SageMaker::Cluster``), so a new name would replace a running cluster on upgrade."""
 
 
 class ClusterConfig(FrozenModel):
@@ -210,41 +211,16 @@ class ClusterConfig(FrozenModel):
         """Every node pool with its settings resolved, the main (Trainium) pool first: the
         ``pools``, or the one pool :data:`~trn_ultracluster.config.model.pools.SHORTHAND_POOL`
         of the top-level keys."""
-        stack = self.training_image.neuron_stack
-        if not self.pools:
-            return (Pool(SHORTHAND_POOL, 0, "", self.instance_type, self.nodes, self.capacity,
-                         self.placement_group, self.efa_interface_layout,
-                         self.root_volume_gib, stack),)
-        return tuple(
-            Pool(p.name, i, f"pools[{i}]", p.instance_type, p.nodes,
-                 p.capacity if p.capacity is not None else self.capacity,
-                 self.placement_group if p.placement_group is None else p.placement_group,
-                 p.efa_interface_layout or self.efa_interface_layout,
-                 self.root_volume_gib if p.root_volume_gib is None else p.root_volume_gib,
-                 p.neuron_stack or stack)
-            for i, p in enumerate(self.pools))
+        top = Pool(SHORTHAND_POOL, 0, "", self.instance_type, self.nodes, self.capacity,
+                   self.placement_group, self.efa_interface_layout, self.root_volume_gib,
+                   self.training_image.neuron_stack)
+        return resolve_pools(self.pools, top)
 
     @property
     def team_list(self) -> tuple[Team, ...]:
-        """Every team with its quotas converted (:class:`TeamQuota`) on every pool, in pool
-        order; a pool whose type is in no catalog, or a quota naming no pool, is left out
-        (the rules report both)."""
-        classes = sorted(self.scheduling.priority_classes, key=lambda c: c.weight)
-        lowest = classes[0].name if classes else ""
-        only = len(self.teams) == 1
-        out = []
-        for i, team in enumerate(self.teams):
-            quotas = []
-            for pool in self.node_pools:
-                try:
-                    spec = pool.instance
-                except ValueError:
-                    continue
-                given = team.quota.get(pool.name, TeamQuotaConfig(nodes=0))
-                quotas.append(TeamQuota.of(pool.name, spec, given))
-            out.append(Team(team.name, i, tuple(quotas), team.borrow, team.lend,
-                            team.priority or lowest, team.default or only))
-        return tuple(out)
+        """Every team with its quotas converted on every pool, in pool order
+        (:func:`~trn_ultracluster.config.model.teams.resolve_teams`)."""
+        return resolve_teams(self.teams, self.scheduling, self.node_pools)
 
     @property
     def main_pool(self) -> Pool:
@@ -302,12 +278,9 @@ class ClusterConfig(FrozenModel):
 
     @property
     def hyperpod_cluster_name(self) -> str:
-        """Name of the HyperPod cluster: ``hyperpod.cluster_name``; else, for the default
-        stack name, :data:`LEGACY_HYPERPOD_CLUSTER_NAME` (so an upgrade keeps a running
-        cluster); else the stack's name."""
-        if self.hyperpod.cluster_name is not None:
-            return self.hyperpod.cluster_name
-        return LEGACY_HYPERPOD_CLUSTER_NAME if self.stack_name == STACK_NAME else self.stack_name
+        """Name of the HyperPod cluster: ``hyperpod.cluster_name``, else derived from the
+        stack's name (:func:`~trn_ultracluster.config.model.hyperpod.resolve_cluster_name`)."""
+        return resolve_cluster_name(self.hyperpod, self.stack_name)
 
     @property
     def hyperpod_settings(self) -> HyperPodConfig:
@@ -378,22 +351,10 @@ class ClusterConfig(FrozenModel):
 
     @property
     def hyperpod_worker_groups(self) -> tuple[tuple[HyperPodWorkerGroupConfig, Pool], ...]:
-        """HyperPod's worker groups and the pool of each: without ``pools``, the
-        ``hyperpod.worker_groups`` of the one pool; with ``pools``, one worker group per pool
-        in the Slurm partition of its name, of ``nodes.desired`` instances, named after the
-        pool, except the main pool's, which keeps the default worker group's name
-        (``workers``): HyperPod identifies an instance group by its name, so a renamed group
-        is a new group whose nodes replace the old ones (``UpdateCluster`` takes the full list
-        of instance groups; SageMaker API reference, ``UpdateCluster``), and moving a
-        one-pool stack to ``pools`` (the main pool named ``trainium``, the default partition)
-        then changes nothing on HyperPod."""
-        if not self.pools:
-            return tuple((g, self.main_pool) for g in self.hyperpod.worker_groups)
-        main = HyperPodConfig().worker_groups[0].name
-        return tuple((HyperPodWorkerGroupConfig(name=main if p.index == 0 else p.name,
-                                                partition=p.name,
-                                                instance_count=p.nodes.desired), p)
-                     for p in self.node_pools)
+        """HyperPod's worker groups and the pool of each: ``hyperpod.worker_groups``, or one
+        per pool with ``pools``
+        (:func:`~trn_ultracluster.config.model.hyperpod.resolve_worker_groups`)."""
+        return resolve_worker_groups(self.hyperpod, self.node_pools, bool(self.pools))
 
     @property
     def hyperpod_worker_counts(self) -> dict[str, int]:
@@ -402,34 +363,16 @@ class ClusterConfig(FrozenModel):
 
     @property
     def hyperpod_worker_parts(self) -> dict[str, tuple[network_plan.Group, ...]]:
-        """HyperPod worker group name -> its parts: the groups of the address plan that
-        hold it, each at most one instance group
-        (:data:`~trn_ultracluster.config.facts.HYPERPOD_MAX_INSTANCE_COUNT`) in one compute
-        subnet, in fill order (a worker group of 0 instances has one empty part). Without
-        ``pools`` the worker groups share the one pool's subnets; with ``pools`` each
-        worker group's instances fill its pool's groups in order.
+        """HyperPod worker group name -> its parts in the address plan, each at most one
+        instance group in one compute subnet
+        (:func:`~trn_ultracluster.config.model.hyperpod.worker_group_parts`).
 
         Raises:
             network_plan.PlanError: the VPC cannot address the cluster (as
                 :attr:`address_plan`).
         """
-        counts = self.hyperpod_worker_counts
-        plan = self.address_plan
-        if self.pools:
-            out: dict[str, tuple[network_plan.Group, ...]] = {}
-            for group, pool in self.hyperpod_worker_groups:
-                name, count = group.name, counts[group.name]
-                groups = plan.pool(pool.name).groups
-                sizes = network_plan.spread(min(count, sum(g.nodes for g in groups)),
-                                            [g.nodes for g in groups])
-                parts = tuple(network_plan.Group(n, g.subnet)
-                              for n, g in zip(sizes, groups, strict=True) if n)
-                out[name] = parts or (network_plan.Group(0, groups[0].subnet),)
-            return out
-        capacities = [s.capacity for s in plan.compute_subnets]
-        parts = network_plan.split(list(counts.values()), capacities,
-                                   HYPERPOD_MAX_INSTANCE_COUNT)
-        return {name: tuple(groups) for name, groups in zip(counts, parts, strict=True)}
+        return worker_group_parts(self.hyperpod_worker_groups, self.hyperpod_worker_counts,
+                                  self.address_plan, bool(self.pools))
 
     def hyperpod_worker_pool(self, worker_group: str) -> Pool:
         """The pool of HyperPod worker group ``worker_group``.

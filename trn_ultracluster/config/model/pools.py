@@ -145,3 +145,19 @@ class Pool:
         """What this pool adds to a construct id: nothing for the main pool (index 0, so a
         one-pool stack keeps its logical ids), else :func:`id_suffix` of its name."""
         return "" if self.index == 0 else id_suffix(self.name)
+
+
+def resolve_pools(pools: tuple[PoolConfig, ...], top: Pool) -> tuple[Pool, ...]:
+    """Every node pool with its settings resolved, the main (Trainium) pool first: ``top``,
+    the one pool :data:`SHORTHAND_POOL` of the top-level keys, when ``pools`` is empty; else
+    the ``pools``, each setting left out taken from ``top``."""
+    if not pools:
+        return (top,)
+    return tuple(
+        Pool(p.name, i, f"pools[{i}]", p.instance_type, p.nodes,
+             p.capacity if p.capacity is not None else top.capacity,
+             top.placement_group if p.placement_group is None else p.placement_group,
+             p.efa_interface_layout or top.efa_interface_layout,
+             top.root_volume_gib if p.root_volume_gib is None else p.root_volume_gib,
+             p.neuron_stack or top.neuron_stack_setting)
+        for i, p in enumerate(pools))

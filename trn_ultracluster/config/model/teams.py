@@ -24,10 +24,12 @@ from typing import Literal
 from pydantic import Field
 
 from trn_ultracluster.config.model.base import FrozenModel
+from trn_ultracluster.config.model.pools import Pool
 from trn_ultracluster.contracts.catalog import InstanceSpec
 
 __all__ = ["DEFAULT_PRIORITY_CLASSES", "DOC_TEAMS", "PriorityClassConfig", "SchedulingConfig",
-           "TEAM_NAME_MAX", "TEAM_NAME_PATTERN", "Team", "TeamConfig", "TeamQuota", "TeamQuotaConfig"]
+           "TEAM_NAME_MAX", "TEAM_NAME_PATTERN", "Team", "TeamConfig", "TeamQuota",
+           "TeamQuotaConfig", "resolve_teams"]
 
 DOC_TEAMS = "docs/teams.md"
 TEAM_NAME_MAX = 40
@@ -213,3 +215,27 @@ class Team:
             if quota.pool == pool:
                 return quota
         raise KeyError(pool)
+
+
+def resolve_teams(teams: tuple[TeamConfig, ...], scheduling: SchedulingConfig,
+                  pools: tuple[Pool, ...]) -> tuple[Team, ...]:
+    """Every team with its quotas converted (:class:`TeamQuota`) on every pool of ``pools``
+    (``ClusterConfig.node_pools``), in pool order; a pool whose type is in no catalog, or a
+    quota naming no pool, is left out (the rules report both). A team without ``priority``
+    gets the lowest class of ``scheduling``; the only team is the default one."""
+    classes = sorted(scheduling.priority_classes, key=lambda c: c.weight)
+    lowest = classes[0].name if classes else ""
+    only = len(teams) == 1
+    out = []
+    for i, team in enumerate(teams):
+        quotas = []
+        for pool in pools:
+            try:
+                spec = pool.instance
+            except ValueError:
+                continue
+            given = team.quota.get(pool.name, TeamQuotaConfig(nodes=0))
+            quotas.append(TeamQuota.of(pool.name, spec, given))
+        out.append(Team(team.name, i, tuple(quotas), team.borrow, team.lend,
+                        team.priority or lowest, team.default or only))
+    return tuple(out)

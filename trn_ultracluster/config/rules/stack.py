@@ -17,7 +17,8 @@ from trn_ultracluster.config.facts import (
     STACK_NAME_MAX_CHARS,
     STACK_NAME_RE,
 )
-from trn_ultracluster.config.model import LEGACY_HYPERPOD_CLUSTER_NAME, ClusterConfig
+from trn_ultracluster.config.model import ClusterConfig
+from trn_ultracluster.config.model.hyperpod import LEGACY_HYPERPOD_CLUSTER_NAME
 from trn_ultracluster.contracts.outputs import STACK_NAME
 
 __all__ = ["stack_name"]

@@ -58,7 +58,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
-from trn_ultracluster.constructs.observability import MetricSource
+from trn_ultracluster.constructs.metric_source import MetricSource
 from trn_ultracluster.contracts.metrics import (
     CLUSTER_DIMENSION,
     CONTAINER_INSIGHTS_NAMESPACE,

@@ -15,7 +15,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from trn_ultracluster.constructs.storage import NONCURRENT_VERSION_EXPIRATION, private_bucket
+from trn_ultracluster.constructs.buckets import NONCURRENT_VERSION_EXPIRATION, private_bucket
 from trn_ultracluster.contracts.hyperpod import LIFECYCLE_PREFIX
 from trn_ultracluster.contracts.outputs import STACK_NAME
 from trn_ultracluster.nag import (

@@ -47,7 +47,8 @@ class DlamiLookup(Construct):
                         description="Find the Neuron DLAMI of one SDK release (DescribeImages)")
         # ec2:DescribeImages has no resource-level permissions: the EC2 user guide says the
         # Describe* actions do not support them, and the Service Authorization Reference
-        # lists no resource type for it (as for the Describe calls of constructs/storage.py).
+        # lists no resource type for it (as for the Describe calls of
+        # constructs/export_on_delete.py).
         role.add_to_policy(iam.PolicyStatement(actions=["ec2:DescribeImages"],
                                                resources=["*"]))
         function = handler_function(
