@@ -34,7 +34,8 @@ from trn_train.errors import CheckpointError, InputError, TrainingDiverged
 from trn_train.flops import flops_per_token, instance_spec, mfu
 from trn_train.metrics import MetricsLogger
 from trn_train.model import attention_for, build_model, mlm_mask, model_config, transformer_blocks
-from trn_train.runtime import Runtime, RuntimeSpec, extracting_graphs_only, local_tensor, resolve_runtime
+from trn_train.runtime import Runtime, local_tensor
+from trn_train.runtime_spec import RuntimeSpec, extracting_graphs_only, resolve_runtime
 from trn_ultracluster.contracts.recipes import Recipe
 
 
