@@ -27,7 +27,9 @@ sys.path[:0] = [str(REPO), str(REPO / "training")]
 
 import torch  # noqa: E402
 
-from trn_train.data import GlobalBatchSampler, PackedDataset, prepare_data, train_tokenizer  # noqa: E402
+from trn_train.data import GlobalBatchSampler, PackedDataset  # noqa: E402
+from trn_train.prepare import prepare_data  # noqa: E402
+from trn_train.tokenizer import train_tokenizer  # noqa: E402
 from trn_ultracluster.contracts.recipes import get_recipe  # noqa: E402
 
 PUBLISHED_TOKENS_PER_S_PER_NODE = get_recipe("llama-8b").published.tokens_per_s_per_node

@@ -42,8 +42,10 @@ sys.path[:0] = [str(REPO), str(REPO / "training")]
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from trn_train.data import PackedDataset, prepare_data, train_tokenizer  # noqa: E402
+from trn_train.data import PackedDataset  # noqa: E402
 from trn_train.model import build_model, model_config  # noqa: E402
+from trn_train.prepare import prepare_data  # noqa: E402
+from trn_train.tokenizer import train_tokenizer  # noqa: E402
 from trn_ultracluster.contracts.recipes import RECIPES, Recipe, get_recipe  # noqa: E402
 from trn_train.train import TrainConfig, run  # noqa: E402
 

@@ -80,7 +80,8 @@ def cluster_files(slurm: SlurmCluster) -> Path:
     """The env file the lifecycle scripts would write (``lcs.py env-file`` of a
     ``trn_ultracluster.json`` with this test's values) and a tiny prepared dataset, both on
     ``/fsx``. Returns the env file."""
-    from trn_train.data import prepare_data, train_tokenizer
+    from trn_train.prepare import prepare_data
+    from trn_train.tokenizer import train_tokenizer
 
     env = {
         "TRN_CONTAINER_IMAGE": ENV_FILE_IMAGE,

@@ -33,21 +33,21 @@ def corpus() -> list[str]:
 
 @pytest.fixture(scope="session")
 def bpe_tokenizer(tmp_path_factory, corpus) -> Path:
-    from trn_train.data import train_tokenizer
+    from trn_train.tokenizer import train_tokenizer
 
     return train_tokenizer(corpus, tmp_path_factory.mktemp("tok_bpe"), "bpe", 2000)
 
 
 @pytest.fixture(scope="session")
 def wordpiece_tokenizer(tmp_path_factory, corpus) -> Path:
-    from trn_train.data import train_tokenizer
+    from trn_train.tokenizer import train_tokenizer
 
     return train_tokenizer(corpus, tmp_path_factory.mktemp("tok_wp"), "wordpiece", 2000)
 
 
 @pytest.fixture(scope="session")
 def clm_data(tmp_path_factory, corpus, bpe_tokenizer) -> Path:
-    from trn_train.data import prepare_data
+    from trn_train.prepare import prepare_data
 
     out = tmp_path_factory.mktemp("data_clm")
     prepare_data(out, str(bpe_tokenizer), 64, inputs=corpus, shard_sequences=300, progress=False)
@@ -56,7 +56,7 @@ def clm_data(tmp_path_factory, corpus, bpe_tokenizer) -> Path:
 
 @pytest.fixture(scope="session")
 def mlm_data(tmp_path_factory, corpus, wordpiece_tokenizer) -> Path:
-    from trn_train.data import prepare_data
+    from trn_train.prepare import prepare_data
 
     out = tmp_path_factory.mktemp("data_mlm")
     prepare_data(out, str(wordpiece_tokenizer), 64, inputs=corpus, task_format="mlm", progress=False)

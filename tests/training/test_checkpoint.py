@@ -165,7 +165,7 @@ def test_rotation_keeps_the_checkpoint_just_written_when_a_newer_one_is_damaged(
 def test_resume_honours_a_new_lr_and_says_so(tmp_path, two_checkpoints, clm_data, capsys):
     """The optimizer and scheduler state in a checkpoint hold the old peak lr and weight decay:
     a new --lr / --weight-decay on resume used to be ignored silently."""
-    from trn_train.train import lr_lambda
+    from trn_train.plan import lr_lambda
 
     out = _copy_run(two_checkpoints, tmp_path / "run")
     capsys.readouterr()

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trn_train.data import GlobalBatchSampler, PackedDataset, prepare_data
+from trn_train.data import GlobalBatchSampler, PackedDataset
+from trn_train.prepare import prepare_data
 from trn_train.errors import InputError, DataError
 
 from training_helpers import subprocess_env

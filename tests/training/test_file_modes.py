@@ -43,7 +43,7 @@ def test_atomic_write_respects_the_umask(tmp_path, umask):
 
 
 def test_prepared_data_checkpoints_and_nxd_config_are_world_readable(tmp_path, umask, corpus, bpe_tokenizer):
-    from trn_train.data import prepare_data
+    from trn_train.prepare import prepare_data
     from trn_train.nxd import NxdRun, write_config
     from trn_train.train import TrainConfig, run
 

@@ -23,8 +23,9 @@ from trn_train.atomic import json_bytes
 from trn_train.cli import main
 from trn_train.errors import InputError, TrainingDiverged
 from trn_train.model import build_model
-from trn_train.runtime import RuntimeSpec, resolve_runtime
-from trn_train.train import TrainConfig, check_recipe_fits, resolve_activation_checkpointing, run
+from trn_train.plan import check_recipe_fits, resolve_activation_checkpointing
+from trn_train.runtime_spec import RuntimeSpec, resolve_runtime
+from trn_train.train import TrainConfig, run
 from trn_ultracluster.contracts.recipes import get_recipe
 
 from training_helpers import free_port, read_dcp, read_events, subprocess_env, train_losses

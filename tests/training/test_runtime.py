@@ -12,7 +12,8 @@ import torch
 import torch.distributed as dist
 
 from trn_train.errors import LaunchError
-from trn_train.runtime import Runtime, RuntimeSpec
+from trn_train.runtime import Runtime
+from trn_train.runtime_spec import RuntimeSpec
 
 XLA = RuntimeSpec("xla", "xla", zero1=True)
 

@@ -13,7 +13,8 @@ import pytest
 from trn_train import checkpoint as ckpt
 from trn_train.errors import InputError, DataError
 from trn_ultracluster.contracts.recipes import get_recipe
-from trn_train.train import TrainConfig, plan_batches, run
+from trn_train.plan import plan_batches
+from trn_train.train import TrainConfig, run
 
 from training_helpers import free_port, read_dcp, read_events, subprocess_env, train_losses
 

@@ -18,7 +18,8 @@ from training_helpers import corpus_paths  # noqa: E402
 @pytest.fixture(scope="session")
 def xla_data(tmp_path_factory) -> Path:
     """Real text (see :func:`training_helpers.corpus_paths`) tokenized and packed."""
-    from trn_train.data import prepare_data, train_tokenizer
+    from trn_train.prepare import prepare_data
+    from trn_train.tokenizer import train_tokenizer
 
     corpus = corpus_paths()
     tok = train_tokenizer(corpus, tmp_path_factory.mktemp("tok"), "bpe", 2000)

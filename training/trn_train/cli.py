@@ -209,13 +209,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "train-tokenizer":
-        from trn_train.data import train_tokenizer
+        from trn_train.tokenizer import train_tokenizer
 
         out = train_tokenizer(args.input, args.out, args.kind, args.vocab_size)
         print(json.dumps({"event": "tokenizer", "path": str(out)}))
         return 0
     if args.command == "prepare-data":
-        from trn_train.data import prepare_data
+        from trn_train.prepare import prepare_data
 
         r = prepare_data(args.out, args.tokenizer, args.seq_len, inputs=args.input, hf_dataset=args.hf_dataset,
                          hf_split=args.hf_split, hf_text_column=args.hf_text_column, hf_config=args.hf_config,

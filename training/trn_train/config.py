@@ -13,7 +13,7 @@ from trn_train.errors import InputError
 from trn_ultracluster.contracts.recipes import RECIPES, Recipe, UnknownRecipeError, get_recipe
 
 BACKENDS = ("auto", "xla", "native")
-"""``--backend`` values (resolved by :func:`trn_train.runtime.resolve_runtime`)."""
+"""``--backend`` values (resolved by :func:`trn_train.runtime_spec.resolve_runtime`)."""
 DEVICES = ("auto", "xla", "neuron", "cpu")
 """``--device`` values."""
 DATA_PARALLEL = ("auto", "ddp", "fsdp")

@@ -48,7 +48,8 @@ TRAIN_ARGS = ["--", "--device", "cpu", "--global-batch-size", "2", "--micro-batc
 def cluster(tmp_path_factory):
     """Two local nodes, a tiny prepared dataset and the env file on the stand-in /fsx, a
     stand-in DLAMI venv (this interpreter's), and the stack outputs."""
-    from trn_train.data import prepare_data, train_tokenizer
+    from trn_train.prepare import prepare_data
+    from trn_train.tokenizer import train_tokenizer
 
     tmp = tmp_path_factory.mktemp("standalone")
     nodes = LocalNodes(tmp, [n.instance_id for n in NODES], env={"OMP_NUM_THREADS": "1"})

@@ -275,7 +275,7 @@ def test_a_cpu_pool_prepares_a_dataset_on_the_shared_file_system(tmp_path, monke
     """``python -m trn_train prepare-data`` as a job of the CPU pool: the job script exactly as
     rendered, ``docker run`` of the training image (a stand-in running the command here),
     the dataset written under /fsx, the job COMPLETED in its pool."""
-    from trn_train.data import train_tokenizer
+    from trn_train.tokenizer import train_tokenizer
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
