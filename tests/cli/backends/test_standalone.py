@@ -6,7 +6,10 @@ test_standalone_jobs.py."""
 from __future__ import annotations
 
 import base64
+import json
+import os
 import subprocess
+import sys
 
 import boto3
 import botocore.session
@@ -433,3 +436,27 @@ def test_smoke_test_dry_run_runs_the_allreduce_script(capsys, tmp_path):
     script = dry_run(capsys, tmp_path, "standalone", command="smoke-test")
     assert "cat > /tmp/trn_ultracluster_allreduce.py <<'TRN_ALLREDUCE_EOF'" in script
     check_bash(script, tmp_path)
+
+
+def test_a_job_ending_while_its_status_is_read_is_completed_not_lost(tmp_path):
+    """The status program asks systemd for the unit before it reads the exit files: a job
+    whose exit trap writes ``node-0.exit`` and whose unit ends between the two reads is
+    COMPLETED (read the other way round it was neither running nor ended: LOST; seen under
+    load in tests/cli/backends/test_standalone_pools.py)."""
+    jobs = tmp_path / "jobs"
+    (jobs / "job-a").mkdir(parents=True)
+    (jobs / "job-a" / "job.json").write_text(json.dumps({"nodes": 1}))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    systemctl = bin_dir / "systemctl"  # the job ends now: its trap writes the exit status
+    systemctl.write_text(f"#!/bin/sh\necho 0 > {jobs / 'job-a' / 'node-0.exit'}\nexit 3\n")
+    systemctl.chmod(0o755)
+    done = subprocess.run([sys.executable, "-", str(jobs), job_unit(""), "job-a"],
+                          input=node_jobs._STATUS_PROGRAM, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                          check=True)
+    (line,) = done.stdout.splitlines()
+    seen = json.loads(line)
+    assert (seen["active"], seen["exits"]) == (False, {"0": 0})
+    status = node_jobs.JobStatus(name="job-a", nodes=1, exits={"0": 0})
+    assert status.state == "COMPLETED"

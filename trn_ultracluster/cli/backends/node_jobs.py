@@ -238,13 +238,16 @@ for name in names:
         continue
     with open(os.path.join(path, "job.json")) as meta_file:
         meta = json.load(meta_file)
+    # The unit first, then the exit files: the job's exit trap writes node-RANK.exit before
+    # its unit ends, so a unit found inactive has left its file; read the other way round, a
+    # job ending between the two reads was neither running nor ended (LOST).
+    active = subprocess.run(["systemctl", "is-active", "--quiet", unit_prefix + name]).returncode == 0
     exits = {}
     for exit_file in glob.glob(os.path.join(path, "node-*.exit")):
         rank = os.path.basename(exit_file)[len("node-"):-len(".exit")]
         with open(exit_file) as f:
             text = f.read().strip()
         exits[rank] = int(text) if text.lstrip("-").isdigit() else -1
-    active = subprocess.run(["systemctl", "is-active", "--quiet", unit_prefix + name]).returncode == 0
     print(json.dumps({"name": name, "found": True, "nodes": meta.get("nodes", 0),
                       "pool": meta.get("pool") or "",
                       "submitted": meta.get("submitted", ""), "exits": exits,
