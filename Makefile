@@ -60,12 +60,12 @@ test: setup-dev
 ## nodes on each orchestrator and EFA layout, and of the mixed and teams profiles on the other
 ## orchestrators (make test checks the default and every profile)
 test-matrix: setup-dev
-	$(VPY) -m pytest -n auto --dist worksteal -m matrix
+	$(VPY) -m pytest -n auto --dist worksteal -m 'matrix and not jobs and not slurm and not xla'
 
 ## test-jobs: real multi-process jobs on this CPU (torchrun with gloo, two local nodes): the
 ## training program killed and resumed, the examples as their READMEs run them, standalone jobs
 test-jobs: setup-dev
-	$(VPY) -m pytest -n auto --dist worksteal -m jobs
+	$(VPY) -m pytest -n auto --dist worksteal -m 'jobs and not matrix and not slurm and not xla'
 
 ## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
 ## configuration model (tests/config/test_reference.py fails when they are stale)

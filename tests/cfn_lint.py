@@ -2,7 +2,7 @@
 
 cfn-lint's command line pays about 2 s per template to import itself and load its schemas;
 its Python API (``cfnlint.api.lint``, the same rules and Region data as the command) pays
-that once per pytest worker, which is a third of the time of the 31 configurations' lint.
+that once per pytest worker: a third of the time of each configuration's lint.
 """
 
 from __future__ import annotations

@@ -36,8 +36,9 @@ if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
 
 
 def _system_python3() -> str:
-    """The interpreter ``python3`` on PATH runs (resolved through a version manager's shim);
-    with a shim, that interpreter goes first on PATH.
+    """The interpreter that ``python3``, the first on PATH, runs (under ``make``: the venv's,
+    whose ``bin`` the Makefile puts first; else the machine's, resolved past a version
+    manager's shim); with a shim, that interpreter goes first on PATH.
 
     The node-script tests run the lifecycle and setup scripts, which call ``python3`` (lcs.py)
     dozens of times per run; each pyenv shim call resolves the version through about fifteen
@@ -52,14 +53,18 @@ def _system_python3() -> str:
     real = subprocess.run([found, "-c", "import sys; print(sys.executable)"],
                           capture_output=True, text=True, check=True).stdout.strip()
     if "shims" in Path(found).parts:
+        import atexit
+
         direct = Path(tempfile.mkdtemp(prefix="python3-"))
+        atexit.register(shutil.rmtree, direct, True)
         (direct / "python3").symlink_to(real)
         os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ['PATH']}"
     return real
 
 
 SYSTEM_PYTHON3 = _system_python3()
-"""The machine's ``python3`` (not this venv's): what the node scripts run."""
+"""The ``python3`` on PATH, without a shim: what the node scripts run (with ``-S``, so only the
+standard library whichever it is)."""
 
 PROFILES = sorted((REPO_ROOT / "profiles").glob("*.yaml"))
 FIXTURES = REPO_ROOT / "tests" / "fixtures"

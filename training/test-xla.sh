@@ -26,5 +26,5 @@ fi
 export PJRT_DEVICE=CPU
 export PYTHONPATH="$ROOT:$ROOT/training${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
-# -m xla replaces pyproject's `-m 'not slurm and not xla'` (make test leaves these tests out).
+# -m xla replaces pyproject's `-m` (make test leaves these tests out).
 exec "$VENV/bin/python" -m pytest tests/xla -m xla -q -p no:cacheprovider "$@"

@@ -18,8 +18,6 @@ from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS, OutputKey
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
 
-
-
 def test_every_foundation_output_and_only_its_orchestrators(each):
     from trn_ultracluster.contracts.orchestrators import ORCHESTRATORS
 

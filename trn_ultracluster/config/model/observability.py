@@ -8,7 +8,7 @@ __all__ = ["ObservabilityConfig"]
 
 
 class ObservabilityConfig(FrozenModel):
-    """The stack's dashboard and alarms (``constructs/observability.py``).
+    """The stack's dashboard and alarms (``constructs/observability.py``, ``constructs/alarms.py``).
 
     Default: no e-mail subscription, the file-system alarm at 90 % full, the idle alarm after
     4 hours of Trainium nodes at under 1 % NeuronCore utilization.
