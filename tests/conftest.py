@@ -50,15 +50,16 @@ def _system_python3() -> str:
     import tempfile
 
     found = shutil.which("python3") or sys.executable
+    if "shims" not in Path(found).parts:
+        return found
+    import atexit
+
     real = subprocess.run([found, "-c", "import sys; print(sys.executable)"],
                           capture_output=True, text=True, check=True).stdout.strip()
-    if "shims" in Path(found).parts:
-        import atexit
-
-        direct = Path(tempfile.mkdtemp(prefix="python3-"))
-        atexit.register(shutil.rmtree, direct, True)
-        (direct / "python3").symlink_to(real)
-        os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ['PATH']}"
+    direct = Path(tempfile.mkdtemp(prefix="python3-"))
+    atexit.register(shutil.rmtree, direct, True)
+    (direct / "python3").symlink_to(real)
+    os.environ["PATH"] = f"{direct}{os.pathsep}{os.environ['PATH']}"
     return real
 
 

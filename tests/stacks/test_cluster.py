@@ -93,33 +93,34 @@ def test_only_a_region_list_without_the_type_is_excused():
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 
 
-CHECKOV_BATCHES = {"profiles-1": False, "profiles-2": False, "profiles-3": False,
-                   "matrix-1": True, "matrix-2": True}
-"""The configurations are checked in these checkov runs, the default and the profiles in three
-and the ``matrix`` variants in two (one run per configuration would pay checkov's start-up
-each time; one run for all would keep one pytest-xdist worker busy alone)."""
+CHECKOV_RUNS = {"profiles": 3, "matrix": 2}
+"""checkov runs per tier: the default and the profiles in three, the ``matrix`` variants in two
+(one run per configuration would pay checkov's start-up each time; one run for all would keep
+one pytest-xdist worker busy alone)."""
 
 
-def checkov_batch(name: str) -> list[tuple]:
-    """(configuration, id) of the checkov run ``name`` (:data:`CHECKOV_BATCHES`)."""
-    same = [n for n, matrix in CHECKOV_BATCHES.items() if matrix == CHECKOV_BATCHES[name]]
-    chosen = [(c, i) for c, i in zip(CONFIGS, IDS) if (i in VARIANTS) == CHECKOV_BATCHES[name]]
-    return chosen[same.index(name)::len(same)]
+def checkov_batch(tier: str, n: int) -> list[tuple]:
+    """(configuration, id) of run ``n`` of ``tier`` (:data:`CHECKOV_RUNS`)."""
+    chosen = [(c, i) for c, i in zip(CONFIGS, IDS) if (i in VARIANTS) == (tier == "matrix")]
+    return chosen[n::CHECKOV_RUNS[tier]]
 
 
 def test_every_configuration_is_in_one_checkov_batch():
-    assert sorted(i for name in CHECKOV_BATCHES for _, i in checkov_batch(name)) == sorted(IDS)
+    assert sorted(i for tier, runs in CHECKOV_RUNS.items() for n in range(runs)
+                  for _, i in checkov_batch(tier, n)) == sorted(IDS)
 
 
-@pytest.mark.parametrize("batch", [pytest.param(name, marks=(pytest.mark.matrix,) if matrix else ())
-                                   for name, matrix in CHECKOV_BATCHES.items()])
+@pytest.mark.parametrize("tier, n", [
+    pytest.param(tier, n, id=f"{tier}-{n + 1}",
+                 marks=(pytest.mark.matrix,) if tier == "matrix" else ())
+    for tier, runs in CHECKOV_RUNS.items() for n in range(runs)])
 def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synth, tmp_path,
-                                                                           batch):
+                                                                           tier, n):
     """checkov (its own venv, set up by `make test`) on the template of every configuration:
     zero failures; skips are read from each resource's Metadata, so plain checkov on a
     synthesized template gives the same result."""
     assert CHECKOV.is_file(), f"{CHECKOV} is missing: run `make setup-dev` (make test does)"
-    chosen = checkov_batch(batch)
+    chosen = checkov_batch(tier, n)
     for config, name in chosen:
         (tmp_path / f"{name}.template.json").write_text(
             json.dumps(synth_config(synth, config).template))
