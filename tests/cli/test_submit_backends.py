@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 import subprocess
 
-import jsonschema
 import pytest
 import yaml
 
+from tests.crds import trainjob_validator
 from tests.cli.helpers import shellcheck
 from tests.cli.program_helpers import (
     AWKWARD_ARGS as ARGS,
@@ -25,7 +25,6 @@ from tests.cli.program_helpers import (
     run_line,
     run_with_stubs,
 )
-from tests.conftest import TRAINER_CRDS
 
 ENV = {"TRN_TEST_QUOTES": "it's \"q\" $HOME `date` * end\\", "TRN_TEST_LINES": "x\ny\tz",
        "TRN_TEST_TEXT": "naïve 日本", "TRN_TEST_EMPTY": ""}
@@ -96,14 +95,7 @@ def _sha_and_archive(script: str) -> tuple[str, str]:
     return sha, archive
 
 
-@pytest.fixture(scope="module")
-def trainjob_schema():
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml").read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-
-
-def test_every_backend_runs_the_same_program_arguments_and_snapshot(capsys, tmp_path,
-                                                                     trainjob_schema):
+def test_every_backend_runs_the_same_program_arguments_and_snapshot(capsys, tmp_path):
     """The issue's "done when": one working directory and command line, four dry runs."""
     work = make_workdir(tmp_path / "work")
     argv = ["--workdir", str(work), "--name", "job-a", "--nproc-per-node", "2",
@@ -119,7 +111,7 @@ def test_every_backend_runs_the_same_program_arguments_and_snapshot(capsys, tmp_
         check_script(tmp_path, orchestrator, printed, script)
         if orchestrator in ("eks", "hyperpod-eks"):
             manifest = yaml.safe_load(printed)
-            jsonschema.validate(manifest, trainjob_schema)
+            trainjob_validator().validate(manifest)
             assert manifest["metadata"]["annotations"]["trn-ultracluster/code-sha256"] == sha
             assert manifest["spec"]["trainer"]["numProcPerNode"] == 2
         if orchestrator == "hyperpod-slurm":

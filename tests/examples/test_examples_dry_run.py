@@ -8,28 +8,20 @@ from __future__ import annotations
 import re
 import shlex
 
-import jsonschema
 import pytest
 import yaml
 
+from tests.crds import trainjob_validator
 from tests.cli.program_helpers import dry_run, node_script, run_line
 from tests.cli.test_submit_backends import check_script
-from tests.conftest import TRAINER_CRDS
 from tests.examples.helpers import examples_commands
 
 ORCHESTRATORS = ("hyperpod-slurm", "eks", "hyperpod-eks", "standalone")
 
 
-@pytest.fixture(scope="module")
-def trainjob_schema():
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml").read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-
-
 @pytest.mark.parametrize("example, argv", examples_commands(),
                          ids=[e.name for e, _ in examples_commands()])
-def test_each_example_dry_runs_the_same_on_every_orchestrator(capsys, tmp_path, monkeypatch,
-                                                              trainjob_schema, example, argv):
+def test_each_example_dry_runs_the_same_on_every_orchestrator(capsys, tmp_path, monkeypatch, example, argv):
     monkeypatch.chdir(example)
     program = argv[argv.index("--") + 1:]
     seen = set()
@@ -47,6 +39,6 @@ def test_each_example_dry_runs_the_same_on_every_orchestrator(capsys, tmp_path, 
             assert precompile[-len(program) - 2:] == [*program, *shlex.split(
                 argv[argv.index("--precompile-args") + 1])]
         if orchestrator in ("eks", "hyperpod-eks"):
-            jsonschema.validate(yaml.safe_load(printed), trainjob_schema)
+            trainjob_validator().validate(yaml.safe_load(printed))
         seen.add(sha)
     assert len(seen) == 1  # one snapshot of the example's directory for all four

@@ -11,12 +11,10 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
-import jsonschema
 import pytest
-import yaml
 
+from tests.crds import trainjob_validator
 from tests.cli.helpers import StubSession, outputs_values, stubbed
-from tests.conftest import TRAINER_CRDS
 from trn_ultracluster.cli.backends.eks import EksBackend
 from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
 from trn_ultracluster.cli.backends.trainjob import TrainJobClient
@@ -69,12 +67,6 @@ def _job(outputs: StackOutputs, pool: str | None, image: str = MAIN_IMAGE,
     return JobRequest("job-a", nodes, Launch(("train.py",)), image, pool=info)
 
 
-@pytest.fixture(scope="module")
-def trainjob_schema():
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml").read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-
-
 def _selector_patches(manifest: dict[str, Any]) -> list[dict[str, str]]:
     return [job["template"]["spec"]["template"]["spec"]["nodeSelector"]
             for patch in manifest["spec"].get("runtimePatches", [])
@@ -94,14 +86,14 @@ def _selector_patches(manifest: dict[str, Any]) -> list[dict[str, str]]:
     ("cpu", "torch-distributed-cpu", MAIN_IMAGE, 1, {"cpu": "17", "memory": "65Gi"},
      {POOL_LABEL: "cpu"}),
 ])
-def test_a_pools_trainjob(trainjob_schema, cls, pool, runtime, image, procs, resources,
+def test_a_pools_trainjob(cls, pool, runtime, image, procs, resources,
                           selector):
     """The main pool's job runs on the stack's runtime with no extra selector (the runtime
     selects the main pool); another pool's on its own runtime, selecting its label, in its
     Neuron stack's image; resources and processes per node from the pool's type."""
     outputs = _outputs("hyperpod-eks" if cls is HyperPodEksBackend else "eks")
     manifest = _backend(outputs, cls).render(_job(outputs, pool)).payload
-    jsonschema.validate(manifest, trainjob_schema)
+    trainjob_validator().validate(manifest)
     assert manifest["spec"]["runtimeRef"]["name"] == runtime
     trainer = manifest["spec"]["trainer"]
     assert (trainer["image"], trainer["numProcPerNode"]) == (image, procs)

@@ -6,12 +6,11 @@ is refused. A team's job: test_hyperpod_eks_teams.py, and with the synthesized s
 
 from __future__ import annotations
 
-import jsonschema
 import pytest
 import yaml
 
+from tests.crds import trainjob_validator
 from tests.cli.backends.test_eks import ALLREDUCE, PODS, TRAINJOBS, fake_cluster
-from tests.cli.backends.test_trainjob import TRAINJOB_CRD
 from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
 from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.backends.eks import EksBackend
@@ -35,8 +34,7 @@ def test_the_backend_is_the_eks_one_for_hyperpod_stacks():
                                             ("smoke-test", ())])
 def test_trainjob_validates_and_names_the_stacks_runtime(capsys, tmp_path, command, extra):
     manifest = yaml.safe_load(dry_run(capsys, tmp_path, "hyperpod-eks", *extra, command=command))
-    crd = yaml.safe_load(TRAINJOB_CRD.read_text())
-    jsonschema.validate(manifest, crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    trainjob_validator().validate(manifest)
     assert manifest["spec"]["runtimeRef"]["name"] == "neuron-torch-distributed"
     assert manifest["metadata"]["namespace"] == "training"
     trainer = manifest["spec"]["trainer"]

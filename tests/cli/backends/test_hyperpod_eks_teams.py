@@ -13,10 +13,10 @@ import json
 import re
 from types import SimpleNamespace
 
-import jsonschema
 import pytest
 import yaml
 
+from tests.crds import trainjob_validator
 from tests.cli.backends.kueue_objects import FakeCustomObjects, period, usage_rows
 from tests.cli.backends.task_governance_objects import (
     IDLE_QUEUE,
@@ -31,8 +31,7 @@ from tests.cli.backends.test_eks import ALLREDUCE
 from tests.cli.helpers import run
 from tests.cli.program_helpers import make_workdir
 from tests.cli.team_helpers import teams_file
-from tests.conftest import TRAINER_CRDS
-from tests.orchestrators.eks.test_kueue import kueue_validator
+from tests.crds import kueue_validator
 from trn_ultracluster.cli.backends.hyperpod_eks import TASK_GOVERNANCE_PATCH_MANAGER
 from trn_ultracluster.cli.backends.kueue import KueueClient, PoolResolver, usage_records
 from trn_ultracluster.cli.backends.trainjob import POOL_PATCH_MANAGER, RUNTIME_PATCH_MANAGER
@@ -40,12 +39,6 @@ from trn_ultracluster.contracts.pools import parse_pools
 
 RECIPE = ["--recipe", "llama-1b", "--steps", "10", "--data-dir", "/fsx/d"]
 RESEARCH = "hyperpod-ns-research"
-
-
-@pytest.fixture(scope="module")
-def trainjob_schema():
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml").read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
 @pytest.fixture
@@ -87,8 +80,7 @@ def _labels_patch(manifest: dict) -> dict:
     (["--pool", "cpu", "--launcher", "none", "--", "python", "train.py"],
      [POOL_PATCH_MANAGER, TASK_GOVERNANCE_PATCH_MANAGER]),
 ])
-def test_a_teams_trainjob_carries_its_labels_to_every_job_and_pod(capsys, tmp_path, outputs,
-                                                                  trainjob_schema, extra,
+def test_a_teams_trainjob_carries_its_labels_to_every_job_and_pod(capsys, tmp_path, outputs, extra,
                                                                   managers):
     work = ["--workdir", str(make_workdir(tmp_path / "work"))] if "--" in extra else []
     code, out, err = run(capsys, "submit", "--outputs-file", outputs, "--name", "job-a",
@@ -96,7 +88,7 @@ def test_a_teams_trainjob_carries_its_labels_to_every_job_and_pod(capsys, tmp_pa
                          "--dry-run", *work, *extra)
     assert code == 0, err
     manifest = yaml.safe_load(out)
-    jsonschema.validate(manifest, trainjob_schema)
+    trainjob_validator().validate(manifest)
     labels = {"kueue.x-k8s.io/queue-name": "hyperpod-ns-platform-localqueue",
               "kueue.x-k8s.io/priority-class": "experiment-priority"}
     assert manifest["metadata"]["namespace"] == "hyperpod-ns-platform"

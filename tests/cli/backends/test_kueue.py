@@ -11,10 +11,10 @@ import json
 import re
 from types import SimpleNamespace
 
-import jsonschema
 import pytest
 import yaml
 
+from tests.crds import trainjob_validator
 from tests.cli.backends.kueue_objects import (
     POOLS,
     TEAMS,
@@ -26,8 +26,7 @@ from tests.cli.backends.kueue_objects import (
     workload,
 )
 from tests.cli.helpers import outputs_values, run, write_outputs
-from tests.conftest import TRAINER_CRDS
-from tests.orchestrators.eks.test_kueue import kueue_validator
+from tests.crds import kueue_validator
 from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
 from trn_ultracluster.cli.backends.kueue import PoolResolver, usage_records
 from trn_ultracluster.cli.errors import ExitCode
@@ -70,12 +69,6 @@ def cluster(tmp_path, monkeypatch):
     return SimpleNamespace(args=["--outputs-file", str(path)], custom=custom, logs=logs)
 
 
-@pytest.fixture(scope="module")
-def trainjob_schema():
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml").read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-
-
 def test_the_recorded_kueue_objects_are_valid_against_the_crds():
     queues = kueue_validator("ClusterQueue")
     for queue in recorded_queues().values():
@@ -93,7 +86,7 @@ def test_the_recorded_kueue_objects_are_valid_against_the_crds():
     (["--team", "platform", "--priority", "training", "--nodes", "1"], "platform", "training"),
     ([], "research", "experiment"),  # the default team and its default class
 ])
-def test_a_teams_trainjob_runs_in_its_namespace_on_its_queue(capsys, cluster, trainjob_schema,
+def test_a_teams_trainjob_runs_in_its_namespace_on_its_queue(capsys, cluster,
                                                             team_args, namespace, priority):
     code, out, err = run(capsys, "submit", *cluster.args, "--name", "job-a", *RECIPE,
                          *team_args)
@@ -105,7 +98,7 @@ def test_a_teams_trainjob_runs_in_its_namespace_on_its_queue(capsys, cluster, tr
     assert labels["kueue.x-k8s.io/queue-name"] == namespace
     assert labels["kueue.x-k8s.io/priority-class"] == priority
     stored = {k: v for k, v in stored.items() if k != "status"}
-    jsonschema.validate(stored, trainjob_schema)
+    trainjob_validator().validate(stored)
 
 
 def test_a_dry_run_prints_the_placement_without_contacting_the_cluster(capsys, cluster):

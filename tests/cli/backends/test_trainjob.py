@@ -14,20 +14,13 @@ import yaml
 
 from trn_ultracluster.contracts.pools import POOL_LABEL
 
+from tests.crds import trainjob_validator
 from tests.cli.helpers import dry_run, outputs_values, run, write_outputs
-from tests.conftest import TRAINER_CRDS
 from trn_ultracluster.contracts.catalog import CATALOG, get_instance
 from trn_ultracluster.orchestrators.eks.manifests import PROJECT_LABEL, TRAINER_API_VERSION, neuron_resource_requirements
 
-TRAINJOB_CRD = TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml"
 EFA_TYPES = sorted(n for n, s in CATALOG.items() if s.supports_efa)
 ENV_VALUE = "it's \"quoted\" $HOME `date` \\ end"
-
-
-@pytest.fixture(scope="module")
-def trainjob_schema():
-    crd = yaml.safe_load(TRAINJOB_CRD.read_text())
-    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
 @pytest.mark.parametrize("command, extra", [
@@ -35,22 +28,22 @@ def trainjob_schema():
     ("submit", ("--", "--lr", "3e-4")), ("submit", ("--time", "2-00:00:00")), ("smoke-test", ()),
 ])
 @pytest.mark.parametrize("instance_type", EFA_TYPES)
-def test_every_trainjob_validates_against_the_crd(capsys, tmp_path, trainjob_schema, command,
+def test_every_trainjob_validates_against_the_crd(capsys, tmp_path, command,
                                                   extra, instance_type):
     manifest = yaml.safe_load(dry_run(capsys, tmp_path, "eks", *extra, command=command,
                                       instance_type=instance_type))
-    jsonschema.validate(manifest, trainjob_schema)
+    trainjob_validator().validate(manifest)
     # CEL rules of the CRD that jsonschema does not evaluate:
     assert re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", manifest["metadata"]["name"])
     assert manifest["spec"]["runtimeRef"]["name"] == "neuron-torch-distributed"
     assert manifest["metadata"]["namespace"] == "training"
 
 
-def test_broken_trainjob_fails_the_crd(trainjob_schema):
+def test_broken_trainjob_fails_the_crd():
     bad = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
            "metadata": {"name": "x"}, "spec": {"trainer": {"numNodes": "two"}}}
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, trainjob_schema)
+        trainjob_validator().validate(bad)
 
 
 def _run_lines(command: list[str]) -> list[str]:
@@ -143,10 +136,10 @@ def _affinity(job: dict) -> dict | None:
     ("8", "neuron.amazonaws.com/ultraserver-server-id-4", False),
 ])
 def test_ultraserver_jobs_keep_their_pods_together_and_others_out(
-        capsys, tmp_path, trainjob_schema, nodes, key, required):
+        capsys, tmp_path, nodes, key, required):
     job = yaml.safe_load(dry_run(capsys, tmp_path, "eks", "--nodes", nodes,
                                  instance_type="trn2u.48xlarge"))
-    jsonschema.validate(job, trainjob_schema)
+    trainjob_validator().validate(job)
     affinity = _affinity(job)
     own = {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "In", "values": ["job-a"]}
     terms = affinity["podAffinity"]

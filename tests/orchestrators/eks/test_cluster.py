@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.cfn_lint import cfn_lint
-from tests.conftest import REPO_ROOT, TRAINER_CRDS, profile_path
+from tests.conftest import REPO_ROOT, profile_path
+from tests.crds import CLUSTER_TRAINING_RUNTIMES, load_crd, runtime_validator
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.contracts.catalog import get_instance
 from trn_ultracluster.config import ConfigError, parse_config
@@ -454,32 +454,8 @@ def test_fsx_volume_points_at_stack_file_system(default):
     assert pvc["metadata"]["namespace"] == default.config.eks.training_namespace
 
 
-def _strict(schema: Any) -> Any:
-    """The CRD schema as the API server's strict field validation sees it: unknown fields
-    are errors wherever the schema lists properties and does not preserve unknown fields."""
-    if isinstance(schema, dict):
-        out = {k: _strict(v) for k, v in schema.items()}
-        if ("properties" in out and "additionalProperties" not in out
-                and not out.get("x-kubernetes-preserve-unknown-fields")):
-            out["additionalProperties"] = False
-        return out
-    if isinstance(schema, list):
-        return [_strict(v) for v in schema]
-    return schema
-
-
-def _crd_validator(filename: str):
-    import jsonschema
-
-    crd = yaml.safe_load((TRAINER_CRDS / filename).read_text())
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
-    schema = _strict(version["schema"]["openAPIV3Schema"])
-    schema["properties"]["metadata"] = {"type": "object"}
-    return jsonschema.Draft7Validator(schema), crd
-
-
 def test_training_runtime_valid_against_crd(default):
-    validator, crd = _crd_validator("trainer.kubeflow.org_clustertrainingruntimes.yaml")
+    validator, crd = runtime_validator(), load_crd(CLUSTER_TRAINING_RUNTIMES)
     (runtime,) = _objects(default, "ClusterTrainingRuntime")
     assert runtime["apiVersion"] == f"{crd['spec']['group']}/v1alpha1"
     assert crd["spec"]["scope"] == "Cluster"
@@ -494,7 +470,7 @@ def test_training_runtime_valid_against_crd(default):
     lambda rt: rt["spec"]["template"]["spec"]["replicatedJobs"][0].__setitem__("replicas", "x"),
 ])
 def test_broken_training_runtime_fails(default, mutate):
-    validator, _ = _crd_validator("trainer.kubeflow.org_clustertrainingruntimes.yaml")
+    validator = runtime_validator()
     (runtime,) = _objects(default, "ClusterTrainingRuntime")
     broken = copy.deepcopy(runtime)
     mutate(broken)

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import KUEUE_CRDS, profile_path
-from tests.orchestrators.eks.test_cluster import K8S_VERSION, _charts, _manifests, _objects, _strict
+from tests.conftest import profile_path
+from tests.crds import KUEUE_KINDS, kueue_validator
+from tests.orchestrators.eks.test_cluster import K8S_VERSION, _charts, _manifests, _objects
 from trn_ultracluster.config import parse_config
 from trn_ultracluster.contracts.catalog import get_any_instance
 from trn_ultracluster.contracts.pools import POOL_LABEL
@@ -23,27 +24,6 @@ from trn_ultracluster.contracts.teams import parse_teams
 from trn_ultracluster.orchestrators.eks import kueue
 from trn_ultracluster.orchestrators.eks.manifests import neuron_resources_per_node
 from trn_ultracluster.orchestrators.eks.pools import cpu_resource_requirements
-
-KINDS = {"ResourceFlavor": "kueue.x-k8s.io_resourceflavors.yaml",
-         "ClusterQueue": "kueue.x-k8s.io_clusterqueues.yaml",
-         "LocalQueue": "kueue.x-k8s.io_localqueues.yaml",
-         "WorkloadPriorityClass": "kueue.x-k8s.io_workloadpriorityclasses.yaml"}
-
-
-def kueue_validator(kind: str):
-    """A strict validator of ``kind`` against the vendored CRD's ``v1beta2`` schema (unknown
-    fields are errors, as with the API server's strict field validation)."""
-    import jsonschema
-
-    filename = KINDS.get(kind, "kueue.x-k8s.io_workloads.yaml")
-    crd = yaml.safe_load((KUEUE_CRDS / filename).read_text())
-    assert crd["spec"]["names"]["kind"] == kind
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
-    assert version["served"] and version["storage"]
-    schema = _strict(version["schema"]["openAPIV3Schema"])
-    schema["properties"]["metadata"] = {"type": "object"}
-    return jsonschema.Draft7Validator(schema)
-
 
 def _raw(**changes: Any) -> dict[str, Any]:
     raw = yaml.safe_load(profile_path("teams").read_text())
@@ -241,7 +221,7 @@ def teams(synth):
     return synth(profile_path("teams"))
 
 
-@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("kind", sorted(KUEUE_KINDS))
 def test_every_kueue_object_is_valid_against_its_crd(teams, kind):
     validator = kueue_validator(kind)
     found = _objects(teams, kind)
@@ -288,7 +268,7 @@ def test_the_chart_is_pinned_with_its_trainjob_integration(teams):
 
 
 def test_the_template_has_the_objects_of_each_pool_team_and_class(teams):
-    names = {kind: sorted(o["metadata"]["name"] for o in _objects(teams, kind)) for kind in KINDS}
+    names = {kind: sorted(o["metadata"]["name"] for o in _objects(teams, kind)) for kind in KUEUE_KINDS}
     assert names == {"ResourceFlavor": ["cpu", "trn1"], "ClusterQueue": ["platform", "research"],
                      "LocalQueue": ["platform", "research"],
                      "WorkloadPriorityClass": ["experiment", "training"]}

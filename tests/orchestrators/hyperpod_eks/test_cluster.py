@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import TRAINER_CRDS, profile_path
+from tests.conftest import profile_path
+from tests.crds import runtime_validator
 from tests.orchestrators.hyperpod import create_cluster_request, sagemaker_model
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.config.facts import (
@@ -362,20 +363,8 @@ def test_runtime_selects_healthy_hyperpod_nodes_and_takes_them_whole(hpe):
     assert runtime["spec"]["template"]["spec"]["failurePolicy"] == {"maxRestarts": 3}
 
 
-def _crd_validator():
-    import jsonschema
-
-    from tests.orchestrators.eks.test_cluster import _strict
-
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_clustertrainingruntimes.yaml").read_text())
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1"]
-    schema = _strict(version["schema"]["openAPIV3Schema"])
-    schema["properties"]["metadata"] = {"type": "object"}
-    return jsonschema.Draft7Validator(schema)
-
-
 def test_runtime_is_valid_against_the_trainer_crd(hpe):
-    validator = _crd_validator()
+    validator = runtime_validator()
     runtime = _runtime(hpe)
     assert [e.message for e in validator.iter_errors(runtime)] == []
     broken = copy.deepcopy(runtime)

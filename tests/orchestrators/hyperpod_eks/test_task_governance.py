@@ -18,8 +18,9 @@ import pytest
 import yaml
 from botocore.validate import validate_parameters
 
+from tests.crds import trainjob_validator
 from tests.cli.helpers import dry_run
-from tests.conftest import REPO_ROOT, TRAINER_CRDS, profile_path
+from tests.conftest import REPO_ROOT, profile_path
 from tests.orchestrators.hyperpod import resolve, sagemaker_model
 from trn_ultracluster.cli.backends.hyperpod_eks import TASK_GOVERNANCE_PATCH_MANAGER
 from trn_ultracluster.config.model.teams import (
@@ -272,8 +273,7 @@ def test_a_team_job_goes_to_its_namespace_and_queue_at_its_class(capsys, tmp_pat
                         lambda *a, **k: {**base(*a, **k), "Teams": teams.output("Teams")})
     manifest = yaml.safe_load(dry_run(capsys, tmp_path, "hyperpod-eks", "--team", "platform",
                                       "--priority", "experiment"))
-    crd = yaml.safe_load((TRAINER_CRDS / "trainer.kubeflow.org_trainjobs.yaml").read_text())
-    jsonschema.validate(manifest, crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    trainjob_validator().validate(manifest)
     meta = manifest["metadata"]
     assert meta["namespace"] == "hyperpod-ns-platform"
     assert meta["labels"][KUEUE_QUEUE_LABEL] == "hyperpod-ns-platform-localqueue"

@@ -387,19 +387,25 @@ def test_a_missing_asset_stops_the_user_data_before_the_setup(node):
     assert not node.path(NODE_LOG).exists()
 
 
+HEAVY_MODULES = ("torch", "transformers", "tokenizers")
+"""Modules this test's Python has whose import takes seconds: :func:`fake_venv` puts empty
+stand-ins for them first on the venv's path (the node's check only imports them by name)."""
+
+
 def fake_venv(node: Node, venv: str, modules: tuple[str, ...] = ()) -> None:
     """A virtual environment at ``venv`` on the node: this test's Python, plus an empty
-    module for each of ``modules`` (what a DLAMI's venv has and this one has not)."""
+    module for each of ``modules`` (what a DLAMI's venv has and this one has not) and of
+    :data:`HEAVY_MODULES`, found before the real ones."""
     bin_dir = node.path(venv) / "bin"
     bin_dir.mkdir(parents=True)
     (bin_dir / "activate").write_text("# fake venv\n")
     extra = node.path(venv) / "fake-modules"
-    for module in modules:
+    for module in (*HEAVY_MODULES, *modules):
         (extra / module).mkdir(parents=True)
         (extra / module / "__init__.py").write_text("")
     python = bin_dir / "python"
     python.write_text(
-        f'#!/bin/bash\nPYTHONPATH="${{PYTHONPATH}}:{extra}" exec {sys.executable} "$@"\n')
+        f'#!/bin/bash\nPYTHONPATH="{extra}:${{PYTHONPATH}}" exec {sys.executable} "$@"\n')
     python.chmod(0o755)
 
 
