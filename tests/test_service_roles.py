@@ -55,14 +55,14 @@ def _synth(synth, scale_stack, name: str):
 
 def _denied(s, template: dict[str, Any] | None = None) -> list[str]:
     return [f"{call}: {decision}"
-            for call, decision in denied_calls(template or s.template, s.stack.region)]
+            for call, decision in denied_calls(template or s.template, s.config.region)]
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_every_role_allows_the_calls_its_service_makes_with_the_resources_it_is_given(
         synth, scale_stack, name):
     s = _synth(synth, scale_stack, name)
-    assert service_calls(s.template, s.stack.region), f"{name}: no call read"
+    assert service_calls(s.template, s.config.region), f"{name}: no call read"
     denied = _denied(s)
     assert not denied, "\n".join(denied)
 
@@ -74,7 +74,7 @@ def test_each_call_names_a_resource_type_its_action_checks(synth, scale_stack, n
     on a type the action never checks cannot pass for a check."""
     s = _synth(synth, scale_stack, name)
     wrong = [f"{c.request.action} on {c.request.resource} ({c.role}, {c.why})"
-             for c in service_calls(s.template, s.stack.region)
+             for c in service_calls(s.template, s.config.region)
              if not resource_types(c.request.action, c.request.resource)]
     assert not wrong, "\n".join(wrong)
 
@@ -95,7 +95,7 @@ ROLE_KINDS = {
 def test_the_calls_reach_every_kind_of_role(synth, scale_stack, name, kinds):
     """So that the test above cannot pass by reading no call of a kind of role."""
     s = _synth(synth, scale_stack, name)
-    found = {c.role_is for c in service_calls(s.template, s.stack.region)}
+    found = {c.role_is for c in service_calls(s.template, s.config.region)}
     for kind in kinds:
         assert any(f.startswith(kind) for f in found), f"{name}: no call of a {kind}"
 
@@ -162,7 +162,7 @@ def test_the_execution_role_creates_interfaces_in_the_groups_networks_and_no_oth
     ``VpcCreateInterfaces`` are exactly those of ``VpcConfig`` and the ``OverrideVpcConfig``
     of every instance group (plus the interfaces themselves)."""
     s = _synth(synth, scale_stack, name)
-    v = StandIns(s.template, s.stack.region)
+    v = StandIns(s.template, s.config.region)
     (cluster,) = [r["Properties"] for r in s.template["Resources"].values()
                   if r["Type"] == "AWS::SageMaker::Cluster"]
     networks = [cluster["VpcConfig"]] + [g["OverrideVpcConfig"] for g in cluster["InstanceGroups"]

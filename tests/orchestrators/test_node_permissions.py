@@ -56,7 +56,7 @@ def _denied(s) -> list[str]:
     """Each call of a node script that a role running it is not granted, in words."""
     template, roles = s.template, node_roles(s.template)
     missing = []
-    for script in node_scripts(template, s.outdir, REPO_ROOT, s.stack.stack_name):
+    for script in node_scripts(template, s.outdir, REPO_ROOT, s.config.stack_name):
         for call in _calls(script):
             for action in iam_actions(call):
                 for role in sorted(script.roles):
@@ -87,7 +87,7 @@ def test_the_calls_are_read_from_what_the_stack_ships(synth, name, expected):
     """At least these (the scripts of the other helpers may add calls), so that the test
     above cannot pass by reading nothing."""
     s = _synth(synth, name)
-    scripts = node_scripts(s.template, s.outdir, REPO_ROOT, s.stack.stack_name)
+    scripts = node_scripts(s.template, s.outdir, REPO_ROOT, s.config.stack_name)
     actions = {a for script in scripts for call in _calls(script) for a in iam_actions(call)}
     assert expected <= actions
     sources = {script.source for script in scripts}
@@ -103,7 +103,7 @@ def test_every_node_script_of_the_repository_reaches_some_nodes(synth):
     shipped, user_data = set(), []
     for name in CONFIGS:
         s = _synth(synth, name)
-        for script in node_scripts(s.template, s.outdir, REPO_ROOT, s.stack.stack_name):
+        for script in node_scripts(s.template, s.outdir, REPO_ROOT, s.config.stack_name):
             (user_data.append(script.text) if script.source.startswith("user data of ")
              else shipped.add(script.source))
     files = sorted({p for g in SCRIPT_GLOBS for p in REPO_ROOT.glob(g) if p.is_file()
@@ -125,7 +125,7 @@ def test_node_roles_may_publish_only_in_the_stacks_metric_namespaces(synth, name
     nothing may not (EKS and HyperPod on EKS with fsx.efa off)."""
     s = _synth(synth, name)
     publishing = {role for script in node_scripts(s.template, s.outdir, REPO_ROOT,
-                                                  s.stack.stack_name)
+                                                  s.config.stack_name)
                   for call in _calls(script) if "cloudwatch:PutMetricData" in iam_actions(call)
                   for role in script.roles}
     for role in node_roles(s.template):

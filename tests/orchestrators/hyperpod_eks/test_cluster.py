@@ -432,7 +432,7 @@ def test_lifecycle_upload_has_the_node_scripts_and_the_node_file(hpe):
                     if (d / "trn_ultracluster.json").is_file()]
     # a deploy-time value is a marker the upload replaces with its JSON string
     data = json.loads(re.sub(r"<<marker:[^>]+>>", '"token"', node_file.read_text()))
-    assert data["fsx"]["efa"]["mode"] == plan_fsx_efa(hpe.stack.config).mode == "off"
+    assert data["fsx"]["efa"]["mode"] == plan_fsx_efa(hpe.config).mode == "off"
     assert data["node"] == {"metrics_cluster": "token", "region": "us-west-2"}
     markers = json.dumps(upload["Properties"]["SourceMarkers"])
     assert hpe.ref_id("HyperPodEksCluster") in markers  # metrics_cluster: the EKS cluster

@@ -527,7 +527,7 @@ def efa_node(tmp_path: Path, built, **fake: object) -> tuple[Node, dict[str, str
     node = Node(tmp_path, built.template, built.outdir)
     install_stubs(node.bin, aws=False)
     fake_node(node.root, os_release=UBUNTU_24, **fake)  # type: ignore[arg-type]
-    if plan_fsx_efa(built.stack.config).mode != "off":  # the file system is EFA-enabled
+    if plan_fsx_efa(built.config).mode != "off":  # the file system is EFA-enabled
         (node.aws_dir / "describe-file-systems.json").write_text(
             json.dumps(answers(efa=True)["describe-file-systems"]))
     node.path("/proc").mkdir()
@@ -549,7 +549,7 @@ def test_mode_off_node_runs_nothing_of_efa(tmp_path, single):
 
 
 def test_efa_node_mounts_over_efa_reports_1_and_is_ready(tmp_path, single_efa):
-    assert plan_fsx_efa(single_efa.stack.config).mode == "required"
+    assert plan_fsx_efa(single_efa.config).mode == "required"
     node, env = efa_node(tmp_path, single_efa)
     result = node.run_user_data(**env)
     assert result.returncode == 0, result.stdout + result.stderr
