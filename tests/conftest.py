@@ -26,6 +26,11 @@ for path in (REPO_ROOT, REPO_ROOT / "training"):
         sys.path.insert(0, str(path))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+# moto's EC2 backend loads about 1,300 stock AMIs per Region at each start and reset (a third
+# of a second each: most of the preflight tests' time); no test reads them (the DLAMI lookup
+# tests answer DescribeImages with the Stubber). The switch: moto/settings.py,
+# ``ec2_load_default_amis`` (moto 5).
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
     # Under pytest-xdist, torch in each worker (and the training processes the tests start)
     # would use a thread per core: with every worker doing so, 2 workers x 2 torchrun
