@@ -19,6 +19,11 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export PYTHONPATH := $(CURDIR):$(CURDIR)/training
+# Python's default: cache the bytecode of what it imports (some machines, container images
+# among them, set PYTHONDONTWRITEBYTECODE; then every test process, worker and CLI subprocess
+# compiles the package and the test modules again). __pycache__ is git-ignored and left out of
+# every asset, the wheel and the training image's build context (tests check each).
+export PYTHONDONTWRITEBYTECODE :=
 CDK := npx --no-install cdk
 
 .PHONY: synth test docs snapshots test-jobs test-matrix test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
