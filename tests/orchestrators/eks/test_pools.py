@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO_ROOT, profile_path
-from tests.orchestrators.eks.test_cluster import _crd_validator, _manifests, _pod_spec
+from tests.crds import runtime_validator
+from tests.orchestrators.eks.test_cluster import _manifests, _pod_spec
 from tests.orchestrators.standalone.template_values import resolve
 from tests.test_snapshots import normalize
 from trn_ultracluster.config import parse_config
@@ -204,7 +205,7 @@ def test_each_pool_has_its_runtime(mixed):
     runtimes = _runtimes(mixed)
     assert sorted(runtimes) == ["neuron-torch-distributed", "torch-distributed-cpu",
                                 "torch-distributed-trn2"]
-    validator, _ = _crd_validator("trainer.kubeflow.org_clustertrainingruntimes.yaml")
+    validator = runtime_validator()
     for runtime in runtimes.values():
         assert [e.message for e in validator.iter_errors(runtime)] == []
     main = _pod_spec(runtimes["neuron-torch-distributed"])
