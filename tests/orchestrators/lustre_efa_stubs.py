@@ -1,7 +1,7 @@
 """Stub commands and a fake node for ``node_scripts/lustre_efa.sh`` and the node scripts that
 run it: every orchestrator's tests install these on PATH beside their own stubs.
 
-- ``lnetctl``: LNet's state in ``$STUB_LNET/state.json`` (configured, NIs per net with their
+- ``lnetctl``: LNet's state in ``$STUB_LNET/state`` (:data:`STATE_FILE`: configured, NIs per net with their
   ``send_count``/``recv_count``, discovery, UDSP rules); ``net show [-v] [--net NET]``
   prints the YAML layout of ``lnetctl net show`` (FSx for Lustre user guide, "Configuring EFA
   clients"; EKS user guide fsx-csi-tuning-efa's example output). ``STUB_LNET_DOWN=1``: the
@@ -34,18 +34,22 @@ device).
 
 from __future__ import annotations
 
-import json
+import marshal
 import stat
 import sys
 from pathlib import Path
 
+STATE_FILE = "state"
+"""The stub LNet's state in ``$STUB_LNET``, in :mod:`marshal`'s format: the stubs load it
+without importing ``json`` (and ``re``), half of a stub's start; a lifecycle run calls
+``lnetctl`` a dozen times."""
 LNETCTL = r'''#!PYTHON
-import json, os, sys
+import marshal, os, sys
 args = sys.argv[1:]
 with open(os.environ["STUB_LOG"], "a") as log:
     log.write("lnetctl " + " ".join(args) + "\n")
-path = os.path.join(os.environ["STUB_LNET"], "state.json")
-state = json.load(open(path)) if os.path.exists(path) else {
+path = os.path.join(os.environ["STUB_LNET"], "state")
+state = marshal.load(open(path, "rb")) if os.path.exists(path) else {
     "configured": False, "nets": {}, "discovery": 0, "udsp": []}
 fail = os.environ.get("STUB_LNET_FAIL", "")
 if fail and " ".join(args).startswith(fail):
@@ -53,7 +57,7 @@ if fail and " ".join(args).startswith(fail):
 def opt(name, default=None):
     return args[args.index(name) + 1] if name in args else default
 def save():
-    json.dump(state, open(path, "w"))
+    marshal.dump(state, open(path, "wb"))
 if args[:2] == ["lnet", "configure"]:
     state["configured"] = True
 elif not state["configured"]:
@@ -97,12 +101,12 @@ elif args[:2] == ["udsp", "show"]:
 save()
 '''
 DD = r'''#!PYTHON
-import json, os, sys
+import marshal, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 with open(os.environ["STUB_LOG"], "a") as log:
     log.write("dd " + " ".join(sys.argv[1:]) + "\n")
-path = os.path.join(os.environ["STUB_LNET"], "state.json")
-state = json.load(open(path))
+path = os.path.join(os.environ["STUB_LNET"], "state")
+state = marshal.load(open(path, "rb"))
 mib = 1 << 20
 if args["of"] != "/dev/null":
     size = int(args["count"])
@@ -123,7 +127,7 @@ if on_efa and efa:
     tcp[0][direction] += 1 if route == "few" else size - on_efa + 1
 else:
     tcp[0][direction] += size + 1
-json.dump(state, open(path, "w"))
+marshal.dump(state, open(path, "wb"))
 '''
 SH = r'''#!/bin/bash
 name="${0##*/}"  # not $(basename): a fork and an exec per call
@@ -233,16 +237,16 @@ def traffic_command(lnet_dir: Path, net: str, messages: int) -> str:
     """A shell command that adds ``messages`` sent and ``messages`` received on the first NI
     of ``net`` in the stub's LNet state: traffic that is not the check's (other jobs,
     metadata), e.g. in a ``sleep`` stub while the check waits for another node's probe."""
-    code = ("import json, sys; p = sys.argv[1]; s = json.load(open(p)); "
+    code = ("import marshal, sys; p = sys.argv[1]; s = marshal.load(open(p, 'rb')); "
             f"ni = s['nets']['{net}'][0]; ni['send'] += {messages}; ni['recv'] += {messages}; "
-            "json.dump(s, open(p, 'w'))")
-    return f'{sys.executable} -c "{code}" {lnet_dir / "state.json"}'
+            "marshal.dump(s, open(p, 'wb'))")
+    return f'{sys.executable} -S -c "{code}" {lnet_dir / STATE_FILE}'
 
 
 def lnet_state(lnet_dir: Path) -> dict:
     """The stub's LNet state."""
-    path = lnet_dir / "state.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    path = lnet_dir / STATE_FILE
+    return marshal.loads(path.read_bytes()) if path.exists() else {}
 
 
 def calls(log: Path, name: str) -> list[str]:

@@ -53,13 +53,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
-import shlex
-import socket
 import sys
 import time
-from pathlib import Path
-from typing import Any, Callable
+
+# typing only for the type checker; shlex, socket and pathlib imported by the commands that
+# use them: a node script starts this module a few dozen times per run, most often for one
+# value of trn_ultracluster.json, and these imports were a sixth of each start.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 ENV_NAME_RE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 ROUTE_PROBE = ("10.254.254.254", 1)
@@ -88,14 +92,15 @@ class LifecycleError(Exception):
     """A lifecycle input is missing or malformed; the message says which and why."""
 
 
-def load_json(path: str | Path) -> Any:
+def load_json(path: str | os.PathLike[str]) -> Any:
     """Read a JSON file.
 
     Raises:
         LifecycleError: the file is missing or not valid JSON.
     """
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
     except FileNotFoundError:
         raise LifecycleError(f"{path}: file not found") from None
     except json.JSONDecodeError as err:
@@ -127,6 +132,8 @@ def node_ip(probe: Callable[[], str] | None = None, sleep: Callable[[float], Non
 
 
 def _route_source_address() -> str:
+    import socket
+
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
         sock.connect(ROUTE_PROBE)
         return str(sock.getsockname()[0])
@@ -264,6 +271,8 @@ def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> st
         LifecycleError: a name is not an upper-case shell variable name, or an ``extra``
             member is unknown.
     """
+    import shlex
+
     lines = ["# Written by the TrnUltraCluster lifecycle scripts; source it in job scripts."]
     values = {**cluster.get("env", {}),
               **{variable(cluster, member): value for member, value in (extra or {}).items()}}
@@ -274,7 +283,8 @@ def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> st
     return "\n".join(lines) + "\n"
 
 
-def enroot_config_dir(home: str, uid: int, gid: int, conf: str | Path = ENROOT_CONF) -> str:
+def enroot_config_dir(home: str, uid: int, gid: int,
+                      conf: str | os.PathLike[str] = ENROOT_CONF) -> str:
     """The directory where Enroot looks for a user's ``.credentials``.
 
     ``ENROOT_CONFIG_PATH`` from ``enroot.conf`` if it sets one, else Enroot's default
@@ -288,6 +298,8 @@ def enroot_config_dir(home: str, uid: int, gid: int, conf: str | Path = ENROOT_C
         LifecycleError: the value holds another expression this function cannot expand.
     """
     value = "${XDG_CONFIG_HOME}/enroot"
+    from pathlib import Path
+
     path = Path(conf)
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():
@@ -422,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             section = "fsx" if args.command == "fsx-get" else args.section
             print(section_value(load_json(args.cluster), section, args.key))
         elif args.command == "log-events":
+            from pathlib import Path
+
             log = Path(args.log_file)
             text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
             print(json.dumps(log_events(text, int(time.time() * 1000))))
