@@ -249,6 +249,25 @@ def test_enroot_config_dir_that_cannot_be_expanded_is_an_error(tmp_path):
         lcs.enroot_config_dir("/home/u", 1000, 1000, path)
 
 
+def test_env_get_prints_one_line_per_member_in_their_order(tmp_path, capsys):
+    """One call for several values (a node script reads them with ``read``): empty lines
+    for variables the file does not set, an unknown member or a value with a line break
+    an error (status 2) rather than lines that shift."""
+    cluster = tmp_path / "trn_ultracluster.json"
+    names = {"REGION": "AWS_REGION", "FSX_MOUNT_POINT": "FSX_MOUNT", "CLUSTER_NAME": "CLUSTER"}
+    cluster.write_text(json.dumps({"names": names, "env": {"AWS_REGION": "us-west-2",
+                                                          "FSX_MOUNT": "/fsx dir"}}))
+    argv = ["--cluster", str(cluster), "env-get"]
+    assert lcs.main([*argv, "FSX_MOUNT_POINT", "CLUSTER_NAME", "REGION"]) == 0
+    assert capsys.readouterr().out == "/fsx dir\n\nus-west-2\n"
+    assert lcs.main([*argv, "REGION", "NOPE"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no job environment member 'NOPE'" in captured.err
+    cluster.write_text(json.dumps({"names": names, "env": {"AWS_REGION": "us-west-2\nx"}}))
+    assert lcs.main([*argv, "FSX_MOUNT_POINT", "REGION"]) == 2
+    assert "REGION: its value 'us-west-2\\nx' has a line break" in capsys.readouterr().err
+
+
 def test_cli_reports_a_missing_file_with_status_2(tmp_path, capsys):
     assert lcs.main(["--cluster", str(tmp_path / "nope.json"), "env-get", "X"]) == 2
     assert "nope.json: file not found" in capsys.readouterr().err

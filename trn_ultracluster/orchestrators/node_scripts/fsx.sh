@@ -45,13 +45,13 @@ EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB="" EFA_FAILED=""
 # (trn_ultracluster/contracts/shared_storage.py, written into trn_ultracluster.json), so that
 # jobs on every orchestrator use the same paths.
 read_storage_layout() {
-  FSX_MOUNT_POINT="$(lcs env-get FSX_MOUNT_POINT)"
-  NEURON_CACHE_DIR="$(lcs env-get NEURON_CACHE_DIR)"
-  REGION="$(lcs env-get REGION)"
+  local layout efa
+  layout="$(lcs env-get FSX_MOUNT_POINT NEURON_CACHE_DIR REGION)" \
+    || fail "cannot read the job environment of the stack's trn_ultracluster.json (lcs.py's error is above)"
+  { IFS= read -r FSX_MOUNT_POINT; IFS= read -r NEURON_CACHE_DIR; IFS= read -r REGION; } <<< "${layout}"
   [[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" && -n "${REGION}" ]] \
     || fail "the job environment of the stack's trn_ultracluster.json lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION"
   STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"
-  local efa
   # (read on a here-string never fails: lcs's status is taken from the assignment.)
   efa="$(lcs fsx-efa)" \
     || fail "cannot read fsx.efa of the stack's trn_ultracluster.json (lcs.py's error is above)"

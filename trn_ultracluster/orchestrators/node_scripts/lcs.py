@@ -13,7 +13,8 @@ that reads JSON or needs Python:
 - ``link-status ASSOCIATIONS TASKS``: the state of its data repository association and the
   association's metadata import, from two saved JSON answers;
 - ``env-file [--set MEMBER=VALUE ...]``: the shell-sourceable ``/fsx/.trn-ultracluster/env``;
-- ``env-get MEMBER``: one value of that environment (empty when absent);
+- ``env-get MEMBER [MEMBER ...]``: values of that environment, one line each (empty when
+  absent; a value with a line break is an error);
 - ``fsx-get KEY``: one value of the ``fsx`` section (JSON booleans as ``true``/``false``);
 - ``fsx-efa``: the ``fsx.efa`` section as one line for ``read``: ``MODE INTERFACES CHECK_MIB
   NAMESPACE METRIC`` (``off 0 0 - -`` without it);
@@ -263,6 +264,23 @@ def variable(cluster: dict[str, Any], member: str) -> str:
     return str(names[member])
 
 
+def env_values(cluster: dict[str, Any], members: list[str]) -> str:
+    """The job-environment values of ``members``, one line each in their order (an empty
+    line for a variable the file does not set), for ``read`` in a node script.
+
+    Raises:
+        LifecycleError: a member is unknown, or its value has a line break (it would shift
+            the lines after it).
+    """
+    env = cluster.get("env", {})
+    values = [str(env.get(variable(cluster, member), "")) for member in members]
+    for member, value in zip(members, values):
+        if "\n" in value or "\r" in value:
+            raise LifecycleError(f"job environment member {member}: its value {value!r} "
+                                 "has a line break")
+    return "".join(f"{value}\n" for value in values)
+
+
 def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> str:
     """Shell-sourceable ``export NAME='value'`` lines of ``cluster["env"]`` and ``extra``
     (member -> value; it wins), sorted by name.
@@ -393,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     env = sub.add_parser("env-file")
     env.add_argument("--set", type=_assignment, action="append", default=[])
     env_get = sub.add_parser("env-get")
-    env_get.add_argument("member")
+    env_get.add_argument("member", nargs="+")
     fsx_get = sub.add_parser("fsx-get")
     fsx_get.add_argument("key")
     sub.add_parser("fsx-efa")
@@ -426,8 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "env-file":
             sys.stdout.write(env_file(load_json(args.cluster), dict(args.set)))
         elif args.command == "env-get":
-            cluster = load_json(args.cluster)
-            print(cluster.get("env", {}).get(variable(cluster, args.member), ""))
+            sys.stdout.write(env_values(load_json(args.cluster), args.member))
         elif args.command == "fsx-efa":
             print(efa_settings(load_json(args.cluster)))
         elif args.command in ("fsx-get", "get"):

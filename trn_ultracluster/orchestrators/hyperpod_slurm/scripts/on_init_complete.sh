@@ -191,7 +191,7 @@ check_slurm_partitions() {
 
 main() {
   log "on_init_complete start (lifecycle dir ${LCS_DIR})"
-  local ip role
+  local ip role cluster_name
   ip="${TRN_NODE_IP:-$(lcs node-ip)}" || fail "cannot find this node's address"
   if ! role="$(lcs role "${ip}")"; then
     log "WARNING: ${ip} is in no instance group of ${RESOURCE_CONFIG}; skipping the controller checks"
@@ -220,7 +220,8 @@ main() {
   fi
   # LNet over EFA first (fsx.efa; nothing in mode off): a node that cannot have it fails
   # before it waits for the file system.
-  setup_lustre_efa "$(lcs env-get CLUSTER_NAME)"
+  cluster_name="$(lcs env-get CLUSTER_NAME)" || fail "cannot read CLUSTER_NAME of the stack's trn_ultracluster.json (lcs.py's error is above)"
+  setup_lustre_efa "${cluster_name}"
   wait_for_file_system
   wait_for_link
   mount_fsx
@@ -229,7 +230,7 @@ main() {
   write_environment
   write_node_environment "${group}"
   check_container_tools
-  bash "${LCS_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "$(lcs env-get CLUSTER_NAME)" --role "${role}" --jobs-dir "${STATE_DIR}/jobs" || log "WARNING: node metrics are not set up (see above); the node works without them"
+  bash "${LCS_DIR}/neuron_metrics.sh" --region "${REGION}" --cluster "${cluster_name}" --role "${role}" --jobs-dir "${STATE_DIR}/jobs" || log "WARNING: node metrics are not set up (see above); the node works without them"
   if [[ "${role}" == "controller" ]]; then
     check_slurm_partitions
     if [[ -f "${TEAMS_JSON}" ]]; then

@@ -194,9 +194,9 @@ ecr_login() {
     | docker login --username AWS --password-stdin "$1" > /dev/null
 }
 setup_container_runtime() {
-  local registry image
-  registry="$(lcs env-get ECR_REGISTRY)"
-  image="$(lcs env-get TRAINING_IMAGE_URI)"
+  local registry image found
+  found="$(lcs env-get ECR_REGISTRY TRAINING_IMAGE_URI)" || fail "cannot read the job environment (lcs.py's error is above)"
+  { IFS= read -r registry; IFS= read -r image; } <<< "${found}"
   [[ -n "${registry}" && -n "${image}" ]] || fail "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI"
   if ! command -v docker > /dev/null 2>&1 && [[ "$(os_id)" == amzn ]]; then
     log "Docker is not installed; installing Amazon Linux's docker"
