@@ -26,7 +26,7 @@ export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 export PYTHONDONTWRITEBYTECODE :=
 CDK := npx --no-install cdk
 
-.PHONY: synth test docs snapshots test-jobs test-matrix test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test docs snapshots test-jobs test-matrix test-nodes test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -65,12 +65,18 @@ test: setup-dev
 ## nodes on each orchestrator and EFA layout, and of the mixed and teams profiles on the other
 ## orchestrators (make test checks the default and every profile)
 test-matrix: setup-dev
-	$(VPY) -m pytest -n auto --dist worksteal -m 'matrix and not jobs and not slurm and not xla'
+	$(VPY) -m pytest -n auto --dist worksteal -m 'matrix and not jobs and not nodes and not slurm and not xla'
 
 ## test-jobs: real multi-process jobs on this CPU (torchrun with gloo, two local nodes): the
 ## training program killed and resumed, the examples as their READMEs run them, standalone jobs
 test-jobs: setup-dev
-	$(VPY) -m pytest -n auto --dist worksteal -m 'jobs and not matrix and not slurm and not xla'
+	$(VPY) -m pytest -n auto --dist worksteal -m 'jobs and not matrix and not nodes and not slurm and not xla'
+
+## test-nodes: the node scripts' other scenarios against a fake root (the HyperPod Slurm
+## lifecycle script's and the standalone setup's reruns, fall-backs and failures, the job
+## CLI's node script on two local nodes); make test runs each script's main paths
+test-nodes: setup-dev
+	$(VPY) -m pytest -n auto --dist worksteal -m 'nodes and not jobs and not matrix and not slurm and not xla'
 
 ## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
 ## configuration model (tests/config/test_reference.py fails when they are stale)

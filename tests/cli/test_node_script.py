@@ -151,6 +151,7 @@ class Nodes:
                 if " -xzf " in ln]
 
 
+@pytest.mark.nodes
 def test_two_nodes_share_one_unpack_and_one_install(tmp_path):
     wheels = tmp_path / "wheels"
     build_wheel(wheels)
@@ -204,6 +205,7 @@ def test_a_corrupt_archive_fails_node_0_and_stops_node_1(tmp_path):
     assert nodes.starts() == [] and not nodes.code_dir.exists()
 
 
+@pytest.mark.nodes
 def test_a_failing_install_stops_both_nodes_before_the_program(tmp_path):
     wheels = tmp_path / "wheels"
     build_wheel(wheels)
@@ -221,6 +223,7 @@ def test_a_failing_install_stops_both_nodes_before_the_program(tmp_path):
     assert nodes.starts() == []
 
 
+@pytest.mark.nodes
 def test_a_failing_setup_ends_the_node_with_its_status(tmp_path):
     """Also an empty requirements file: installed (nothing) and the job goes on to --setup."""
     nodes = Nodes(tmp_path, requirements="", setup="echo broken >&2; exit 7")

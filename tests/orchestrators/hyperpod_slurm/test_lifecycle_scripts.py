@@ -396,6 +396,7 @@ def test_compute_node_waits_for_the_file_system_mounts_it_and_configures_everyth
     assert log.rstrip().endswith("on_init_complete done")
 
 
+@pytest.mark.nodes
 def test_enroot_credentials_go_where_the_amis_enroot_conf_says(node):
     (node.root / "etc/enroot").mkdir(parents=True)
     (node.root / "etc/enroot/enroot.conf").write_text("ENROOT_CONFIG_PATH ${HOME}/enroot\n")
@@ -405,6 +406,7 @@ def test_enroot_credentials_go_where_the_amis_enroot_conf_says(node):
     assert not (node.root / "fsx/home/ubuntu/.config/enroot").exists()
 
 
+@pytest.mark.nodes
 def test_rerun_is_idempotent(node):
     assert node(WORKER_IPS[0]).returncode == 0
     root = node.root
@@ -425,6 +427,7 @@ DENIED = ("An error occurred (AccessDeniedException) when calling the DescribeFi
           "operation: not authorized")
 
 
+@pytest.mark.nodes
 def test_describe_errors_and_unreadable_answers_are_retried(node):
     throttled = ("An error occurred (ThrottlingException) when calling the DescribeFileSystems "
                  "operation: Rate exceeded")
@@ -437,6 +440,7 @@ def test_describe_errors_and_unreadable_answers_are_retried(node):
     assert len(calls(node, "mount")) == 1
 
 
+@pytest.mark.nodes
 def test_warnings_on_stderr_do_not_spoil_the_answer(node):
     result = node(WORKER_IPS[0], STUB_AWS_WARN="urllib3 warning: something is deprecated")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -468,6 +472,7 @@ def test_a_file_system_that_stays_creating_fails_at_the_deadline(node):
     assert "ERROR" in (node.root / "var/log/trn-ultracluster/lifecycle.log").read_text()
 
 
+@pytest.mark.nodes
 def test_failed_mount_exits_non_zero_with_a_clear_message(node):
     result = node(WORKER_IPS[0], STUB_MOUNT_FAIL="1", TRN_MOUNT_ATTEMPTS="3")
     assert result.returncode == 1
@@ -484,6 +489,7 @@ def test_errors_wait_before_exiting_so_the_log_reaches_cloudwatch(node):
     assert calls(node, "sleep")[-1] == "sleep 60"
 
 
+@pytest.mark.nodes
 def test_controller_reports_that_slurmctld_serves_the_partitions(node):
     result = node(CONTROLLER_IP)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -491,6 +497,7 @@ def test_controller_reports_that_slurmctld_serves_the_partitions(node):
     assert "slurmctld serves the partitions trainium" in result.stdout
 
 
+@pytest.mark.nodes
 def test_controller_without_its_partitions_warns_but_does_not_fail(node):
     result = node(CONTROLLER_IP, STUB_SCONTROL_FAIL="1")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -498,6 +505,7 @@ def test_controller_without_its_partitions_warns_but_does_not_fail(node):
     assert result.stdout.rstrip().endswith("on_init_complete done")
 
 
+@pytest.mark.nodes
 def test_an_address_in_no_group_warns_and_carries_on(node):
     result = node("10.9.9.9")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -515,6 +523,7 @@ def test_missing_storage_layout_stops_before_anything(node):
     assert calls(node, "aws") == [] and calls(node, "mount") == []
 
 
+@pytest.mark.nodes
 def test_without_enroot_the_log_says_so(node):
     (node.bin / "enroot").unlink()
     result = node(LOGIN_IP)
@@ -522,6 +531,7 @@ def test_without_enroot_the_log_says_so(node):
     assert "WARNING: enroot is not installed" in result.stdout
 
 
+@pytest.mark.nodes
 def test_nothing_is_written_before_the_link_and_its_import_are_done(node):
     result = node(WORKER_IPS[0], associations=[{"Associations": []}, association("CREATING"), LINKED],
                   tasks=[import_task("EXECUTING")] * 3 + [IMPORTED])  # read with each association
@@ -536,6 +546,7 @@ def test_nothing_is_written_before_the_link_and_its_import_are_done(node):
     assert len([c for c in order if c == "aws describe-data-repository-tasks"]) == 4
 
 
+@pytest.mark.nodes
 def test_a_failed_link_fails_the_node_before_mounting(node):
     result = node(WORKER_IPS[0], associations=[association("FAILED")])
     assert result.returncode == 1
@@ -543,12 +554,14 @@ def test_a_failed_link_fails_the_node_before_mounting(node):
     assert calls(node, "mount") == []
 
 
+@pytest.mark.nodes
 def test_a_link_without_an_import_task_goes_on_after_the_grace_time(node):
     result = node(WORKER_IPS[0], tasks=[{"DataRepositoryTasks": []}], TRN_IMPORT_GRACE_S="0")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "no metadata import listed after 0s; going on" in result.stdout
 
 
+@pytest.mark.nodes
 def test_without_a_link_there_is_nothing_to_wait_for(tmp_path):
     cluster = json.loads(json.dumps(CLUSTER))
     cluster["fsx"]["data_repository"] = False
@@ -558,6 +571,7 @@ def test_without_a_link_there_is_nothing_to_wait_for(tmp_path):
     assert calls(node, "aws") == [DESCRIBE]
 
 
+@pytest.mark.nodes
 def test_a_user_that_cannot_be_moved_keeps_a_local_home(node):
     result = node(WORKER_IPS[0], STUB_USERMOD_FAIL="1")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -566,6 +580,7 @@ def test_a_user_that_cannot_be_moved_keeps_a_local_home(node):
     assert (node.root / "home/ubuntu/.config/enroot/.credentials").is_file()
 
 
+@pytest.mark.nodes
 def test_the_environment_is_written_through_a_unique_temporary_file(node):
     assert node(WORKER_IPS[0]).returncode == 0
     state = node.root / "fsx/.trn-ultracluster"
@@ -638,6 +653,7 @@ def test_mode_off_runs_nothing_of_efa_and_keeps_the_fstab_entry(tmp_path):
     assert not (node.root / "etc/systemd/system/trn-lustre-efa.service").exists()
 
 
+@pytest.mark.nodes
 @pytest.mark.parametrize("mode", ["required", "preferred"])
 @pytest.mark.parametrize("ip, role", [(CONTROLLER_IP, "controller"), (LOGIN_IP, "login")])
 def test_controller_and_login_nodes_mount_over_tcp_whatever_fsx_efa_says(tmp_path, mode, ip,
@@ -704,6 +720,7 @@ def test_efa_node_configures_lnet_mounts_checks_and_reports_1(tmp_path, mode):
     assert result.stdout.rstrip().endswith("on_init_complete done")
 
 
+@pytest.mark.nodes
 def test_efa_node_rerun_changes_nothing(tmp_path):
     node, env = efa_node(tmp_path, "required")
     assert node(WORKER_IPS[0], **env).returncode == 0
@@ -715,6 +732,7 @@ def test_efa_node_rerun_changes_nothing(tmp_path):
     assert len(calls(node, "dd")) == 1  # the probe is there: read only
 
 
+@pytest.mark.nodes
 def test_preferred_fall_back_to_tcp_warns_reports_0_and_goes_on(tmp_path):
     node, env = efa_node(tmp_path, "preferred")
     result = node(WORKER_IPS[0], **env, STUB_ROUTE="tcp")
@@ -726,6 +744,7 @@ def test_preferred_fall_back_to_tcp_warns_reports_0_and_goes_on(tmp_path):
     assert result.stdout.rstrip().endswith("on_init_complete done")
 
 
+@pytest.mark.nodes
 def test_required_fall_back_to_tcp_fails_the_node_naming_the_cause(tmp_path):
     node, env = efa_node(tmp_path, "required")
     result = node(WORKER_IPS[0], **env, STUB_ROUTE="tcp")
@@ -740,6 +759,7 @@ def test_required_fall_back_to_tcp_fails_the_node_naming_the_cause(tmp_path):
     assert not (node.root / "fsx/.trn-ultracluster/env").exists()
 
 
+@pytest.mark.nodes
 @pytest.mark.parametrize("fake, env, cause", [
     ({}, {"STUB_NO_KEFALND": "1"}, "ERROR (no-kefalnd): no kefalnd kernel module"),
     ({"devices": ()}, {}, "ERROR (no-efa-device): no EFA device"),
@@ -759,6 +779,7 @@ def test_required_node_that_cannot_configure_lnet_fails_before_waiting(tmp_path,
     assert PUT_METRIC.format(0) in calls(node, "aws")
 
 
+@pytest.mark.nodes
 def test_preferred_node_without_efa_devices_mounts_over_tcp_with_a_warning(tmp_path):
     node, env = efa_node(tmp_path, "preferred", devices=())
     result = node(WORKER_IPS[0], **env)
@@ -770,6 +791,7 @@ def test_preferred_node_without_efa_devices_mounts_over_tcp_with_a_warning(tmp_p
     assert [c for c in calls(node, "aws") if "cloudwatch" in c] == [PUT_METRIC.format(0)]
 
 
+@pytest.mark.nodes
 def test_a_rerun_that_configures_efa_rewrites_the_fstab_entry(tmp_path):
     """The first run falls back to TCP (preferred, no kefalnd): the plain entry. A later run
     that configures LNet for EFA (here also in mode required) must replace that entry, or
@@ -796,6 +818,7 @@ def test_a_rerun_that_configures_efa_rewrites_the_fstab_entry(tmp_path):
     assert fstab(node).splitlines() == [*other, f"{plain}{EFA_UNIT_OPTIONS['required']} 0 0"]
 
 
+@pytest.mark.nodes
 @pytest.mark.parametrize("efa", [False, None])  # EfaEnabled false, or no such field
 def test_required_node_of_a_file_system_not_efa_enabled_fails_naming_it(tmp_path, efa):
     node, env = efa_node(tmp_path, "required")
@@ -810,6 +833,7 @@ def test_required_node_of_a_file_system_not_efa_enabled_fails_naming_it(tmp_path
     assert PUT_METRIC.format(0) in calls(node, "aws")
 
 
+@pytest.mark.nodes
 def test_preferred_node_of_a_file_system_not_efa_enabled_warns_and_mounts(tmp_path):
     node, env = efa_node(tmp_path, "preferred")
     answer = {"FileSystems": [file_system("AVAILABLE", efa=False)]}

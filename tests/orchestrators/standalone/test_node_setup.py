@@ -247,6 +247,7 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
     assert events and "node_setup done" in events[-1]["message"]
 
 
+@pytest.mark.nodes
 def test_rerun_is_idempotent(node):
     assert node.run_user_data().returncode == 0
     node.path("/proc").mkdir()
@@ -260,6 +261,7 @@ def test_rerun_is_idempotent(node):
     assert node.path(READY_FILE).is_file()
 
 
+@pytest.mark.nodes
 def test_without_a_lustre_client_it_is_installed_from_the_fsx_repository(tmp_path, single):
     node = Node(tmp_path, single.template, single.outdir,
                 stubs=tuple(s for s in STUBS if s != "mount.lustre"))
@@ -334,6 +336,7 @@ def cpu_node(tmp_path: Path, mixed, python: str | None = None) -> tuple[Node, di
     return node, {"PATH": f"{node.bin}:{system}"}
 
 
+@pytest.mark.nodes
 def test_a_cpu_pool_node_on_amazon_linux_installs_lustre_and_docker_and_is_ready(tmp_path,
                                                                                  mixed):
     node, env = cpu_node(tmp_path, mixed)
@@ -355,6 +358,7 @@ def test_a_cpu_pool_node_on_amazon_linux_installs_lustre_and_docker_and_is_ready
     assert node.path(READY_FILE).read_text().startswith("runtime=container\n")
 
 
+@pytest.mark.nodes
 def test_the_node_scripts_run_with_amazon_linux_2023s_python_3_9(tmp_path, mixed):
     python = python39()
     if python is None:
@@ -367,6 +371,7 @@ def test_the_node_scripts_run_with_amazon_linux_2023s_python_3_9(tmp_path, mixed
         "/fsx/.trn-ultracluster/env").read_text().splitlines()
 
 
+@pytest.mark.nodes
 def test_a_failed_mount_fails_the_node_ships_the_log_and_leaves_it_not_ready(node):
     result = node.run_user_data(STUB_MOUNT_FAIL="1", TRN_MOUNT_ATTEMPTS="2")
     assert result.returncode == 1
@@ -409,6 +414,7 @@ def fake_venv(node: Node, venv: str, modules: tuple[str, ...] = ()) -> None:
     python.chmod(0o755)
 
 
+@pytest.mark.nodes
 def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_path, small):
     node = Node(tmp_path, small.template, small.outdir)
     fake_venv(node, XLA_STACK.venv)
@@ -433,6 +439,7 @@ def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_
     assert node.path(READY_FILE).read_text().startswith("runtime=dlami-venv\n")
 
 
+@pytest.mark.nodes
 def test_a_native_dlami_venv_node_imports_torch_neuronx_and_no_torch_xla(tmp_path, native_venv):
     """The native stack's venv check imports torch_neuronx and not torch_xla: a venv with
     torch_neuronx (faked) and without torch_xla sets the node up; without torch_neuronx it
@@ -452,6 +459,7 @@ def test_a_native_dlami_venv_node_imports_torch_neuronx_and_no_torch_xla(tmp_pat
     assert node.path(READY_FILE).read_text().startswith("runtime=dlami-venv\n")
 
 
+@pytest.mark.nodes
 def test_native_dlami_venv_missing_on_the_ami_says_which_dlami_has_it(tmp_path, native_venv):
     """The pinned AMI lacks the torch-neuronx venv (a Base DLAMI, say): the message names the
     torch-neuronx DLAMI and tells to name it with standalone.ami_id or ami_ssm_parameter."""
@@ -470,6 +478,7 @@ def test_native_dlami_venv_missing_on_the_ami_says_which_dlami_has_it(tmp_path, 
     assert not node.path(READY_FILE).exists()
 
 
+@pytest.mark.nodes
 def test_dlami_venv_missing_on_the_ami_is_a_clear_error(tmp_path, small):
     """A 2.31 PyTorch 2.9 DLAMI (the last 'latest') has /opt/aws_neuronx_venv_pytorch_2_9
     but not NxD Training's: the message names the AMI, what it has, the SDK release whose
@@ -498,6 +507,7 @@ def test_dlami_venv_missing_on_the_ami_is_a_clear_error(tmp_path, small):
     assert "has no virtual environment" in events[-1]["message"]
 
 
+@pytest.mark.nodes
 def test_missing_venv_without_instance_metadata_still_says_what_to_do(tmp_path, small):
     node = Node(tmp_path, small.template, small.outdir)
     result = node.run_user_data()  # the curl stub answers the metadata service with nothing
@@ -540,6 +550,7 @@ def put_metric(node: Node) -> list[str]:
     return [c for c in node.calls("aws") if c.startswith("aws cloudwatch put-metric-data")]
 
 
+@pytest.mark.nodes
 def test_mode_off_node_runs_nothing_of_efa(tmp_path, single):
     node, env = efa_node(tmp_path, single)
     result = node.run_user_data(**env)
@@ -568,6 +579,7 @@ def test_efa_node_mounts_over_efa_reports_1_and_is_ready(tmp_path, single_efa):
     assert node.path(READY_FILE).is_file()
 
 
+@pytest.mark.nodes
 def test_required_node_on_tcp_fails_without_its_ready_marker(tmp_path, single_efa):
     node, env = efa_node(tmp_path, single_efa)
     result = node.run_user_data(**env, STUB_ROUTE="tcp")
@@ -591,6 +603,7 @@ def powered_off_after_the_log_was_shipped(node: Node) -> bool:
     return "poweroff" in lines and bool(shipped) and shipped[-1] < lines.index("poweroff")
 
 
+@pytest.mark.nodes
 @pytest.mark.parametrize("fake, env, cause", [
     ({}, {"STUB_NO_KEFALND": "1"}, "(no-kefalnd): no kefalnd kernel module"),
     ({"devices": ()}, {}, "(no-efa-device): no EFA device"),
@@ -615,6 +628,7 @@ def test_required_node_that_cannot_configure_lnet_fails_early(tmp_path, single_e
     assert any(cause in e["message"] for e in events)
 
 
+@pytest.mark.nodes
 def test_a_rerun_by_hand_never_powers_the_node_off(tmp_path, single_efa):
     node, env = efa_node(tmp_path, single_efa, devices=())
     assert node.run_user_data(**env).returncode == 1
@@ -626,6 +640,7 @@ def test_a_rerun_by_hand_never_powers_the_node_off(tmp_path, single_efa):
     assert node.calls("poweroff") == [] and node.console.read_text() == ""
 
 
+@pytest.mark.nodes
 def test_a_failure_that_is_not_lustre_over_efa_never_powers_the_node_off(tmp_path, single_efa):
     node, env = efa_node(tmp_path, single_efa)
     result = node.run_user_data(**env, STUB_MOUNT_FAIL="1", TRN_MOUNT_ATTEMPTS="1")
@@ -635,6 +650,7 @@ def test_a_failure_that_is_not_lustre_over_efa_never_powers_the_node_off(tmp_pat
     assert not node.path(READY_FILE).exists()
 
 
+@pytest.mark.nodes
 def test_preferred_node_never_powers_off(tmp_path, single_efa):
     """The stack's file says required; this node's copy is made preferred and set up as at a
     first boot (--boot): a WARNING, 0 on the dashboard, the node ready, never off."""
