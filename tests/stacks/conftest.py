@@ -34,6 +34,17 @@ VARIANTS = frozenset((*SCALE, *MIXED, *TEAMS))
 PARAMS = [pytest.param(config, id=name, marks=(pytest.mark.matrix,) if name in VARIANTS else ())
           for config, name in zip(CONFIGS, IDS)]
 """:data:`CONFIGS` as pytest parameters, each with its id, the variants marked ``matrix``."""
+LINTED_IN_MATRIX = VARIANTS | {"dev", "trn1-2xl", "trn2", "trn2-3xl", "ultracluster-2000"}
+"""The configurations that `make test-matrix` lints (cfn-lint and checkov): the variants, and
+the profiles that differ from another profile of `make test` only in instance type or size
+(``dev`` and ``trn2`` are EKS as the default; ``trn1-2xl`` and ``trn2-3xl`` standalone as
+``single-node``; ``ultracluster-2000`` HyperPod Slurm as ``ultracluster-16``). `make test`
+synthesizes those profiles and runs every other check on them; CI runs both."""
+LINT_PARAMS = [pytest.param(config, id=name,
+                            marks=(pytest.mark.matrix,) if name in LINTED_IN_MATRIX else ())
+               for config, name in zip(CONFIGS, IDS)]
+""":data:`CONFIGS` as pytest parameters of the lint tests, :data:`LINTED_IN_MATRIX` marked
+``matrix``."""
 
 
 def synth_config(synth, config):

@@ -13,7 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from tests.cfn_lint import cfn_lint
 from tests.conftest import REPO_ROOT, Synth
-from tests.stacks.conftest import CONFIGS, IDS, PARAMS, VARIANTS, synth_config
+from tests.stacks.conftest import CONFIGS, IDS, LINT_PARAMS, LINTED_IN_MATRIX, synth_config
 from trn_ultracluster.contracts.outputs import FOUNDATION_KEYS, OutputKey
 from trn_ultracluster.summary import CFN_RESOURCE_LIMIT, CFN_TEMPLATE_LIMIT_BYTES
 
@@ -57,7 +57,7 @@ def _stale_region_list(finding: dict, config) -> bool:
             and config.az_ids[0] in config.instance.az_ids_seen)
 
 
-@pytest.mark.parametrize("config", PARAMS)
+@pytest.mark.parametrize("config", LINT_PARAMS)
 def test_cfn_lint_clean_on_every_profile(synth, config):
     """cfn-lint on each configuration's template (one test per configuration, so that
     pytest-xdist workers share them)."""
@@ -93,15 +93,17 @@ def test_only_a_region_list_without_the_type_is_excused():
 CHECKOV = REPO_ROOT / ".venv-checkov" / "bin" / "checkov"
 
 
-CHECKOV_RUNS = {"profiles": 3, "matrix": 2}
-"""checkov runs per tier: the default and the profiles in three, the ``matrix`` variants in two
-(one run per configuration would pay checkov's start-up each time; one run for all would keep
-one pytest-xdist worker busy alone)."""
+CHECKOV_RUNS = {"profiles": 2, "matrix": 3}
+"""checkov runs per tier: the default and the profiles `make test` lints in two, the
+:data:`LINTED_IN_MATRIX` configurations in three (one run per configuration would pay checkov's
+start-up, about 4 s, each time; one run for all would keep one pytest-xdist worker busy
+alone)."""
 
 
 def checkov_batch(tier: str, n: int) -> list[tuple]:
     """(configuration, id) of run ``n`` of ``tier`` (:data:`CHECKOV_RUNS`)."""
-    chosen = [(c, i) for c, i in zip(CONFIGS, IDS) if (i in VARIANTS) == (tier == "matrix")]
+    chosen = [(c, i) for c, i in zip(CONFIGS, IDS)
+              if (i in LINTED_IN_MATRIX) == (tier == "matrix")]
     return chosen[n::CHECKOV_RUNS[tier]]
 
 
