@@ -124,8 +124,10 @@ def test_a_users_program_runs_on_every_rank_with_its_snapshot_args_and_env(
         assert view["helper"] == "helper from the snapshot" and view["tinypkg"] == "1.0"
         assert view["node"] == str(rank // 2)  # static rendezvous: node 0 runs ranks 0 and 1
     snapshot = Path(CODE_DIR, sha)
-    assert sorted(p.name for p in snapshot.iterdir()) == [
-        ".trnignore", "helper.py", "requirements.txt", "train.py"]  # no .git, no checkpoints/
+    # no .git, no checkpoints/; the program's own imports may cache their bytecode beside them
+    # (Python's default; a machine that sets PYTHONDONTWRITEBYTECODE gets no __pycache__)
+    assert sorted(p.name for p in snapshot.iterdir() if p.name != "__pycache__") == [
+        ".trnignore", "helper.py", "requirements.txt", "train.py"]
 
     log = log_of(job_id)
     assert log.count("Successfully installed tinypkg-1.0") == 1  # once, on node 0, for both

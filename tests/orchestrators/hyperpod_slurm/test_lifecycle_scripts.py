@@ -513,9 +513,13 @@ def test_an_address_in_no_group_warns_and_carries_on(node):
     assert calls(node, "scontrol") == [] and len(calls(node, "mount")) == 1
 
 
-def test_missing_storage_layout_stops_before_anything(node):
+@pytest.mark.parametrize("member", [JobEnv.FSX_MOUNT_POINT, JobEnv.NEURON_CACHE_DIR,
+                                    JobEnv.REGION])
+def test_missing_storage_layout_stops_before_anything(node, member):
+    """Each of the values read in one ``lcs env-get`` call, the last one too (an empty last
+    line is dropped by the command substitution), stops the node with the message."""
     cluster = json.loads(json.dumps(CLUSTER))
-    del cluster["env"][JobEnv.NEURON_CACHE_DIR.value]
+    del cluster["env"][member.value]
     (node.lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
     result = node(WORKER_IPS[0])
     assert result.returncode == 1

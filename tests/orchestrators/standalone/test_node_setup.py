@@ -248,6 +248,23 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
 
 
 @pytest.mark.nodes
+@pytest.mark.parametrize("member", ["ECR_REGISTRY", "TRAINING_IMAGE_URI"])
+def test_a_container_node_without_its_image_in_the_environment_fails_saying_so(node, member):
+    """Both values come from one ``lcs env-get`` call; either missing, the last one too (an
+    empty last line is dropped by the command substitution), fails with the message."""
+    assert node.run_user_data().returncode == 0
+    path = node.node_dir / "trn_ultracluster.json"
+    cluster = json.loads(path.read_text())
+    del cluster["env"][cluster["names"][member]]
+    path.write_text(json.dumps(cluster))
+    pulled = node.calls("docker")  # by the first run
+    result = node.run_setup()
+    assert result.returncode == 1
+    assert "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI" in result.stdout
+    assert node.calls("docker") == pulled
+
+
+@pytest.mark.nodes
 def test_rerun_is_idempotent(node):
     assert node.run_user_data().returncode == 0
     node.path("/proc").mkdir()
@@ -414,7 +431,6 @@ def fake_venv(node: Node, venv: str, modules: tuple[str, ...] = ()) -> None:
     python.chmod(0o755)
 
 
-@pytest.mark.nodes
 def test_dlami_venv_node_unpacks_the_program_and_checks_the_venv_imports_it(tmp_path, small):
     node = Node(tmp_path, small.template, small.outdir)
     fake_venv(node, XLA_STACK.venv)

@@ -46,9 +46,13 @@ EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB="" EFA_FAILED=""
 # jobs on every orchestrator use the same paths.
 read_storage_layout() {
   local layout efa
+  local -a values
   layout="$(lcs env-get FSX_MOUNT_POINT NEURON_CACHE_DIR REGION)" \
     || fail "cannot read the job environment of the stack's trn_ultracluster.json (lcs.py's error is above)"
-  { IFS= read -r FSX_MOUNT_POINT; IFS= read -r NEURON_CACHE_DIR; IFS= read -r REGION; } <<< "${layout}"
+  # One line per value; mapfile, not read: $(...) drops the empty lines of empty values at
+  # the end, where read would fail (and set -e end the script without the message below).
+  mapfile -t values <<< "${layout}"
+  FSX_MOUNT_POINT="${values[0]:-}" NEURON_CACHE_DIR="${values[1]:-}" REGION="${values[2]:-}"
   [[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" && -n "${REGION}" ]] \
     || fail "the job environment of the stack's trn_ultracluster.json lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION"
   STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"

@@ -195,8 +195,11 @@ ecr_login() {
 }
 setup_container_runtime() {
   local registry image found
-  found="$(lcs env-get ECR_REGISTRY TRAINING_IMAGE_URI)" || fail "cannot read the job environment (lcs.py's error is above)"
-  { IFS= read -r registry; IFS= read -r image; } <<< "${found}"
+  local -a values
+  found="$(lcs env-get ECR_REGISTRY TRAINING_IMAGE_URI)" \
+    || fail "cannot read the job environment of the stack's trn_ultracluster.json (lcs.py's error is above)"
+  mapfile -t values <<< "${found}"  # (fsx.sh's read_storage_layout says why not read)
+  registry="${values[0]:-}" image="${values[1]:-}"
   [[ -n "${registry}" && -n "${image}" ]] || fail "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI"
   if ! command -v docker > /dev/null 2>&1 && [[ "$(os_id)" == amzn ]]; then
     log "Docker is not installed; installing Amazon Linux's docker"
