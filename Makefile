@@ -63,7 +63,8 @@ test: setup-dev
 
 ## test-matrix: the whole-stack checks (cfn-lint, checkov, limits, outputs, cdk-nag) of 2,000
 ## nodes on each orchestrator and EFA layout, and of the mixed and teams profiles on the other
-## orchestrators (make test checks the default and every profile)
+## orchestrators; cfn-lint and checkov of five profiles (make test checks the default and
+## every profile otherwise: tests/stacks/conftest.py LINTED_IN_MATRIX)
 test-matrix: setup-dev
 	$(VPY) -m pytest -n auto --dist worksteal -m 'matrix and not jobs and not nodes and not slurm and not xla'
 

@@ -8,6 +8,7 @@ every ``jsonschema.validate`` call (about 0.9 s each for the TrainJob schema).
 
 from __future__ import annotations
 
+import copy
 import functools
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,6 @@ def _load(path: Path) -> Any:
 
 def load_crd(path: Path) -> dict[str, Any]:
     """The CRD at ``path`` as a dict (a fresh copy: callers may change it)."""
-    import copy
-
     return copy.deepcopy(_load(path))
 
 
@@ -63,9 +62,13 @@ def trainjob_validator() -> jsonschema.protocols.Validator:
     return cls(schema)
 
 
-def _strict_validator(crd: dict[str, Any], version: str) -> jsonschema.Draft7Validator:
-    (found,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
-    schema = strict(found["schema"]["openAPIV3Schema"])
+def _version(crd: dict[str, Any], name: str) -> dict[str, Any]:
+    (found,) = [v for v in crd["spec"]["versions"] if v["name"] == name]
+    return found
+
+
+def _strict_validator(version: dict[str, Any]) -> jsonschema.Draft7Validator:
+    schema = strict(version["schema"]["openAPIV3Schema"])
     schema["properties"]["metadata"] = {"type": "object"}
     return jsonschema.Draft7Validator(schema)
 
@@ -74,7 +77,7 @@ def _strict_validator(crd: dict[str, Any], version: str) -> jsonschema.Draft7Val
 def runtime_validator() -> jsonschema.Draft7Validator:
     """A strict validator of a ``ClusterTrainingRuntime`` against the CRD's ``v1alpha1``
     schema (unknown fields are errors, as with the API server's strict field validation)."""
-    return _strict_validator(_load(CLUSTER_TRAINING_RUNTIMES), "v1alpha1")
+    return _strict_validator(_version(_load(CLUSTER_TRAINING_RUNTIMES), "v1alpha1"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,6 +87,6 @@ def kueue_validator(kind: str) -> jsonschema.Draft7Validator:
     server's strict field validation)."""
     crd = _load(KUEUE_CRDS / KUEUE_KINDS.get(kind, "kueue.x-k8s.io_workloads.yaml"))
     assert crd["spec"]["names"]["kind"] == kind
-    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+    version = _version(crd, "v1beta2")
     assert version["served"] and version["storage"]
-    return _strict_validator(crd, "v1beta2")
+    return _strict_validator(version)

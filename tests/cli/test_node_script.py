@@ -151,7 +151,6 @@ class Nodes:
                 if " -xzf " in ln]
 
 
-@pytest.mark.nodes
 def test_two_nodes_share_one_unpack_and_one_install(tmp_path):
     wheels = tmp_path / "wheels"
     build_wheel(wheels)

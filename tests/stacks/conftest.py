@@ -30,16 +30,23 @@ CONFIGS = [None, *PROFILES, *SCALE.values(), *MIXED.values(), *TEAMS.values()]
 IDS = ["default", *(p.stem for p in PROFILES), *SCALE, *MIXED, *TEAMS]
 VARIANTS = frozenset((*SCALE, *MIXED, *TEAMS))
 """The configurations that are not the default or a profile: `make test-matrix` checks them
-(pytest marker ``matrix``), `make test` the default and every profile (CI runs both)."""
+(pytest marker ``matrix``), `make test` the default and every profile (but the cfn-lint and
+checkov runs of :data:`LINTED_IN_MATRIX`; CI runs both)."""
 PARAMS = [pytest.param(config, id=name, marks=(pytest.mark.matrix,) if name in VARIANTS else ())
           for config, name in zip(CONFIGS, IDS)]
 """:data:`CONFIGS` as pytest parameters, each with its id, the variants marked ``matrix``."""
-LINTED_IN_MATRIX = VARIANTS | {"dev", "trn1-2xl", "trn2", "trn2-3xl", "ultracluster-2000"}
-"""The configurations that `make test-matrix` lints (cfn-lint and checkov): the variants, and
-the profiles that differ from another profile of `make test` only in instance type or size
-(``dev`` and ``trn2`` are EKS as the default; ``trn1-2xl`` and ``trn2-3xl`` standalone as
-``single-node``; ``ultracluster-2000`` HyperPod Slurm as ``ultracluster-16``). `make test`
-synthesizes those profiles and runs every other check on them; CI runs both."""
+LINTED_IN_MATRIX = VARIANTS | {"dev", "trn2-3xl", "ultracluster-2000", "mixed", "teams"}
+"""The configurations whose cfn-lint and checkov runs are in `make test-matrix`: the variants
+and five profiles. `make test` lints the default and the profiles whose templates have shapes
+of their own: each other orchestrator (``hyperpod-eks``, ``single-node``, ``ultracluster-16``),
+FSx for Lustre over EFA (``ultracluster-128``), a capacity block with the EFA-only layout on
+trn2 (``trn2``), a DLAMI-venv node with SCRATCH_2 (``trn1-2xl``). The five: ``dev`` (the
+default's EKS with one node and ``data_removal_policy: destroy``), ``trn2-3xl`` (standalone
+with SCRATCH_2 as ``trn1-2xl``, container runtime, sa-east-1), ``ultracluster-2000``
+(HyperPod Slurm at 2,000 nodes, as the 2,000-node variants), ``mixed`` and ``teams`` (on EKS:
+node groups per pool, and Kueue objects inside custom resources, which cfn-lint does not read
+into; on the other orchestrators they are variants). `make test` synthesizes those five and
+runs every other check on them; CI runs both tiers."""
 LINT_PARAMS = [pytest.param(config, id=name,
                             marks=(pytest.mark.matrix,) if name in LINTED_IN_MATRIX else ())
                for config, name in zip(CONFIGS, IDS)]

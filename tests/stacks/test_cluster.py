@@ -1,4 +1,5 @@
-"""The whole stack for every profile: outputs, CloudFormation limits, cfn-lint, cdk-nag."""
+"""The whole stack for every profile: outputs, CloudFormation limits, cfn-lint, checkov, cdk-nag
+(the cfn-lint and checkov runs of some in `make test-matrix`: ``LINTED_IN_MATRIX``)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def _stale_region_list(finding: dict, config) -> bool:
 
 
 @pytest.mark.parametrize("config", LINT_PARAMS)
-def test_cfn_lint_clean_on_every_profile(synth, config):
+def test_cfn_lint_clean(synth, config):
     """cfn-lint on each configuration's template (one test per configuration, so that
     pytest-xdist workers share them)."""
     s = synth_config(synth, config)
@@ -107,6 +108,10 @@ def checkov_batch(tier: str, n: int) -> list[tuple]:
     return chosen[n::CHECKOV_RUNS[tier]]
 
 
+def test_the_lint_tiers_name_real_configurations():
+    assert LINTED_IN_MATRIX <= set(IDS)
+
+
 def test_every_configuration_is_in_one_checkov_batch():
     assert sorted(i for tier, runs in CHECKOV_RUNS.items() for n in range(runs)
                   for _, i in checkov_batch(tier, n)) == sorted(IDS)
@@ -118,7 +123,8 @@ def test_every_configuration_is_in_one_checkov_batch():
     for tier, runs in CHECKOV_RUNS.items() for n in range(runs)])
 def test_checkov_finds_nothing_and_every_skip_is_one_resource_with_a_reason(synth, tmp_path,
                                                                            tier, n):
-    """checkov (its own venv, set up by `make test`) on the template of every configuration:
+    """checkov (its own venv, set up by `make test`) on the template of every configuration
+    (each in one run of one tier: :func:`checkov_batch`):
     zero failures; skips are read from each resource's Metadata, so plain checkov on a
     synthesized template gives the same result."""
     assert CHECKOV.is_file(), f"{CHECKOV} is missing: run `make setup-dev` (make test does)"

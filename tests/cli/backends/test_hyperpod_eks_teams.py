@@ -16,7 +16,6 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from tests.crds import trainjob_validator
 from tests.cli.backends.kueue_objects import FakeCustomObjects, period, usage_rows
 from tests.cli.backends.task_governance_objects import (
     IDLE_QUEUE,
@@ -31,7 +30,7 @@ from tests.cli.backends.test_eks import ALLREDUCE
 from tests.cli.helpers import run
 from tests.cli.program_helpers import make_workdir
 from tests.cli.team_helpers import teams_file
-from tests.crds import kueue_validator
+from tests.crds import kueue_validator, trainjob_validator
 from trn_ultracluster.cli.backends.hyperpod_eks import TASK_GOVERNANCE_PATCH_MANAGER
 from trn_ultracluster.cli.backends.kueue import KueueClient, PoolResolver, usage_records
 from trn_ultracluster.cli.backends.trainjob import POOL_PATCH_MANAGER, RUNTIME_PATCH_MANAGER

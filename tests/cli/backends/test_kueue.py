@@ -14,7 +14,6 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from tests.crds import trainjob_validator
 from tests.cli.backends.kueue_objects import (
     POOLS,
     TEAMS,
@@ -26,7 +25,7 @@ from tests.cli.backends.kueue_objects import (
     workload,
 )
 from tests.cli.helpers import outputs_values, run, write_outputs
-from tests.crds import kueue_validator
+from tests.crds import kueue_validator, trainjob_validator
 from trn_ultracluster.cli.backends.hyperpod_eks import HyperPodEksBackend
 from trn_ultracluster.cli.backends.kueue import PoolResolver, usage_records
 from trn_ultracluster.cli.errors import ExitCode
