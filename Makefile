@@ -22,7 +22,8 @@ export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 # Python's default: cache the bytecode of what it imports (some machines, container images
 # among them, set PYTHONDONTWRITEBYTECODE; then every test process, worker and CLI subprocess
 # compiles the package and the test modules again). __pycache__ is git-ignored and left out of
-# every asset, the wheel and the training image's build context (tests check each).
+# the lifecycle uploads, the Lambda code, the image's build context and the wheel (the last two
+# tested): the assets' hashes are the same with and without it.
 export PYTHONDONTWRITEBYTECODE :=
 CDK := npx --no-install cdk
 

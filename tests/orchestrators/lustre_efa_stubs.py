@@ -1,8 +1,8 @@
 """Stub commands and a fake node for ``node_scripts/lustre_efa.sh`` and the node scripts that
 run it: every orchestrator's tests install these on PATH beside their own stubs.
 
-- ``lnetctl``: LNet's state in ``$STUB_LNET/state`` (:data:`STATE_FILE`: configured, NIs per net with their
-  ``send_count``/``recv_count``, discovery, UDSP rules); ``net show [-v] [--net NET]``
+- ``lnetctl``: LNet's state in ``$STUB_LNET`` (:data:`STATE_FILE`: configured, NIs per net
+  with their ``send_count``/``recv_count``, discovery, UDSP rules); ``net show [-v] [--net NET]``
   prints the YAML layout of ``lnetctl net show`` (FSx for Lustre user guide, "Configuring EFA
   clients"; EKS user guide fsx-csi-tuning-efa's example output). ``STUB_LNET_DOWN=1``: the
   EFA NIs come up ``down``; ``STUB_LNET_FAIL=<words>``: a command starting with them fails.
@@ -48,7 +48,7 @@ import marshal, os, sys
 args = sys.argv[1:]
 with open(os.environ["STUB_LOG"], "a") as log:
     log.write("lnetctl " + " ".join(args) + "\n")
-path = os.path.join(os.environ["STUB_LNET"], "state")
+path = os.path.join(os.environ["STUB_LNET"], "@STATE_FILE@")
 state = marshal.load(open(path, "rb")) if os.path.exists(path) else {
     "configured": False, "nets": {}, "discovery": 0, "udsp": []}
 fail = os.environ.get("STUB_LNET_FAIL", "")
@@ -105,7 +105,7 @@ import marshal, os, sys
 args = dict(a.split("=", 1) for a in sys.argv[1:])
 with open(os.environ["STUB_LOG"], "a") as log:
     log.write("dd " + " ".join(sys.argv[1:]) + "\n")
-path = os.path.join(os.environ["STUB_LNET"], "state")
+path = os.path.join(os.environ["STUB_LNET"], "@STATE_FILE@")
 state = marshal.load(open(path, "rb"))
 mib = 1 << 20
 if args["of"] != "/dev/null":
@@ -178,9 +178,11 @@ EFA_DEVICES = tuple(f"rdmap{n}s0" for n in (16, 32, 48, 64, 80, 96, 112, 128))
 
 
 def write_stub(path: Path, text: str) -> None:
-    """Write an executable stub; ``#!PYTHON`` becomes this interpreter without ``site``
-    (the stubs use only the standard library; a start without it is 3 times quicker)."""
-    path.write_text(text.replace("#!PYTHON", f"#!{sys.executable} -S"))
+    """Write an executable stub: ``#!PYTHON`` becomes this interpreter without ``site`` (the
+    stubs use only the standard library; a start without it is 3 times quicker), and
+    ``@STATE_FILE@`` :data:`STATE_FILE`."""
+    path.write_text(text.replace("#!PYTHON", f"#!{sys.executable} -S")
+                    .replace("@STATE_FILE@", STATE_FILE))
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
 
 

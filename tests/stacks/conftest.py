@@ -32,8 +32,17 @@ VARIANTS = frozenset((*SCALE, *MIXED, *TEAMS))
 """The configurations that are not the default or a profile: `make test-matrix` checks them
 (pytest marker ``matrix``), `make test` the default and every profile (but the cfn-lint and
 checkov runs of :data:`LINTED_IN_MATRIX`; CI runs both)."""
-PARAMS = [pytest.param(config, id=name, marks=(pytest.mark.matrix,) if name in VARIANTS else ())
-          for config, name in zip(CONFIGS, IDS)]
+
+
+def params(in_matrix: frozenset[str]) -> list:
+    """:data:`CONFIGS` as pytest parameters, each with its id, those named in ``in_matrix``
+    marked ``matrix``."""
+    return [pytest.param(config, id=name,
+                         marks=(pytest.mark.matrix,) if name in in_matrix else ())
+            for config, name in zip(CONFIGS, IDS)]
+
+
+PARAMS = params(VARIANTS)
 """:data:`CONFIGS` as pytest parameters, each with its id, the variants marked ``matrix``."""
 LINTED_IN_MATRIX = VARIANTS | {"dev", "trn2-3xl", "ultracluster-2000", "mixed", "teams"}
 """The configurations whose cfn-lint and checkov runs are in `make test-matrix`: the variants
@@ -47,11 +56,8 @@ with SCRATCH_2 as ``trn1-2xl``, container runtime, sa-east-1), ``ultracluster-20
 node groups per pool, and Kueue objects inside custom resources, which cfn-lint does not read
 into; on the other orchestrators they are variants). `make test` synthesizes those five and
 runs every other check on them; CI runs both tiers."""
-LINT_PARAMS = [pytest.param(config, id=name,
-                            marks=(pytest.mark.matrix,) if name in LINTED_IN_MATRIX else ())
-               for config, name in zip(CONFIGS, IDS)]
-""":data:`CONFIGS` as pytest parameters of the lint tests, :data:`LINTED_IN_MATRIX` marked
-``matrix``."""
+LINT_PARAMS = params(LINTED_IN_MATRIX)
+"""The lint tests' parameters."""
 
 
 def synth_config(synth, config):

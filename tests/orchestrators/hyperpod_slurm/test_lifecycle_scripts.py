@@ -250,7 +250,7 @@ def test_enroot_config_dir_that_cannot_be_expanded_is_an_error(tmp_path):
 
 
 def test_env_get_prints_one_line_per_member_in_their_order(tmp_path, capsys):
-    """One call for several values (a node script reads them with ``read``): empty lines
+    """One call for several values (fsx.sh's ``env_get`` reads them with ``mapfile``): empty lines
     for variables the file does not set, an unknown member or a value with a line break
     an error (status 2) rather than lines that shift."""
     cluster = tmp_path / "trn_ultracluster.json"

@@ -9,7 +9,7 @@
 #   log MESSAGE...     print a timestamped line (its stdout goes to its log)
 #   fail MESSAGE...    log an error and exit non-zero
 #   lcs ARGS...        run lcs.py (beside this file) on the stack's trn_ultracluster.json
-# and calls read_storage_layout first.
+# and calls read_storage_layout first. env_get (below) reads job-environment values for it.
 #
 # FSx for Lustre over EFA (trn_ultracluster.json fsx.efa, mode off|preferred|required):
 # setup_lustre_efa before mount_fsx, check_lustre_efa after it; both run lustre_efa.sh
@@ -41,18 +41,29 @@ EFA_UNIT="trn-lustre-efa.service"  # nodes.LUSTRE_EFA_UNIT (tests check the two 
 EFA_MODE="off" EFA_INTERFACES=0 EFA_CHECK_MIB=0 EFA_NAMESPACE="" EFA_METRIC=""
 EFA_CLUSTER="" EFA_CONFIGURED="" EFA_FSTAB="" EFA_FAILED=""
 
+# env_get [VARIABLE=]MEMBER...: the job environment's values of the contract MEMBERs (one
+# lcs.py call, one line each) into the caller's VARIABLEs (MEMBER itself without one); a value
+# the file does not set is empty. mapfile, not read: $(...) drops the empty lines of empty
+# values at the end, where read would fail and set -e end the script without the caller's
+# message.
+env_get() {
+  local _found _pair _n=0
+  local -a _values
+  _found="$(lcs env-get "${@#*=}")" \
+    || fail "cannot read the job environment of the stack's trn_ultracluster.json (lcs.py's error is above)"
+  mapfile -t _values <<< "${_found}"
+  for _pair in "$@"; do
+    printf -v "${_pair%%=*}" '%s' "${_values[_n]:-}"
+    _n=$((_n + 1))
+  done
+}
+
 # read_storage_layout: the shared-storage layout and the Region from the stack
 # (trn_ultracluster/contracts/shared_storage.py, written into trn_ultracluster.json), so that
 # jobs on every orchestrator use the same paths.
 read_storage_layout() {
-  local layout efa
-  local -a values
-  layout="$(lcs env-get FSX_MOUNT_POINT NEURON_CACHE_DIR REGION)" \
-    || fail "cannot read the job environment of the stack's trn_ultracluster.json (lcs.py's error is above)"
-  # One line per value; mapfile, not read: $(...) drops the empty lines of empty values at
-  # the end, where read would fail (and set -e end the script without the message below).
-  mapfile -t values <<< "${layout}"
-  FSX_MOUNT_POINT="${values[0]:-}" NEURON_CACHE_DIR="${values[1]:-}" REGION="${values[2]:-}"
+  local efa
+  env_get FSX_MOUNT_POINT NEURON_CACHE_DIR REGION
   [[ -n "${FSX_MOUNT_POINT}" && -n "${NEURON_CACHE_DIR}" && -n "${REGION}" ]] \
     || fail "the job environment of the stack's trn_ultracluster.json lacks FSX_MOUNT_POINT, NEURON_CACHE_DIR or REGION"
   STATE_DIR="${FSX_MOUNT_POINT}/.trn-ultracluster"

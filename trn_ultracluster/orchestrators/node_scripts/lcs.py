@@ -266,19 +266,22 @@ def variable(cluster: dict[str, Any], member: str) -> str:
 
 def env_values(cluster: dict[str, Any], members: list[str]) -> str:
     """The job-environment values of ``members``, one line each in their order (an empty
-    line for a variable the file does not set), for ``read`` in a node script.
+    line for a variable the file does not set), for ``mapfile`` in a node script
+    (``env_get`` in ``fsx.sh``).
 
     Raises:
         LifecycleError: a member is unknown, or its value has a line break (it would shift
             the lines after it).
     """
     env = cluster.get("env", {})
-    values = [str(env.get(variable(cluster, member), "")) for member in members]
-    for member, value in zip(members, values):
+    lines = []
+    for member in members:
+        value = str(env.get(variable(cluster, member), ""))
         if "\n" in value or "\r" in value:
             raise LifecycleError(f"job environment member {member}: its value {value!r} "
                                  "has a line break")
-    return "".join(f"{value}\n" for value in values)
+        lines.append(f"{value}\n")
+    return "".join(lines)
 
 
 def env_file(cluster: dict[str, Any], extra: dict[str, str] | None = None) -> str:
@@ -315,9 +318,9 @@ def enroot_config_dir(home: str, uid: int, gid: int,
     Raises:
         LifecycleError: the value holds another expression this function cannot expand.
     """
-    value = "${XDG_CONFIG_HOME}/enroot"
     from pathlib import Path
 
+    value = "${XDG_CONFIG_HOME}/enroot"
     path = Path(conf)
     if path.is_file():
         for line in path.read_text(encoding="utf-8").splitlines():

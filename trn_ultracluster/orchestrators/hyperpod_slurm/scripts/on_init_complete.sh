@@ -220,7 +220,7 @@ main() {
   fi
   # LNet over EFA first (fsx.efa; nothing in mode off): a node that cannot have it fails
   # before it waits for the file system.
-  cluster_name="$(lcs env-get CLUSTER_NAME)" || fail "cannot read CLUSTER_NAME of the stack's trn_ultracluster.json (lcs.py's error is above)"
+  env_get cluster_name=CLUSTER_NAME
   setup_lustre_efa "${cluster_name}"
   wait_for_file_system
   wait_for_link

@@ -194,12 +194,8 @@ ecr_login() {
     | docker login --username AWS --password-stdin "$1" > /dev/null
 }
 setup_container_runtime() {
-  local registry image found
-  local -a values
-  found="$(lcs env-get ECR_REGISTRY TRAINING_IMAGE_URI)" \
-    || fail "cannot read the job environment of the stack's trn_ultracluster.json (lcs.py's error is above)"
-  mapfile -t values <<< "${found}"  # (fsx.sh's read_storage_layout says why not read)
-  registry="${values[0]:-}" image="${values[1]:-}"
+  local registry image
+  env_get registry=ECR_REGISTRY image=TRAINING_IMAGE_URI
   [[ -n "${registry}" && -n "${image}" ]] || fail "the job environment lacks ECR_REGISTRY or TRAINING_IMAGE_URI"
   if ! command -v docker > /dev/null 2>&1 && [[ "$(os_id)" == amzn ]]; then
     log "Docker is not installed; installing Amazon Linux's docker"
