@@ -527,6 +527,19 @@ def test_missing_storage_layout_stops_before_anything(node, member):
     assert calls(node, "aws") == [] and calls(node, "mount") == []
 
 
+def test_a_job_environment_lcs_cannot_read_stops_with_its_error(node):
+    """fsx.sh's env_get fails the node when lcs.py does (here: the file names no REGION
+    member), with lcs.py's error and the script's own message, before anything else."""
+    cluster = json.loads(json.dumps(CLUSTER))
+    del cluster["names"][JobEnv.REGION.name]
+    (node.lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster))
+    result = node(WORKER_IPS[0])
+    assert result.returncode == 1
+    assert "no job environment member 'REGION'" in result.stdout + result.stderr
+    assert "cannot read the job environment of the stack's trn_ultracluster.json" in result.stdout
+    assert calls(node, "aws") == [] and calls(node, "mount") == []
+
+
 @pytest.mark.nodes
 def test_without_enroot_the_log_says_so(node):
     (node.bin / "enroot").unlink()
