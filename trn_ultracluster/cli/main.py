@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trn_ultracluster.cli.arg_types import integer_from, positive_seconds, positive_usd, ratio
 from trn_ultracluster.cli.backends import BACKENDS
 from trn_ultracluster.cli.commands import (
     config,
@@ -57,54 +58,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 # --- argument parsing -------------------------------------------------------------------------
-
-
-def _integer_from(minimum: int) -> Callable[[str], int]:
-    """argparse type: an integer >= ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def _positive_seconds(text: str) -> float:
-    """argparse type: seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
-def _ratio(text: str) -> float:
-    """argparse type: a fraction in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1, got {text}")
-    return value
-
-
-def _positive_usd(text: str) -> float:
-    """A budget in USD per hour: a number above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of USD above 0, e.g. 50")
-    return value
 
 
 def _estimate_options(p: argparse.ArgumentParser) -> None:
@@ -210,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only this check, repeatable (no estimate then); one of: "
                         + ", ".join(PREFLIGHT_CHECKS))
     _estimate_options(p)
-    p.add_argument("--max-hourly-usd", type=_positive_usd, metavar="USD",
+    p.add_argument("--max-hourly-usd", type=positive_usd, metavar="USD",
                    help="warn when the stack costs more per hour than this when running")
 
     p = _command(sub, "plan", parents=[common],
@@ -296,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="torchrun (default): one process per logical NeuronCore on every "
                         "node; none: PROGRAM once per node, for programs that start their "
                         "own workers")
-    p.add_argument("--nproc-per-node", type=_integer_from(1), metavar="N",
+    p.add_argument("--nproc-per-node", type=integer_from(1), metavar="N",
                    help="torchrun processes per node (default: the instance type's logical "
                         "NeuronCores; 1 on a CPU pool)")
     p.add_argument("--output-dir", help=f"the job's output directory TRN_OUTPUT_DIR, under "
@@ -337,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "status":
             _pool_option(p, "status")
         if name == "logs":
-            p.add_argument("--tail", type=_integer_from(1), help="last N lines only (N >= 1)")
+            p.add_argument("--tail", type=integer_from(1), help="last N lines only (N >= 1)")
         _cluster_options(p)
 
     p = _command(sub, "scale", parents=[common],
@@ -353,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
                  description="Open a Session Manager shell on a standalone node (`aws ssm "
                              "start-session`; needs the AWS CLI v2 and the Session Manager "
                              "plugin).")
-    p.add_argument("--node", type=_integer_from(0), default=0,
+    p.add_argument("--node", type=integer_from(0), default=0,
                    help="node number, 0 (default) is the first")
     p.add_argument("--print", action="store_true", help="print the command instead of running it")
 
@@ -365,10 +318,10 @@ def build_parser() -> argparse.ArgumentParser:
     teams.add_team_options(p)
     _job_options(p)
     p.add_argument("--no-wait", action="store_true", help="submit and return")
-    p.add_argument("--timeout", type=_positive_seconds, default=smoke_test.SMOKE_TIMEOUT_S,
+    p.add_argument("--timeout", type=positive_seconds, default=smoke_test.SMOKE_TIMEOUT_S,
                    help=f"seconds to wait (default {smoke_test.SMOKE_TIMEOUT_S:g})")
     p.add_argument("--from-log", type=Path, help="judge a saved job log instead of running")
-    p.add_argument("--min-ratio", type=_ratio, default=MIN_EFA_RATIO,
+    p.add_argument("--min-ratio", type=ratio, default=MIN_EFA_RATIO,
                    help="pass threshold, bus/network bandwidth, more than 0 and at most 1 "
                         f"(default {MIN_EFA_RATIO:g})")
     return parser
