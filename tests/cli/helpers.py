@@ -3,6 +3,7 @@ outputs of each job backend, running the CLI, and AWS stand-ins (moto, botocore 
 
 from __future__ import annotations
 
+import glob
 import json
 import shutil
 import subprocess
@@ -138,6 +139,20 @@ def shellcheck() -> str:
     found = shutil.which("shellcheck") or str(Path(sys.executable).parent / "shellcheck")
     assert Path(found).exists(), "shellcheck missing: pip install -r requirements-dev.txt"
     return found
+
+
+def python39() -> str | None:
+    """A Python 3.9 interpreter (what Amazon Linux 2023's ``python3`` is, "for the life of
+    AL2023": AL2023 user guide, "Python in AL2023"), or ``None``: ``python3.9`` on PATH, or a
+    pyenv version. For the node scripts, which run with the node's ``python3``."""
+    found = [shutil.which("python3.9"),
+             *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.9*/bin/python3.9")))]
+    for candidate in filter(None, found):
+        done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
+                              capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == "(3, 9)":
+            return candidate
+    return None
 
 
 def create_stack(values: dict[str, str], name: str = "TrnUltraCluster") -> None:

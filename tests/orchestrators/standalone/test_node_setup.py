@@ -12,7 +12,6 @@ answers, as the HyperPod lifecycle tests do.
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import json
 import os
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import shellcheck
+from tests.cli.helpers import python39, shellcheck
 from tests.conftest import REPO_ROOT
 from tests.orchestrators.lustre_efa_stubs import (
     EFA_DEVICES,
@@ -307,19 +306,6 @@ for package in "$@"; do
   esac
 done
 """
-
-
-def python39() -> str | None:
-    """A Python 3.9 interpreter (what Amazon Linux 2023's ``python3`` is; not verified on an
-    AMI here), or ``None``: ``python3.9`` on PATH, or a pyenv version."""
-    found = [shutil.which("python3.9"),
-             *sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.9*/bin/python3.9")))]
-    for candidate in filter(None, found):
-        done = subprocess.run([candidate, "-c", "import sys; print(sys.version_info[:2])"],
-                              capture_output=True, text=True)
-        if done.returncode == 0 and done.stdout.strip() == "(3, 9)":
-            return candidate
-    return None
 
 
 def path_without(directory: Path, *names: str) -> str:
