@@ -6,8 +6,9 @@ scripts and the stack-generated file they read.
   tag, the state of the file system and its S3 link) and ``fsx.sh`` (sourced: find the file
   system by its tag, wait for it and its link, mount it at ``/fsx``, write the job
   environment file). The HyperPod lifecycle script and the standalone nodes' setup both use
-  them; ``lustre_efa.sh`` (run: FSx for Lustre over EFA, and its check) is used by every
-  orchestrator's nodes, the EKS ones through their launch template's user data.
+  them; ``lustre_efa.sh`` (run: FSx for Lustre over EFA, and its check) and its Python
+  helper ``lustre_efa.py`` are used by every orchestrator's nodes, the EKS ones through their
+  launch template's user data.
 - :func:`job_environment`: what every node's job environment file
   (:data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`) holds, by
   :class:`~trn_ultracluster.contracts.hyperpod.JobEnv` name, plus the Neuron/EFA variables of
@@ -38,8 +39,8 @@ from trn_ultracluster.contracts.shared_storage import (
 from trn_ultracluster.orchestrators.base import Foundation
 
 __all__ = ["FSX_DESCRIBE_ACTIONS", "FSX_SCRIPT", "LCS_SCRIPT", "LUSTRE_EFA_CHECK_MIB",
-           "LUSTRE_EFA_SCRIPT", "LUSTRE_EFA_UNIT", "NODE_SCRIPTS", "efa_node_settings",
-           "grant_fsx_describe", "job_environment", "node_file"]
+           "LUSTRE_EFA_HELPER", "LUSTRE_EFA_SCRIPT", "LUSTRE_EFA_UNIT", "NODE_SCRIPTS",
+           "efa_node_settings", "grant_fsx_describe", "job_environment", "node_file"]
 
 NODE_SCRIPTS = Path(__file__).resolve().parent / "node_scripts"
 """The shared node scripts (uploaded as they are, beside each orchestrator's own)."""
@@ -50,6 +51,9 @@ FSX_SCRIPT = "fsx.sh"
 LUSTRE_EFA_SCRIPT = "lustre_efa.sh"
 """FSx for Lustre over EFA on a node (run, not sourced): LNet over EFA, its boot unit, the
 check that the traffic goes over EFA, the metric, and the watcher of Kubernetes nodes."""
+LUSTRE_EFA_HELPER = "lustre_efa.py"
+"""What ``lustre_efa.sh`` decides from the tools' output (standard library only, run with
+``python3``): shipped wherever the script is, in the same directory, and installed with it."""
 LUSTRE_EFA_UNIT = "trn-lustre-efa.service"
 """The systemd unit ``lustre_efa.sh install-unit`` writes: LNet over EFA at every boot,
 before the remote mounts and kubelet (the fstab entry of an EFA mount names it). The one
