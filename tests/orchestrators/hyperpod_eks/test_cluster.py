@@ -421,13 +421,13 @@ def test_lifecycle_upload_has_the_node_scripts_and_the_node_file(hpe):
     """on_create.sh, lcs.py and trn_ultracluster.json with fsx.efa (off here: 1,200 GiB is
     below every EFA capacity step) and the metric's ClusterName, the EKS cluster's name (the
     Container Insights dimension of the cluster's other node metrics); neither fsx.sh (the
-    CSI driver mounts the file system) nor, with fsx.efa off, lustre_efa.sh."""
+    CSI driver mounts the file system) nor, with fsx.efa off, lustre_efa.sh and its helper."""
     (upload,) = hpe.resources("Custom::CDKBucketDeployment").values()
     staged = [hpe.outdir / f"asset.{key.removesuffix('.zip')}"
               for key in upload["Properties"]["SourceObjectKeys"]]
     names = {p.name for d in staged if d.is_dir() for p in d.iterdir()}
     assert {"on_create.sh", "lcs.py", "trn_ultracluster.json"} <= names, names
-    assert not names & {"fsx.sh", "lustre_efa.sh"}, names
+    assert not names & {"fsx.sh", "lustre_efa.sh", "lustre_efa.py"}, names
     (node_file,) = [d / "trn_ultracluster.json" for d in staged
                     if (d / "trn_ultracluster.json").is_file()]
     # a deploy-time value is a marker the upload replaces with its JSON string

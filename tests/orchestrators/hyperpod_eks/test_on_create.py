@@ -28,7 +28,12 @@ from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     ON_CREATE,
     ON_CREATE_NO_EFA,
 )
-from trn_ultracluster.orchestrators.nodes import LCS_SCRIPT, LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
+from trn_ultracluster.orchestrators.nodes import (
+    LCS_SCRIPT,
+    LUSTRE_EFA_HELPER,
+    LUSTRE_EFA_SCRIPT,
+    NODE_SCRIPTS,
+)
 
 CLUSTER = "TrnUltraCluster-1a2b3c4d"
 
@@ -43,7 +48,7 @@ class Node:
         self.lcs.mkdir()
         for script in (ON_CREATE, ON_CREATE_NO_EFA):
             (self.lcs / script).write_text((LIFECYCLE_SCRIPTS / script).read_text())
-        for name in (LCS_SCRIPT, LUSTRE_EFA_SCRIPT):
+        for name in (LCS_SCRIPT, LUSTRE_EFA_SCRIPT, LUSTRE_EFA_HELPER):
             (self.lcs / name).write_text((NODE_SCRIPTS / name).read_text())
         (self.lcs / LIFECYCLE_FILE).write_text(json.dumps(
             lifecycle_node_file(mode, 2 if mode != "off" else 0, CLUSTER, "us-west-2")))  # type: ignore[arg-type]

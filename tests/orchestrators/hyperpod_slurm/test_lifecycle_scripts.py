@@ -24,6 +24,7 @@ from trn_ultracluster.orchestrators.hyperpod_slurm.lifecycle import LIFECYCLE_AS
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
     LCS_SCRIPT,
+    LUSTRE_EFA_HELPER,
     LUSTRE_EFA_SCRIPT,
     NODE_SCRIPTS,
     efa_node_settings,
@@ -299,7 +300,7 @@ def make_node(tmp_path: Path, stubs: tuple[str, ...] = STUBS, cluster: dict | No
     for script in LIFECYCLE_ASSETS.iterdir():  # on_init_complete.sh, pool_env.py
         if script.is_file():
             (lcs_dir / script.name).write_text(script.read_text())
-    for name in (LCS_SCRIPT, FSX_SCRIPT, LUSTRE_EFA_SCRIPT):  # uploaded beside it (lifecycle.upload_lifecycle_files)
+    for name in (LCS_SCRIPT, FSX_SCRIPT, LUSTRE_EFA_SCRIPT, LUSTRE_EFA_HELPER):  # uploaded beside it (lifecycle.upload_lifecycle_files)
         (lcs_dir / name).write_text((NODE_SCRIPTS / name).read_text())
     (lcs_dir / "trn_ultracluster.json").write_text(json.dumps(cluster or CLUSTER))
     for name in stubs:

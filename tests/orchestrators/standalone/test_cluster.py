@@ -300,7 +300,7 @@ def test_user_data_fetches_the_scripts_writes_the_stack_file_and_runs_the_setup(
     assert f'NODE_DIR="${{ROOT}}{NODE_DIR}"' in text
     fetched = re.findall(r"^fetch '(s3://[^']+)' (\S+)$", text, flags=re.M)
     assert [f[1] for f in fetched] == ["node_setup.sh", "fsx.sh", "lcs.py", "lustre_efa.sh",
-                                       "neuron_metrics.sh", "neuron_metrics.py"]
+                                       "lustre_efa.py", "neuron_metrics.sh", "neuron_metrics.py"]
     program = re.search(r"^PROGRAM_URL='([^']*)'$", text, flags=re.M).group(1)
     assert bool(program) == (runtime == "dlami-venv")
     assert text.rstrip().endswith('exec bash "${NODE_DIR}/node_setup.sh" --boot')  # first boot

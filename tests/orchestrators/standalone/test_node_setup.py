@@ -204,8 +204,8 @@ def test_container_node_mounts_fsx_writes_the_environment_pulls_the_image_and_is
     assert result.returncode == 0, result.stdout + result.stderr
     # the scripts and the stack's file, fetched by the user data
     assert sorted(p.name for p in node.node_dir.iterdir()) == [
-        "fsx.sh", "lcs.py", "lustre_efa.sh", "neuron_metrics.py", "neuron_metrics.sh",
-        "node_setup.sh", "trn_ultracluster.json"]
+        "fsx.sh", "lcs.py", "lustre_efa.py", "lustre_efa.sh", "neuron_metrics.py",
+        "neuron_metrics.sh", "node_setup.sh", "trn_ultracluster.json"]
     assert (node.node_dir / "node_setup.sh").read_text() == (SCRIPTS / "node_setup.sh").read_text()
     # FSx: found by its tag, the link's import waited for, mounted, in fstab
     aws = node.calls("aws")

@@ -87,6 +87,7 @@ from trn_ultracluster.orchestrators.hyperpod_eks import task_governance as gover
 from trn_ultracluster.orchestrators.hyperpod_eks.execution_role import add_eks_permissions
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
+    LUSTRE_EFA_HELPER,
     LUSTRE_EFA_SCRIPT,
     NODE_SCRIPTS,
     efa_node_settings,
@@ -219,8 +220,10 @@ class HyperPodEksOrchestrator(EksCluster):
                                                  Stack.of(self).region)},
             # fsx.sh finds and mounts the file system on Slurm and standalone nodes; here the
             # FSx CSI driver mounts it, so the role needs none of fsx.sh's Describe calls; and
-            # lustre_efa.sh only with fsx.efa on; the CPU groups' entry point only with them.
-            exclude=[FSX_SCRIPT, *([LUSTRE_EFA_SCRIPT] if base.fsx_efa_mode == "off" else []),
+            # lustre_efa.sh and lustre_efa.py only with fsx.efa on; the CPU groups' entry point
+            # only with them.
+            exclude=[FSX_SCRIPT, *([LUSTRE_EFA_SCRIPT, LUSTRE_EFA_HELPER]
+                                   if base.fsx_efa_mode == "off" else []),
                      *([] if any(not p.instance.accelerated for p in self.worker_groups)
                        else [ON_CREATE_NO_EFA])])
         self.networks = group_networks(self.worker_groups, base)

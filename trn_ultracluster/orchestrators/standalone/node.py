@@ -3,8 +3,8 @@ assets, the stack's ``trn_ultracluster.json`` and the user data that fetches the
 ``node_setup.sh`` (``scripts/`` beside this module).
 
 The scripts are S3 assets of the deploy (uploaded by the CDK CLI to the bootstrap bucket,
-no Lambda): ``node_setup.sh``, the shared ``fsx.sh``, ``lcs.py`` and ``lustre_efa.sh``
-(:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS`), the node metrics scripts
+no Lambda): ``node_setup.sh``, the shared ``fsx.sh``, ``lcs.py``, ``lustre_efa.sh`` and
+``lustre_efa.py`` (:data:`~trn_ultracluster.orchestrators.nodes.NODE_SCRIPTS`), the node metrics scripts
 (:mod:`trn_ultracluster.node_metrics`, as on HyperPod Slurm nodes), and with ``runtime:
 dlami-venv`` the training program, zipped with the training image's own file list
 (``training/Dockerfile.dockerignore``).
@@ -44,6 +44,7 @@ from trn_ultracluster.orchestrators.base import Foundation, PoolFoundation
 from trn_ultracluster.orchestrators.nodes import (
     FSX_SCRIPT,
     LCS_SCRIPT,
+    LUSTRE_EFA_HELPER,
     LUSTRE_EFA_SCRIPT,
     NODE_SCRIPTS,
     efa_node_settings,
@@ -198,6 +199,8 @@ class NodeBoot(Construct):
                           ("LCS_URL", "LcsScript", NODE_SCRIPTS / LCS_SCRIPT),
                           ("LUSTRE_EFA_URL", "LustreEfaScript",
                            NODE_SCRIPTS / LUSTRE_EFA_SCRIPT),
+                          ("LUSTRE_EFA_HELPER_URL", "LustreEfaHelper",
+                           NODE_SCRIPTS / LUSTRE_EFA_HELPER),
                           ("METRICS_SETUP_URL", "MetricsSetup",
                            NODE_METRICS_SCRIPTS / NODE_METRICS_SETUP),
                           ("METRICS_EXPORTER_URL", "MetricsExporter",

@@ -29,7 +29,7 @@
 #
 # The FSx steps (find the file system by its tag, wait for it and its S3 link, LNet over EFA,
 # mount it, check that it goes over EFA, write the job environment) are the shared node
-# scripts' fsx.sh, uploaded beside this file with lcs.py and lustre_efa.sh
+# scripts' fsx.sh, uploaded beside this file with lcs.py, lustre_efa.sh and lustre_efa.py
 # (trn_ultracluster/orchestrators/node_scripts/); the standalone nodes run the same steps.
 #
 # Test hooks (all optional; defaults are the real paths and times; fsx.sh lists its own):

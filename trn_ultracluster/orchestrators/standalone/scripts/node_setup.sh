@@ -2,7 +2,7 @@
 # TrnUltraCluster standalone node setup.
 #
 # The user data (user_data.sh) runs this as root at an instance's first boot, beside the
-# shared node scripts (fsx.sh, lcs.py, lustre_efa.sh) and the stack's trn_ultracluster.json. It is
+# shared node scripts (fsx.sh, lcs.py, lustre_efa.sh, lustre_efa.py) and the stack's trn_ultracluster.json. It is
 # idempotent: `sudo bash /opt/trn-ultracluster/node/node_setup.sh` on a node gives the same
 # result again. Steps:
 #
@@ -48,7 +48,7 @@
 #
 # Test hooks (all optional; fsx.sh lists its own):
 #   TRN_ROOT          prefix of every file path written or read (a fake root in tests)
-#   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py, lustre_efa.sh and trn_ultracluster.json
+#   TRN_NODE_DIR      directory of this script, fsx.sh, lcs.py, lustre_efa.sh, lustre_efa.py and trn_ultracluster.json
 #   TRN_INSTANCE_ID   this instance's id (default: the instance metadata service)
 #   TRN_AMI_ID        the AMI this instance booted from (default: the instance metadata service)
 #   TRN_PULL_ATTEMPTS attempts of the ECR login and the image pull (default 5)

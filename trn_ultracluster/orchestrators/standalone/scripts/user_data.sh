@@ -6,8 +6,8 @@
 # result once, as root, at an instance's first boot (EC2 user guide, "Run commands when you
 # launch an EC2 instance with user data input",
 # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/user-data.html). It fetches the node
-# scripts, which the deploy uploaded as S3 assets (node_setup.sh, the shared fsx.sh, lcs.py
-# and lustre_efa.sh, the node metrics scripts), writes the stack's trn_ultracluster.json beside them and runs node_setup.sh. It
+# scripts, which the deploy uploaded as S3 assets (node_setup.sh, the shared fsx.sh, lcs.py,
+# lustre_efa.sh and lustre_efa.py, the node metrics scripts), writes the stack's trn_ultracluster.json beside them and runs node_setup.sh. It
 # needs the AWS CLI on the AMI (that the Neuron DLAMIs have it is not verified here).
 #
 # Test hooks: TRN_ROOT (prefix of every path written), TRN_FETCH_ATTEMPTS (default 10),
@@ -41,6 +41,7 @@ fetch '@@NODE_SETUP_URL@@' node_setup.sh
 fetch '@@FSX_URL@@' fsx.sh
 fetch '@@LCS_URL@@' lcs.py
 fetch '@@LUSTRE_EFA_URL@@' lustre_efa.sh
+fetch '@@LUSTRE_EFA_HELPER_URL@@' lustre_efa.py
 fetch '@@METRICS_SETUP_URL@@' neuron_metrics.sh
 fetch '@@METRICS_EXPORTER_URL@@' neuron_metrics.py
 if [[ -n "${PROGRAM_URL}" ]]; then
