@@ -23,7 +23,8 @@ run it: every orchestrator's tests install these on PATH beside their own stubs.
   route show default`` (``dev ens5``), ``systemctl``, ``dnf``, ``sleep``, ``curl`` (the
   instance metadata service: fails, unless ``STUB_IMDS_AFTER=N``, after whose first N calls
   it answers a token and ``STUB_IMDS_ID``, default ``i-0fedcba9876543210``) and ``aws``
-  (``STUB_CW_FAIL=1``: put-metric-data fails) record their arguments in ``$STUB_LOG``.
+  (``STUB_CW_FAIL=1``: put-metric-data fails; ``s3 cp s3://BUCKET/KEY DEST`` copies
+  ``$STUB_S3/BUCKET/KEY``, or fails as a missing object) record their arguments in ``$STUB_LOG``.
   ``systemctl is-failed`` succeeds (the unit failed) only with ``STUB_UNIT_FAILED=1``;
   ``STUB_SYSTEMCTL_FAIL=<words>``: a systemctl command starting with them fails.
 
@@ -163,6 +164,11 @@ case "$name" in
   aws)
     if [[ "$1 $2" == "cloudwatch put-metric-data" && -n "${STUB_CW_FAIL:-}" ]]; then
       echo "An error occurred (AccessDenied) when calling the PutMetricData operation" >&2; exit 254
+    fi
+    if [[ "$1 $2" == "s3 cp" ]]; then  # ... SRC DEST: SRC s3://BUCKET/KEY is $STUB_S3/BUCKET/KEY
+      src="${*: -2:1}"
+      cp "${STUB_S3:-/nonexistent}/${src#s3://}" "${*: -1}" 2> /dev/null || {
+        echo "fatal error: An error occurred (404) when calling the HeadObject operation: Not Found" >&2; exit 1; }
     fi ;;
 esac
 exit 0

@@ -8,7 +8,8 @@ scripts and the stack-generated file they read.
   environment file). The HyperPod lifecycle script and the standalone nodes' setup both use
   them; ``lustre_efa.sh`` (run: FSx for Lustre over EFA, and its check) and its Python
   helper ``lustre_efa.py`` are used by every orchestrator's nodes, the EKS ones through their
-  launch template's user data.
+  launch template's user data (which carries the script and fetches the helper from S3:
+  :mod:`~trn_ultracluster.orchestrators.eks.lustre_efa`).
 - :func:`job_environment`: what every node's job environment file
   (:data:`~trn_ultracluster.contracts.shared_storage.ENV_FILE`) holds, by
   :class:`~trn_ultracluster.contracts.hyperpod.JobEnv` name, plus the Neuron/EFA variables of

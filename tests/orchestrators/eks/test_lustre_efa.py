@@ -1,14 +1,18 @@
 """FSx for Lustre over EFA on EKS managed Trainium nodes: the launch template's user data
-(MIME multi-part, one shell part carrying lustre_efa.sh) only with fsx.efa on, and the shell
-part run against a fake Amazon Linux 2023 node (client, LNet over EFA, boot unit, watcher;
-the failure paths report 0; in mode required the node powers off before it joins, in mode
-preferred it joins over TCP)."""
+(MIME multi-part, one shell part carrying lustre_efa.sh and fetching its helper lustre_efa.py,
+an S3 asset the node role may read) only with fsx.efa on, and the shell part run against a
+fake Amazon Linux 2023 node (client, LNet over EFA, boot unit, watcher; the failure paths,
+a helper that cannot be fetched or does not match among them, report 0; in mode required the
+node powers off before it joins, in mode preferred it joins over TCP)."""
 
 from __future__ import annotations
 
 import base64
 import email
 import gzip
+import hashlib
+import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -29,18 +33,23 @@ from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.orchestrators.eks.lustre_efa import (
     BOUNDARY,
     USER_DATA_BUDGET_BYTES,
+    HelperSource,
     boot_script,
+    helper_sha256,
     inline_script,
     lustre_efa_user_data,
     packed_script,
     user_data_scripts,
 )
-from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
+from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_HELPER, LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
 
 EFA_EKS = {"orchestrator": "eks", "fsx.efa": "true", "fsx.storage_capacity_gib": "19200"}
 """The default EKS cluster (trn1.32xlarge) with an EFA-enabled file system: 19,200 GiB, the
 EFA step at 250 MB/s/TiB; mode required, 2 interfaces per node."""
 CLUSTER = "TrnUltraCluster-1a2b3c4d"
+BUCKET = "cdk-hnb659fds-assets-123456789012-us-west-2"
+HELPER = HelperSource(url=f"s3://{BUCKET}/{'0' * 64}.py", sha256=helper_sha256())
+"""The helper's S3 asset as the unit tests give it (the synthesized stack's: below)."""
 
 
 @pytest.fixture(scope="module")
@@ -78,12 +87,53 @@ def test_efa_cluster_nodes_get_the_mime_user_data(efa_eks):
     assert ('csi-node --mode "${MODE}" --interfaces \'2\' \\\n  --mib \'256\' '
             "--region 'us-west-2'") in part
     assert f"--cluster 'ref-{cluster_ref}'" in part  # the EKS cluster's name (Container Insights')
+    assert f"HELPER_URL='s3://{BUCKET}/{helper_asset(efa_eks)['objectKey']}'\n" in part
+    assert f"HELPER_SHA256='{helper_sha256()}'\n" in part
     assert len(text.encode()) < USER_DATA_BUDGET_BYTES
     # the Trainium node groups take the template's latest version, which carries it
     for group in efa_eks.resources("AWS::EKS::Nodegroup").values():
         spec = group["Properties"].get("LaunchTemplate")
         if spec is not None:
             assert "LatestVersionNumber" in str(spec["Version"])
+
+
+def helper_asset(s) -> dict:
+    """The destination of the stack's one asset of ``lustre_efa.py`` (cloud assembly manifest),
+    with its staged ``path``."""
+    assets = json.loads((s.outdir / f"{s.config.stack_name}.assets.json").read_text())["files"]
+    (asset,) = [a for a in assets.values() if a["source"]["path"].endswith(".py")
+                and (s.outdir / a["source"]["path"]).read_bytes()
+                == (NODE_SCRIPTS / LUSTRE_EFA_HELPER).read_bytes()]
+    (destination,) = asset["destinations"].values()
+    return {**destination, "path": s.outdir / asset["source"]["path"]}
+
+
+def test_the_helper_asset_is_lustre_efa_py_as_it_is_and_its_sha256(efa_eks):
+    """The node checks the object against helper_sha256: the staged file is the repository's,
+    byte for byte (a single-file asset is uploaded as it is), so the two agree."""
+    asset = helper_asset(efa_eks)
+    assert hashlib.sha256(asset["path"].read_bytes()).hexdigest() == helper_sha256()
+    assert asset["objectKey"].endswith(".py")
+
+
+def test_the_node_role_reads_exactly_the_helper_and_the_node_groups_wait_for_it(efa_eks):
+    """s3:GetObject on the one object, in a policy of its own on the node role (no bucket-wide
+    grant, no cdk-nag wildcard), which every Trainium node group depends on: a node must not
+    boot before it may fetch the helper."""
+    (name, policy), = [(k, r) for k, r in efa_eks.resources("AWS::IAM::Policy").items()
+                       if "LustreEfaHelper" in k]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "s3:GetObject" and statement["Effect"] == "Allow"
+    key = helper_asset(efa_eks)["objectKey"]
+    assert resolve(statement["Resource"], efa_eks.template) == f"arn:aws:s3:::{BUCKET}/{key}"
+    assert policy["Properties"]["Roles"] == [{"Ref": efa_eks.ref_id("EksNodeRole")}]
+    trainium = {k: r for k, r in efa_eks.resources("AWS::EKS::Nodegroup").items()
+                if "LaunchTemplate" in r["Properties"]}
+    assert trainium and all(name in r["DependsOn"] for r in trainium.values())
+
+
+def test_without_fsx_efa_there_is_no_helper_asset_nor_its_policy(default):
+    assert not [k for k in default.resources("AWS::IAM::Policy") if "LustreEfaHelper" in k]
 
 
 def test_the_packed_script_is_lustre_efa_sh_without_its_comments():
@@ -105,39 +155,49 @@ def test_user_data_scripts_unpacks_what_the_node_runs(efa_eks):
 
 
 def test_user_data_fits_ec2s_limit_beside_eks_own_part():
-    text = lustre_efa_user_data("required", 16, cluster_name="x" * 100, region="ap-southeast-4")
+    """The longest values: 16 interfaces, a 100-character cluster name, a 63-character bucket
+    name (S3's longest) and an asset key of 64 hex digits."""
+    longest = HelperSource(url=f"s3://{'b' * 63}/{'0' * 64}.py", sha256=helper_sha256())
+    text = lustre_efa_user_data("required", 16, cluster_name="x" * 100, region="ap-southeast-4",
+                                helper=longest)
     assert len(text.encode()) < USER_DATA_BUDGET_BYTES <= 16 * 1024 - 4 * 1024
 
 
 def test_mode_off_has_no_boot_script():
     with pytest.raises(ValueError, match="mode off"):
-        boot_script("off", 0, cluster_name=CLUSTER, region="us-west-2")
+        boot_script("off", 0, cluster_name=CLUSTER, region="us-west-2", helper=HELPER)
 
 
 def test_shell_part_is_shellcheck_clean(tmp_path):
     path = tmp_path / "part.sh"
     path.write_text(shell_part(lustre_efa_user_data("preferred", 2, cluster_name=CLUSTER,
-                                                    region="us-west-2")))
+                                                    region="us-west-2", helper=HELPER)))
     done = subprocess.run([shellcheck(), str(path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
 
 
 class Node:
-    """An EKS AL2023 Neuron node (kernel 6.18, no Lustre client) in a fake root."""
+    """An EKS AL2023 Neuron node (kernel 6.18, no Lustre client) in a fake root, with the
+    helper's S3 object (:data:`HELPER`) in a fake S3 (``self.s3``)."""
 
     def __init__(self, tmp_path: Path, mode: str, **fake: object):
         self.root, self.bin, self.lnet = tmp_path / "root", tmp_path / "bin", tmp_path / "lnet"
-        self.log = tmp_path / "calls.log"
+        self.log, self.s3 = tmp_path / "calls.log", tmp_path / "s3"
         fake_node(self.root, os_release=AL2023, **fake)  # type: ignore[arg-type]
         install_stubs(self.bin)
+        self.helper = self.s3 / HELPER.url.removeprefix("s3://")
+        self.helper.parent.mkdir(parents=True)
+        shutil.copy(NODE_SCRIPTS / LUSTRE_EFA_HELPER, self.helper)
         self.console, self.poweroff = tmp_path / "console", tmp_path / "poweroff"
         self.console.touch()
         self.env = stub_env(self.bin, self.lnet, self.log, TRN_ROOT=str(self.root),
                             STUB_KERNEL="6.18.36-69.138.amzn2023.x86_64", STUB_NO_KEFALND="1",
-                            TRN_CONSOLE=str(self.console), TRN_POWEROFF=str(self.poweroff))
+                            STUB_S3=str(self.s3), TRN_CONSOLE=str(self.console),
+                            TRN_POWEROFF=str(self.poweroff))
         self.part = tmp_path / "part.sh"
         self.part.write_text(shell_part(lustre_efa_user_data(
-            mode, 2, cluster_name=CLUSTER, region="us-west-2")))  # type: ignore[arg-type]
+            mode, 2, cluster_name=CLUSTER, region="us-west-2",  # type: ignore[arg-type]
+            helper=HELPER)))
 
     def run(self, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", str(self.part)], env={**self.env, **env},
@@ -158,6 +218,9 @@ def test_boot_installs_the_client_configures_lnet_and_the_watcher(tmp_path, mode
     assert "FSx for Lustre over EFA set up (/var/log/trn-ultracluster/lustre-efa-boot.log)" in result.stdout
     script = node.path("/opt/trn-ultracluster/lustre_efa.sh")
     assert script.read_text() == inline_script((NODE_SCRIPTS / LUSTRE_EFA_SCRIPT).read_text())
+    helper = node.path("/opt/trn-ultracluster/lustre_efa.py")
+    assert helper.read_bytes() == (NODE_SCRIPTS / LUSTRE_EFA_HELPER).read_bytes()
+    assert node.path("/usr/local/sbin/trn-lustre-efa.py").read_bytes() == helper.read_bytes()
     assert node.calls("dnf") == ["dnf install -y lustre-client"]  # the AMI has no client
     efa = lnet_state(node.lnet)["nets"]["efa"]
     assert [ni["if"] for ni in efa] == [EFA_DEVICES[0], EFA_DEVICES[-1]]
@@ -165,7 +228,9 @@ def test_boot_installs_the_client_configures_lnet_and_the_watcher(tmp_path, mode
     watcher = node.path("/etc/systemd/system/trn-lustre-efa-check.service").read_text()
     assert f"watch --mode {mode} --mib 256 --region us-west-2" in watcher
     assert f"--cluster {CLUSTER}" in watcher
-    assert node.calls("aws") == []
+    assert node.calls("aws") == [  # the helper, with the node role; no metric yet
+        f"aws s3 cp --region us-west-2 --only-show-errors {HELPER.url} "
+        f"{node.path('/opt/trn-ultracluster/lustre_efa.py')}"]
     assert not node.poweroff.exists()
 
 
@@ -211,13 +276,59 @@ def test_a_part_that_cannot_unpack_the_script_powers_off_only_in_mode_required(
     assert ("cannot unpack" in node.console.read_text()) == poweroff
 
 
+@pytest.mark.parametrize("mode, poweroff", [("required", True), ("preferred", False)])
+def test_a_helper_that_cannot_be_fetched_reports_0_and_powers_off_only_in_mode_required(
+        tmp_path, mode, poweroff):
+    """The object is missing (or the role may not read it): every attempt fails, then the part
+    reports 0 (lustre_efa.sh report needs no helper), names the URL in an ERROR and, in mode
+    required, powers off; nothing runs csi-node."""
+    node = Node(tmp_path, mode)
+    node.helper.unlink()
+    result = node.run(TRN_FETCH_ATTEMPTS="3")
+    assert result.returncode == 1
+    fetches = [c for c in node.calls("aws") if c.startswith("aws s3 cp")]
+    assert len(fetches) == 3 and node.calls("sleep") == ["sleep 10", "sleep 10"]
+    (put,) = [c for c in node.calls("aws") if "put-metric-data" in c]
+    assert f"--value 0 --dimensions ClusterName={CLUSTER}," in put
+    cause = (f"cannot fetch lustre_efa.py from {HELPER.url} (aws s3 cp, 3 attempts; the node "
+             "role needs s3:GetObject on it)")
+    (line,) = [ln for ln in result.stderr.splitlines() if "ERROR" in ln]
+    assert cause in line
+    assert node.poweroff.exists() == poweroff and (cause in node.console.read_text()) == poweroff
+    if not poweroff:
+        assert line.endswith("which joins the cluster over TCP (fsx.efa: auto)")
+    assert node.calls("modprobe") == [] and node.calls("dnf") == []  # csi-node never ran
+    assert not node.path("/opt/trn-ultracluster/lustre_efa.py").exists()
+
+
+@pytest.mark.parametrize("mode, poweroff", [("required", True), ("preferred", False)])
+def test_a_helper_that_does_not_match_its_sha256_is_removed_and_never_run(
+        tmp_path, mode, poweroff):
+    """The object is there but not the deploy's lustre_efa.py: no retry, the file is removed,
+    0 reported, an ERROR naming both hashes; in mode required the node powers off."""
+    node = Node(tmp_path, mode)
+    node.helper.write_text("#!/usr/bin/env python3\nraise SystemExit('not the helper')\n")
+    result = node.run()
+    assert result.returncode == 1
+    assert len([c for c in node.calls("aws") if c.startswith("aws s3 cp")]) == 1
+    assert [c for c in node.calls("aws") if "put-metric-data" in c]
+    got = hashlib.sha256(node.helper.read_bytes()).hexdigest()
+    said = (f"lustre_efa.py from {HELPER.url} has SHA-256 {got}, not the deploy's "
+            f"{helper_sha256()}")
+    (line,) = [ln for ln in result.stderr.splitlines() if "ERROR" in ln]
+    assert said in line
+    assert node.poweroff.exists() == poweroff
+    assert not node.path("/opt/trn-ultracluster/lustre_efa.py").exists()
+    assert node.calls("modprobe") == []
+
+
 def test_an_unexpected_failure_in_mode_preferred_does_not_claim_required(tmp_path):
     """csi-node exits 1 without its own verdict (here a usage error: a cluster name with a
     space, which the watcher's command line cannot carry): in mode preferred the part warns
     and the node joins over TCP; nothing says EFA is required."""
     node = Node(tmp_path, "preferred")
     node.part.write_text(shell_part(lustre_efa_user_data(
-        "preferred", 2, cluster_name="not one word", region="us-west-2")))
+        "preferred", 2, cluster_name="not one word", region="us-west-2", helper=HELPER)))
     result = node.run()
     assert result.returncode == 1
     assert "required" not in result.stdout + result.stderr

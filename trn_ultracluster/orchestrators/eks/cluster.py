@@ -21,7 +21,10 @@ from trn_ultracluster.node_metrics import grant_put_metrics
 from trn_ultracluster.orchestrators.base import Foundation, NodeShape, PoolFoundation
 from trn_ultracluster.orchestrators.eks import manifests as k8s
 from trn_ultracluster.orchestrators.eks.control_plane import EksCluster, EksProps
-from trn_ultracluster.orchestrators.eks.lustre_efa import add_lustre_efa_user_data
+from trn_ultracluster.orchestrators.eks.lustre_efa import (
+    LustreEfaHelper,
+    add_lustre_efa_user_data,
+)
 from trn_ultracluster.orchestrators.eks.node_updates import (
     follow_control_plane,
     node_update,
@@ -85,7 +88,10 @@ class EksOrchestrator(EksCluster):
       with ``pools``, its label); every other pool has its own
       (:meth:`~.control_plane.EksCluster.pool_training_runtime_manifest`).
     - With ``fsx.efa`` on, the node role may publish metrics in ``TrnUltraCluster/Neuron``
-      (:func:`~trn_ultracluster.node_metrics.grant_put_metrics`: Lustre over EFA).
+      (:func:`~trn_ultracluster.node_metrics.grant_put_metrics`: Lustre over EFA) and read
+      the S3 asset of ``lustre_efa.py``, which the user data fetches
+      (:class:`~.lustre_efa.LustreEfaHelper`; ``lustre_efa_helper``); the node groups wait for
+      both policies.
     - With ``teams``: Kueue and its objects (:mod:`.teams`, :mod:`.kueue`): a ResourceFlavor
       per pool, a ClusterQueue per team in one cohort, a namespace, FSx claim and LocalQueue
       per team, a WorkloadPriorityClass per priority class (``kueue``: what was made). Without
@@ -157,8 +163,11 @@ class EksOrchestrator(EksCluster):
         # With fsx.efa on, the Trainium nodes' scripts publish node_fsx_lustre_over_efa
         # (node_metrics); with it off they publish nothing, and the role may not.
         waits_for = [base.compute_routes]
+        self.lustre_efa_helper: LustreEfaHelper | None = None
         if base.fsx_efa_mode != "off":
             waits_for.append(grant_put_metrics(self, self.node_role))
+            self.lustre_efa_helper = LustreEfaHelper(self, "LustreEfaHelper", role=self.node_role)
+            waits_for.append(self.lustre_efa_helper.policy)
         self.pool_nodegroups: dict[str, list[eks.Nodegroup]] = {}
         for pool in base.pools:
             self._lustre_efa_user_data(pool)
@@ -175,8 +184,8 @@ class EksOrchestrator(EksCluster):
         :func:`~trn_ultracluster.config.fsx_efa.client_interfaces` of its type. A pool
         without it mounts the file system over TCP (an EFA-enabled file system also serves
         TCP clients: :mod:`trn_ultracluster.config.fsx_efa`)."""
-        base = self.props.foundation
-        if base.fsx_efa_mode == "off":
+        base, helper = self.props.foundation, self.lustre_efa_helper
+        if helper is None:  # fsx.efa off
             return
         main = pool.pool.index == 0
         if main:
@@ -191,7 +200,7 @@ class EksOrchestrator(EksCluster):
             return
         add_lustre_efa_user_data(template, base.fsx_efa_mode, interfaces,
                                  cluster_name=self.cluster.cluster_name,
-                                 region=Stack.of(self).region)
+                                 region=Stack.of(self).region, helper=helper.source)
 
     def _pool_nodegroups(self, pool: PoolFoundation,
                          waits_for: list) -> list[eks.Nodegroup]:

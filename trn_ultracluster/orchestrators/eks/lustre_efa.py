@@ -7,8 +7,9 @@ no Lustre client (awslabs/amazon-eks-ami PR #2696, closed: "I don't think we sho
 ``lustre-client`` in the AMI at all"), so the host does both before the node joins:
 :func:`lustre_efa_user_data` is a MIME multi-part document with one shell part
 (``scripts/lustre_efa_boot.sh``) that carries ``node_scripts/lustre_efa.sh`` inline (without
-its comment lines, gzip-compressed and base64-encoded, :func:`packed_script`) and runs its
-``csi-node`` command.
+its comment lines, gzip-compressed and base64-encoded, :func:`packed_script`), fetches its
+helper ``node_scripts/lustre_efa.py`` from S3 (:class:`LustreEfaHelper`: both together do not
+fit in the user data) and runs the script's ``csi-node`` command.
 
 Facts, with their sources:
 
@@ -34,7 +35,13 @@ Facts, with their sources:
   "Work with instance user data",
   https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-add-user-data.html); EKS
   adds its own part to ours, so ours keeps under :data:`USER_DATA_BUDGET_BYTES` (the script,
-  about 14 KB without its comments, is inlined compressed).
+  about 14 KB without its comments, is inlined compressed; with its helper inlined too the
+  user data was about 15.5 KB, so the helper is fetched instead).
+- The AWS CLI that fetches the helper (and publishes the metric) is on the EKS AL2023 AMIs:
+  their build installs AWS CLI v2 into ``/bin`` (awslabs/amazon-eks-ami
+  ``templates/al2023/provisioners/install-worker.sh`` @6aa0818, "awscli"; outside the isolated
+  Regions, where it is the ``awscli`` package). ``sha256sum`` (coreutils) checks it; the same
+  build checks kubelet's download with it.
 - AL2023 Lustre client: ``sudo dnf install -y lustre-client`` (FSx for Lustre user guide,
   "Installing the Lustre client", Amazon Linux 2023).
 """
@@ -44,23 +51,29 @@ from __future__ import annotations
 import base64
 import email
 import gzip
+import hashlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Fn
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
 
 from trn_ultracluster.config.fsx_efa import EfaMode
 from trn_ultracluster.contracts.metrics import NODE_METRICS_NAMESPACE, NodeMetric
 from trn_ultracluster.orchestrators.nodes import (
     LUSTRE_EFA_CHECK_MIB,
+    LUSTRE_EFA_HELPER,
     LUSTRE_EFA_SCRIPT,
     NODE_SCRIPTS,
 )
 
-__all__ = ["BOOT_PART", "BOUNDARY", "USER_DATA_BUDGET_BYTES", "add_lustre_efa_user_data",
-           "boot_script", "inline_script", "lustre_efa_user_data", "packed_script",
-           "user_data_scripts"]
+__all__ = ["BOOT_PART", "BOUNDARY", "USER_DATA_BUDGET_BYTES", "HelperSource", "LustreEfaHelper",
+           "add_lustre_efa_user_data", "boot_script", "helper_sha256", "inline_script",
+           "lustre_efa_user_data", "packed_script", "user_data_scripts"]
 
 BOOT_PART = Path(__file__).resolve().parent / "scripts" / "lustre_efa_boot.sh"
 """The shell part's template (``@@NAME@@`` placeholders)."""
@@ -69,7 +82,7 @@ BOUNDARY = "==TRNULTRACLUSTER=="
 USER_DATA_BUDGET_BYTES = 12 * 1024
 """Our share of EC2's 16 KB of user data; the rest is left to the NodeConfig part EKS
 appends (its size is not documented; it holds the cluster's endpoint, CA and flags)."""
-_PLACEHOLDER = re.compile(r"@@([A-Z_]+)@@")
+_PLACEHOLDER = re.compile(r"@@([A-Z][A-Z0-9_]*)@@")
 _PACKED = re.compile(r"<<'TRN_LUSTRE_EFA'[^\n]*\n(.*?)\nTRN_LUSTRE_EFA\n", re.S)
 
 
@@ -90,10 +103,73 @@ def packed_script() -> str:
     return base64.encodebytes(packed).decode().rstrip("\n")
 
 
+def helper_sha256() -> str:
+    """The SHA-256 (hex) of ``lustre_efa.py``'s bytes: what the node checks its download
+    against. A single-file asset is uploaded as the file is ("The asset source path points to a
+    single file, which should be uploaded to Amazon S3": CDK API reference,
+    ``FileAssetPackaging.FILE``; a directory would be zipped), so the object has these bytes."""
+    return hashlib.sha256((NODE_SCRIPTS / LUSTRE_EFA_HELPER).read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class HelperSource:
+    """Where the EKS nodes fetch ``lustre_efa.py`` at boot, and what it must hash to.
+
+    Attributes:
+        url: ``s3://<bucket>/<key>`` of the object (may hold tokens).
+        sha256: its SHA-256, hex (:func:`helper_sha256`).
+    """
+
+    url: str
+    sha256: str
+
+
+class LustreEfaHelper(Construct):
+    """``lustre_efa.py`` for the EKS Trainium nodes: an S3 asset of the one file (uploaded by
+    the CDK CLI to the bootstrap bucket at deploy, no Lambda) and the policy ``policy`` that
+    lets ``role`` read exactly that object: ``s3:GetObject`` on its ARN, all that ``aws s3 cp``
+    of one object needs ("To use HEAD, you must have the s3:GetObject permission", S3 API
+    reference, HeadObject). ``asset.grant_read`` would grant ``s3:GetObject*``, ``s3:List*``
+    and ``s3:GetBucket*`` on the whole bootstrap bucket (what the standalone nodes' assets
+    get, acknowledged there). A policy of its own, so that the node groups can wait for it
+    (as for ``NodeMetricsPolicy``): a node that boots before it exists cannot fetch the
+    helper.
+
+    Deploy and update: the asset's object key is its hash, "based on the content of the
+    source path" by default (CDK API reference, ``AssetHashType.SOURCE``), and :attr:`source`
+    names it and the file's SHA-256, both in the user data. So a change of
+    ``lustre_efa.py`` is a change of the launch template's user data: a new launch template
+    version, and every node group on it rolls its nodes (as a change of the inlined
+    ``lustre_efa.sh`` did already, and as ``config/fsx_efa.py`` ``MODE_IN_LAUNCH_TEMPLATE``
+    says of the mode; how each group rolls: :mod:`.node_updates`). The policy then names the
+    new object only: a node launched from the previous template version between the policy's
+    update and its node group's (a scaling or replacement in that window) cannot fetch the
+    previous object; it fails its boot part as any other failure of it (0 reported; in mode
+    ``required`` it powers off and is replaced, in mode ``preferred`` it joins over TCP).
+
+    Args:
+        role: the EKS node role.
+
+    Attributes:
+        source: the object's ``s3://`` URL and the file's SHA-256.
+        policy: the ``s3:GetObject`` policy attached to ``role``.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, role: iam.IRole) -> None:
+        super().__init__(scope, construct_id)
+        asset = s3_assets.Asset(self, "Asset", path=str(NODE_SCRIPTS / LUSTRE_EFA_HELPER))
+        self.policy = iam.Policy(self, "ReadPolicy", statements=[iam.PolicyStatement(
+            actions=["s3:GetObject"],
+            resources=[asset.bucket.arn_for_objects(asset.s3_object_key)])])
+        self.policy.attach_to_role(role)
+        self.source = HelperSource(url=asset.s3_object_url, sha256=helper_sha256())
+
+
 def boot_script(mode: EfaMode, interfaces: int, *, cluster_name: str, region: str,
-                check_mib: int = LUSTRE_EFA_CHECK_MIB) -> str:
+                helper: HelperSource, check_mib: int = LUSTRE_EFA_CHECK_MIB) -> str:
     """The shell part: ``scripts/lustre_efa_boot.sh`` with ``lustre_efa.sh`` inlined
-    (:func:`packed_script`) and its arguments filled in.
+    (:func:`packed_script`), where to fetch ``lustre_efa.py`` and its SHA-256, and the
+    script's arguments filled in.
 
     Args:
         mode: ``preferred`` or ``required`` (``Foundation.fsx_efa_mode``).
@@ -101,6 +177,7 @@ def boot_script(mode: EfaMode, interfaces: int, *, cluster_name: str, region: st
         cluster_name: ``ClusterName`` of ``node_fsx_lustre_over_efa``: the EKS cluster's name,
             as Container Insights gives the cluster's other node metrics (may be a token).
         region: the stack's Region (may be a token).
+        helper: where the node fetches ``lustre_efa.py`` (:attr:`LustreEfaHelper.source`).
         check_mib: MiB of direct I/O of the check.
 
     Raises:
@@ -109,6 +186,7 @@ def boot_script(mode: EfaMode, interfaces: int, *, cluster_name: str, region: st
     if mode == "off":
         raise ValueError("fsx.efa mode off: the EKS nodes get no Lustre over EFA user data")
     values = {"LUSTRE_EFA_GZ": packed_script(), "MODE": mode,
+              "HELPER_URL": helper.url, "HELPER_SHA256": helper.sha256,
               "INTERFACES": str(interfaces), "CHECK_MIB": str(check_mib), "REGION": region,
               "NAMESPACE": NODE_METRICS_NAMESPACE, "METRIC": NodeMetric.LUSTRE_OVER_EFA,
               "CLUSTER": cluster_name}
@@ -118,19 +196,20 @@ def boot_script(mode: EfaMode, interfaces: int, *, cluster_name: str, region: st
 
 
 def lustre_efa_user_data(mode: EfaMode, interfaces: int, *, cluster_name: str, region: str,
-                         check_mib: int = LUSTRE_EFA_CHECK_MIB) -> str:
+                         helper: HelperSource, check_mib: int = LUSTRE_EFA_CHECK_MIB) -> str:
     """The launch template's user data: a MIME multi-part document with the one shell part of
     :func:`boot_script` (the format of the EKS user guide's example; EKS appends its own
     NodeConfig part). Arguments as :func:`boot_script`."""
     part = boot_script(mode, interfaces, cluster_name=cluster_name, region=region,
-                       check_mib=check_mib)
+                       helper=helper, check_mib=check_mib)
     return (f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{BOUNDARY}"\n\n'
             f'--{BOUNDARY}\nContent-Type: text/x-shellscript; charset="us-ascii"\n\n'
             f"{part}\n--{BOUNDARY}--\n")
 
 
 def add_lustre_efa_user_data(launch_template: ec2.CfnLaunchTemplate, mode: EfaMode,
-                             interfaces: int, *, cluster_name: str, region: str) -> None:
+                             interfaces: int, *, cluster_name: str, region: str,
+                             helper: HelperSource) -> None:
     """Give ``launch_template`` (the stack's EFA launch template, used by the EKS managed node
     groups) :func:`lustre_efa_user_data`, base64-encoded as ``LaunchTemplateData.UserData``
     takes it. Nothing when ``mode`` is ``off``: the template stays as it was."""
@@ -139,14 +218,15 @@ def add_lustre_efa_user_data(launch_template: ec2.CfnLaunchTemplate, mode: EfaMo
     launch_template.add_property_override(
         "LaunchTemplateData.UserData",
         Fn.base64(lustre_efa_user_data(mode, interfaces, cluster_name=cluster_name,
-                                       region=region)))
+                                       region=region, helper=helper)))
 
 
 def user_data_scripts(user_data: str) -> dict[str, str]:
     """The scripts a node runs from :func:`lustre_efa_user_data` (or the same document
     decoded from a synthesized template), as text: ``{"lustre_efa_boot.sh": <the shell
     part>, "lustre_efa.sh": <the script it unpacks>}``; for reading what the nodes run (for
-    example the AWS calls the node role must allow) without the compressed blob."""
+    example the AWS calls the node role must allow) without the compressed blob. Not the
+    helper ``lustre_efa.py``, which the part fetches (:class:`LustreEfaHelper`)."""
     message = email.message_from_string(user_data)
     (part,) = message.get_payload()
     shell = part.get_payload()

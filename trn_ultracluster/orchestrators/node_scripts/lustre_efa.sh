@@ -6,7 +6,8 @@
 # nodes, and the EKS launch template's user data carries a copy of it (comment lines
 # stripped: user data is limited to 16 KB, EC2 user guide, "Work with instance user data").
 # It runs the system tools and keeps their order; lustre_efa.py beside it (python3, standard
-# library; shipped with this script everywhere and installed with it) decides from what they
+# library; shipped with this script everywhere, fetched from S3 by the EKS user data, which
+# cannot carry both, and installed with it) decides from what they
 # print: the client OS rule, the EFA devices LNet binds, the LNet steps (and their refusal
 # under a mount), the check's verdict, the text of the units and what a failure means in
 # each mode (its docstrings give the sources of each, and where python3 comes from).
