@@ -34,6 +34,7 @@ from trn_ultracluster.orchestrators.hyperpod_eks.versions import (
     HMA_IMAGE_TAG,
     HMA_REPOSITORY,
 )
+from trn_ultracluster.orchestrators.nodes import LUSTRE_EFA_HELPER, LUSTRE_EFA_SCRIPT, NODE_SCRIPTS
 from trn_ultracluster.template_graph import dependencies, transitive_dependencies
 
 K8S_SCHEMA = "1.34.0"
@@ -436,6 +437,22 @@ def test_lifecycle_upload_has_the_node_scripts_and_the_node_file(hpe):
     assert data["node"] == {"metrics_cluster": "token", "region": "us-west-2"}
     markers = json.dumps(upload["Properties"]["SourceMarkers"])
     assert hpe.ref_id("HyperPodEksCluster") in markers  # metrics_cluster: the EKS cluster
+
+
+def test_with_fsx_efa_on_the_upload_has_lustre_efa_sh_and_its_helper(synth):
+    """With fsx.efa on (19,200 GiB, one EFA capacity step: mode required) on_create.sh runs
+    lustre_efa.sh from the lifecycle directory, and lustre_efa.sh runs lustre_efa.py beside
+    it: both are uploaded there as they are (no fetch from the user data, as on EKS)."""
+    s = synth(profile_path("hyperpod-eks"),
+              **{"fsx.efa": "true", "fsx.storage_capacity_gib": "19200"})
+    assert plan_fsx_efa(s.config).mode == "required"
+    (upload,) = s.resources("Custom::CDKBucketDeployment").values()
+    staged = {p.name: p for key in upload["Properties"]["SourceObjectKeys"]
+              if (s.outdir / f"asset.{key.removesuffix('.zip')}").is_dir()
+              for p in (s.outdir / f"asset.{key.removesuffix('.zip')}").iterdir()}
+    for name in (LUSTRE_EFA_SCRIPT, LUSTRE_EFA_HELPER):
+        assert staged[name].read_bytes() == (NODE_SCRIPTS / name).read_bytes(), name
+    assert "fsx.sh" not in staged
 
 
 def test_container_insights_runs_on_nodes_under_deep_health_checks(hpe):

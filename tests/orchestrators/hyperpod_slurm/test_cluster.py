@@ -230,13 +230,13 @@ def test_scripts_and_generated_json_are_uploaded_under_lifecycle(hp):
     props = upload["Properties"]
     assert props["DestinationBucketKeyPrefix"] == "lifecycle"
     assert props["Prune"] is True  # removes provisioning_parameters.json of older stacks
-    # the lifecycle scripts, the shared node scripts (fsx.sh, lcs.py, lustre_efa.sh), the
-    # node metrics scripts, trn_ultracluster.json
+    # the lifecycle scripts, the shared node scripts (fsx.sh, lcs.py, lustre_efa.sh and its
+    # helper lustre_efa.py), the node metrics scripts, trn_ultracluster.json
     assert len(props["SourceObjectKeys"]) == 4
     staged = {p.name for key in props["SourceObjectKeys"]
               if (hp.outdir / f"asset.{key.removesuffix('.zip')}").is_dir()
               for p in (hp.outdir / f"asset.{key.removesuffix('.zip')}").iterdir()}
-    assert {"on_init_complete.sh", "fsx.sh", "lcs.py", "lustre_efa.sh",
+    assert {"on_init_complete.sh", "fsx.sh", "lcs.py", "lustre_efa.sh", "lustre_efa.py",
             "neuron_metrics.sh"} <= staged, staged
     markers = json.dumps(props.get("SourceMarkers", []))
     assert logical_id(hp, "AWS::FSx::FileSystem", "Storage") not in markers
