@@ -48,11 +48,12 @@ def nag_partition(stack: Stack) -> str:
     return "<AWS::Partition>" if Token.is_unresolved(partition) else partition
 
 
-def bootstrap_assets_finding(stack: Stack) -> str:
-    """The IAM5 finding of a grant on the objects of the CDK bootstrap asset bucket
-    (``cdk-hnb659fds-assets-<account>-<region>``, the default synthesizer's name)."""
+def bootstrap_assets_finding(stack: Stack, objects: str = "*") -> str:
+    """The IAM5 finding of a grant on the ``objects`` (a key pattern) of the CDK bootstrap
+    asset bucket (``cdk-hnb659fds-assets-<account>-<region>``, the default synthesizer's
+    name)."""
     return (f"AwsSolutions-IAM5[Resource::arn:{nag_partition(stack)}:s3:::cdk-hnb659fds-"
-            f"assets-<AWS::AccountId>-{stack.region}/*]")
+            f"assets-<AWS::AccountId>-{stack.region}/{objects}]")
 
 
 def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import email
+import fnmatch
 import gzip
 import hashlib
 import json
@@ -32,6 +33,7 @@ from tests.orchestrators.standalone.template_values import resolve
 from trn_ultracluster.config.fsx_efa import plan_fsx_efa
 from trn_ultracluster.orchestrators.eks.lustre_efa import (
     BOUNDARY,
+    HELPER_OBJECTS,
     USER_DATA_BUDGET_BYTES,
     HelperSource,
     boot_script,
@@ -116,16 +118,19 @@ def test_the_helper_asset_is_lustre_efa_py_as_it_is_and_its_sha256(efa_eks):
     assert asset["objectKey"].endswith(".py")
 
 
-def test_the_node_role_reads_exactly_the_helper_and_the_node_groups_wait_for_it(efa_eks):
-    """s3:GetObject on the one object, in a policy of its own on the node role (no bucket-wide
-    grant, no cdk-nag wildcard), which every Trainium node group depends on: a node must not
-    boot before it may fetch the helper."""
+def test_the_node_role_reads_every_helper_version_and_the_node_groups_wait_for_it(efa_eks):
+    """s3:GetObject on the bootstrap bucket's ``*.py`` objects, this helper's among them (not
+    its key alone: nodes of the previous launch template version fetch the previous object
+    during an update or a rollback; no bucket-wide grant), in a policy of its own on the node
+    role, which every Trainium node group depends on: a node must not boot before it may fetch
+    the helper."""
     (name, policy), = [(k, r) for k, r in efa_eks.resources("AWS::IAM::Policy").items()
                        if "LustreEfaHelper" in k]
     (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
     assert statement["Action"] == "s3:GetObject" and statement["Effect"] == "Allow"
     key = helper_asset(efa_eks)["objectKey"]
-    assert resolve(statement["Resource"], efa_eks.template) == f"arn:aws:s3:::{BUCKET}/{key}"
+    assert resolve(statement["Resource"], efa_eks.template) == f"arn:aws:s3:::{BUCKET}/*.py"
+    assert fnmatch.fnmatchcase(key, HELPER_OBJECTS) and key.endswith(".py")
     assert policy["Properties"]["Roles"] == [{"Ref": efa_eks.ref_id("EksNodeRole")}]
     trainium = {k: r for k, r in efa_eks.resources("AWS::EKS::Nodegroup").items()
                 if "LaunchTemplate" in r["Properties"]}

@@ -56,7 +56,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Fn
+from aws_cdk import Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
@@ -64,6 +64,7 @@ from constructs import Construct
 
 from trn_ultracluster.config.fsx_efa import EfaMode
 from trn_ultracluster.contracts.metrics import NODE_METRICS_NAMESPACE, NodeMetric
+from trn_ultracluster.nag import acknowledge, bootstrap_assets_finding
 from trn_ultracluster.orchestrators.nodes import (
     LUSTRE_EFA_CHECK_MIB,
     LUSTRE_EFA_HELPER,
@@ -71,7 +72,7 @@ from trn_ultracluster.orchestrators.nodes import (
     NODE_SCRIPTS,
 )
 
-__all__ = ["BOOT_PART", "BOUNDARY", "USER_DATA_BUDGET_BYTES", "HelperSource", "LustreEfaHelper",
+__all__ = ["BOOT_PART", "BOUNDARY", "HELPER_OBJECTS", "USER_DATA_BUDGET_BYTES", "HelperSource", "LustreEfaHelper",
            "add_lustre_efa_user_data", "boot_script", "helper_sha256", "inline_script",
            "lustre_efa_user_data", "packed_script", "user_data_scripts"]
 
@@ -124,28 +125,37 @@ class HelperSource:
     sha256: str
 
 
+HELPER_OBJECTS = "*.py"
+"""The bootstrap bucket's objects the EKS node role may read: single-file Python assets,
+whose key is the asset's hash and ``.py`` (the default synthesizer's ``objectKey``, as the
+synthesized ``*.assets.json`` shows)."""
+
+
 class LustreEfaHelper(Construct):
     """``lustre_efa.py`` for the EKS Trainium nodes: an S3 asset of the one file (uploaded by
     the CDK CLI to the bootstrap bucket at deploy, no Lambda) and the policy ``policy`` that
-    lets ``role`` read exactly that object: ``s3:GetObject`` on its ARN, all that ``aws s3 cp``
-    of one object needs ("To use HEAD, you must have the s3:GetObject permission", S3 API
-    reference, HeadObject). ``asset.grant_read`` would grant ``s3:GetObject*``, ``s3:List*``
-    and ``s3:GetBucket*`` on the whole bootstrap bucket (what the standalone nodes' assets
-    get, acknowledged there). A policy of its own, so that the node groups can wait for it
-    (as for ``NodeMetricsPolicy``): a node that boots before it exists cannot fetch the
-    helper.
+    lets ``role`` read it: ``s3:GetObject``, all that ``aws s3 cp`` of one object needs ("To
+    use HEAD, you must have the s3:GetObject permission", S3 API reference, HeadObject), on
+    the bootstrap bucket's ``*.py`` objects (:data:`HELPER_OBJECTS`), not the whole bucket
+    (``asset.grant_read`` would grant ``s3:GetObject*``, ``s3:List*`` and ``s3:GetBucket*`` on
+    it, what the standalone nodes' assets get, acknowledged there). A policy of its own, so
+    that the node groups can wait for it (as for ``NodeMetricsPolicy``): a node that boots
+    before it exists cannot fetch the helper.
 
-    Deploy and update: the asset's object key is its hash, "based on the content of the
-    source path" by default (CDK API reference, ``AssetHashType.SOURCE``), and :attr:`source`
-    names it and the file's SHA-256, both in the user data. So a change of
-    ``lustre_efa.py`` is a change of the launch template's user data: a new launch template
-    version, and every node group on it rolls its nodes (as a change of the inlined
-    ``lustre_efa.sh`` did already, and as ``config/fsx_efa.py`` ``MODE_IN_LAUNCH_TEMPLATE``
-    says of the mode; how each group rolls: :mod:`.node_updates`). The policy then names the
-    new object only: a node launched from the previous template version between the policy's
-    update and its node group's (a scaling or replacement in that window) cannot fetch the
-    previous object; it fails its boot part as any other failure of it (0 reported; in mode
-    ``required`` it powers off and is replaced, in mode ``preferred`` it joins over TCP).
+    Deploy, update and rollback: the asset's object key is its hash and the file's extension,
+    the hash "based on the content of the source path" by default (CDK API reference,
+    ``AssetHashType.SOURCE``), and :attr:`source` names it and the file's SHA-256, both in
+    the user data. So a change of ``lustre_efa.py`` is a change of the launch template's user
+    data: a new launch template version, and every node group on it rolls its nodes (as a
+    change of the inlined ``lustre_efa.sh`` did already, and as ``config/fsx_efa.py``
+    ``MODE_IN_LAUNCH_TEMPLATE`` says of the mode; how each group rolls: :mod:`.node_updates`).
+    The policy names every version's object (``*.py``), not this version's key, and so does
+    not change with the helper: a node launched from the previous template version while its
+    node group waits for its update, or again during a rollback (CloudFormation rolls the node
+    groups back before the policies they depend on), still fetches the previous object, which
+    stays in the bootstrap bucket (the CDK CLI does not delete old assets). A policy on this
+    version's key alone would make those nodes fail their boot part (in mode ``required`` they
+    power off), which could fail the rollback itself.
 
     Args:
         role: the EKS node role.
@@ -159,9 +169,13 @@ class LustreEfaHelper(Construct):
         super().__init__(scope, construct_id)
         asset = s3_assets.Asset(self, "Asset", path=str(NODE_SCRIPTS / LUSTRE_EFA_HELPER))
         self.policy = iam.Policy(self, "ReadPolicy", statements=[iam.PolicyStatement(
-            actions=["s3:GetObject"],
-            resources=[asset.bucket.arn_for_objects(asset.s3_object_key)])])
+            actions=["s3:GetObject"], resources=[asset.bucket.arn_for_objects(HELPER_OBJECTS)])])
         self.policy.attach_to_role(role)
+        acknowledge(self.policy, bootstrap_assets_finding(Stack.of(self), HELPER_OBJECTS),
+                    "The EKS nodes fetch lustre_efa.py, an S3 asset of this deploy, from the CDK "
+                    "bootstrap bucket (read only): every version's object, so that nodes of the "
+                    "previous launch template version still fetch theirs during an update or a "
+                    "rollback.")
         self.source = HelperSource(url=asset.s3_object_url, sha256=helper_sha256())
 
 
