@@ -68,6 +68,9 @@ def test_no_hint_points_at_a_message_above():
     (["smoke-test", "--timeout", "-5"], "argument --timeout: must be more than 0 seconds"),
     (["smoke-test", "--min-ratio", "0"], "argument --min-ratio: must be more than 0 and at most 1"),
     (["smoke-test", "--min-ratio", "1.5"], "argument --min-ratio: must be more than 0 and at most 1"),
+    (["logs", "job-a", "--tail", "ten"], "argument --tail: must be an integer, got 'ten'"),
+    (["smoke-test", "--timeout", "soon"], "argument --timeout: must be a number of seconds, got 'soon'"),
+    (["smoke-test", "--min-ratio", "most"], "argument --min-ratio: must be a number, got 'most'"),
 ])
 def test_out_of_range_numbers_are_usage_errors(capsys, argv, says):
     """`logs --tail 0` printed the whole Slurm log; `--min-ratio 0` passed any bandwidth."""

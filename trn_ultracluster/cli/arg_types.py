@@ -25,12 +25,18 @@ def integer_from(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def _number(text: str, what: str) -> float:
+    """``text`` as a float; :class:`argparse.ArgumentTypeError` ("must be ``what``") if it is
+    not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
+
+
 def positive_seconds(text: str) -> float:
     """argparse type: seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    value = _number(text, "a number of seconds")
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
     return value
@@ -38,10 +44,7 @@ def positive_seconds(text: str) -> float:
 
 def ratio(text: str) -> float:
     """argparse type: a fraction in (0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    value = _number(text, "a number")
     if not 0 < value <= 1:
         raise argparse.ArgumentTypeError(f"must be more than 0 and at most 1, got {text}")
     return value
