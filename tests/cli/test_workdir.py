@@ -356,15 +356,18 @@ def test_a_failure_mid_upload_leaves_no_object(tmp_path, packed, s3_session, mon
     assert keys(s3_session) == []
 
 
-def test_ctrl_c_mid_upload_leaves_no_object(tmp_path, packed, s3_session):
+def test_ctrl_c_mid_upload_leaves_no_object(tmp_path, packed, s3_session, request):
     """SIGINT while the body is being sent: s3transfer cancels the transfer and its
-    InterruptReader fails the rest of the body, so the request never completes."""
+    InterruptReader fails the rest of the body, so the request never completes. With
+    Python's own SIGINT handler, as in a terminal, also when the test run was started with
+    SIGINT ignored (a shell's background job, ``nohup``), which Python keeps."""
     import signal
     import time
 
     from trn_ultracluster.cli.workdir import upload_snapshot
 
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     snapshot = packed(make_tree(tmp_path / "src", {**CODE, "w.bin": os.urandom(4096)}))
 
     def interrupt(body):
