@@ -138,7 +138,13 @@ class LustreEfaHelper(Construct):
     use HEAD, you must have the s3:GetObject permission", S3 API reference, HeadObject), on
     the bootstrap bucket's ``*.py`` objects (:data:`HELPER_OBJECTS`), not the whole bucket
     (``asset.grant_read`` would grant ``s3:GetObject*``, ``s3:List*`` and ``s3:GetBucket*`` on
-    it, what the standalone nodes' assets get, acknowledged there). A policy of its own, so
+    it, what the standalone nodes' assets get, acknowledged there). No KMS statement: the
+    bootstrap bucket's own key (``cdk bootstrap``'s default) lets every principal of the
+    account decrypt through S3 (key policy, ``kms:ViaService`` ``s3.<region>.amazonaws.com``
+    and ``kms:CallerAccount``), as the AWS managed ``aws/s3`` key does (the pinned CDK CLI's
+    ``lib/api/bootstrap/bootstrap-template.yaml``, bootstrap version 33); a bootstrap with an
+    existing key of the user's (``--bootstrap-kms-key-id``) would need ``kms:Decrypt`` on it,
+    as the standalone nodes' asset reads would. A policy of its own, so
     that the node groups can wait for it (as for ``NodeMetricsPolicy``): a node that boots
     before it exists cannot fetch the helper.
 
