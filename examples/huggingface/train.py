@@ -33,6 +33,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 import torch
@@ -163,6 +164,7 @@ def main(argv=None):
         os.replace(tmp, out / "result.json")  # atomic: readers never see half a file
         print(f"loss {first_loss:.3f} -> {final_loss:.3f}; saved {out / 'model'}", flush=True)
     if dist.is_initialized():
+        gloo = dist.get_backend() == "gloo"
         # Wait for rank 0's files before leaving: a worker that tears its process group down
         # while another still works can hang both (seen with gloo).
         if device_name == "xla":
@@ -173,6 +175,16 @@ def main(argv=None):
         else:
             dist.barrier()
         dist.destroy_process_group()
+        if gloo:
+            # Leave without destructors, as trn_train does after a divergence: the DDP model's
+            # reducer holds the gloo group's last reference, and the group's destructor joins
+            # gloo's worker threads while holding the GIL, which a worker still freeing the
+            # barrier's work waits for (a hang at exit in about 1 of 3 two-node runs on CPU,
+            # stacks taken with py-spy; the pattern of pytorch/pytorch#56297). Everything is
+            # written and flushed by now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def torch_xla_sync():

@@ -33,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -189,6 +190,7 @@ def main(argv=None):
         write_json_atomically(out, result)
         print(f"final loss {result['final_loss']:.4f}; wrote {out}", flush=True)
     if dist.is_initialized():
+        gloo = dist.get_backend() == "gloo"
         # Leave together: a worker that tears its process group down while rank 0 still
         # writes can hang (seen with gloo). The xla group's barrier() returns at once
         # (torch_xla/distributed/xla_backend.py, ProcessGroupXla.barrier), so the xla path
@@ -199,6 +201,16 @@ def main(argv=None):
         else:
             dist.barrier()
         dist.destroy_process_group()
+        if gloo:
+            # Leave without destructors, as trn_train does after a divergence: the DDP model's
+            # reducer holds the gloo group's last reference, and the group's destructor joins
+            # gloo's worker threads while holding the GIL, which a worker still freeing the
+            # barrier's work waits for (a hang at exit in about 1 of 3 two-node runs on CPU,
+            # stacks taken with py-spy; the pattern of pytorch/pytorch#56297). Everything is
+            # written and flushed by now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import argparse
 import importlib.util
 import json
 import os
+import sys
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -188,6 +189,7 @@ def main(argv=None):
         os.replace(tmp, out / name)  # atomic
         print(f"wrote {out / name}", flush=True)
     if dist.is_initialized():
+        gloo = dist.get_backend() == "gloo"
         # All workers end together (the tutorial's fix for a hang at the end of the trial run
         # under torchrun: "add xm.rendezvous at the end of training"; the xla group's barrier()
         # returns at once, torch_xla/distributed/xla_backend.py).
@@ -196,6 +198,16 @@ def main(argv=None):
         else:
             dist.barrier()
         dist.destroy_process_group()
+        if gloo:
+            # Leave without destructors, as trn_train does after a divergence: the DDP model's
+            # reducer holds the gloo group's last reference, and the group's destructor joins
+            # gloo's worker threads while holding the GIL, which a worker still freeing the
+            # barrier's work waits for (a hang at exit in about 1 of 3 two-node runs on CPU,
+            # stacks taken with py-spy; the pattern of pytorch/pytorch#56297). Everything is
+            # written and flushed by now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(0)
 
 
 def save_checkpoint(state, path, device_name, rank):
