@@ -157,9 +157,10 @@ class LustreEfaHelper(Construct):
     ``MODE_IN_LAUNCH_TEMPLATE`` says of the mode; how each group rolls: :mod:`.node_updates`).
     The policy names every version's object (``*.py``), not this version's key, and so does
     not change with the helper: a node launched from the previous template version while its
-    node group waits for its update, or again during a rollback (CloudFormation rolls the node
-    groups back before the policies they depend on), still fetches the previous object, which
-    stays in the bootstrap bucket (the CDK CLI does not delete old assets). A policy on this
+    node group waits for its update, or again during a rollback (if CloudFormation rolls the
+    node groups back before the policy they depend on, the reverse of the update's order: not
+    verified against a page), still fetches the previous object, which
+    stays in the bootstrap bucket (the CDK CLI deletes unused assets only when told, ``cdk gc``). A policy on this
     version's key alone would make those nodes fail their boot part (in mode ``required`` they
     power off), which could fail the rollback itself.
 
