@@ -27,8 +27,11 @@ export PJRT_DEVICE=CPU
 export PYTHONPATH="$ROOT:$ROOT/training${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
 # -m xla replaces pyproject's `-m` (make test leaves these tests out). A worker per core, one
-# test file each (--dist loadfile): a test runs one XLA:CPU process at a time, which keeps about
-# 1.3 of 2 cores busy, and the tests of test_xla_train.py share one training run (its module
-# fixture `reference`), which a worker of its own trains once. (--dist loadgroup would do it by
-# mark, but pytest-xdist 3.8 cannot rename pytest 9.2's node ids, so its groups are ignored.)
-exec "$VENV/bin/python" -m pytest tests/xla -m xla -q -p no:cacheprovider -n auto --dist loadfile "$@"
+# test file each (--dist loadfile): a test runs one XLA:CPU process at a time, and the tests of
+# test_xla_train.py share one training run (its module fixture `reference`), which a worker of
+# its own trains once. The workers take the files in collection order (--no-loadscope-reorder),
+# which tests/xla/conftest.py sorts longest first (LONGEST_FIRST). (--dist loadgroup would
+# group by mark, but pytest-xdist 3.8 cannot rename pytest 9.2's node ids, so its groups are
+# ignored.)
+exec "$VENV/bin/python" -m pytest tests/xla -m xla -q -p no:cacheprovider -n auto --dist loadfile \
+  --no-loadscope-reorder "$@"

@@ -3,13 +3,11 @@ process under torchrun with the ``xla`` process group. Cross-process collectives
 deadlock in torch-xla 2.9 (measured on 2 cores: ``rendezvous ... Expected 2
 threads``), so multi-process parity is tested with gloo in tests/training. One test also runs
 the native backend (``--device cpu``) with this venv's torch 2.9, to check that each back end
-refuses the other's checkpoints."""
+refuses the other's checkpoints. The runs that stop early are test_xla_stops.py's."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
+import shutil
 
 import pytest
 
@@ -17,31 +15,14 @@ pytestmark = pytest.mark.xla  # make test-xla (.venv-xla with torch-xla); make t
 
 import torch  # noqa: E402
 
-from training_helpers import free_port, read_events, subprocess_env, train_losses  # noqa: E402
-
-STEPS = 16
-ENV = subprocess_env(PJRT_DEVICE="CPU", TF_CPP_MIN_LOG_LEVEL="2")
-
-
-def torchrun_process(data: Path, out: Path, *extra: str, env: dict | None = None, nproc: int = 1,
-                     steps: int = STEPS, timeout: int = 600) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc), "--nnodes", "1",
-            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-            "-m", "trn_train", "train", "--recipe", "llama-tiny", "--data-dir", str(data),
-            "--output-dir", str(out), "--steps", str(steps), "--global-batch-size", "8",
-            "--micro-batch-size", "4", "--log-every", "1", "--ckpt-every", "8", "--lr", "3e-3",
-            "--no-progress", "--device", "xla", *extra]
-    return subprocess.run(args, capture_output=True, text=True, env=env or ENV, timeout=timeout)
-
-
-def torchrun(data: Path, out: Path, *extra: str, env: dict | None = None) -> list[dict]:
-    p = torchrun_process(data, out, *extra, env=env)
-    assert p.returncode == 0, p.stderr[-4000:]
-    return read_events(p.stdout)
+from training_helpers import train_losses  # noqa: E402
+from xla_runs import STEPS, torchrun, torchrun_process  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def reference(xla_data, tmp_path_factory):
+    """One uninterrupted run of :data:`STEPS` steps (checkpoints at 8 and 16): its output
+    directory and events, shared by the tests of this file."""
     out = tmp_path_factory.mktemp("ref")
     return out, torchrun(xla_data, out)
 
@@ -60,54 +41,21 @@ def test_xla_path_learns_with_zero1_bf16_and_xla_process_group(reference):
 
 
 def test_xla_resume_continues_exactly(reference, xla_data, tmp_path):
-    _, ref_events = reference
+    """A run that finds the reference's step-8 checkpoint (model, ZeRO-1 optimizer shards, RNG,
+    scheduler and data position: what a run stopped after step 8 leaves) continues with the
+    uninterrupted run's losses. (Stopping after a number of steps is
+    test_xla_stops.py's compile trial; a run killed mid-step is tests/training's.)"""
+    ref_out, ref_events = reference
     ref = train_losses(ref_events)
-    first = torchrun(xla_data, tmp_path, "--max-steps-this-run", "8")
-    assert max(train_losses(first)) == 8
+    step = STEPS // 2
+    name = f"step_{step:08d}"
+    shutil.copytree(ref_out / "checkpoints" / name, tmp_path / "checkpoints" / name)
     second = torchrun(xla_data, tmp_path)
-    assert next(e for e in second if e["event"] == "resume")["step"] == 8
+    assert next(e for e in second if e["event"] == "resume")["step"] == step
     got = train_losses(second)
-    assert min(got) == 9
-    for s in range(9, STEPS + 1):
+    assert sorted(got) == list(range(step + 1, STEPS + 1))
+    for s in range(step + 1, STEPS + 1):
         assert got[s] == pytest.approx(ref[s], rel=1e-5, abs=1e-5), (s, got[s], ref[s])
-
-
-def test_neuron_parallel_compile_trial_run_writes_no_checkpoint(xla_data, tmp_path):
-    env = {**ENV, "NEURON_EXTRACT_GRAPHS_ONLY": "1"}
-    events = torchrun(xla_data, tmp_path, "--max-steps-this-run", "10", env=env)
-    assert next(e for e in events if e["event"] == "start")["compile_only"] is True
-    assert not any(e["event"] == "checkpoint" for e in events)
-    assert not (tmp_path / "checkpoints").exists()
-
-
-def test_xla_world_size_that_differs_from_torchrun_stops_every_process(xla_data, tmp_path):
-    """The real failure: torch-xla 2.9 on XLA:CPU reports world size 1 in each of 2 torchrun
-    processes (measured on XLA:CPU, torch-xla 2.9.0). Each process must stop with the clear error (exit 2) instead of
-    training as a duplicate and writing the same checkpoint."""
-    p = torchrun_process(xla_data, tmp_path, nproc=2, steps=4, timeout=300)
-    assert p.returncode != 0
-    # each process says it once (counted in the text: two processes share stderr)
-    message = ("error: the XLA runtime reports world size 1, but torchrun started "
-               "WORLD_SIZE=2 processes")
-    assert p.stderr.count(message) == 2, p.stderr[-4000:]
-    assert "exitcode  : 2" in p.stderr  # torchrun's summary of the failed workers
-    assert not (tmp_path / "checkpoints").exists()
-
-
-def test_xla_non_finite_loss_exits_3_without_a_nan_checkpoint(xla_data, tmp_path):
-    """lr 1e30 with ZeRO-1 and bf16 autocast: the run stops at the first non-finite gradient
-    norm or loss; every checkpoint left is finite and older than that step."""
-    p = torchrun_process(xla_data, tmp_path, "--lr", "1e30", "--ckpt-every", "1", steps=6)
-    assert "error: training diverged" in p.stderr, p.stderr[-4000:]
-    assert "exitcode  : 3" in p.stderr
-    events = read_events(p.stdout)
-    stop = next(e for e in events if e["event"] == "nonfinite")
-    kept = sorted((tmp_path / "checkpoints").glob("step_*"))
-    assert kept and all(int(d.name[5:]) < stop["step"] for d in kept)
-    assert stop["last_checkpoint"] == str(kept[-1])
-    for d in kept:
-        state = torch.load(d / "model.pt", weights_only=True)
-        assert all(torch.isfinite(t.float()).all() for t in state.values()), d
 
 
 def test_checkpoints_of_one_backend_are_refused_by_the_other(reference, xla_data, tmp_path):
