@@ -27,7 +27,7 @@ export PYTHONPATH := $(CURDIR):$(CURDIR)/training
 export PYTHONDONTWRITEBYTECODE :=
 CDK := npx --no-install cdk
 
-.PHONY: synth test docs snapshots test-jobs test-matrix test-nodes test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
+.PHONY: synth test docs snapshots test-jobs test-matrix test-nodes test-tiers test-xla test-slurm deploy destroy diff bench diagram setup setup-dev clean
 
 $(VENV)/.runtime: requirements.txt pyproject.toml
 	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,11 @@ test-jobs: setup-dev
 ## CLI's node script on two local nodes); make test runs each script's main paths
 test-nodes: setup-dev
 	$(VPY) -m pytest -n auto --dist worksteal -m 'nodes and not jobs and not matrix and not slurm and not xla'
+
+## test-tiers: test-matrix, test-nodes and test-jobs in one pytest run, as .ci/run runs them
+## (the workers start and collect once, and share the three tiers' tests as they free up)
+test-tiers: setup-dev
+	$(VPY) -m pytest -n auto --dist worksteal -m '(matrix or nodes or jobs) and not slurm and not xla'
 
 ## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
 ## configuration model (tests/config/test_reference.py fails when they are stale)
