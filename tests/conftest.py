@@ -14,7 +14,9 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +214,38 @@ def synth(tmp_path_factory, worker_id):
         return cache[key]
 
     return _synth
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory, worker_id):
+    """Factory fixture: ``built_once(name, build) -> Path``, a directory that ``build(path)``
+    fills once per test session, for work too slow to repeat in each pytest-xdist worker (a
+    training run the tests of several workers read).
+
+    Under pytest-xdist the first worker to ask builds it under a file lock in the session's
+    shared base temp directory, as :func:`synth` does; the others wait for the lock and reuse
+    it. A build that raised leaves no ``<name>.built`` marker (beside the directory, not in
+    it), so the next caller builds again (and fails the same way). Without xdist it is built
+    here, once per ``name``. The directory is the tests' to read, not to write.
+    """
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp() if worker_id == "master" else (
+        tmp_path_factory.getbasetemp().parent)
+    root = root / "built-once"
+    root.mkdir(exist_ok=True)
+
+    def _built(name: str, build: Callable[[Path], None]) -> Path:
+        path, marker = root / name, root / f"{name}.built"
+        with FileLock(str(root / f"{name}.lock")):
+            if not marker.exists():
+                shutil.rmtree(path, ignore_errors=True)
+                path.mkdir()
+                build(path)
+                marker.touch()
+        return path
+
+    return _built
 
 
 @pytest.fixture(scope="session")

@@ -46,12 +46,14 @@ def wordpiece_tokenizer(tmp_path_factory, corpus) -> Path:
 
 
 @pytest.fixture(scope="session")
-def clm_data(tmp_path_factory, corpus, bpe_tokenizer) -> Path:
+def clm_data(built_once, corpus, bpe_tokenizer) -> Path:
+    """Causal-LM data (BPE, 64-token sequences, shards of 300), one copy for all pytest-xdist
+    workers (``built_once``): runs that a test of one worker trains, another worker's test can
+    resume."""
     from trn_train.prepare import prepare_data
 
-    out = tmp_path_factory.mktemp("data_clm")
-    prepare_data(out, str(bpe_tokenizer), 64, inputs=corpus, shard_sequences=300, progress=False)
-    return out
+    return built_once("data_clm", lambda out: prepare_data(
+        out, str(bpe_tokenizer), 64, inputs=corpus, shard_sequences=300, progress=False))
 
 
 @pytest.fixture(scope="session")

@@ -114,10 +114,15 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def reference(clm_data, tmp_path_factory) -> tuple[Path, list[dict]]:
-    """An uninterrupted 2-process FSDP2 run of 12 steps with checkpoints at 4, 8 and 12."""
-    out = tmp_path_factory.mktemp("fsdp_ref") / "run"
-    events, _ = run_torchrun(clm_data, out)
+def reference(clm_data, built_once) -> tuple[Path, list[dict]]:
+    """An uninterrupted 2-process FSDP2 run of 12 steps with checkpoints at 4, 8 and 12, run
+    once for all pytest-xdist workers (``built_once``; its events in ``events.json``)."""
+    def train(path: Path) -> None:
+        events, _ = run_torchrun(clm_data, path / "run")
+        (path / "events.json").write_text(json.dumps(events))
+
+    built = built_once("fsdp_reference", train)
+    out, events = built / "run", json.loads((built / "events.json").read_text())
     start = next(e for e in events if e["event"] == "start")
     assert (start["backend"], start["device"], start["data_parallel"], start["compile"], start["world_size"],
             start["precision"]) == ("native", "cpu", "fsdp", False, 2, "fp32")
