@@ -164,7 +164,8 @@ def test_two_node_job_precompiles_trains_and_writes_where_the_cli_says(slurm, cl
 def test_status_logs_and_cancel_against_real_slurm(slurm, cli):
     name = "slurm-cancel"
     job_id, _ = submit(cli, name, "--recipe", "llama-tiny", "--steps", "100000",
-                       "--data-dir", DATA_DIR, "--", *ON_THIS_CPU, "--log-every", "1", "--no-progress")
+                       "--data-dir", DATA_DIR, "--nproc-per-node", "1",
+                       "--", *ON_THIS_CPU, "--log-every", "1", "--no-progress")
 
     def listed_running() -> bool:
         code, out, _ = cli("status")
@@ -204,11 +205,14 @@ def test_requeued_job_resumes_from_its_last_complete_checkpoint(slurm, cli):
     checkpoint (the program's ``resume`` event), records exactly the steps c+1..N, and
     computes the losses the first run had for the steps both ran (its model and optimizer
     came from the checkpoint). The next checkpoint is ``EVERY`` steps away, so the requeue
-    lands before it (steps take a fraction of a second with this batch)."""
+    lands before it (steps take a fraction of a second with this batch). One process per node
+    (``--nproc-per-node 1``): what is tested is the requeue and the resume across the two nodes;
+    two processes per node are the other jobs' (a third fewer processes to start, twice)."""
     name = "slurm-requeue"
     total, every = 50, 25
     job_id, _ = submit(cli, name, "--recipe", "llama-tiny", "--steps", str(total),
-                       "--data-dir", DATA_DIR, "--", *ON_THIS_CPU, "--ckpt-every", str(every),
+                       "--data-dir", DATA_DIR, "--nproc-per-node", "1",
+                       "--", *ON_THIS_CPU, "--ckpt-every", str(every),
                        "--keep-last", str(total), "--global-batch-size", "64",
                        "--log-every", "1", "--no-progress")
     after_checkpoint = f'{{"event": "train", "step": {every + 1},'
