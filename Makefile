@@ -81,9 +81,10 @@ test-nodes: setup-dev
 	$(VPY) -m pytest -n auto --dist worksteal -m 'nodes and not jobs and not matrix and not slurm and not xla'
 
 ## test-tiers: test-matrix, test-nodes and test-jobs in one pytest run, as .ci/run runs them
-## (the workers start and collect once, and share the three tiers' tests as they free up)
+## (the workers start and collect once, and share the three tiers' tests as they free up),
+## without the example runs that test-slurm repeats with the same checks (repeated_on_slurm)
 test-tiers: setup-dev
-	$(VPY) -m pytest -n auto --dist worksteal -m '(matrix or nodes or jobs) and not slurm and not xla'
+	$(VPY) -m pytest -n auto --dist worksteal -m '(matrix or nodes or jobs) and not slurm and not xla and not repeated_on_slurm'
 
 ## docs: regenerate docs/configuration.md and docs/trn-ultracluster.schema.json from the
 ## configuration model (tests/config/test_reference.py fails when they are stale)

@@ -102,3 +102,88 @@ def read_json(path: Path) -> dict:
     """The JSON object in ``path``; an assertion error when the file is missing."""
     assert path.is_file(), f"{path} was not written"
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+# ---------------------------------------------------------------------------- what a run wrote
+
+
+def no_temporary_files(out: Path) -> list[str]:
+    """Names of the ``*.tmp`` files left under ``out`` (an example writes its results
+    atomically: none should be left)."""
+    return [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def argument(args: list[str], option: str) -> int:
+    """The integer value of ``option`` in a program's ``args`` (``--steps 40``)."""
+    return int(args[args.index(option) + 1])
+
+
+def check_pytorch_distributed(out: Path, args: list[str], world_size: int) -> dict:
+    """What the pytorch-distributed example run with ``args`` on ``world_size`` CPU processes
+    wrote to ``out``: a ``result.json`` with one loss per epoch, falling, and replicas DDP kept
+    identical. Returns the result.
+
+    Raises:
+        AssertionError: naming what differs.
+    """
+    result = read_json(out / "result.json")
+    assert (result["device"], result["world_size"]) == ("cpu", world_size), result
+    assert len(result["epoch_losses"]) == result["epochs"] == argument(args, "--epochs")
+    assert result["final_loss"] < result["epoch_losses"][0]
+    assert result["replica_spread"] == 0.0  # DDP kept the replicas identical
+    assert no_temporary_files(out) == []
+    return result
+
+
+def check_huggingface(out: Path, args: list[str], world_size: int) -> dict:
+    """What the huggingface example wrote to ``out``: ``--steps`` steps, the loss under half
+    its first value, and the model saved with ``save_pretrained`` (a Llama ``config.json`` and
+    ``model.safetensors``). Returns the result (its ``humanize`` is the version the
+    requirements installed, ``None`` where they were not installed).
+
+    Raises:
+        AssertionError: naming what differs.
+    """
+    result = read_json(out / "result.json")
+    assert (result["device"], result["world_size"]) == ("cpu", world_size), result
+    assert result["steps"] == argument(args, "--steps")
+    assert result["final_loss"] < result["first_loss"] / 2
+    assert read_json(out / "model" / "config.json")["model_type"] == "llama"
+    assert (out / "model" / "model.safetensors").is_file()
+    assert no_temporary_files(out) == []
+    return result
+
+
+def check_tutorial_trial(out: Path, args: list[str], world_size: int) -> dict:
+    """The ultracluster tutorial's precompile trial (``--steps-this-run 2``): its
+    ``precompile-trial.json`` names the run's ``--max-steps`` and holds no loss. Returns it.
+
+    Raises:
+        AssertionError: naming what differs.
+    """
+    trial = read_json(out / "precompile-trial.json")
+    assert (trial["steps"], trial["world_size"]) == (2, world_size), trial
+    assert trial["max_steps"] == argument(args, "--max-steps")
+    assert "final_loss" not in trial  # a graph-extraction run's losses are not real
+    return trial
+
+
+def check_tutorial_run(out: Path, args: list[str], world_size: int) -> dict:
+    """The ultracluster tutorial's real run: every step of ``--max-steps``, the global batch
+    of 8 sequences (its ``--batch-size`` default) x ``--grad-accum-usteps`` x ``world_size``,
+    the loss down by more than 0.3, and a ``checkpoint.pt`` of the BERT model. Returns the
+    result.
+
+    Raises:
+        AssertionError: naming what differs.
+    """
+    import torch
+
+    result = read_json(out / "result.json")
+    assert result["steps"] == result["max_steps"] == argument(args, "--max-steps")
+    assert result["global_batch_size"] == 8 * argument(args, "--grad-accum-usteps") * world_size
+    assert result["final_loss"] < result["first_loss"] - 0.3
+    state = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert any(key.startswith("bert.encoder.layer.1.") for key in state)
+    assert no_temporary_files(out) == []
+    return result

@@ -7,7 +7,8 @@ as a job sets it; the tests read the result files the programs write there. The 
 example also runs its trial the way ``submit --precompile`` does: with
 ``NEURON_EXTRACT_GRAPHS_ONLY=1`` (what ``neuron_parallel_compile`` sets, as
 ``tests/slurm/shims/neuron_parallel_compile`` does) and the README's ``--precompile-args``
-appended. The same commands run for real on the two-node Slurm of ``make test-slurm``.
+appended. The same commands run for real on the two-node Slurm of ``make test-slurm``, whose
+tests check what each run wrote with the same functions (``check_*`` in helpers.py).
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from __future__ import annotations
 import ast
 import py_compile
 import shlex
-from pathlib import Path
 
 import pytest
-import torch
 from packaging.requirements import Requirement
 
-from tests.examples.helpers import (EXAMPLES, EXAMPLES_DIR, examples_commands, option_value,
-                                    program_argv, read_json, run_example, submit_commands)
+from tests.examples.helpers import (EXAMPLES, EXAMPLES_DIR, check_huggingface,
+                                    check_pytorch_distributed, check_tutorial_run,
+                                    check_tutorial_trial, examples_commands,
+                                    no_temporary_files, option_value, program_argv,
+                                    run_example, submit_commands)
 
 PROCESSES = 2
 COMMANDS = {path.name: argv for path, argv in examples_commands()}
@@ -35,10 +37,6 @@ SUBMIT_FLAGS = {"--precompile", "--dry-run"}
 OWN_PACKAGES = {"trn_ultracluster", "trn_train"}
 IMAGE_PACKAGE_PREFIXES = ("torch", "neuron", "libneuron", "aws-neuron", "transformers")
 """Packages of the training image that an example's requirements must not replace."""
-
-
-def no_temporary_files(out: Path) -> list[str]:
-    return [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
 # ---------------------------------------------------------------------------- the READMEs
@@ -117,44 +115,35 @@ def test_huggingface_requirements_are_pinned_and_leave_the_image_alone():
 
 
 # ---------------------------------------------------------------------------- the runs
+# make test-slurm submits the same README commands to the two-node Slurm and checks each run's
+# output with the same functions; CI runs that tier, so make test-tiers leaves these out
+# (marker repeated_on_slurm) and make test-jobs keeps them for a machine without root.
 
 
 @pytest.mark.jobs
+@pytest.mark.repeated_on_slurm
 def test_pytorch_distributed_runs_as_the_readme_says(tmp_path):
     args = program_argv(COMMANDS["pytorch-distributed"])
     proc = run_example("pytorch-distributed", args, tmp_path, PROCESSES)
-    result = read_json(tmp_path / "result.json")
-    assert result["device"] == "cpu"
-    assert result["world_size"] == PROCESSES
-    assert len(result["epoch_losses"]) == result["epochs"] == int(args[args.index("--epochs") + 1])
-    assert result["final_loss"] < result["epoch_losses"][0]
-    assert result["replica_spread"] == 0.0  # DDP kept both replicas identical
+    check_pytorch_distributed(tmp_path, args, PROCESSES)
     assert f"wrote {tmp_path / 'result.json'}" in proc.stdout
-    assert no_temporary_files(tmp_path) == []
 
 
 @pytest.mark.jobs
+@pytest.mark.repeated_on_slurm
 def test_huggingface_runs_as_the_readme_says(tmp_path):
     args = program_argv(COMMANDS["huggingface"])
     run_example("huggingface", args, tmp_path, PROCESSES)
-    result = read_json(tmp_path / "result.json")
-    assert (result["device"], result["world_size"]) == ("cpu", PROCESSES)
-    assert result["steps"] == int(args[args.index("--steps") + 1])
-    assert result["final_loss"] < result["first_loss"] / 2
-    config = read_json(tmp_path / "model" / "config.json")
-    assert config["model_type"] == "llama"
-    assert (tmp_path / "model" / "model.safetensors").is_file()
     # humanize (requirements.txt) is not installed here: the script runs without it.
-    assert result["humanize"] is None
-    assert no_temporary_files(tmp_path) == []
+    assert check_huggingface(tmp_path, args, PROCESSES)["humanize"] is None
 
 
 ULTRACLUSTER = COMMANDS["ultracluster-tutorial"]
 ULTRACLUSTER_ARGS = program_argv(ULTRACLUSTER)
-ULTRACLUSTER_MAX_STEPS = int(ULTRACLUSTER_ARGS[ULTRACLUSTER_ARGS.index("--max-steps") + 1])
 
 
 @pytest.mark.jobs
+@pytest.mark.repeated_on_slurm
 def test_ultracluster_tutorial_precompile_trial(tmp_path):
     """The trial run of ``submit --precompile``: under ``neuron_parallel_compile``, with the
     README's ``--precompile-args`` after the program's arguments."""
@@ -162,22 +151,13 @@ def test_ultracluster_tutorial_precompile_trial(tmp_path):
     trial_args = [*ULTRACLUSTER_ARGS, *shlex.split(option_value(ULTRACLUSTER, "--precompile-args"))]
     run_example("ultracluster-tutorial", trial_args, tmp_path, PROCESSES,
                 NEURON_EXTRACT_GRAPHS_ONLY="1")
-    trial = read_json(tmp_path / "precompile-trial.json")
-    assert (trial["steps"], trial["world_size"]) == (2, PROCESSES)
-    assert trial["max_steps"] == ULTRACLUSTER_MAX_STEPS
-    assert "final_loss" not in trial
+    check_tutorial_trial(tmp_path, ULTRACLUSTER_ARGS, PROCESSES)
     assert not (tmp_path / "result.json").exists() and not (tmp_path / "checkpoint.pt").exists()
     assert no_temporary_files(tmp_path) == []
 
 
 @pytest.mark.jobs
+@pytest.mark.repeated_on_slurm
 def test_ultracluster_tutorial_real_run(tmp_path):
     run_example("ultracluster-tutorial", ULTRACLUSTER_ARGS, tmp_path, PROCESSES)
-    result = read_json(tmp_path / "result.json")
-    assert result["steps"] == result["max_steps"] == ULTRACLUSTER_MAX_STEPS
-    accum = int(ULTRACLUSTER_ARGS[ULTRACLUSTER_ARGS.index("--grad-accum-usteps") + 1])
-    assert result["global_batch_size"] == 8 * accum * PROCESSES  # --batch-size default 8
-    assert result["final_loss"] < result["first_loss"] - 0.3
-    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)
-    assert any(key.startswith("bert.encoder.layer.1.") for key in state)
-    assert no_temporary_files(tmp_path) == []
+    check_tutorial_run(tmp_path, ULTRACLUSTER_ARGS, PROCESSES)
