@@ -28,11 +28,12 @@ def xla_data(tmp_path_factory) -> Path:
     return out
 
 
-LONGEST_FIRST = ("test_xla_train.py", "test_xla_stops.py", "test_xla_tutorial.py")
-"""Files by their time on 2 cores, longest first (measured 2026-11-28, two workers: 104 s,
-99 s, about 55 s; test_xla_examples.py 51 s). training/test-xla.sh gives each file to one worker
-in collection order (``--dist loadfile --no-loadscope-reorder``), so the longest start first
-and the two workers end close together; a file not named here comes last."""
+LONGEST_FIRST = ("test_xla_train.py", "test_xla_stops.py", "test_xla_examples.py",
+                 "test_xla_tutorial.py")
+"""The files by their time on 2 cores, longest first (measured 2026-11-28 with two workers:
+118 s, 100 s, 54 s, 50 s). training/test-xla.sh gives each file to one worker in collection
+order (``--dist loadfile --no-loadscope-reorder``), so the longest start first and the two
+workers end close together; a file not named here comes last."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
