@@ -15,8 +15,9 @@ def test_a_name_is_built_once_and_again_after_a_build_that_failed(built_once):
 
     first = built_once("test-once", build)
     assert built_once("test-once", build) == first and len(calls) == 1
-    assert (first / "out").read_text() == "built"
-    assert not (first / ".built").exists()  # the marker is beside the directory, not in it
+    # the marker is beside the directory, not in it: the directory holds what build wrote
+    assert sorted(p.name for p in first.iterdir()) == ["out"]
+    assert (first / "out").read_text() == "built" and (first.parent / "test-once.built").exists()
 
     def broken(path):
         (path / "half").write_text("half-written")

@@ -118,10 +118,10 @@ def argument(args: list[str], option: str) -> int:
     return int(args[args.index(option) + 1])
 
 
-def check_pytorch_distributed(out: Path, args: list[str], world_size: int) -> dict:
+def check_pytorch_distributed(out: Path, args: list[str], world_size: int, log: str) -> dict:
     """What the pytorch-distributed example run with ``args`` on ``world_size`` CPU processes
     wrote to ``out``: a ``result.json`` with one loss per epoch, falling, and replicas DDP kept
-    identical. Returns the result.
+    identical; and its output ``log`` names the file. Returns the result.
 
     Raises:
         AssertionError: naming what differs.
@@ -131,15 +131,17 @@ def check_pytorch_distributed(out: Path, args: list[str], world_size: int) -> di
     assert len(result["epoch_losses"]) == result["epochs"] == argument(args, "--epochs")
     assert result["final_loss"] < result["epoch_losses"][0]
     assert result["replica_spread"] == 0.0  # DDP kept the replicas identical
+    assert f"wrote {out / 'result.json'}" in log
     assert no_temporary_files(out) == []
     return result
 
 
-def check_huggingface(out: Path, args: list[str], world_size: int) -> dict:
+def check_huggingface(out: Path, args: list[str], world_size: int, log: str) -> dict:
     """What the huggingface example wrote to ``out``: ``--steps`` steps, the loss under half
     its first value, and the model saved with ``save_pretrained`` (a Llama ``config.json`` and
     ``model.safetensors``). Returns the result (its ``humanize`` is the version the
-    requirements installed, ``None`` where they were not installed).
+    requirements installed, ``None`` where they were not installed). (The example prints no
+    line of its own to check in ``log``.)
 
     Raises:
         AssertionError: naming what differs.
@@ -154,9 +156,11 @@ def check_huggingface(out: Path, args: list[str], world_size: int) -> dict:
     return result
 
 
-def check_tutorial_trial(out: Path, args: list[str], world_size: int) -> dict:
+def check_tutorial_trial(out: Path, args: list[str], world_size: int, log: str) -> dict:
     """The ultracluster tutorial's precompile trial (``--steps-this-run 2``): its
-    ``precompile-trial.json`` names the run's ``--max-steps`` and holds no loss. Returns it.
+    ``precompile-trial.json`` names the run's ``--max-steps`` and holds no loss, and ``log``
+    names it. Returns it. (That the trial writes no ``checkpoint.pt`` is for a caller whose
+    ``out`` holds the trial alone: tests/examples.)
 
     Raises:
         AssertionError: naming what differs.
@@ -165,14 +169,15 @@ def check_tutorial_trial(out: Path, args: list[str], world_size: int) -> dict:
     assert (trial["steps"], trial["world_size"]) == (2, world_size), trial
     assert trial["max_steps"] == argument(args, "--max-steps")
     assert "final_loss" not in trial  # a graph-extraction run's losses are not real
+    assert f"wrote {out / 'precompile-trial.json'}" in log
     return trial
 
 
-def check_tutorial_run(out: Path, args: list[str], world_size: int) -> dict:
+def check_tutorial_run(out: Path, args: list[str], world_size: int, log: str) -> dict:
     """The ultracluster tutorial's real run: every step of ``--max-steps``, the global batch
     of 8 sequences (its ``--batch-size`` default) x ``--grad-accum-usteps`` x ``world_size``,
-    the loss down by more than 0.3, and a ``checkpoint.pt`` of the BERT model. Returns the
-    result.
+    the loss down by more than 0.3, a ``checkpoint.pt`` of the BERT model, and ``log`` naming
+    ``result.json``. Returns the result.
 
     Raises:
         AssertionError: naming what differs.
@@ -185,5 +190,6 @@ def check_tutorial_run(out: Path, args: list[str], world_size: int) -> dict:
     assert result["final_loss"] < result["first_loss"] - 0.3
     state = torch.load(out / "checkpoint.pt", weights_only=True)
     assert any(key.startswith("bert.encoder.layer.1.") for key in state)
+    assert f"wrote {out / 'result.json'}" in log
     assert no_temporary_files(out) == []
     return result

@@ -194,11 +194,14 @@ def test_each_example_runs_as_its_readme_says(slurm: SlurmCluster, cli, example:
                        "--env", f"PIP_FIND_LINKS={wheels}", *argv[at:])
     assert wait_for_end(slurm, job_id) == "COMPLETED", log_of(job_id)[-4000:]
     output = Path(FSX_MOUNT_PATH, "runs", name)
-    written = [check(output, program_argv(argv), WORLD_SIZE)
+    log = log_of(job_id)
+    written = [check(output, program_argv(argv), WORLD_SIZE, log)
                for check in EXAMPLE_CHECKS[example.name]]
     record = json.loads((output / JOB_RECORD_FILE).read_text())
     assert record["program"][:len(argv) - at - 1] == argv[at + 1:]
     if example.name == "huggingface":
         assert written[0]["humanize"] == "4.17.0"  # installed from --requirements
     if example.name == "ultracluster-tutorial":
-        assert "neuron_parallel_compile shim: NEURON_EXTRACT_GRAPHS_ONLY=1 torchrun " in log_of(job_id)
+        assert "neuron_parallel_compile shim: NEURON_EXTRACT_GRAPHS_ONLY=1 torchrun " in log
+        assert log.index("wrote " + str(output / "precompile-trial.json")) < log.index(
+            "wrote " + str(output / "result.json"))  # the trial first, then the run
