@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import pytest
 
-from xla_runs import example_on_xla as xla_run
+from xla_runs import example_on_xla
 
 pytestmark = pytest.mark.xla  # make test-xla (.venv-xla with torch-xla); make test leaves it out
 
 
 def test_pytorch_distributed_on_xla(tmp_path):
-    result = xla_run("pytorch-distributed", tmp_path)
+    result = example_on_xla("pytorch-distributed", tmp_path)
     assert (result["device"], result["world_size"]) == ("xla", 1)
     assert result["final_loss"] < result["epoch_losses"][0]
 
 
 def test_huggingface_on_xla(tmp_path):
-    result = xla_run("huggingface", tmp_path)
+    result = example_on_xla("huggingface", tmp_path)
     assert (result["device"], result["world_size"]) == ("xla", 1)
     assert result["final_loss"] < result["first_loss"]
     assert (tmp_path / "model" / "model.safetensors").is_file()

@@ -15,13 +15,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from xla_runs import example_on_xla as xla_run
+from xla_runs import example_on_xla
 
 pytestmark = pytest.mark.xla  # make test-xla (.venv-xla with torch-xla); make test leaves it out
 
 
 def test_ultracluster_tutorial_on_xla(tmp_path):
-    result = xla_run("ultracluster-tutorial", tmp_path)
+    result = example_on_xla("ultracluster-tutorial", tmp_path)
     assert (result["device"], result["world_size"]) == ("xla", 1)
     assert result["steps"] == result["max_steps"]
     assert result["final_loss"] < result["first_loss"]

@@ -159,10 +159,10 @@ class LustreEfaHelper(Construct):
     not change with the helper: a node launched from the previous template version while its
     node group waits for its update, or again during a rollback (if CloudFormation rolls the
     node groups back before the policy they depend on, the reverse of the update's order: not
-    verified against a page), still fetches the previous object, which
-    stays in the bootstrap bucket (the CDK CLI deletes unused assets only when told, ``cdk gc``). A policy on this
-    version's key alone would make those nodes fail their boot part (in mode ``required`` they
-    power off), which could fail the rollback itself.
+    verified against a page), still fetches the previous object, which stays in the bootstrap
+    bucket (the CDK CLI deletes unused assets only when told: ``cdk gc``, the pinned CLI's
+    ``cdk gc --help``). A policy on this version's key alone would make those nodes fail their
+    boot part (in mode ``required`` they power off), which could fail the rollback itself.
 
     Args:
         role: the EKS node role.
